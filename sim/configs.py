@@ -1,0 +1,120 @@
+"""NVDLA hardware configurations as data (facts from nvdla/hw spec/defs/*.spec).
+
+A configuration decides memory-atom size, MAC atomics, CBUF geometry, the
+precisions supported and which units/features exist.  Units consult these
+fields; they never test a configuration's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import ConfigurationError, SimError
+
+INT8, INT16, FP16 = "int8", "int16", "fp16"
+
+
+@dataclass(frozen=True)
+class HardwareConfig:
+    name: str
+    atom_bytes: int  # memory atom (MEMORY_ATOMIC_SIZE): bytes per 1x1xC' atom
+    mac_atomic_c: int  # input channels per MAC atomic operation (int8 elements)
+    mac_atomic_k: int  # kernels per MAC atomic operation (int8 elements)
+    cbuf_bank_count: int
+    cbuf_bank_width: int  # bytes per CBUF entry
+    cbuf_bank_depth: int  # entries per bank
+    precisions: frozenset
+    address_map: str  # which unit base addresses the register bus uses (see regs/)
+    winograd: bool
+    batch: bool
+    max_batch: int
+    weight_compression: bool
+    secondary_memory: bool
+    sdp_bs: bool
+    sdp_bn: bool
+    sdp_ew: bool
+    sdp_lut: bool
+    bdma: bool
+    rubik: bool
+    pdp: bool
+    cdp: bool
+    address_bits: int
+
+    def supports(self, precision: str) -> bool:
+        return precision in self.precisions
+
+    def require(self, feature: str, what: str) -> None:
+        """Raise a clear error when ``what`` programs a feature this config lacks."""
+        if not getattr(self, feature):
+            raise ConfigurationError(f"{what}: {self.name} has no {feature.replace('_', ' ')}")
+
+    def require_precision(self, precision: str, what: str) -> None:
+        if precision not in self.precisions:
+            raise ConfigurationError(f"{what}: {self.name} does not support {precision}")
+
+
+_ALL = frozenset({INT8, INT16, FP16})
+_I8 = frozenset({INT8})
+
+_SMALL_FEATURES = dict(
+    winograd=False, batch=False, max_batch=1, weight_compression=False,
+    sdp_bs=True, sdp_bn=True, bdma=False, rubik=False, pdp=True, cdp=True,
+)
+
+CONFIGS: dict[str, HardwareConfig] = {
+    c.name: c
+    for c in (
+        HardwareConfig(
+            name="nv_full", atom_bytes=32, mac_atomic_c=64, mac_atomic_k=32,
+            cbuf_bank_count=16, cbuf_bank_width=64, cbuf_bank_depth=512, precisions=_ALL,
+            address_map="nvdlav1", winograd=True, batch=True, max_batch=32,
+            weight_compression=True, secondary_memory=True, sdp_bs=True, sdp_bn=True,
+            sdp_ew=True, sdp_lut=True, bdma=True, rubik=True, pdp=True, cdp=True,
+            address_bits=64,
+        ),
+        HardwareConfig(
+            name="nv_large", atom_bytes=32, mac_atomic_c=64, mac_atomic_k=32,
+            cbuf_bank_count=16, cbuf_bank_width=64, cbuf_bank_depth=512, precisions=_I8,
+            address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
+            address_bits=64, **_SMALL_FEATURES,
+        ),
+        HardwareConfig(
+            name="nv_medium_1024_full", atom_bytes=32, mac_atomic_c=32, mac_atomic_k=32,
+            cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
+            address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
+            address_bits=64, **_SMALL_FEATURES,
+        ),
+        HardwareConfig(
+            name="nv_medium_512", atom_bytes=16, mac_atomic_c=32, mac_atomic_k=16,
+            cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
+            address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
+            address_bits=64, **_SMALL_FEATURES,
+        ),
+        HardwareConfig(
+            name="nv_small", atom_bytes=8, mac_atomic_c=8, mac_atomic_k=8,
+            cbuf_bank_count=32, cbuf_bank_width=8, cbuf_bank_depth=512, precisions=_I8,
+            address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
+            address_bits=32, **_SMALL_FEATURES,
+        ),
+        HardwareConfig(
+            name="nv_small_256", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
+            cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
+            address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
+            address_bits=32, **_SMALL_FEATURES,
+        ),
+        HardwareConfig(
+            name="nv_small_256_full", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
+            cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
+            address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
+            address_bits=32, **_SMALL_FEATURES,
+        ),
+    )
+}
+
+
+def get_config(name: str) -> HardwareConfig:
+    try:
+        return CONFIGS[name]
+    except KeyError:
+        known = ", ".join(sorted(CONFIGS))
+        raise SimError(f"unknown hardware configuration {name!r} (known: {known})") from None
