@@ -1,0 +1,246 @@
+"""NVDLA's register map, loaded from ``nvdla.regmap`` (the one source of truth).
+
+Registers are named as NVDLA's traces name them: ``NVDLA_SDP.D_DATA_CUBE_WIDTH_0``.
+The table is validated when loaded (unique addresses, non-overlapping fields,
+reset values that fit), in the manner of riscv-opcodes.
+
+Two address maps exist: ``nvdlav1`` (the nv_full release, which the nv_full
+traces use) and ``master`` (every later configuration).  They differ only in
+the unit base addresses and, for a few fields, in which bits are stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+ADDRESS_MAPS = ("nvdlav1", "master")
+ACCESS_KINDS = ("rw", "ro", "wo", "w1c")
+TABLE = Path(__file__).with_name("nvdla.regmap")
+
+
+class RegisterMapError(ValueError):
+    """The table itself is malformed (a bug in the project, not user input)."""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    msb: int
+    lsb: int
+    access: str
+    reset: int = 0
+    enum: dict = field(default_factory=dict, compare=False, hash=False)
+    # bits actually stored, per address map, as (msb, lsb); absent = msb:lsb
+    stored: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def width(self) -> int:
+        return self.msb - self.lsb + 1
+
+    def stored_mask(self, address_map: str) -> int:
+        """Register-word mask of the bits this field keeps on ``address_map``."""
+        msb, lsb = self.stored.get(address_map, (self.msb, self.lsb))
+        return ((1 << (msb - lsb + 1)) - 1) << lsb
+
+    def decode(self, word: int, address_map: str) -> int:
+        """The field's value, aligned at the field's nominal lsb.
+
+        Where a map stores fewer low bits (nvdlav1 addresses keep [31:5]), the
+        dropped bits read as zero, so an address field still decodes to a byte
+        address on every map.
+        """
+        return (word & self.stored_mask(address_map)) >> self.lsb
+
+
+@dataclass(frozen=True)
+class Register:
+    unit: str
+    name: str
+    offset: int
+    fields: tuple
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.unit}.{self.name}"
+
+    @property
+    def double_buffered(self) -> bool:
+        """D_ registers exist once per group (ping-pong), selected by S_POINTER."""
+        return self.name.startswith("D_")
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.full_name} has no field {name}")
+
+    def reset_value(self) -> int:
+        return sum(f.reset << f.lsb for f in self.fields)
+
+    def mask(self, address_map: str, kinds=ACCESS_KINDS) -> int:
+        m = 0
+        for f in self.fields:
+            if f.access in kinds:
+                m |= f.stored_mask(address_map)
+        return m
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str
+    bases: dict  # address map -> base byte address (absent: unit not on that map)
+    registers: tuple
+
+
+class RegisterMap:
+    """All units and registers, with lookups by name and by byte address."""
+
+    def __init__(self, units: list[Unit]):
+        self.units = {u.name: u for u in units}
+        self._by_name = {r.full_name: r for u in units for r in u.registers}
+        self._by_addr = {m: {} for m in ADDRESS_MAPS}
+        for u in units:
+            for amap, base in u.bases.items():
+                for r in u.registers:
+                    addr = base + r.offset
+                    other = self._by_addr[amap].get(addr)
+                    if other is not None:
+                        raise RegisterMapError(
+                            f"{amap}: {r.full_name} and {other.full_name} share address {addr:#x}"
+                        )
+                    self._by_addr[amap][addr] = r
+
+    def __iter__(self):
+        return iter(self._by_name.values())
+
+    def __len__(self):
+        return len(self._by_name)
+
+    def by_name(self, name: str) -> Register:
+        """``NVDLA_SDP.D_OP_ENABLE_0``; the trailing ``_0`` may be omitted."""
+        reg = self._by_name.get(name) or self._by_name.get(name + "_0")
+        if reg is None:
+            raise KeyError(name)
+        return reg
+
+    def by_address(self, addr: int, address_map: str) -> Register:
+        try:
+            return self._by_addr[address_map][addr]
+        except KeyError:
+            raise KeyError(f"{addr:#x}") from None
+
+    def address(self, reg: Register, address_map: str) -> int:
+        base = self.units[reg.unit].bases.get(address_map)
+        if base is None:
+            raise KeyError(f"{reg.unit} is not on the {address_map} address map")
+        return base + reg.offset
+
+
+def _int(text: str) -> int:
+    return int(text, 0)
+
+
+def _bits(text: str) -> tuple[int, int]:
+    msb, lsb = text.split(":")
+    return int(msb), int(lsb)
+
+
+def parse_table(text: str, source: str = str(TABLE)) -> RegisterMap:
+    units: list[Unit] = []
+    unit_name = bases = None
+    regs: list[Register] = []
+    reg_head = None
+    fields: list[Field] = []
+
+    def close_reg():
+        nonlocal reg_head, fields
+        if reg_head is not None:
+            regs.append(Register(unit_name, reg_head[0], reg_head[1], tuple(fields)))
+        reg_head, fields = None, []
+
+    def close_unit():
+        nonlocal regs
+        close_reg()
+        if unit_name is not None:
+            units.append(Unit(unit_name, bases, tuple(regs)))
+        regs = []
+
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].rstrip()
+        if not line:
+            continue
+        where = f"{source}:{lineno}"
+        words = line.split()
+        try:
+            if words[0] == "unit":
+                close_unit()
+                unit_name = words[1]
+                bases = {}
+                for w in words[2:]:
+                    amap, value = w.split("=")
+                    if amap not in ADDRESS_MAPS:
+                        raise RegisterMapError(f"unknown address map {amap}")
+                    if value != "-":
+                        bases[amap] = _int(value)
+            elif words[0] == "reg":
+                close_reg()
+                reg_head = (words[1], _int(words[2]))
+            else:
+                fields.append(_parse_field(words))
+        except (ValueError, IndexError) as exc:
+            raise RegisterMapError(f"{where}: {exc}") from None
+    close_unit()
+    regmap = RegisterMap(units)
+    validate(regmap)
+    return regmap
+
+
+def _parse_field(words: list[str]) -> Field:
+    name = words[0]
+    msb, lsb = _bits(words[1])
+    access = words[2]
+    if access not in ACCESS_KINDS:
+        raise RegisterMapError(f"field {name}: unknown access {access}")
+    reset, enum, stored = 0, {}, {}
+    for w in words[3:]:
+        key, value = w.split("=", 1)
+        if key == "reset":
+            reset = _int(value)
+        elif key == "enum":
+            enum = {k: int(v) for k, v in (item.split(":") for item in value.split(","))}
+        elif key in ADDRESS_MAPS:
+            stored[key] = _bits(value)
+        else:
+            raise RegisterMapError(f"field {name}: unknown attribute {key}")
+    return Field(name, msb, lsb, access, reset, enum, stored)
+
+
+def validate(regmap: RegisterMap) -> None:
+    """Check the table's invariants; raise RegisterMapError naming the culprit."""
+    for reg in regmap:
+        if reg.offset % 4:
+            raise RegisterMapError(f"{reg.full_name}: offset {reg.offset:#x} not word aligned")
+        used = 0
+        for f in reg.fields:
+            if not 0 <= f.lsb <= f.msb <= 31:
+                raise RegisterMapError(f"{reg.full_name}.{f.name}: bad bit range")
+            bits = ((1 << f.width) - 1) << f.lsb
+            if used & bits:
+                raise RegisterMapError(f"{reg.full_name}.{f.name}: overlaps another field")
+            used |= bits
+            if f.reset >> f.width:
+                raise RegisterMapError(f"{reg.full_name}.{f.name}: reset does not fit")
+            for value in f.enum.values():
+                if value >> f.width:
+                    raise RegisterMapError(f"{reg.full_name}.{f.name}: enum value does not fit")
+            for msb, lsb in f.stored.values():
+                if not f.lsb <= lsb <= msb <= f.msb:
+                    raise RegisterMapError(f"{reg.full_name}.{f.name}: stored bits outside field")
+
+
+@cache
+def load() -> RegisterMap:
+    """The project's register map (parsed once)."""
+    return parse_table(TABLE.read_text())
