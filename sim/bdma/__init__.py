@@ -1,0 +1,5 @@
+"""BDMA: the bridge DMA that copies line/surface-repeated blocks between memories."""
+
+from .engine import BdmaEngine
+
+__all__ = ["BdmaEngine"]

@@ -1,0 +1,1 @@
+"""CDP and CDP_RDMA: the channel data processor (LRN)."""

@@ -1,0 +1,1 @@
+"""Convolution pipeline: CDMA, CSC, CMAC, CACC."""

@@ -1,0 +1,262 @@
+"""Simulated memory: sparse 4 KiB pages over a 64-bit address space.
+
+Bytes never written read as zero.  NVDLA has two spaces: the primary memory
+(MC, reached through the DBB/MCIF) and the secondary CV-SRAM (CVIF); a
+``Machine`` holds one ``Memory`` for each.  Also here: the two NVDLA memory
+file formats (``.dat`` records of the nv_small traces and hex-byte dumps of
+the nv_full trace player) and the ``mem_init`` fill patterns.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SimError
+
+PAGE_BITS = 12
+PAGE_SIZE = 1 << PAGE_BITS
+PAGE_MASK = PAGE_SIZE - 1
+
+
+class Memory:
+    """Sparse byte-addressable memory."""
+
+    def __init__(self, name: str = "pri_mem", address_bits: int = 64):
+        self.name = name
+        self.limit = 1 << address_bits
+        self._pages: dict[int, np.ndarray] = {}
+
+    # -- bounds -------------------------------------------------------------
+    def _check(self, addr: int, size: int) -> None:
+        if addr < 0 or size < 0 or addr + size > self.limit:
+            raise SimError(
+                f"{self.name}: access {addr:#x}+{size:#x} is outside the memory "
+                f"(limit {self.limit:#x})"
+            )
+
+    def _chunks(self, addr: int, size: int):
+        """Yield (page_index, offset_in_page, offset_in_buffer, length)."""
+        done = 0
+        while done < size:
+            a = addr + done
+            page, off = a >> PAGE_BITS, a & PAGE_MASK
+            n = min(PAGE_SIZE - off, size - done)
+            yield page, off, done, n
+            done += n
+
+    # -- access -------------------------------------------------------------
+    def read_array(self, addr: int, size: int) -> np.ndarray:
+        """A copy of ``size`` bytes at ``addr`` as a uint8 array."""
+        self._check(addr, size)
+        out = np.zeros(size, dtype=np.uint8)
+        for page, off, pos, n in self._chunks(addr, size):
+            data = self._pages.get(page)
+            if data is not None:
+                out[pos : pos + n] = data[off : off + n]
+        return out
+
+    def read(self, addr: int, size: int) -> bytes:
+        return self.read_array(addr, size).tobytes()
+
+    def write(self, addr: int, data) -> None:
+        """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
+        buf = _as_u8(data)
+        self._check(addr, buf.size)
+        for page, off, pos, n in self._chunks(addr, buf.size):
+            dst = self._pages.get(page)
+            if dst is None:
+                dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
+            dst[off : off + n] = buf[pos : pos + n]
+
+    def gather(self, addr: int, offsets: np.ndarray) -> np.ndarray:
+        """Bytes at ``addr + offsets`` (any shape), for strided DMA reads."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        if offsets.size == 0:
+            return np.zeros(offsets.shape, dtype=np.uint8)
+        lo, hi = int(offsets.min()), int(offsets.max())
+        window = self.read_array(addr + lo, hi - lo + 1)
+        return window[offsets - lo]
+
+    def scatter(self, addr: int, offsets: np.ndarray, values: np.ndarray) -> None:
+        """Write ``values`` (uint8) at ``addr + offsets``, leaving other bytes as they are."""
+        offsets = np.asarray(offsets, dtype=np.int64).ravel()
+        values = _as_u8(values)
+        if offsets.size == 0:
+            return
+        lo, hi = int(offsets.min()), int(offsets.max())
+        window = self.read_array(addr + lo, hi - lo + 1)
+        window[offsets - lo] = values
+        self.write(addr + lo, window)
+
+    def crc32(self, addr: int, size: int) -> int:
+        """CRC-32 (zlib polynomial) of a range, as the trace checks compute it."""
+        crc = 0
+        step = 1 << 20
+        for start in range(addr, addr + size, step):
+            crc = zlib.crc32(self.read(start, min(step, addr + size - start)), crc)
+        return crc & 0xFFFFFFFF
+
+    def fill(self, addr: int, size: int, pattern: str, seed: int = 0) -> None:
+        """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
+        self.write(addr, fill_pattern(pattern, addr, size, seed))
+
+    def pages(self):
+        """Sorted (address, page bytes) of every page ever written."""
+        for page in sorted(self._pages):
+            yield page << PAGE_BITS, self._pages[page]
+
+
+def _as_u8(data) -> np.ndarray:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(data), dtype=np.uint8)
+    arr = np.ascontiguousarray(data)
+    return arr.view(np.uint8).ravel()
+
+
+def fill_pattern(pattern: str, addr: int, size: int, seed: int = 0) -> np.ndarray:
+    """The bytes a ``mem_init`` pattern writes over ``[addr, addr+size)``."""
+    name = pattern.upper()
+    if name == "ALL_ZERO":
+        return np.zeros(size, dtype=np.uint8)
+    if name == "ONES":
+        return np.full(size, 0xFF, dtype=np.uint8)
+    if name == "AFIVE":
+        return np.full(size, 0xA5, dtype=np.uint8)
+    if name == "FIVEA":
+        return np.full(size, 0x5A, dtype=np.uint8)
+    if name == "ADDR":
+        # every aligned 32-bit word holds the low 32 bits of its own address
+        first = addr & ~3
+        words = np.arange(first, addr + size + 4, 4, dtype=np.uint64) & 0xFFFFFFFF
+        raw = words.astype("<u4").view(np.uint8)
+        return raw[addr - first : addr - first + size].copy()
+    if name == "RANDOM":
+        return np.random.default_rng(seed).integers(0, 256, size, dtype=np.uint8)
+    raise SimError(f"unknown mem_init pattern {pattern!r}")
+
+
+# -- NVDLA memory files -------------------------------------------------------
+
+_RECORD = re.compile(
+    r"\{\s*offset\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
+    r"\s*payload\s*:\s*([^}]*)\}"
+)
+
+
+def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
+    """Parse an nv_small ``.dat``: ``{offset:0x0, size:4, payload:0x00 0x20 ...} ,``.
+
+    Returns (offset, bytes) records; raises SimError naming file:line on bad input.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    records = []
+    for match in _RECORD.finditer(text):
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            offset = int(match.group(1), 0)
+            size = int(match.group(2), 0)
+            payload = bytes(int(tok, 16) for tok in match.group(3).split())
+        except ValueError:
+            raise SimError(f"{path}:{line}: malformed payload") from None
+        if len(payload) != size:
+            raise SimError(f"{path}:{line}: size {size} but {len(payload)} payload bytes")
+        records.append((offset, payload))
+    leftover = _RECORD.sub("", text)
+    stray = re.search(r"[^\s{},]", leftover)
+    if stray:
+        line = leftover.count("\n", 0, stray.start()) + 1
+        raise SimError(f"{path}:{line}: not a memory record")
+    return records
+
+
+def record_dat_extent(records: list[tuple[int, bytes]]) -> int:
+    return max((off + len(data) for off, data in records), default=0)
+
+
+def read_hex_dat(path: str | Path) -> bytes:
+    """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
+
+    Header lines (``key = value``, ``dumped memory,...``, rules of ``=``) are
+    skipped; every other token must be a hex byte.
+    """
+    path = Path(path)
+    out = bytearray()
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        tokens = line.split()
+        if not tokens or not tokens[0].lower().startswith("0x") or "=" in line:
+            continue
+        for tok in tokens:
+            try:
+                value = int(tok, 16)
+            except ValueError:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a hex byte") from None
+            if not 0 <= value <= 0xFF:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a byte")
+            out.append(value)
+    return bytes(out)
+
+
+def format_hex_dat(addr: int, data: bytes, ram: str = "dram") -> str:
+    """Render bytes in the trace player's dump format (32 bytes a line)."""
+    lines = [f"dumped memory,start_address={addr:#x} size={len(data):#x}",
+             f"memory type:{ram}", "=" * 30, ""]
+    for i in range(0, len(data), 32):
+        lines.append(" " + " ".join(f"0x{b:02x}" for b in data[i : i + 32]))
+    return "\n".join(lines) + "\n"
+
+
+def format_record_dat(data: bytes, record: int = 4) -> str:
+    """Render bytes as nv_small ``.dat`` records (offsets relative to the start)."""
+    lines = ["{"]
+    for off in range(0, len(data), record):
+        chunk = data[off : off + record]
+        payload = " ".join(f"0x{b:02x}" for b in chunk)
+        lines.append(f"{{offset:{off:#x}, size:{len(chunk)}, payload:{payload}}} ,")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_atomically(path: str | Path, content: bytes | str) -> None:
+    """Write a file so that it is never left half-written."""
+    path = Path(path)
+    data = content.encode() if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_image(path: str | Path) -> tuple[int, bytes]:
+    """Read a memory image: raw binary, record ``.dat`` or hex ``.dat``.
+
+    Returns (base offset of the data, bytes); raw and hex files start at 0.
+    """
+    path = Path(path)
+    if path.suffix != ".dat":
+        return 0, path.read_bytes()
+    head = _read_text(path)[:4096]
+    if "offset" in head and "payload" in head:
+        records = read_record_dat(path)
+        buf = bytearray(record_dat_extent(records))
+        for off, payload in records:
+            buf[off : off + len(payload)] = payload
+        return 0, bytes(buf)
+    return 0, read_hex_dat(path)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None

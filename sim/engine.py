@@ -1,0 +1,43 @@
+"""The interface every datapath engine implements.
+
+An engine owns one or more register blocks (units) and runs one layer at a
+time.  The ``Machine`` asks each engine whether it can launch (``ready``),
+runs it with a ``LayerContext`` and then, for every block the layer used,
+stores counters, clears OP_EN, flips the consumer pointer and raises the
+interrupts the engine names.
+"""
+
+from __future__ import annotations
+
+
+class Engine:
+    name = "?"
+    units: tuple = ()  # register blocks this engine may consume
+    idle_status: dict = {}  # "NVDLA_X.REG_0" -> value a status register reads when idle
+
+    def ready(self, machine) -> dict | None:
+        """``{unit: group}`` of the layer to run now, or None."""
+        return None
+
+    def run(self, ctx) -> None:
+        raise NotImplementedError
+
+    def interrupts(self, ctx) -> list:
+        """(source, unit) pairs: raise ``<source>_DONE_STATUS<group of unit>``."""
+        return []
+
+    def on_write(self, machine, reg, value: int) -> bool:
+        """Handle a CSB write with side effects of its own; True if consumed."""
+        return False
+
+    def on_read(self, machine, reg) -> int | None:
+        """Value of a register this engine computes on read, else None."""
+        return None
+
+
+def armed_groups(machine, units) -> dict | None:
+    """``{unit: consumer group}`` if every unit's consumer group is armed."""
+    rf = machine.regfile
+    if all(rf.is_armed(u) for u in units):
+        return {u: rf.consumer[u] for u in units}
+    return None

@@ -1,0 +1,197 @@
+"""The machine: register file, memories, interrupts, and layer launch.
+
+Data flows one way: a write to a register goes to the ``RegisterFile``; an
+armed ``D_OP_ENABLE`` queues a launch; ``step()`` runs the oldest layer whose
+blocks are all armed (a fused pipeline such as CDMA -> ... -> CACC -> SDP ->
+PDP on the fly launches only when every stage of the chain is armed, as in
+hardware).  The engine reads its decoded register groups and memory, computes,
+writes memory, and returns counters; the machine stores them in the
+read-only registers of each block's group, clears OP_EN, flips the consumer
+pointers and raises the done interrupts.
+
+Layers run when the caller lets the machine advance (``step``/``run``), not at
+the OP_EN write: a register read right after launching still sees the layer
+as running, as the hardware's would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .configs import HardwareConfig, get_config
+from .dram import Memory
+from .engines import ENGINES, Engine
+from .errors import SimError
+from .regfile import Block, RegisterFile
+
+RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
+GLB = "NVDLA_GLB"
+
+
+@dataclass
+class LayerContext:
+    """What an engine sees while it runs one layer."""
+
+    machine: Machine
+    groups: dict  # block (unit name) -> group executing
+    counters: dict = field(default_factory=dict)  # (unit, register) -> value
+
+    @property
+    def config(self) -> HardwareConfig:
+        return self.machine.config
+
+    def regs(self, unit: str) -> Block:
+        """Decoded snapshot of ``unit``'s executing group."""
+        return self.machine.regfile.snapshot(unit, self.groups[unit])
+
+    def memory(self, ram_type: int) -> Memory:
+        return self.machine.memory(ram_type)
+
+    def set_counter(self, unit: str, register: str, value: int) -> None:
+        """Store a counter/status value in ``unit``'s group at layer end."""
+        self.counters[(unit, register)] = int(value)
+
+
+class Machine:
+    """One NVDLA instance of a hardware configuration."""
+
+    def __init__(self, config: HardwareConfig | str = "nv_full"):
+        self.config = get_config(config) if isinstance(config, str) else config
+        self.regfile = RegisterFile(self.config.address_map)
+        bits = self.config.address_bits
+        self.pri_mem = Memory("pri_mem", bits)
+        self.sec_mem = Memory("sec_mem", bits) if self.config.secondary_memory else None
+        self.engines: list[Engine] = [cls() for cls in ENGINES]
+        self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
+        self.layers_run = 0
+        self._init_hw_status()
+
+    # -- memory ---------------------------------------------------------------
+    def memory(self, ram_type: int | str) -> Memory:
+        if ram_type in (RAM_MC, "pri_mem", "pri", "mc", "1"):
+            return self.pri_mem
+        if ram_type in (RAM_CV, "sec_mem", "sec", "cv"):
+            if self.sec_mem is None:
+                raise SimError(f"{self.config.name} has no secondary memory (CV-SRAM)")
+            return self.sec_mem
+        raise SimError(f"unknown memory {ram_type!r}")
+
+    def load(self, addr: int, data, ram: int | str = RAM_MC) -> None:
+        self.memory(ram).write(addr, data)
+
+    def read_memory(self, addr: int, size: int, ram: int | str = RAM_MC) -> bytes:
+        return self.memory(ram).read(addr, size)
+
+    def read_array(self, addr: int, size: int, dtype=np.uint8, ram: int | str = RAM_MC):
+        return self.memory(ram).read_array(addr, size).view(dtype)
+
+    # -- registers ------------------------------------------------------------
+    def _reg(self, reg):
+        if isinstance(reg, int):
+            return self.regfile.register_at(reg)
+        return self.regfile.register(reg)
+
+    def write_reg(self, reg: str | int, value: int) -> None:
+        """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
+        r = self._reg(reg)
+        if r.unit == GLB and r.name == "S_INTR_SET_0":
+            self._raise_bits(value & r.mask(self.config.address_map, ("wo",)))
+            return
+        for engine in self.engines:
+            if engine.on_write(self, r, value):
+                return
+        if self.regfile.cpu_write(r, value) == "launch":
+            self._launches.append(r.unit)
+
+    def read_reg(self, reg: str | int) -> int:
+        r = self._reg(reg)
+        for engine in self.engines:
+            value = engine.on_read(self, r)
+            if value is not None:
+                return value
+        return self.regfile.cpu_read(r)
+
+    def _init_hw_status(self) -> None:
+        """Status registers whose idle value is not their reset value."""
+        for engine in self.engines:
+            for name, value in engine.idle_status.items():
+                reg = self.regfile.regmap.by_name(name)
+                if reg.unit in self.regfile.units:
+                    self.regfile.poke(reg, value)
+
+    # -- interrupts -----------------------------------------------------------
+    def _glb(self, name: str):
+        return self.regfile.register(f"{GLB}.{name}")
+
+    def _raise_bits(self, bits: int) -> None:
+        reg = self._glb("S_INTR_STATUS_0")
+        self.regfile.poke(reg, self.regfile.peek(reg) | bits)
+
+    def raise_interrupt(self, source: str, group: int) -> None:
+        """Set ``<source>_DONE_STATUS<group>`` (source: SDP, CDP, PDP, BDMA, ...)."""
+        reg = self._glb("S_INTR_STATUS_0")
+        f = reg.field(f"{source}_DONE_STATUS{group}")
+        self._raise_bits(1 << f.lsb)
+
+    def interrupt_status(self) -> int:
+        return self.regfile.peek(self._glb("S_INTR_STATUS_0"))
+
+    def interrupt_pending(self) -> bool:
+        """The interrupt line: a status bit that is not masked."""
+        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        return bool(self.interrupt_status() & ~mask)
+
+    def interrupt_set(self, source: str, group: int) -> bool:
+        f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")
+        return bool(self.interrupt_status() >> f.lsb & 1)
+
+    def clear_interrupt(self, source: str, group: int) -> None:
+        reg = self._glb("S_INTR_STATUS_0")
+        f = reg.field(f"{source}_DONE_STATUS{group}")
+        self.regfile.poke(reg, self.regfile.peek(reg) & ~(1 << f.lsb))
+
+    # -- execution ------------------------------------------------------------
+    def busy(self) -> bool:
+        return any(e.ready(self) is not None for e in self.engines)
+
+    def step(self) -> bool:
+        """Run the oldest launchable layer.  Returns False when nothing can run."""
+        for engine in self._by_launch_order():
+            groups = engine.ready(self)
+            if groups is None:
+                continue
+            ctx = LayerContext(self, groups)
+            engine.run(ctx)
+            self._finish(engine, ctx)
+            self.layers_run += 1
+            return True
+        return False
+
+    def run(self, max_layers: int | None = None) -> int:
+        """Run until idle (or ``max_layers``); returns the number of layers run."""
+        n = 0
+        while (max_layers is None or n < max_layers) and self.step():
+            n += 1
+        return n
+
+    def _by_launch_order(self):
+        def rank(engine):
+            positions = [i for i, u in enumerate(self._launches) if u in engine.units]
+            return positions[-1] if positions else len(self._launches)
+
+        return sorted(self.engines, key=rank)
+
+    def _finish(self, engine: Engine, ctx: LayerContext) -> None:
+        rf = self.regfile
+        for (unit, name), value in ctx.counters.items():
+            reg = rf.register(f"{unit}.{name}")
+            rf.poke(reg, value, ctx.groups.get(unit))
+        for unit in ctx.groups:
+            if unit in rf.armed:
+                rf.complete(unit)
+                if unit in self._launches:
+                    self._launches.remove(unit)
+        for source, unit in engine.interrupts(ctx):
+            self.raise_interrupt(source, ctx.groups[unit])

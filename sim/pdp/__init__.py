@@ -1,0 +1,1 @@
+"""PDP and PDP_RDMA: the planar data processor (pooling)."""

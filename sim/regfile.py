@@ -1,0 +1,199 @@
+"""The register file as NVDLA's CSB sees it.
+
+Per unit, ``S_`` (and other single) registers exist once; ``D_`` registers
+exist in two groups.  ``S_POINTER.PRODUCER`` selects the group the CPU
+reads and writes, ``S_POINTER.CONSUMER`` (hardware-owned) the group the
+datapath executes next.  Writing ``D_OP_ENABLE.OP_EN = 1`` arms the
+producer's group; the ``Machine`` launches a layer when every block it
+needs is armed, and on completion clears OP_EN, flips the consumer and
+stores the counters the layer produced into that group's read-only
+registers.  Software writes to read-only registers are ignored (NVDLA's
+traces write random values into them); write-only fields read as zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import regs as regtable
+
+from .errors import SimError
+
+IDLE, RUNNING, PENDING = 0, 1, 2
+GROUPS = (0, 1)
+
+
+@dataclass(frozen=True)
+class RegView:
+    """One register's decoded fields: ``view.field_name`` (lower case)."""
+
+    register: regtable.Register
+    word: int
+    address_map: str
+
+    def __getattr__(self, name: str) -> int:
+        try:
+            f = self.register.field(name.upper())
+        except KeyError:
+            raise AttributeError(f"{self.register.full_name} has no field {name.upper()}") from None
+        return f.decode(self.word, self.address_map)
+
+
+class Block:
+    """A frozen, decoded snapshot of one unit's registers for one group.
+
+    ``block.width`` reads the field ``WIDTH`` (field names are unique within a
+    unit except for BDMA, where ``block.reg("CFG_LINE_0").size`` is used).
+    Values are raw: every "+1" encoding stays visible where it is applied.
+    Address fields decode to byte addresses on every address map.
+    """
+
+    def __init__(self, unit: str, group: int, words: dict, regmap, address_map: str):
+        self._unit = unit
+        self.group = group
+        self._words = words  # register name -> word
+        self._regmap = regmap
+        self._address_map = address_map
+        fields = {}
+        for reg in regmap.units[unit].registers:
+            for f in reg.fields:
+                fields.setdefault(f.name.lower(), []).append(reg)
+        self._fields = fields
+
+    @property
+    def unit(self) -> str:
+        return self._unit
+
+    def reg(self, name: str) -> RegView:
+        reg = self._regmap.by_name(f"{self._unit}.{name}")
+        return RegView(reg, self._words[reg.name], self._address_map)
+
+    def word(self, name: str) -> int:
+        return self._words[self._regmap.by_name(f"{self._unit}.{name}").name]
+
+    def __getattr__(self, name: str) -> int:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        regs_with = self.__dict__["_fields"].get(name)
+        if not regs_with:
+            raise AttributeError(f"{self._unit} has no field {name.upper()}")
+        if len(regs_with) > 1:
+            raise AttributeError(f"{self._unit}.{name.upper()} is ambiguous: use block.reg()")
+        reg = regs_with[0]
+        return reg.field(name.upper()).decode(self._words[reg.name], self._address_map)
+
+    def address(self, stem: str) -> int:
+        """Combine ``<STEM>_LOW`` and ``<STEM>_HIGH`` fields into a byte address."""
+        low = getattr(self, f"{stem}_low")
+        high = getattr(self, f"{stem}_high", 0) if f"{stem}_high" in self._fields else 0
+        return (high << 32) | low
+
+
+class RegisterFile:
+    def __init__(self, address_map: str, regmap=None):
+        self.regmap = regmap or regtable.load()
+        self.address_map = address_map
+        self.units = {
+            name: unit for name, unit in self.regmap.units.items() if address_map in unit.bases
+        }
+        self.single: dict[str, dict[str, int]] = {}
+        self.grouped: dict[str, list[dict[str, int]]] = {}
+        self.producer: dict[str, int] = {}
+        self.consumer: dict[str, int] = {}
+        self.armed: dict[str, list[bool]] = {}
+        for name, unit in self.units.items():
+            self.single[name] = {r.name: r.reset_value() for r in unit.registers}
+            if any(r.double_buffered for r in unit.registers):
+                self.grouped[name] = [
+                    {r.name: r.reset_value() for r in unit.registers if r.double_buffered}
+                    for _ in GROUPS
+                ]
+                self.producer[name] = self.consumer[name] = 0
+                self.armed[name] = [False, False]
+
+    # -- lookup ---------------------------------------------------------------
+    def register(self, name: str) -> regtable.Register:
+        try:
+            reg = self.regmap.by_name(name)
+        except KeyError:
+            raise SimError(f"unknown register {name}") from None
+        if reg.unit not in self.units:
+            raise SimError(f"{name}: unit {reg.unit} is not on the {self.address_map} map")
+        return reg
+
+    def register_at(self, addr: int) -> regtable.Register:
+        try:
+            return self.regmap.by_address(addr, self.address_map)
+        except KeyError:
+            raise SimError(f"no register at byte address {addr:#x}") from None
+
+    def address_of(self, reg: regtable.Register) -> int:
+        return self.regmap.address(reg, self.address_map)
+
+    # -- raw storage ----------------------------------------------------------
+    def _store(self, reg: regtable.Register, group: int | None = None) -> dict[str, int]:
+        if reg.double_buffered:
+            g = self.producer[reg.unit] if group is None else group
+            return self.grouped[reg.unit][g]
+        return self.single[reg.unit]
+
+    def peek(self, reg: regtable.Register, group: int | None = None) -> int:
+        return self._store(reg, group)[reg.name]
+
+    def poke(self, reg: regtable.Register, value: int, group: int | None = None) -> None:
+        """Hardware-side write: bypasses access rules (counters, status)."""
+        self._store(reg, group)[reg.name] = value & 0xFFFFFFFF
+
+    # -- CPU-side access -----------------------------------------------------
+    def cpu_write(self, reg: regtable.Register, value: int) -> str | None:
+        """Apply a CSB write.  Returns ``"launch"`` when an OP_EN was armed."""
+        value &= 0xFFFFFFFF
+        store = self._store(reg)
+        amap = self.address_map
+        if reg.name == "S_POINTER_0" and reg.unit in self.producer:
+            self.producer[reg.unit] = reg.field("PRODUCER").decode(value, amap)
+            return None
+        writable = reg.mask(amap, ("rw",))
+        w1c = reg.mask(amap, ("w1c",))
+        old = store[reg.name]
+        store[reg.name] = (old & ~writable & ~w1c) | (value & writable) | (old & w1c & ~value)
+        if reg.name == "D_OP_ENABLE_0" and reg.unit in self.armed:
+            self.armed[reg.unit][self.producer[reg.unit]] = bool(value & 1)
+            if value & 1:
+                return "launch"
+        return None
+
+    def cpu_read(self, reg: regtable.Register) -> int:
+        amap = self.address_map
+        unit = reg.unit
+        if reg.name == "S_POINTER_0" and unit in self.producer:
+            return self.producer[unit] | (self.consumer[unit] << 16)
+        if reg.name == "S_STATUS_0" and unit in self.armed:
+            return self.group_status(unit, 0) | (self.group_status(unit, 1) << 16)
+        readable = reg.mask(amap, ("rw", "ro", "w1c"))
+        return self._store(reg)[reg.name] & readable
+
+    def group_status(self, unit: str, group: int) -> int:
+        if not self.armed[unit][group]:
+            return IDLE
+        return RUNNING if self.consumer[unit] == group else PENDING
+
+    # -- datapath side --------------------------------------------------------
+    def snapshot(self, unit: str, group: int) -> Block:
+        words = dict(self.single[unit])
+        if unit in self.grouped:
+            words.update(self.grouped[unit][group])
+        return Block(unit, group, words, self.regmap, self.address_map)
+
+    def is_armed(self, unit: str) -> bool:
+        """Is the consumer group of ``unit`` armed (its OP_EN set)?"""
+        return unit in self.armed and self.armed[unit][self.consumer[unit]]
+
+    def complete(self, unit: str) -> int:
+        """Finish the consumer group's layer: clear OP_EN, flip the consumer."""
+        group = self.consumer[unit]
+        self.armed[unit][group] = False
+        op_en = self.regmap.by_name(f"{unit}.D_OP_ENABLE_0")
+        self.grouped[unit][group][op_en.name] = 0
+        self.consumer[unit] = group ^ 1
+        return group

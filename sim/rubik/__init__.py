@@ -1,0 +1,1 @@
+"""RUBIK: data reshape engine (not modelled yet)."""

@@ -1,0 +1,1 @@
+"""SDP and SDP_RDMA: the single-point data processor."""

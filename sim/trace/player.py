@@ -1,0 +1,265 @@
+"""Replay a trace on a Machine and check its expectations.
+
+The player lets the machine advance only as far as the trace needs: a
+register poll, an interrupt wait or a memory check runs pending layers until
+it is satisfied or nothing more can run (then the check fails; the player
+never hangs).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..configs import CONFIGS
+from ..dram import (
+    fill_pattern,
+    format_hex_dat,
+    read_hex_dat,
+    read_record_dat,
+    record_dat_extent,
+    write_atomically,
+)
+from ..errors import CheckFailed, SimError
+from ..machine import Machine
+from .cfg import parse_cfg
+from .ops import Op
+from .txn import parse_txn
+
+# The nv_full trace player routes memory by address: 0x5xxxxxxx is CV-SRAM.
+TXN_SECONDARY_WINDOW = 0x50000000
+TXN_WINDOW_MASK = 0xF0000000
+
+
+@dataclass
+class TraceResult:
+    name: str
+    config: str
+    status: str  # pass | fail | error
+    message: str = ""
+    seconds: float = 0.0
+    checks: int = 0
+    details: list = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "name": self.name,
+            "config": self.config,
+            "status": self.status,
+            "message": self.message,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def find_trace_file(path: Path) -> Path:
+    """The trace file of a trace folder (``input.txn`` or the one ``*.cfg``)."""
+    if path.is_file():
+        return path
+    if not path.is_dir():
+        raise SimError(f"{path}: no such trace file or folder")
+    txn = path / "input.txn"
+    if txn.is_file():
+        return txn
+    cfgs = sorted(path.glob("*.cfg"))
+    if len(cfgs) == 1:
+        return cfgs[0]
+    if not cfgs:
+        raise SimError(f"{path}: no input.txn or .cfg trace in this folder")
+    raise SimError(f"{path}: several .cfg files; name one")
+
+
+def guess_config(trace_file: Path) -> str | None:
+    """The configuration named by the folder layout ``<config>/<test>/``."""
+    for parent in trace_file.parents:
+        if parent.name in CONFIGS:
+            return parent.name
+    return None
+
+
+class TracePlayer:
+    def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None):
+        self.trace_file = trace_file
+        self.folder = trace_file.parent
+        self.machine = Machine(config)
+        self.dump_dir = dump_dir
+        self.checks = 0
+
+    # -- helpers --------------------------------------------------------------
+    def _file(self, op: Op, name: str) -> Path:
+        path = self.folder / name
+        if not path.is_file():
+            raise op.fail(f"memory file {name} not found next to the trace")
+        return path
+
+    def _memory(self, op: Op, name: str):
+        try:
+            return self.machine.memory(name)
+        except SimError as exc:
+            raise op.fail(str(exc)) from None
+
+    def _txn_memory(self, addr: int):
+        if addr & TXN_WINDOW_MASK == TXN_SECONDARY_WINDOW and self.machine.sec_mem is not None:
+            return self.machine.sec_mem
+        return self.machine.pri_mem
+
+    def _register(self, op: Op, reg):
+        try:
+            return self.machine._reg(reg)
+        except SimError as exc:
+            raise op.fail(str(exc)) from None
+
+    def _advance_until(self, condition) -> bool:
+        """Run layers one at a time until ``condition()`` holds or nothing can run."""
+        while not condition():
+            if not self.machine.step():
+                return condition()
+        return True
+
+    def _dump(self, name: str, addr: int, data: bytes) -> None:
+        if self.dump_dir is not None:
+            self.dump_dir.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.dump_dir / name, format_hex_dat(addr, data))
+
+    # -- execution ------------------------------------------------------------
+    def play(self) -> None:
+        if self.trace_file.suffix == ".txn":
+            ops = parse_txn(self.trace_file)
+        else:
+            ops = parse_cfg(self.trace_file)
+        for op in ops:
+            try:
+                getattr(self, f"_op_{op.cmd}")(op)
+            except (SimError, CheckFailed) as exc:
+                msg = str(exc)
+                if msg.startswith(op.where) or msg.startswith("not implemented"):
+                    raise
+                kind = CheckFailed if isinstance(exc, CheckFailed) else SimError
+                raise kind(f"{op.where}: {msg}") from None
+        self.machine.run()
+
+    def _op_nop(self, op: Op) -> None:
+        pass
+
+    def _op_reg_write(self, op: Op) -> None:
+        reg = self._register(op, op.args[0])
+        self.machine.write_reg(self.machine.regfile.address_of(reg), op.args[1])
+
+    def _op_reg_read(self, op: Op) -> None:
+        self.machine.read_reg(self._register(op, op.args[0]).full_name)
+
+    def _op_poll_reg(self, op: Op) -> None:
+        reg, mask, want = op.args
+        r = self._register(op, reg)
+        addr = self.machine.regfile.address_of(r)
+        self.checks += 1
+
+        def matches():
+            return self.machine.read_reg(addr) & mask == want & mask
+
+        if not self._advance_until(matches):
+            got = self.machine.read_reg(addr) & mask
+            raise CheckFailed(
+                f"{op.where}: {r.full_name} reads {got:#x} (mask {mask:#x}), expected {want & mask:#x}"
+            )
+
+    def _op_intr_notify(self, op: Op) -> None:
+        source = op.args[0]
+        name, _, group = source.rpartition("_")
+        if not name or group not in ("0", "1"):
+            raise op.fail(f"bad interrupt name {source!r} (expected e.g. SDP_0)")
+        g = int(group)
+        try:
+            self.machine.interrupt_set(name, g)
+        except KeyError:
+            raise op.fail(f"unknown interrupt source {name!r}") from None
+        self.checks += 1
+        if not self._advance_until(lambda: self.machine.interrupt_set(name, g)):
+            raise CheckFailed(f"{op.where}: interrupt {source} never raised (machine idle)")
+        self.machine.clear_interrupt(name, g)  # as the bench's handler does
+
+    def _op_wait(self, op: Op) -> None:
+        self.checks += 1
+        if not self._advance_until(self.machine.interrupt_pending):
+            raise CheckFailed(f"{op.where}: waiting for an interrupt, but the machine is idle")
+
+    def _op_mem_init(self, op: Op) -> None:
+        mem_name, addr, size, pattern = op.args
+        mem = self._memory(op, mem_name)
+        if isinstance(size, str):
+            size = record_dat_extent(read_record_dat(self._file(op, size)))
+        try:
+            mem.write(addr, fill_pattern(pattern, addr, size))
+        except SimError as exc:
+            raise op.fail(str(exc)) from None
+
+    def _op_mem_load(self, op: Op) -> None:
+        mem_name, addr, name = op.args
+        mem = self._memory(op, mem_name)
+        for offset, payload in read_record_dat(self._file(op, name)):
+            mem.write(addr + offset, payload)
+
+    def _op_load_hex(self, op: Op) -> None:
+        addr, size, name = op.args
+        data = read_hex_dat(self._file(op, name))
+        if len(data) < size:
+            data = data + bytes(size - len(data))  # the bench loads what the file holds
+        self._txn_memory(addr).write(addr, data[:size])
+
+    def _op_check_crc(self, op: Op) -> None:
+        _sync, mem_name, addr, size, want = op.args
+        self.machine.run()
+        mem = self._memory(op, mem_name)
+        got = mem.crc32(addr, size)
+        self.checks += 1
+        self._dump(f"crc_{addr:#x}.dat", addr, mem.read(addr, size))
+        if got != want:
+            raise CheckFailed(
+                f"{op.where}: CRC of {mem_name} {addr:#x}+{size:#x} is {got:#010x}, "
+                f"expected {want:#010x}"
+            )
+
+    def _op_dump_mem(self, op: Op) -> None:
+        addr, size, name = op.args
+        self.machine.run()
+        mem = self._txn_memory(addr)
+        got = mem.read(addr, size)
+        self._dump(name, addr, got)
+        expected = read_hex_dat(self._file(op, name))
+        self.checks += 1
+        if len(expected) < size:
+            raise op.fail(f"{name} holds {len(expected)} bytes, dump_mem asks {size}")
+        if got != expected[:size]:
+            first = next(i for i in range(size) if got[i] != expected[i])
+            raise CheckFailed(
+                f"{op.where}: memory differs from {name} at {addr + first:#x}: "
+                f"expected {expected[first]:#04x}, got {got[first]:#04x}"
+            )
+
+
+def run_trace(
+    path: str | Path, config: str | None = None, dump_dir: Path | None = None,
+    name: str | None = None,
+) -> TraceResult:
+    """Run one trace; never raises for trace problems (they become the result)."""
+    start = time.perf_counter()
+    path = Path(path)
+    display = name or path.name
+    cfg_name = config or "?"
+    try:
+        trace_file = find_trace_file(path)
+        cfg_name = config or guess_config(trace_file)
+        if cfg_name is None:
+            raise SimError(f"{path}: cannot tell the hardware configuration; pass --config")
+        player = TracePlayer(trace_file, cfg_name, dump_dir)
+        player.play()
+        return TraceResult(display, cfg_name, "pass", f"{player.checks} checks",
+                           time.perf_counter() - start, player.checks)
+    except CheckFailed as exc:
+        return TraceResult(display, cfg_name, "fail", str(exc), time.perf_counter() - start)
+    except SimError as exc:
+        return TraceResult(display, cfg_name, "error", str(exc), time.perf_counter() - start)
+    except Exception as exc:  # a simulator bug: report it as this trace's result
+        return TraceResult(display, cfg_name, "error",
+                           f"internal error: {type(exc).__name__}: {exc}",
+                           time.perf_counter() - start)
