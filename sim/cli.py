@@ -1,6 +1,7 @@
 """``nvdla-sim``: run traces, regressions, numerics and layout tools.
 
-Exit status: 0 success, 1 a check failed, 2 invalid input (one-line error).
+Exit status: 0 success, 1 a check failed, 2 invalid input (one-line error),
+3 an internal error of the simulator.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from .errors import SimError
 
-EXIT_OK, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 def bundled_traces() -> Path:
@@ -124,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         print(f"nvdla-sim: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    except Exception as exc:  # a simulator bug: one line, never a traceback
+        print(f"nvdla-sim: internal error: {type(exc).__name__}: {exc} (please report)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

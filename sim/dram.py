@@ -156,23 +156,30 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
     """
     path = Path(path)
     text = _read_text(path)
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
     records = []
+    end = 0
     for match in _RECORD.finditer(text):
-        line = text.count("\n", 0, match.start()) + 1
+        gap = text[end : match.start()]
+        if gap.strip(" \t\r\n{},"):
+            raise SimError(f"{path}:{line_of(end)}: not a memory record")
+        end = match.end()
         try:
             offset = int(match.group(1), 0)
             size = int(match.group(2), 0)
-            payload = bytes(int(tok, 16) for tok in match.group(3).split())
+            payload = bytes([int(tok, 16) for tok in match.group(3).split()])
         except ValueError:
-            raise SimError(f"{path}:{line}: malformed payload") from None
+            raise SimError(f"{path}:{line_of(match.start())}: malformed payload") from None
         if len(payload) != size:
-            raise SimError(f"{path}:{line}: size {size} but {len(payload)} payload bytes")
+            raise SimError(
+                f"{path}:{line_of(match.start())}: size {size} but {len(payload)} payload bytes"
+            )
         records.append((offset, payload))
-    leftover = _RECORD.sub("", text)
-    stray = re.search(r"[^\s{},]", leftover)
-    if stray:
-        line = leftover.count("\n", 0, stray.start()) + 1
-        raise SimError(f"{path}:{line}: not a memory record")
+    if text[end:].strip(" \t\r\n{},"):
+        raise SimError(f"{path}:{line_of(end)}: not a memory record")
     return records
 
 
