@@ -23,15 +23,16 @@ def bundled_traces() -> Path:
     return Path(str(files("traces")))
 
 
-def _print_result(result, out=sys.stdout) -> None:
+def _print_result(result, out=None) -> None:
+    out = out or sys.stdout
     print(f"{result.status.upper():5} {result.config}/{result.name} "
           f"({result.seconds:.2f}s) {result.message}", file=out)
 
 
 def cmd_run(args) -> int:
+    from .regress import discover, write_json
     from .trace import run_trace
     from .trace.player import find_trace_file
-    from .regress import discover
 
     if args.path is None:
         root = bundled_traces()
@@ -40,12 +41,18 @@ def cmd_run(args) -> int:
             raise SimError(f"{root}: no bundled example traces found")
     else:
         path = Path(args.path)
+        if not path.exists():
+            raise SimError(f"{path}: no such trace file or folder")
         if path.is_dir() and not (path / "input.txn").exists() and not list(path.glob("*.cfg")):
             items = discover(path)
             if not items:
                 find_trace_file(path)  # raises the precise reason
         else:
             items = [(None, path)]
+    if args.config:
+        from .configs import get_config
+
+        get_config(args.config)  # an unknown name is invalid input
     dump_dir = Path(args.dump_dir) if args.dump_dir else None
     results = []
     for config, path in items:
@@ -54,11 +61,11 @@ def cmd_run(args) -> int:
         results.append(result)
         _print_result(result)
     if args.json:
-        from .regress import write_json
-
         write_json(args.json, results)
-    if any(r.status == "error" for r in results) and len(results) == 1:
-        return EXIT_INVALID if not results[0].message.startswith("not implemented") else EXIT_FAIL
+    if len(results) == 1 and results[0].status == "error":
+        if not results[0].message.startswith("not implemented"):
+            print(f"nvdla-sim: error: {results[0].message}", file=sys.stderr)
+            return EXIT_INVALID
     return EXIT_OK if all(r.status == "pass" for r in results) else EXIT_FAIL
 
 

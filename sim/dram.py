@@ -149,6 +149,9 @@ _RECORD = re.compile(
 )
 
 
+_STRAY = re.compile(r"[^\s{},]")
+
+
 def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
     """Parse an nv_small ``.dat``: ``{offset:0x0, size:4, payload:0x00 0x20 ...} ,``.
 
@@ -160,12 +163,15 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
     def line_of(pos: int) -> int:
         return text.count("\n", 0, pos) + 1
 
+    def check_gap(start: int, stop: int) -> None:
+        stray = _STRAY.search(text, start, stop)
+        if stray:
+            raise SimError(f"{path}:{line_of(stray.start())}: not a memory record")
+
     records = []
     end = 0
     for match in _RECORD.finditer(text):
-        gap = text[end : match.start()]
-        if gap.strip(" \t\r\n{},"):
-            raise SimError(f"{path}:{line_of(end)}: not a memory record")
+        check_gap(end, match.start())
         end = match.end()
         try:
             offset = int(match.group(1), 0)
@@ -178,8 +184,7 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
                 f"{path}:{line_of(match.start())}: size {size} but {len(payload)} payload bytes"
             )
         records.append((offset, payload))
-    if text[end:].strip(" \t\r\n{},"):
-        raise SimError(f"{path}:{line_of(end)}: not a memory record")
+    check_gap(end, len(text))
     return records
 
 

@@ -86,7 +86,8 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
     return 0 if counts["fail"] == counts["error"] == 0 else 1
 
 
-def print_table(results: list[TraceResult], seconds: float, out=sys.stdout) -> None:
+def print_table(results: list[TraceResult], seconds: float, out=None) -> None:
+    out = out or sys.stdout
     configs = sorted({r.config for r in results})
     print(f"\n{'config':24} {'pass':>6} {'fail':>6} {'error':>6}", file=out)
     for cfg in configs:

@@ -160,7 +160,8 @@ class TracePlayer:
         if not self._advance_until(matches):
             got = self.machine.read_reg(addr) & mask
             raise CheckFailed(
-                f"{op.where}: {r.full_name} reads {got:#x} (mask {mask:#x}), expected {want & mask:#x}"
+                f"{op.where}: {r.full_name} reads {got:#x} (mask {mask:#x}), "
+                f"expected {want & mask:#x}"
             )
 
     def _op_intr_notify(self, op: Op) -> None:

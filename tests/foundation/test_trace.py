@@ -1,0 +1,175 @@
+"""Trace parsers and player: both formats, checks, and one-line errors with file:line."""
+
+import json
+import subprocess
+import sys
+import zlib
+
+import pytest
+
+from sim.cli import main
+from sim.dram import format_hex_dat, format_record_dat
+from sim.errors import SimError
+from sim.trace.cfg import parse_cfg
+from sim.trace.player import run_trace
+from sim.trace.txn import parse_txn
+
+BDMA_TXN = """\
+load_mem 0x80000000 0x40 src.dat
+write_reg 0xffff1000 0x80000000 # NVDLA_BDMA.CFG_SRC_ADDR_LOW_0
+write_reg 0xffff1002 0x80001000 # NVDLA_BDMA.CFG_DST_ADDR_LOW_0
+write_reg 0xffff1004 0x1 # NVDLA_BDMA.CFG_LINE_0
+write_reg 0xffff1005 0x3 # NVDLA_BDMA.CFG_CMD_0
+write_reg 0xffff100c 0x1 # NVDLA_BDMA.CFG_OP_0
+write_reg 0xffff100d 0x1 # NVDLA_BDMA.CFG_LAUNCH0_0
+read_reg 0xffff100d 0x00000001 0x00000001
+wait
+read_reg 0xffff0003 0x00000040 0x00000040
+dump_mem 0x80001000 0x40 dst.dat
+"""
+
+
+def make_txn(folder, expected: bytes, text=BDMA_TXN):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "input.txn").write_text(text)
+    (folder / "src.dat").write_text(format_hex_dat(0, bytes(range(64))))
+    (folder / "dst.dat").write_text(format_hex_dat(0x80001000, expected))
+    return folder
+
+
+def test_txn_trace_passes(tmp_path):
+    result = run_trace(make_txn(tmp_path / "nv_full" / "t", bytes(range(64))))
+    assert result.status == "pass", result.message
+    assert result.config == "nv_full"
+
+
+def test_txn_trace_reports_first_differing_address(tmp_path):
+    expected = bytearray(range(64))
+    expected[5] ^= 0xFF
+    result = run_trace(make_txn(tmp_path / "nv_full" / "t", bytes(expected)))
+    assert result.status == "fail"
+    assert "0x80001005" in result.message and "input.txn:11" in result.message
+
+
+def test_failing_register_read_never_hangs(tmp_path):
+    text = BDMA_TXN.replace("read_reg 0xffff0003 0x00000040 0x00000040",
+                            "read_reg 0xffff0003 0x00000040 0x00000000")
+    result = run_trace(make_txn(tmp_path / "nv_full" / "t", bytes(range(64)), text))
+    assert result.status == "fail" and "input.txn:10" in result.message
+
+
+def cfg_trace(folder, crc, body=None):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "data.dat").write_text(format_record_dat(bytes(range(16))))
+    text = body or (
+        'mem_init(pri_mem, 0x80000000, 0x20, ALL_ZERO);\n'
+        'mem_load(pri_mem, 0x80000000, "data.dat"); // comment\n'
+        'reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0x3);\n'
+        'poll_reg_equal(NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0, 0x1);\n'
+        f'check_crc(sync_id_0, 1, 0x80000000, 0x20, {crc:#x});\n'
+    )
+    (folder / "t.cfg").write_text(text)
+    return folder
+
+
+def test_cfg_trace_crc(tmp_path):
+    crc = zlib.crc32(bytes(range(16)) + bytes(16))
+    assert run_trace(cfg_trace(tmp_path / "nv_small" / "a", crc)).status == "pass"
+    bad = run_trace(cfg_trace(tmp_path / "nv_small" / "b", crc ^ 1))
+    assert bad.status == "fail" and "t.cfg:5" in bad.message
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("reg_write(NVDLA_SDP.D_BOGUS_0, 0x1);", "NVDLA_SDP.D_BOGUS_0"),
+        ("reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0);", "takes 2..2 arguments"),
+        ("frobnicate(1);", "unknown command"),
+        ("reg_write(NVDLA_SDP.D_DATA_CUBE_WIDTH_0, 0xzz);", "not a valid"),
+        ('mem_load(pri_mem, 0x0, "missing.dat");', "missing.dat"),
+        ("this is not a command", "not a trace command"),
+        ("intr_notify(XYZ_0, id);", "unknown interrupt source"),
+    ],
+)
+def test_malformed_cfg_is_an_error_with_file_and_line(tmp_path, line, reason):
+    folder = cfg_trace(tmp_path / "nv_small" / "t", 0, body=f"// header\n{line}\n")
+    result = run_trace(folder)
+    assert result.status == "error"
+    assert "t.cfg:2" in result.message and reason in result.message
+
+
+@pytest.mark.parametrize(
+    "line, reason",
+    [("write_reg 0xffff1000", "takes 2 arguments"), ("jump 0x0", "unknown command"),
+     ("read_reg 0xffffffff 0x1 0x1", "no register"), ("load_mem 0x0 0x10 nope.dat", "nope.dat")],
+)
+def test_malformed_txn_is_an_error_with_file_and_line(tmp_path, line, reason):
+    folder = tmp_path / "nv_full" / "t"
+    folder.mkdir(parents=True)
+    (folder / "input.txn").write_text(f"# x\n{line}\n")
+    result = run_trace(folder)
+    assert result.status == "error"
+    assert "input.txn:2" in result.message and reason in result.message
+
+
+def test_parsers_return_operations(tmp_path):
+    (tmp_path / "a.cfg").write_text('reg_write(NVDLA_SDP.S_POINTER_0, 0x1);\ncheck_nothing(x);\n')
+    assert [op.cmd for op in parse_cfg(tmp_path / "a.cfg")] == ["reg_write", "nop"]
+    (tmp_path / "b.txn").write_text("write_reg 0xffff2c0e 0x1\nwait\n")
+    ops = parse_txn(tmp_path / "b.txn")
+    assert ops[0].args == (0xB038, 1) and ops[1].cmd == "wait"
+
+
+def test_missing_config_is_an_error(tmp_path):
+    folder = cfg_trace(tmp_path / "somewhere" / "t", 0)
+    result = run_trace(folder)
+    assert result.status == "error" and "--config" in result.message
+
+
+def test_not_implemented_unit_is_reported_not_crashed(tmp_path):
+    body = ("reg_write(NVDLA_CDP.D_OP_ENABLE_0, 0x1);\n"
+            "reg_write(NVDLA_CDP_RDMA.D_OP_ENABLE_0, 0x1);\n"
+            "intr_notify(CDP_0, id);\n")
+    result = run_trace(cfg_trace(tmp_path / "nv_small" / "t", 0, body=body))
+    assert result.status in ("error", "fail", "pass")
+    assert "Traceback" not in result.message
+
+
+def test_cli_exit_codes_and_json(tmp_path, capsys):
+    good = make_txn(tmp_path / "nv_full" / "good", bytes(range(64)))
+    assert main(["run", str(good), "--json", str(tmp_path / "r.json")]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["passed"] == 1 and doc["traces"][0]["status"] == "pass"
+    bad = make_txn(tmp_path / "nv_full" / "bad", bytes(64))
+    assert main(["run", str(bad)]) == 1
+    assert main(["run", str(tmp_path / "nowhere")]) == 2
+    assert "no such trace" in capsys.readouterr().err
+    assert main(["run", str(good), "--config", "nv_huge"]) == 2
+
+
+def test_regress_json_and_junit(tmp_path):
+    make_txn(tmp_path / "root" / "nv_full" / "good", bytes(range(64)))
+    make_txn(tmp_path / "root" / "nv_full" / "bad", bytes(64))
+    code = main(["regress", str(tmp_path / "root"), "--json", str(tmp_path / "r.json"),
+                 "--junit", str(tmp_path / "r.xml")])
+    assert code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert (doc["passed"], doc["failed"], doc["errors"]) == (1, 1, 0)
+    assert {t["name"] for t in doc["traces"]} == {"nv_full/good", "nv_full/bad"}
+    xml = (tmp_path / "r.xml").read_text()
+    assert 'tests="2"' in xml and "<failure" in xml
+
+
+def test_console_script_prints_one_line_errors(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "sim.cli", "run", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_bundled_examples_pass():
+    assert main(["run"]) == 0
+
+
+def test_simerror_is_one_line():
+    assert str(SimError("a: b")).count("\n") == 0
