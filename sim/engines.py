@@ -3,10 +3,10 @@
 from .bdma.engine import BdmaEngine
 from .cdp.engine import CdpEngine
 from .conv.engine import ConvEngine
+from .engine import Engine
 from .pdp.engine import PdpEngine
 from .rubik.engine import RubikEngine
 from .sdp.engine import SdpEngine
-from .engine import Engine
 
 ENGINES: list[type[Engine]] = [
     BdmaEngine,
