@@ -1,0 +1,62 @@
+"""sim.num: every bit-exact number operation of NVDLA, in one package.
+
+Primitives (SoftFloat-style names, raw bit patterns in and out, numpy arrays
+or scalars): ``fp16_add`` ... ``uint16_to_fp17`` from ``sim.num.ops``.
+Element kernels for other numba code: the same names with ``_bits``.
+Integer rounding and saturation helpers: ``sim.num.rounding``.
+NVDLA's departures from IEEE-754: ``sim.num.rules``.
+"""
+
+from sim.num.ops import (
+    BINARY_OPS,
+    UNARY_OPS,
+    fp16_add,
+    fp16_max,
+    fp16_min,
+    fp16_mul,
+    fp16_sub,
+    fp16_to_fp17,
+    fp16_to_fp32,
+    fp17_add,
+    fp17_max,
+    fp17_min,
+    fp17_mul,
+    fp17_sub,
+    fp17_to_fp16,
+    fp17_to_fp32,
+    fp32_add,
+    fp32_max,
+    fp32_min,
+    fp32_mul,
+    fp32_sub,
+    fp32_to_fp16,
+    fp32_to_fp17,
+    uint16_to_fp17,
+)
+
+__all__ = [
+    "BINARY_OPS",
+    "UNARY_OPS",
+    "fp16_add",
+    "fp16_max",
+    "fp16_min",
+    "fp16_mul",
+    "fp16_sub",
+    "fp16_to_fp17",
+    "fp16_to_fp32",
+    "fp17_add",
+    "fp17_max",
+    "fp17_min",
+    "fp17_mul",
+    "fp17_sub",
+    "fp17_to_fp16",
+    "fp17_to_fp32",
+    "fp32_add",
+    "fp32_max",
+    "fp32_min",
+    "fp32_mul",
+    "fp32_sub",
+    "fp32_to_fp16",
+    "fp32_to_fp17",
+    "uint16_to_fp17",
+]

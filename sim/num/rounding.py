@@ -1,0 +1,124 @@
+"""Integer helpers shared by every datapath: sign extension, saturation,
+rounding shifts.
+
+All kernels work on Python/numba ``int64`` values.  Hardware words narrower
+than 64 bits are carried as their signed value; ``sign_extend`` turns a raw
+bit field into that value and ``wrap`` goes back.
+
+Rounding vocabulary (NVDLA ``ias/precision.rst``):
+
+* **convertor**  ``y = saturate(round((x - offset) * scale >> shift))``
+* **truncation** ``y = saturate(round(x[msb:lsb]))`` -- a right shift by ``lsb``
+* **shifter**    ``y = saturate(x << shift)``
+
+where ``round`` is *round half away from zero* and ``saturate`` clamps to the
+output's two's-complement range.  Floating-point mantissas are instead rounded
+to nearest, ties to even (``round_nearest_even``).
+"""
+
+import math
+
+from sim.jit import njit
+
+
+@njit
+def mask(bits):
+    """The all-ones value of width ``bits`` (0 < bits < 64)."""
+    return (1 << bits) - 1
+
+
+@njit
+def sign_extend(x, bits):
+    """Read the low ``bits`` bits of ``x`` as a two's-complement number."""
+    x &= (1 << bits) - 1
+    if x >> (bits - 1):
+        x -= 1 << bits
+    return x
+
+
+@njit
+def wrap(x, bits):
+    """Keep the low ``bits`` bits of ``x`` (modular, as an unsigned field)."""
+    return x & ((1 << bits) - 1)
+
+
+@njit
+def saturate(x, bits):
+    """Clamp ``x`` to the signed ``bits``-bit range."""
+    hi = (1 << (bits - 1)) - 1
+    lo = -(1 << (bits - 1))
+    if x > hi:
+        return hi
+    if x < lo:
+        return lo
+    return x
+
+
+@njit
+def bit_length(x):
+    """Number of bits needed for the non-negative ``x`` (< 2**53): 0 for 0."""
+    if x == 0:
+        return 0
+    return math.frexp(x)[1]
+
+
+@njit
+def shift_right_round(x, s):
+    """``x / 2**s`` rounded half away from zero (``s`` >= 0, |x| < 2**63)."""
+    if s == 0:
+        return x
+    m = -x if x < 0 else x
+    if s >= 64:
+        r = 0
+    else:
+        r = (m >> s) + ((m >> (s - 1)) & 1)
+    return -r if x < 0 else r
+
+
+@njit
+def convert(x, s, bits):
+    """Right shift with round half away from zero, then saturate to ``bits``.
+
+    This is NVDLA's truncation ``saturate_round(x[msb:lsb])`` with ``lsb = s``
+    and the last step of every integer convertor.
+    """
+    return saturate(shift_right_round(x, s), bits)
+
+
+@njit
+def convert_flag(x, s, bits):
+    """``convert`` plus the saturation flag the CDP/SDP output convertors report.
+
+    The flag compares the rounded result with the plain arithmetic shift
+    ``x >> s``: it is set only when they differ by more than the rounding step.
+    """
+    y = convert(x, s, bits)
+    floor = x >> s if s < 64 else (-1 if x < 0 else 0)
+    return y, abs(floor - y) > 1
+
+
+@njit
+def shift_left_saturate(x, s, bits):
+    """NVDLA's shifter: ``saturate(x << s)`` into ``bits`` bits (|x| < 2**31)."""
+    if x == 0:
+        return 0
+    if s >= bits:
+        return (1 << (bits - 1)) - 1 if x > 0 else -(1 << (bits - 1))
+    return saturate(x << s, bits)
+
+
+@njit
+def round_nearest_even(m, drop):
+    """Drop the low ``drop`` bits of the unsigned ``m``, rounding to nearest even.
+
+    The result can be one bit wider than ``m >> drop`` when the rounding
+    carries out; callers test for that themselves.
+    """
+    if drop <= 0:
+        return m << -drop
+    kept = m >> drop
+    guard = (m >> (drop - 1)) & 1
+    sticky = (m & ((1 << (drop - 1)) - 1)) != 0
+    if guard and (sticky or (kept & 1)):
+        kept += 1
+    return kept
