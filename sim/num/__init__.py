@@ -7,6 +7,7 @@ Integer rounding and saturation helpers: ``sim.num.rounding``.
 NVDLA's departures from IEEE-754: ``sim.num.rules``.
 """
 
+from sim.num.blocks import cdma_cvt, cdp_icvt, cdp_ocvt, cdp_sq, csc_cvt
 from sim.num.ops import (
     BINARY_OPS,
     UNARY_OPS,
@@ -35,6 +36,11 @@ from sim.num.ops import (
 )
 
 __all__ = [
+    "cdma_cvt",
+    "cdp_icvt",
+    "cdp_ocvt",
+    "cdp_sq",
+    "csc_cvt",
     "BINARY_OPS",
     "UNARY_OPS",
     "fp16_add",
