@@ -1,0 +1,375 @@
+"""Feature data cubes in memory (format.rst "Feature Data Format").
+
+A W x H x C cube is cut into 1x1xC' atoms (C' = one memory atom: 32 bytes on
+nv_full, 8 on nv_small, so 32 int8 or 16 int16/fp16 channels on nv_full).
+Atoms are laid out C' -> W -> H -> C: the atoms of a line are contiguous,
+lines are ``line_stride`` apart, surfaces (groups of C' channels) are
+``surface_stride`` apart and batches ``batch_stride`` apart.  The last
+surface is padded to a whole atom.  Packed means line_stride = W * atom and
+surface_stride = H * line_stride.
+
+Byte offset of element (n, c, h, w) from the cube's address::
+
+    n*batch_stride + (c // C')*surface_stride + h*line_stride + w*atom + (c % C')*bpe
+
+Arrays are (C, H, W), or (N, C, H, W) for several batches, in the element
+dtypes of :mod:`sim.dma.elements` (fp16 as uint16 bit patterns).
+
+Public API (names other units rely on):
+
+* :class:`FeatureLayout`, :func:`feature_layout`, :func:`packed_strides`
+* :func:`pack_feature`, :func:`unpack_feature` -- numpy arrays <-> bytes
+* :func:`gather_feature`, :func:`scatter_feature` -- on a flat uint8 buffer
+* :func:`read_feature`, :func:`write_feature` -- through a memory object with
+  ``read_array(addr, size)`` and ``write(addr, data)`` (e.g. ``sim.dram.Memory``)
+* :func:`fold_1x1` -- the 1x1xC surface-packed special case
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .align import LayoutError, align_up, check_alignment
+from .elements import (
+    as_bytes,
+    bytes_per_element,
+    check_precision_name,
+    elements_per_atom,
+    from_bytes,
+    precision_of,
+    to_elements,
+)
+
+
+def resolve_atom(cfg=None, atom_bytes: int | None = None) -> int:
+    """The memory atom in bytes: ``atom_bytes`` if given, else ``cfg.atom_bytes``."""
+    if atom_bytes is None:
+        if cfg is None:
+            raise LayoutError("layout needs a hardware configuration or an explicit atom_bytes")
+        atom_bytes = cfg.atom_bytes
+    if atom_bytes <= 0 or atom_bytes & (atom_bytes - 1):
+        raise LayoutError(f"memory atom {atom_bytes} is not a power of two")
+    return atom_bytes
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """Where a (possibly batched) feature cube lives, relative to its address.
+
+    ``group`` is the number of channels per atom (C'); ``element_bytes`` the
+    bytes of one element.  Feature data has group = atom // bpe; the SDP
+    operand formats of :mod:`sim.dma.operands` reuse this class with other
+    groups and multi-component elements.
+    """
+
+    channels: int
+    height: int
+    width: int
+    group: int
+    element_bytes: int
+    line_stride: int
+    surface_stride: int
+    batch_stride: int = 0
+    batch: int = 1
+
+    @property
+    def surfaces(self) -> int:
+        return -(-self.channels // self.group)
+
+    @property
+    def atom_bytes(self) -> int:
+        """Bytes of one 1x1xC' atom (group x element bytes)."""
+        return self.group * self.element_bytes
+
+    @property
+    def line_bytes(self) -> int:
+        return self.width * self.atom_bytes
+
+    @property
+    def cube_extent(self) -> int:
+        """Bytes from the cube's address to the end of its last atom (one batch)."""
+        return (self.surfaces - 1) * self.surface_stride + (self.height - 1) * self.line_stride \
+            + self.line_bytes
+
+    @property
+    def extent(self) -> int:
+        """Bytes from the address to the end of the last atom of the last batch."""
+        return (self.batch - 1) * self.batch_stride + self.cube_extent
+
+    @property
+    def size(self) -> int:
+        """Bytes of data (atoms) in the layout, gaps excluded."""
+        return self.batch * self.surfaces * self.height * self.line_bytes
+
+    @property
+    def is_packed(self) -> bool:
+        return self.extent == self.size
+
+    def shape(self) -> tuple[int, ...]:
+        """Array shape: (C, H, W), or (N, C, H, W) when batch > 1."""
+        cube = (self.channels, self.height, self.width)
+        return cube if self.batch == 1 else (self.batch,) + cube
+
+    def atom_offsets(self) -> np.ndarray:
+        """Byte offset of every atom, shape (N, surfaces, H, W), int64."""
+        n = np.arange(self.batch, dtype=np.int64)[:, None, None, None] * self.batch_stride
+        s = np.arange(self.surfaces, dtype=np.int64)[None, :, None, None] * self.surface_stride
+        h = np.arange(self.height, dtype=np.int64)[None, None, :, None] * self.line_stride
+        w = np.arange(self.width, dtype=np.int64)[None, None, None, :] * self.atom_bytes
+        return n + s + h + w
+
+    def element_offsets(self) -> np.ndarray:
+        """Byte offset of every element, in the array's shape (see :meth:`shape`)."""
+        c = np.arange(self.channels, dtype=np.int64)
+        base = self.atom_offsets()[:, c // self.group]  # (N, C, H, W)
+        off = base + ((c % self.group) * self.element_bytes)[None, :, None, None]
+        return off if self.batch > 1 else off[0]
+
+    def offset(self, c: int, h: int, w: int, n: int = 0) -> int:
+        """Byte offset of one element."""
+        return (n * self.batch_stride + (c // self.group) * self.surface_stride
+                + h * self.line_stride + w * self.atom_bytes
+                + (c % self.group) * self.element_bytes)
+
+    def validate(self, atom_bytes: int, kind: str = "feature", what: str = "") -> FeatureLayout:
+        """Check dimensions, stride alignment (Table 35) and that strides hold a line/surface."""
+        prefix = f"{what}: " if what else ""
+        for name, value in (("channels", self.channels), ("height", self.height),
+                            ("width", self.width), ("batch", self.batch)):
+            if value < 1:
+                raise LayoutError(f"{prefix}cube {name} {value} must be at least 1")
+        check_alignment(kind, atom_bytes, what, line_stride=self.line_stride,
+                        surface_stride=self.surface_stride,
+                        planar_stride=self.batch_stride if self.batch > 1 else None)
+        if self.height > 1 and self.line_stride < self.line_bytes:
+            raise LayoutError(f"{prefix}line stride {self.line_stride:#x} is smaller than a line "
+                              f"({self.width} atoms = {self.line_bytes:#x} bytes)")
+        surface = (self.height - 1) * self.line_stride + self.line_bytes
+        if self.surfaces > 1 and self.surface_stride < surface:
+            raise LayoutError(f"{prefix}surface stride {self.surface_stride:#x} is smaller than "
+                              f"a surface ({surface:#x} bytes)")
+        if self.batch > 1 and self.batch_stride < self.atom_bytes:
+            raise LayoutError(f"{prefix}batch stride {self.batch_stride:#x} is smaller than "
+                              "an atom")
+        return self
+
+    def check_disjoint(self, what: str = "") -> None:
+        """Raise when two atoms share bytes (only interleaved batches can do that)."""
+        if self.batch == 1 or self.batch_stride >= self.cube_extent:
+            return
+        starts = np.sort(self.atom_offsets().ravel())
+        if np.any(np.diff(starts) < self.atom_bytes):
+            prefix = f"{what}: " if what else ""
+            raise LayoutError(f"{prefix}batch stride {self.batch_stride:#x} makes batches overlap")
+
+
+def packed_strides(shape, precision: str, atom_bytes: int) -> tuple[int, int, int]:
+    """(line_stride, surface_stride, batch_stride) of a packed (C, H, W) cube."""
+    c, h, w = shape[-3:]
+    line = w * atom_bytes
+    surface = h * line
+    return line, surface, surface * -(-c // elements_per_atom(precision, atom_bytes))
+
+
+def feature_layout(shape, precision: str, atom_bytes: int, line_stride: int | None = None,
+                   surface_stride: int | None = None, batch_stride: int | None = None,
+                   batch: int = 1, what: str = "") -> FeatureLayout:
+    """A validated :class:`FeatureLayout`; strides left None are packed.
+
+    ``shape`` is (C, H, W) (or (N, C, H, W), which sets ``batch``).
+    """
+    check_precision_name(precision)
+    shape = tuple(int(v) for v in shape)
+    if len(shape) == 4:
+        batch, shape = shape[0], shape[1:]
+    if len(shape) != 3:
+        raise LayoutError(f"feature shape {shape} is not (C, H, W) or (N, C, H, W)")
+    line_stride = shape[2] * atom_bytes if line_stride is None else int(line_stride)
+    if surface_stride is None:
+        surface_stride = shape[1] * line_stride
+    if batch_stride is None:
+        batch_stride = -(-shape[0] // elements_per_atom(precision, atom_bytes)) * surface_stride
+    layout = FeatureLayout(shape[0], shape[1], shape[2], elements_per_atom(precision, atom_bytes),
+                           bytes_per_element(precision), line_stride, int(surface_stride),
+                           int(batch_stride), int(batch))
+    return layout.validate(atom_bytes, what=what)
+
+
+# -- core: flat uint8 buffers --------------------------------------------------
+
+def _atom_view(buf: np.ndarray, base: int, layout: FeatureLayout, writeable: bool) -> np.ndarray:
+    """(N, S, H, W, atom) strided view of ``buf`` starting at ``base``."""
+    if base < 0 or base + layout.extent > buf.size:
+        raise LayoutError(f"cube of {layout.extent:#x} bytes at offset {base:#x} does not fit "
+                          f"in a buffer of {buf.size:#x} bytes")
+    start = buf[base:]
+    step = start.strides[0]
+    return as_strided(
+        start,
+        shape=(layout.batch, layout.surfaces, layout.height, layout.width, layout.atom_bytes),
+        strides=(layout.batch_stride * step, layout.surface_stride * step,
+                 layout.line_stride * step, layout.atom_bytes * step, step),
+        writeable=writeable,
+    )
+
+
+def _as_flat_u8(memory) -> np.ndarray:
+    if isinstance(memory, (bytes, bytearray, memoryview)):
+        return np.frombuffer(memory, dtype=np.uint8)
+    arr = np.asarray(memory)
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise LayoutError("memory must be bytes or a flat uint8 array")
+    return arr
+
+
+def gather_atoms(buf, base: int, layout: FeatureLayout) -> np.ndarray:
+    """Raw element bytes, shape (N, C_padded, H, W, element_bytes) (C padded to surfaces*C')."""
+    atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(buf), base, layout, False))
+    n, s, h, w, _ = atoms.shape
+    raw = atoms.reshape(n, s, h, w, layout.group, layout.element_bytes)
+    return raw.transpose(0, 1, 4, 2, 3, 5).reshape(n, s * layout.group, h, w, layout.element_bytes)
+
+
+def scatter_atoms(buf: np.ndarray, base: int, layout: FeatureLayout, raw: np.ndarray) -> None:
+    """Write raw element bytes (N, C_padded, H, W, element_bytes) into ``buf`` in place."""
+    n, s, h, w = layout.batch, layout.surfaces, layout.height, layout.width
+    atoms = raw.reshape(n, s, layout.group, h, w, layout.element_bytes).transpose(0, 1, 3, 4, 2, 5)
+    view = _atom_view(buf, base, layout, True)
+    view[...] = atoms.reshape(n, s, h, w, layout.atom_bytes)
+
+
+def gather_feature(buf, base: int, layout: FeatureLayout, precision: str) -> np.ndarray:
+    """Elements of a feature cube stored in the flat uint8 ``buf`` at index ``base``."""
+    raw = gather_atoms(buf, base, layout)[:, : layout.channels]
+    out = from_bytes(raw, precision)
+    return out if layout.batch > 1 else out[0]
+
+
+def _padded_raw(array: np.ndarray, layout: FeatureLayout, precision: str, pad_value: int):
+    elems = to_elements(array, precision)
+    if elems.ndim == 3:
+        elems = elems[None]
+    want = (layout.batch, layout.channels, layout.height, layout.width)
+    if elems.shape != want:
+        raise LayoutError(f"array shape {elems.shape} does not match the layout {want}")
+    padded_c = layout.surfaces * layout.group
+    if padded_c != layout.channels:
+        pad = np.full((layout.batch, padded_c - layout.channels, layout.height, layout.width),
+                      pad_value).astype(elems.dtype)
+        elems = np.concatenate([elems, pad], axis=1)
+    return as_bytes(elems)
+
+
+def scatter_feature(buf: np.ndarray, base: int, layout: FeatureLayout, array,
+                    precision: str | None = None, pad_value: int = 0) -> None:
+    """Store ``array`` (C,H,W or N,C,H,W) into ``buf`` at index ``base``; gaps untouched.
+
+    Channels added to fill the last atom get ``pad_value`` (an element value;
+    fp16 as bit pattern).
+    """
+    precision = precision or precision_of(array)
+    layout.check_disjoint()
+    scatter_atoms(buf, base, layout, _padded_raw(np.asarray(array), layout, precision, pad_value))
+
+
+# -- user API ----------------------------------------------------------------
+
+def pack_feature(array, cfg=None, *, precision: str | None = None, atom_bytes: int | None = None,
+                 line_stride: int | None = None, surface_stride: int | None = None,
+                 batch_stride: int | None = None, pad_value: int = 0, fill: int = 0):
+    """Memory image of a feature cube: returns ``(data, layout)``.
+
+    ``array`` is (C, H, W) or (N, C, H, W); the precision defaults to the
+    dtype's (int8, int16, uint16/float16 -> fp16).  ``data`` is a uint8 array
+    of ``layout.extent`` bytes, gaps between lines/surfaces set to ``fill``.
+    """
+    array = np.asarray(array)
+    precision = precision or precision_of(array)
+    atom = resolve_atom(cfg, atom_bytes)
+    layout = feature_layout(array.shape, precision, atom, line_stride, surface_stride,
+                            batch_stride)
+    data = np.full(layout.extent, fill, dtype=np.uint8)
+    scatter_feature(data, 0, layout, array, precision, pad_value)
+    return data, layout
+
+
+def _layout_from(shape, strides, precision: str, atom: int, batch: int) -> FeatureLayout:
+    if isinstance(strides, FeatureLayout):
+        return strides
+    if strides is None:
+        strides = ()
+    strides = tuple(strides) + (None,) * (3 - len(tuple(strides)))
+    return feature_layout(shape, precision, atom, *strides[:3], batch=batch)
+
+
+def unpack_feature(memory, addr: int, shape, strides=None, cfg=None, *, precision: str,
+                   atom_bytes: int | None = None, batch: int = 1) -> np.ndarray:
+    """Read a feature cube from a flat memory image (bytes or uint8 array).
+
+    ``addr`` is the cube's offset in ``memory`` (it must be atom aligned);
+    ``strides`` is None (packed), (line_stride, surface_stride[, batch_stride])
+    or a :class:`FeatureLayout`.  Returns (C, H, W) or (N, C, H, W) elements.
+    """
+    atom = resolve_atom(cfg, atom_bytes)
+    check_alignment("feature", atom, start=addr)
+    layout = _layout_from(shape, strides, precision, atom, batch)
+    return gather_feature(memory, addr, layout, precision)
+
+
+def read_feature(mem, addr: int, shape, precision: str, atom_bytes: int, line_stride: int,
+                 surface_stride: int, batch_stride: int = 0, batch: int = 1,
+                 what: str = "") -> np.ndarray:
+    """A feature cube read through ``mem.read_array`` (the DMA engines' reader).
+
+    Returns (C, H, W) elements, or (N, C, H, W) when ``batch`` > 1.
+    """
+    check_alignment("feature", atom_bytes, what, start=addr)
+    layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
+                            batch_stride, batch, what)
+    window = mem.read_array(addr, layout.extent)
+    return gather_feature(window, 0, layout, precision)
+
+
+def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_stride: int,
+                  surface_stride: int, batch_stride: int = 0, pad_value: int = 0,
+                  what: str = "") -> FeatureLayout:
+    """Write a (C,H,W) or (N,C,H,W) cube through ``mem.write`` (the DMA engines' writer).
+
+    Whole atoms are written (padding channels get ``pad_value``); bytes between
+    lines and surfaces are left as they were.
+    """
+    array = np.asarray(array)
+    check_alignment("feature", atom_bytes, what, start=addr)
+    batch = array.shape[0] if array.ndim == 4 else 1
+    layout = feature_layout(array.shape, precision, atom_bytes, line_stride, surface_stride,
+                            batch_stride, batch, what)
+    layout.check_disjoint(what)
+    raw = _padded_raw(array, layout, precision, pad_value)
+    if layout.is_packed:
+        window = np.empty(layout.extent, dtype=np.uint8)
+    else:
+        window = mem.read_array(addr, layout.extent)
+    scatter_atoms(window, 0, layout, raw)
+    mem.write(addr, window)
+    return layout
+
+
+def fold_1x1(array, precision: str | None = None, atom_bytes: int = 32) -> np.ndarray:
+    """The 1x1xC surface-packed special case: a (C, 1, 1) cube as a (C', 1, S) cube.
+
+    A surface-packed 1x1xC cube has the same bytes as a packed cube of width
+    S = ceil(C / C') and C' channels, which NVDLA may process instead (to save
+    bandwidth).  Missing channels are zero.
+    """
+    array = np.asarray(array)
+    precision = precision or precision_of(array)
+    if array.ndim != 3 or array.shape[1:] != (1, 1):
+        raise LayoutError(f"fold_1x1 needs a (C, 1, 1) cube, got {array.shape}")
+    group = elements_per_atom(precision, atom_bytes)
+    elems = to_elements(array, precision).reshape(-1)
+    padded = np.zeros(align_up(elems.size, group), dtype=elems.dtype)
+    padded[: elems.size] = elems
+    return padded.reshape(-1, group).T.reshape(group, 1, -1)

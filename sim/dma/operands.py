@@ -1,0 +1,200 @@
+"""SDP operand data: bias, PReLU, batch-normalization and element-wise data.
+
+format.rst defines their atom differently from feature data::
+
+    BytesPerAtom = ElementPerAtom x ComponentsPerElement x BytesPerComponent
+
+* ElementPerAtom follows the SDP processing precision (PROC_PRECISION):
+  32 for int8, 16 for int16/fp16 on nv_full -- one memory atom of elements of
+  that precision, ``atom_bytes // bytes_per_element(precision)``.
+* ComponentsPerElement follows the use (DATA_USE): 1 for bias, PReLU and
+  element-wise data with only ALU or MUL, 2 for batch normalization and for
+  element-wise data feeding both.  With 2 components, component 0 feeds the
+  ALU (the addend) and component 1 the multiplier; they are interleaved per
+  element.
+* BytesPerComponent follows DATA_SIZE: 1 (ONE_BYTE) or 2 (TWO_BYTE).
+
+Two mappings exist (the RDMA's DATA_MODE):
+
+* per channel (per kernel): a 1x1xC cube stored contiguously, channel c at
+  ``c * ComponentsPerElement * BytesPerComponent``; the DMA reads whole atoms.
+* per element: a W x H x C cube laid out like feature data (see
+  :mod:`sim.dma.feature`) with the atom above, line and surface strides.
+
+Per-layer operands live in registers, not memory.
+
+Arrays: one component -> (C,) per channel or (C, H, W) per element; two
+components -> (2, C) or (2, C, H, W) (index 0 = ALU, 1 = MUL).  Component
+dtype: int8 (one byte), int16 (two bytes) or uint16 fp16 bit patterns (two
+bytes at fp16 precision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..configs import FP16
+from .align import LayoutError, check_alignment
+from .elements import check_precision_name, elements_per_atom
+from .feature import FeatureLayout, _as_flat_u8, gather_atoms, resolve_atom, scatter_atoms
+
+USES = {"bias": 1, "prelu": 1, "bn": 2, "ew": 1}
+_ALIGN_KIND = {"bias": "bias", "prelu": "prelu", "bn": "bn", "ew": "ew"}
+
+
+@dataclass(frozen=True)
+class OperandFormat:
+    """How one SDP operand stream is stored (see the module docstring)."""
+
+    use: str  # "bias", "prelu", "bn" or "ew"
+    precision: str  # SDP processing precision
+    data_size: int  # BytesPerComponent: 1 or 2
+    components: int  # ComponentsPerElement: 1 or 2
+    per_element: bool  # DATA_MODE: per element (True) or per channel (False)
+
+    def elements_per_atom(self, atom_bytes: int) -> int:
+        return elements_per_atom(self.precision, atom_bytes)
+
+    @property
+    def element_bytes(self) -> int:
+        return self.components * self.data_size
+
+    def bytes_per_atom(self, atom_bytes: int) -> int:
+        """BytesPerAtom = ElementPerAtom x ComponentsPerElement x BytesPerComponent."""
+        return self.elements_per_atom(atom_bytes) * self.element_bytes
+
+    @property
+    def dtype(self) -> np.dtype:
+        if self.data_size == 1:
+            return np.dtype(np.int8)
+        return np.dtype("<u2") if self.precision == FP16 else np.dtype("<i2")
+
+
+def operand_format(use: str, precision: str, data_size: int | None = None,
+                   components: int | None = None, per_element: bool = False) -> OperandFormat:
+    """Build an :class:`OperandFormat`; data_size defaults to the precision's element bytes."""
+    if use not in USES:
+        raise LayoutError(f"unknown operand use {use!r} (expected {', '.join(USES)})")
+    check_precision_name(precision)
+    if data_size is None:
+        data_size = 1 if precision == "int8" else 2
+    if data_size not in (1, 2):
+        raise LayoutError(f"{use}: BytesPerComponent {data_size} must be 1 or 2")
+    if precision == FP16 and data_size != 2:
+        raise LayoutError(f"{use}: fp16 operands take 2 bytes per component (format.rst)")
+    components = USES[use] if components is None else components
+    if components not in (1, 2):
+        raise LayoutError(f"{use}: ComponentsPerElement {components} must be 1 or 2")
+    if use == "prelu" and (components != 1 or per_element):
+        raise LayoutError("prelu: PReLU data is per channel with one component (format.rst)")
+    return OperandFormat(use, precision, data_size, components, bool(per_element))
+
+
+def operand_layout(fmt: OperandFormat, channels: int, height: int = 1, width: int = 1,
+                   atom_bytes: int = 32, line_stride: int | None = None,
+                   surface_stride: int | None = None, what: str = "") -> FeatureLayout:
+    """The atom layout of an operand cube (per-channel data is a 1x1xC packed cube)."""
+    group = fmt.elements_per_atom(atom_bytes)
+    atom = fmt.bytes_per_atom(atom_bytes)
+    if atom % atom_bytes:
+        raise LayoutError(f"{what or fmt.use}: BytesPerAtom {atom} ({fmt.precision}, "
+                          f"{fmt.data_size}-byte components) is not a whole memory atom of "
+                          f"{atom_bytes} bytes")
+    if not fmt.per_element:
+        if (height, width) != (1, 1):
+            raise LayoutError(f"{what or fmt.use}: per-channel data is 1x1xC, not "
+                              f"{width}x{height}x{channels}")
+        line_stride = surface_stride = atom
+    else:
+        line_stride = width * atom if line_stride is None else int(line_stride)
+        surface_stride = height * line_stride if surface_stride is None else int(surface_stride)
+    layout = FeatureLayout(int(channels), int(height), int(width), group, fmt.element_bytes,
+                           line_stride, surface_stride)
+    return layout.validate(atom_bytes, _ALIGN_KIND[fmt.use], what)
+
+
+def _shape_of(fmt: OperandFormat, array: np.ndarray) -> tuple[int, int, int]:
+    dims = array.shape[1:] if fmt.components == 2 else array.shape
+    if fmt.components == 2 and (array.ndim < 1 or array.shape[0] != 2):
+        raise LayoutError(f"{fmt.use}: two-component data must have a leading axis of 2, "
+                          f"got {array.shape}")
+    if fmt.per_element and len(dims) == 3:
+        return dims
+    if not fmt.per_element and len(dims) == 1:
+        return dims[0], 1, 1
+    want = "(C, H, W)" if fmt.per_element else "(C,)"
+    raise LayoutError(f"{fmt.use}: array shape {array.shape} is not {want} per component")
+
+
+def _to_components(fmt: OperandFormat, array) -> np.ndarray:
+    arr = np.asarray(array)
+    if fmt.dtype == np.uint16 and arr.dtype == np.float16:
+        arr = arr.view(np.uint16)
+    if arr.dtype != fmt.dtype:
+        if arr.dtype.kind not in "iu":
+            raise LayoutError(f"{fmt.use}: {arr.dtype} data cannot be stored as {fmt.dtype}")
+        info = np.iinfo(fmt.dtype)
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            raise LayoutError(f"{fmt.use}: values out of range for {fmt.data_size}-byte data")
+        arr = arr.astype(fmt.dtype)
+    return arr
+
+
+def pack_operand(array, fmt: OperandFormat, cfg=None, *, atom_bytes: int | None = None,
+                 line_stride: int | None = None, surface_stride: int | None = None,
+                 fill: int = 0):
+    """Memory image of operand data: returns ``(data uint8 array, layout)``.
+
+    Channels padding the last atom are zero; gaps are ``fill``.
+    """
+    atom = resolve_atom(cfg, atom_bytes)
+    arr = _to_components(fmt, array)
+    c, h, w = _shape_of(fmt, arr)
+    layout = operand_layout(fmt, c, h, w, atom, line_stride, surface_stride)
+    comps = arr if fmt.components == 2 else arr[None]
+    comps = comps.reshape(fmt.components, c, h, w)
+    padded = np.zeros((fmt.components, layout.surfaces * layout.group, h, w), dtype=fmt.dtype)
+    padded[:, :c] = comps
+    # element bytes: component-major inside the element, little-endian inside a component
+    raw = np.ascontiguousarray(padded.transpose(1, 2, 3, 0)).view(np.uint8)
+    raw = raw.reshape(1, padded.shape[1], h, w, fmt.element_bytes)
+    data = np.full(layout.extent, fill, dtype=np.uint8)
+    scatter_atoms(data, 0, layout, raw)
+    return data, layout
+
+
+def gather_operand(buf, base: int, fmt: OperandFormat, layout: FeatureLayout) -> np.ndarray:
+    """Operand data from a flat uint8 buffer at index ``base`` (shapes as documented)."""
+    raw = gather_atoms(_as_flat_u8(buf), base, layout)[0, : layout.channels]
+    c, h, w = raw.shape[:3]
+    comps = np.ascontiguousarray(raw).view(fmt.dtype).reshape(c, h, w, fmt.components)
+    comps = comps.transpose(3, 0, 1, 2)
+    if not fmt.per_element:
+        comps = comps[:, :, 0, 0]
+    return comps if fmt.components == 2 else comps[0]
+
+
+def unpack_operand(memory, addr: int, fmt: OperandFormat, channels: int, height: int = 1,
+                   width: int = 1, cfg=None, *, atom_bytes: int | None = None,
+                   line_stride: int | None = None, surface_stride: int | None = None):
+    """Operand data from a flat memory image (bytes or uint8 array) at offset ``addr``."""
+    atom = resolve_atom(cfg, atom_bytes)
+    check_alignment(_ALIGN_KIND[fmt.use], atom, start=addr)
+    layout = operand_layout(fmt, channels, height, width, atom, line_stride, surface_stride)
+    return gather_operand(memory, addr, fmt, layout)
+
+
+def read_operand(mem, addr: int, fmt: OperandFormat, channels: int, height: int = 1,
+                 width: int = 1, atom_bytes: int = 32, line_stride: int | None = None,
+                 surface_stride: int | None = None, what: str = "") -> np.ndarray:
+    """Operand data read through ``mem.read_array`` (the SDP RDMAs' reader).
+
+    Reads whole atoms, as the hardware does; see the module docstring for shapes.
+    """
+    check_alignment(_ALIGN_KIND[fmt.use], atom_bytes, what, start=addr)
+    layout = operand_layout(fmt, channels, height, width, atom_bytes, line_stride,
+                            surface_stride, what)
+    window = mem.read_array(addr, layout.extent)
+    return gather_operand(window, 0, fmt, layout)

@@ -1,0 +1,390 @@
+"""Weight formats (format.rst "Weight Format"), both directions.
+
+Weights are arrays (K, C, R, S): kernels, channels, height, width, in the
+element dtypes of :mod:`sim.dma.elements`.
+
+Direct convolution (DC)
+    Kernels go in groups of ``weight_group_size`` (the configuration's MAC
+    atomic K for int8, half of it for int16/fp16: 32/16 on nv_full); each
+    kernel is cut into 1x1xC' small cubes of ``mac_atomic_c`` elements (64 on
+    nv_full; the last one shorter, never zero-filled).  Inside a group the
+    small cubes are scanned C' -> K -> W -> H -> C; groups follow each other
+    compactly and the whole stream is zero-filled to 128 bytes.
+Deconvolution
+    The kernel is split by the deconvolution stride into stride_x*stride_y
+    sub-kernels (:func:`split_deconv_weights`); each is mapped like DC but
+    with W and H scanned in reverse (``reverse=True``).
+Image input
+    Channel pre-extension turns each line of a kernel into channels
+    (K, C, R, S) -> (K, S*C, R, 1), channel s*C + c; an optional
+    post-extension of 2 or 4 lines merges that many lines into channels
+    (no zeros added for a short last line group).  Then DC mapping.
+Winograd
+    Channels are padded to a 32-byte atom, extended by the stride to a 3x3
+    kernel, transformed to 4x4 by G W G^T (optionally scaled), and mapped in
+    4x4x4-element small cubes scanned K -> C inside a kernel group (inside a
+    small cube: channel fastest, then W, then H).
+Sparse compression
+    :func:`compress_weights` / :func:`decompress_weights`: a WMB bit mask (one
+    bit per element, little-endian bit order, 1 = non-zero), the non-zero
+    elements packed compactly, and one 32-bit WGS (compressed bytes) per
+    kernel group; each surface zero-filled to 128 bytes.
+
+Every mapping is an index permutation computed with numpy (no per-element
+Python loops); ``*_order`` functions expose it: element i of the memory
+stream is ``weights.ravel()[order[i]]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..configs import FP16, INT8
+from .align import LayoutError, align_up
+from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to_elements
+
+WEIGHT_SIZE_ALIGN = 128  # zero fill at the end of weight, WMB and WGS surfaces
+WINOGRAD_CUBE_CHANNELS = 4
+WINOGRAD_ATOM_BYTES = 32
+
+# Winograd F(2x2, 3x3) kernel transform and the inverse used to recover 3x3 kernels
+WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+WINOGRAD_G_INV = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, -1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def weight_group_size(precision: str, cfg=None, *, mac_atomic_k: int | None = None) -> int:
+    """Kernels per group: MAC atomic K for int8, half of it for int16/fp16."""
+    k = cfg.mac_atomic_k if mac_atomic_k is None else mac_atomic_k
+    return k if precision == INT8 else k // 2
+
+
+def weight_atomic_c(cfg=None, *, mac_atomic_c: int | None = None) -> int:
+    """Elements per 1x1xC' small cube (MAC atomic C; 64 on nv_full)."""
+    return cfg.mac_atomic_c if mac_atomic_c is None else mac_atomic_c
+
+
+def _check_kcrs(w: np.ndarray, what: str) -> None:
+    if w.ndim != 4 or min(w.shape) < 1:
+        raise LayoutError(f"{what}: weights must be a non-empty (K, C, R, S) array, got {w.shape}")
+
+
+def _padded_index(shape, pads) -> np.ndarray:
+    """Flat indices of an array of ``shape``, padded with -1 to ``pads`` per axis."""
+    idx = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    return np.pad(idx, [(0, p - s) for s, p in zip(shape, pads, strict=True)], constant_values=-1)
+
+
+def _ordered(idx: np.ndarray) -> np.ndarray:
+    flat = idx.ravel()
+    return flat[flat >= 0]
+
+
+def dc_order(shape, group: int, atomic_c: int, reverse: bool = False) -> np.ndarray:
+    """Memory order of DC weights: stream element i is ``w.ravel()[order[i]]``.
+
+    Scan per kernel group: C-chunk (slowest) -> H -> W -> K -> C' (fastest).
+    ``reverse`` scans H and W backwards (deconvolution).
+    """
+    k, c, r, s = shape
+    kg, cg = -(-k // group), -(-c // atomic_c)
+    idx = _padded_index(shape, (kg * group, cg * atomic_c, r, s))
+    if reverse:
+        idx = idx[:, :, ::-1, ::-1]
+    idx = idx.reshape(kg, group, cg, atomic_c, r, s).transpose(0, 2, 4, 5, 1, 3)
+    return _ordered(idx)
+
+
+def _stream_from(w: np.ndarray, order: np.ndarray, precision: str) -> np.ndarray:
+    elems = to_elements(w, precision).ravel()[order]
+    raw = as_bytes(elems).ravel()
+    out = np.zeros(align_up(raw.size, WEIGHT_SIZE_ALIGN), dtype=np.uint8)
+    out[: raw.size] = raw
+    return out
+
+
+def _weights_from(data, shape, order: np.ndarray, precision: str) -> np.ndarray:
+    data = np.frombuffer(bytes(data), dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
+        else np.asarray(data, dtype=np.uint8)
+    need = order.size * bytes_per_element(precision)
+    if data.size < need:
+        raise LayoutError(f"weight data has {data.size} bytes, the layout needs {need}")
+    elems = from_bytes(data[:need].reshape(order.size, -1), precision)
+    out = np.empty(int(np.prod(shape)), dtype=element_dtype(precision))
+    out[order] = elems
+    return out.reshape(shape)
+
+
+def pack_weight_dc(w, precision: str, cfg=None, *, mac_atomic_c: int | None = None,
+                   mac_atomic_k: int | None = None, reverse: bool = False) -> np.ndarray:
+    """DC weight stream (uint8, zero-filled to 128 bytes) of a (K, C, R, S) array."""
+    w = np.asarray(w)
+    _check_kcrs(w, "weight-dc")
+    order = dc_order(w.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                     weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), reverse)
+    return _stream_from(w, order, precision)
+
+
+def unpack_weight_dc(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None = None,
+                     mac_atomic_k: int | None = None, reverse: bool = False) -> np.ndarray:
+    """(K, C, R, S) weights from a DC weight stream."""
+    order = dc_order(tuple(shape), weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                     weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), reverse)
+    return _weights_from(data, tuple(shape), order, precision)
+
+
+def weight_bytes(shape, precision: str) -> int:
+    """Bytes of an uncompressed weight stream before the 128-byte fill."""
+    return int(np.prod(shape)) * bytes_per_element(precision)
+
+
+# -- deconvolution ------------------------------------------------------------
+
+def split_deconv_weights(w, stride_x: int, stride_y: int) -> list[np.ndarray]:
+    """Split (K, C, R, S) by the deconvolution stride into stride_y*stride_x kernels.
+
+    Set (y, x) (y outer, x inner) holds w[:, :, y::stride_y, x::stride_x],
+    zero-filled to ceil(R/stride_y) x ceil(S/stride_x).
+    """
+    w = np.asarray(w)
+    _check_kcrs(w, "deconvolution")
+    k, c, r, s = w.shape
+    rr, ss = -(-r // stride_y), -(-s // stride_x)
+    full = np.zeros((k, c, rr * stride_y, ss * stride_x), dtype=w.dtype)
+    full[:, :, :r, :s] = w
+    return [np.ascontiguousarray(full[:, :, y::stride_y, x::stride_x])
+            for y in range(stride_y) for x in range(stride_x)]
+
+
+def merge_deconv_weights(parts, shape, stride_x: int, stride_y: int) -> np.ndarray:
+    """Inverse of :func:`split_deconv_weights`."""
+    k, c, r, s = shape
+    parts = list(parts)
+    if len(parts) != stride_x * stride_y:
+        raise LayoutError(f"deconvolution: {len(parts)} split kernels, expected "
+                          f"{stride_x * stride_y}")
+    rr, ss = -(-r // stride_y), -(-s // stride_x)
+    full = np.zeros((k, c, rr * stride_y, ss * stride_x), dtype=parts[0].dtype)
+    for i, part in enumerate(parts):
+        y, x = divmod(i, stride_x)
+        full[:, :, y::stride_y, x::stride_x] = part
+    return full[:, :, :r, :s]
+
+
+def pack_weight_deconv(w, precision: str, cfg=None, *, stride_x: int = 1, stride_y: int = 1,
+                       **kw) -> list[np.ndarray]:
+    """One DC-reversed weight stream per split kernel (in split order)."""
+    return [pack_weight_dc(part, precision, cfg, reverse=True, **kw)
+            for part in split_deconv_weights(w, stride_x, stride_y)]
+
+
+# -- image input --------------------------------------------------------------
+
+def pre_extend_image(w) -> np.ndarray:
+    """Channel pre-extension: (K, C, R, S) -> (K, S*C, R, 1), channel s*C + c."""
+    w = np.asarray(w)
+    _check_kcrs(w, "weight-img")
+    k, c, r, s = w.shape
+    return np.ascontiguousarray(w.transpose(0, 3, 1, 2).reshape(k, s * c, r, 1))
+
+
+def undo_pre_extend_image(w, channels: int) -> np.ndarray:
+    """Inverse of :func:`pre_extend_image` for an image of ``channels`` channels."""
+    k, sc, r, _ = w.shape
+    return np.ascontiguousarray(w.reshape(k, sc // channels, channels, r).transpose(0, 2, 3, 1))
+
+
+def image_order(shape, group: int, atomic_c: int, post_extension: int = 1) -> np.ndarray:
+    """Memory order of image weights given in original (K, C, R, S) shape."""
+    k, c, r, s = shape
+    ce = s * c
+    pre = np.arange(k * c * r * s, dtype=np.int64).reshape(k, c, r, s)
+    pre = pre.transpose(0, 3, 1, 2).reshape(k, ce, r)  # index of the original element
+    if post_extension == 1:
+        return pre.reshape(k, ce, r, 1).ravel()[dc_order((k, ce, r, 1), group, atomic_c)]
+    if post_extension not in (2, 4):
+        raise LayoutError(f"weight-img: channel post-extension {post_extension} must be 1, 2 or 4")
+    if post_extension * ce > atomic_c:
+        raise LayoutError(f"weight-img: post-extension {post_extension} of {ce} channels exceeds "
+                          f"the MAC atomic C ({atomic_c}) (format.rst post-extension)")
+    kg, rg = -(-k // group), -(-r // post_extension)
+    idx = np.pad(pre, [(0, kg * group - k), (0, 0), (0, rg * post_extension - r)],
+                 constant_values=-1)
+    idx = idx.reshape(kg, group, ce, rg, post_extension).transpose(0, 3, 1, 4, 2)
+    return _ordered(idx)
+
+
+def pack_weight_image(w, precision: str, cfg=None, *, post_extension: int = 1,
+                      mac_atomic_c: int | None = None, mac_atomic_k: int | None = None):
+    """Image-input weight stream of original (K, C, R, S) weights (C = image channels)."""
+    w = np.asarray(w)
+    _check_kcrs(w, "weight-img")
+    order = image_order(w.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                        weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), post_extension)
+    return _stream_from(w, order, precision)
+
+
+def unpack_weight_image(data, shape, precision: str, cfg=None, *, post_extension: int = 1,
+                        mac_atomic_c: int | None = None, mac_atomic_k: int | None = None):
+    """Original (K, C, R, S) weights from an image-input weight stream."""
+    order = image_order(tuple(shape),
+                        weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                        weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), post_extension)
+    return _weights_from(data, tuple(shape), order, precision)
+
+
+# -- Winograd -----------------------------------------------------------------
+
+def winograd_extend(w, stride: int = 1, precision: str = FP16) -> np.ndarray:
+    """Phase 1 before the transform: pad channels to a 32-byte atom, extend by stride.
+
+    (K, C, R, S) -> (K, C' * stride^2, 3, 3) where C' is C rounded up to
+    32 bytes; extended channel e takes original channel e % C', column
+    x*stride + (e // C') % stride and row y*stride + e // (C' * stride).
+    The kernel must become 3x3 (R and S in (2*stride, 3*stride]).
+    """
+    w = np.asarray(w)
+    _check_kcrs(w, "weight-winograd")
+    k, c, r, s = w.shape
+    if -(-r // stride) != 3 or -(-s // stride) != 3:
+        raise LayoutError(f"weight-winograd: a {s}x{r} kernel with stride {stride} does not "
+                          "extend to 3x3 (format.rst Winograd channel extension)")
+    cp = align_up(c, WINOGRAD_ATOM_BYTES // bytes_per_element(precision))
+    full = np.zeros((k, cp, 3 * stride, 3 * stride), dtype=w.dtype)
+    full[:, :c, :r, :s] = w
+    # split rows/cols into (position, phase), then move the phases into channels
+    ext = full.reshape(k, cp, 3, stride, 3, stride).transpose(0, 3, 5, 1, 2, 4)
+    return np.ascontiguousarray(ext.reshape(k, stride * stride * cp, 3, 3))
+
+
+def winograd_transform(w3, scale: float = 1.0) -> np.ndarray:
+    """G W G^T of each 3x3 kernel plane (float64, exact), times ``scale``: (..., 4, 4)."""
+    w3 = np.asarray(w3, dtype=np.float64)
+    return scale * np.einsum("ij,...jk,lk->...il", WINOGRAD_G, w3, WINOGRAD_G)
+
+
+def winograd_inverse(w4, scale: float = 1.0) -> np.ndarray:
+    """3x3 kernels back from transformed 4x4 ones (divides by ``scale`` first)."""
+    w4 = np.asarray(w4, dtype=np.float64) / scale
+    return np.einsum("ij,...jk,lk->...il", WINOGRAD_G_INV, w4, WINOGRAD_G_INV)
+
+
+def winograd_weights(w, precision: str, stride: int = 1, scale: float = 1.0) -> np.ndarray:
+    """Transformed (K, C_ext, 4, 4) elements ready for :func:`pack_weight_winograd`.
+
+    fp16 results are rounded to nearest even; integer results are rounded to
+    nearest (ties to even) and must fit the precision -- choose ``scale`` so
+    that they do (4 makes every transform of integers exact).
+    """
+    if precision == FP16:
+        src = np.asarray(w)
+        if src.dtype == np.uint16:
+            src = src.view(np.float16)
+        out = winograd_transform(winograd_extend(src.astype(np.float64), stride, precision), scale)
+        return out.astype(np.float32).astype(np.float16).view(np.uint16)
+    out = np.rint(winograd_transform(winograd_extend(w, stride, precision), scale))
+    return to_elements(out.astype(np.int64), precision)
+
+
+def winograd_order(shape, group: int) -> np.ndarray:
+    """Memory order of transformed (K, C, 4, 4) weights (C a multiple of 4)."""
+    k, c, r, s = shape
+    if (r, s) != (4, 4):
+        raise LayoutError(f"weight-winograd: transformed kernels are 4x4, got {s}x{r}")
+    if c % WINOGRAD_CUBE_CHANNELS:
+        raise LayoutError(f"weight-winograd: {c} channels is not a multiple of 4 "
+                          "(format.rst 4x4x4 small cubes)")
+    kg = -(-k // group)
+    idx = _padded_index(shape, (kg * group, c, 4, 4))
+    idx = idx.reshape(kg, group, c // 4, 4, 4, 4).transpose(0, 2, 1, 4, 5, 3)
+    return _ordered(idx)
+
+
+def pack_weight_winograd(w4, precision: str, cfg=None, *,
+                         mac_atomic_k: int | None = None) -> np.ndarray:
+    """Winograd weight stream of transformed (K, C, 4, 4) weights."""
+    w4 = np.asarray(w4)
+    _check_kcrs(w4, "weight-winograd")
+    order = winograd_order(w4.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k))
+    return _stream_from(w4, order, precision)
+
+
+def unpack_weight_winograd(data, shape, precision: str, cfg=None, *,
+                           mac_atomic_k: int | None = None) -> np.ndarray:
+    """Transformed (K, C, 4, 4) weights from a Winograd weight stream."""
+    order = winograd_order(tuple(shape),
+                           weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k))
+    return _weights_from(data, tuple(shape), order, precision)
+
+
+# -- sparse compression -------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompressedWeights:
+    """The three surfaces of compressed weights (each zero-filled to 128 bytes)."""
+
+    data: np.ndarray  # non-zero elements, packed
+    wmb: np.ndarray  # one bit per element, little-endian bit order
+    wgs: np.ndarray  # one little-endian uint32 per kernel group: its compressed bytes
+
+
+def group_bytes(kernels: int, kernel_bytes: int, group: int) -> list[int]:
+    """Uncompressed bytes of each kernel group (the last may hold fewer kernels)."""
+    full, rest = divmod(kernels, group)
+    return [group * kernel_bytes] * full + ([rest * kernel_bytes] if rest else [])
+
+
+def _fill128(raw: np.ndarray) -> np.ndarray:
+    out = np.zeros(align_up(raw.size, WEIGHT_SIZE_ALIGN), dtype=np.uint8)
+    out[: raw.size] = raw
+    return out
+
+
+def compress_weights(stream, precision: str, groups: list[int]) -> CompressedWeights:
+    """Compress an uncompressed weight stream whose kernel groups have ``groups`` bytes.
+
+    An element is zero when all its bits are zero (fp16 -0.0 is kept).
+    """
+    stream = np.asarray(stream, dtype=np.uint8)
+    total = sum(groups)
+    if stream.size < total:
+        raise LayoutError(f"weight stream has {stream.size} bytes, groups need {total}")
+    bpe = bytes_per_element(precision)
+    if any(g % bpe for g in groups):
+        raise LayoutError("kernel group sizes must be whole elements")
+    elems = from_bytes(stream[:total].reshape(-1, bpe), precision)
+    mask = elems != 0
+    ends = np.cumsum([g // bpe for g in groups])
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    nonzero = np.add.reduceat(mask.astype(np.int64), starts) if len(groups) else np.zeros(0)
+    wgs = (np.asarray(nonzero, dtype=np.int64) * bpe).astype("<u4")
+    return CompressedWeights(
+        data=_fill128(as_bytes(elems[mask]).ravel()),
+        wmb=_fill128(np.packbits(mask, bitorder="little")),
+        wgs=_fill128(wgs.view(np.uint8)),
+    )
+
+
+def decompress_weights(compressed: CompressedWeights, precision: str,
+                       groups: list[int]) -> np.ndarray:
+    """The uncompressed stream (no 128-byte fill) from WMB, WGS and data surfaces."""
+    bpe = bytes_per_element(precision)
+    count = sum(groups) // bpe
+    wmb = np.asarray(compressed.wmb, dtype=np.uint8)
+    if wmb.size * 8 < count:
+        raise LayoutError(f"WMB has {wmb.size * 8} bits for {count} weights")
+    mask = np.unpackbits(wmb, bitorder="little")[:count].astype(bool)
+    wgs = np.asarray(compressed.wgs, dtype=np.uint8)[: 4 * len(groups)].view("<u4")
+    nonzero = int(mask.sum())
+    ends = np.cumsum([g // bpe for g in groups])
+    starts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    per_group = np.add.reduceat(mask.astype(np.int64), starts) * bpe if groups else []
+    if len(wgs) != len(groups) or np.any(wgs != per_group):
+        raise LayoutError("WGS does not match the WMB bit counts of the kernel groups")
+    data = np.asarray(compressed.data, dtype=np.uint8)
+    if data.size < nonzero * bpe:
+        raise LayoutError(f"compressed data has {data.size} bytes, WMB needs {nonzero * bpe}")
+    elems = np.zeros(count, dtype=element_dtype(precision))
+    elems[mask] = from_bytes(data[: nonzero * bpe].reshape(-1, bpe), precision)
+    return as_bytes(elems).ravel()
