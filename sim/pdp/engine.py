@@ -1,10 +1,249 @@
-"""PDP engine: a standalone pooling layer (input from memory through PDP_RDMA)."""
+"""PDP engine: pooling layers, from memory (PDP_RDMA) or on the fly from the SDP.
+
+A layer is cut into 1..256 *splits* of the input width (``SPLIT_NUM`` + 1):
+the first, ``n - 2`` middle and the last one, with widths from
+``D_PARTIAL_WIDTH_IN/OUT``.  Every split after the first re-reads the last
+``kernel_width - stride_width`` input columns of the previous one (the
+overlap), and is pooled as a cube of its own: the layer's left padding
+applies to the first split only and its right padding to the last one.  The
+PDP_RDMA reads each split's columns with its own registers; the PDP writes
+each split's output columns at ``dst + first_out_column * atom``.
+
+Counters: ``D_NAN_INPUT_NUM``/``D_INF_INPUT_NUM`` count fp16 NaN/Inf in every
+atom PDP_RDMA reads (overlap columns twice, padding lanes of the last surface
+included, before the NaN flush); ``D_NAN_OUTPUT_NUM`` counts NaN in every
+atom written.  On-the-fly input is never flushed or counted at the input, as
+in the C-model.
+
+:func:`pool_from_sdp` is the entry point for SDP -> PDP on the fly.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from ..chains import PDP, PDP_RDMA, pdp_input_on_the_fly
+from ..dma.elements import element_dtype, elements_per_atom
+from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
-from ..errors import NotImplementedFeature
+from ..errors import ConfigurationError, NotImplementedFeature
+from .pooling import (
+    FP16,
+    METHODS,
+    PRECISIONS,
+    PoolConfig,
+    check_windows,
+    flush_nan,
+    fp16_specials,
+    pool_split,
+)
+
+ON_FLYING = 0
+
+
+@dataclass(frozen=True)
+class Split:
+    """One split of the layer's width, in PDP core terms."""
+
+    in_width: int  # input columns the core consumes (overlap included)
+    out_width: int
+    out_start: int  # first output column of the layer this split writes
+    pad_left: int
+    pad_right: int
+
+
+def precision_of(block, unit: str, config) -> int:
+    prec = block.input_data
+    if prec not in PRECISIONS:
+        raise ConfigurationError(f"{unit}.D_DATA_FORMAT_0: INPUT_DATA {prec} is reserved")
+    config.require_precision(PRECISIONS[prec], f"{unit}.D_DATA_FORMAT_0")
+    return prec
+
+
+def pool_config(pdp, config) -> PoolConfig:
+    """The datapath configuration of the PDP block ``pdp`` (a decoded snapshot)."""
+    method = pdp.pooling_method
+    if method not in METHODS:
+        raise ConfigurationError(f"NVDLA_PDP.D_OPERATION_MODE_CFG_0: POOLING_METHOD {method} "
+                                 "is reserved")
+    return PoolConfig(
+        precision=precision_of(pdp, PDP, config),
+        method=method,
+        kernel_width=pdp.kernel_width + 1,
+        kernel_height=pdp.kernel_height + 1,
+        stride_width=pdp.kernel_stride_width + 1,
+        stride_height=pdp.kernel_stride_height + 1,
+        pad_top=pdp.pad_top,
+        pad_bottom=pdp.pad_bottom,
+        pad_values=tuple(getattr(pdp, f"pad_value_{n}x") for n in range(1, 8)),
+        recip_width=pdp.recip_kernel_width,
+        recip_height=pdp.recip_kernel_height,
+    )
+
+
+def pdp_splits(pdp, cfg: PoolConfig) -> list[Split]:
+    """The splits the PDP core pools (one when SPLIT_NUM is 0)."""
+    if pdp.split_num == 0:
+        return [Split(pdp.cube_in_width + 1, pdp.cube_out_width + 1, 0, pdp.pad_left,
+                      pdp.pad_right)]
+    n = pdp.split_num + 1
+    overlap = cfg.kernel_width - cfg.stride_width
+    first_out, mid_out = pdp.partial_width_out_first + 1, pdp.partial_width_out_mid + 1
+    splits = [Split(pdp.partial_width_in_first + 1, first_out, 0, pdp.pad_left, 0)]
+    for i in range(1, n):
+        last = i == n - 1
+        width = (pdp.partial_width_in_last if last else pdp.partial_width_in_mid) + 1 + overlap
+        out = (pdp.partial_width_out_last if last else pdp.partial_width_out_mid) + 1
+        if width < 1:
+            raise ConfigurationError("NVDLA_PDP.D_PARTIAL_WIDTH_IN_0: split width "
+                                     f"{width - overlap} with kernel-stride overlap {overlap} "
+                                     "is empty")
+        splits.append(Split(width, out, first_out + (i - 1) * mid_out, 0,
+                            pdp.pad_right if last else 0))
+    return splits
+
+
+def rdma_columns(rdma) -> list[tuple[int, int]]:
+    """(first input column, width) of every split PDP_RDMA reads."""
+    if rdma.split_num == 0:
+        return [(0, rdma.cube_in_width + 1)]
+    n = rdma.split_num + 1
+    overlap = (rdma.kernel_width + 1) - (rdma.kernel_stride_width + 1)
+    first, mid = rdma.partial_width_in_first + 1, rdma.partial_width_in_mid + 1
+    cols = [(0, first)]
+    for i in range(1, n):
+        width = (rdma.partial_width_in_last + 1 if i == n - 1 else mid) + overlap
+        cols.append((first + (i - 1) * mid - overlap, width))
+    return cols
+
+
+def check_geometry(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
+    check_windows("line", "NVDLA_PDP.D_DATA_CUBE_OUT_HEIGHT_0", pdp.cube_out_height + 1,
+                  pdp.cube_in_height + 1, cfg.pad_top, cfg.pad_bottom, cfg.kernel_height,
+                  cfg.stride_height)
+    register = ("NVDLA_PDP.D_DATA_CUBE_OUT_WIDTH_0" if len(splits) == 1
+                else "NVDLA_PDP.D_PARTIAL_WIDTH_OUT_0")
+    for s in splits:
+        check_windows("column", register, s.out_width, s.in_width, s.pad_left, s.pad_right,
+                      cfg.kernel_width, cfg.stride_width)
+
+
+def padded_channels(channels: int, precision: int, atom_bytes: int) -> int:
+    group = elements_per_atom(PRECISIONS[precision], atom_bytes)
+    return -(-channels // group) * group
+
+
+def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarray]:
+    """PDP_RDMA: each split's input sub-cube (C padded to whole atoms, H, W)."""
+    rdma = ctx.regs(PDP_RDMA)
+    if precision_of(rdma, PDP_RDMA, ctx.config) != cfg.precision:
+        raise ConfigurationError("NVDLA_PDP_RDMA.D_DATA_FORMAT_0: INPUT_DATA differs from "
+                                 "NVDLA_PDP.D_DATA_FORMAT_0")
+    for field in ("cube_in_width", "cube_in_height", "cube_in_channel", "split_num"):
+        if getattr(rdma, field) != getattr(pdp, field):
+            raise ConfigurationError(f"NVDLA_PDP_RDMA {field.upper()} {getattr(rdma, field)} "
+                                     f"differs from NVDLA_PDP's {getattr(pdp, field)}")
+    cols = rdma_columns(rdma)
+    for i, ((_, width), split) in enumerate(zip(cols, splits)):
+        if width != split.in_width:
+            raise ConfigurationError(f"NVDLA_PDP_RDMA.D_PARTIAL_WIDTH_IN_0: split {i} reads "
+                                     f"{width} columns but NVDLA_PDP pools {split.in_width}")
+    atom = ctx.config.atom_bytes
+    prec = PRECISIONS[cfg.precision]
+    channels = padded_channels(rdma.cube_in_channel + 1, cfg.precision, atom)
+    mem = ctx.memory(rdma.src_ram_type)
+    base = rdma.address("src_base_addr")
+    cubes = []
+    for start, width in cols:
+        cubes.append(read_feature(mem, base + start * atom, (channels, rdma.cube_in_height + 1,
+                                                             width),
+                                  prec, atom, rdma.src_line_stride, rdma.src_surface_stride,
+                                  what="NVDLA_PDP_RDMA"))
+    return cubes
+
+
+def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[np.ndarray],
+                   counters: dict) -> None:
+    """The PDP core and its write DMA; stores the layer's counters."""
+    atom = ctx.config.atom_bytes
+    prec = PRECISIONS[cfg.precision]
+    dtype = element_dtype(prec)
+    mem = ctx.memory(pdp.dst_ram_type)
+    base = pdp.address("dst_base_addr")
+    height = pdp.cube_out_height + 1
+    nan_out = 0
+    for split, cube in zip(splits, cubes):
+        raw = cube.astype(np.int64)
+        if cfg.precision == FP16:
+            raw &= 0xFFFF
+        out = np.zeros((cube.shape[0], height, split.out_width), dtype=np.int64)
+        pool_split(raw, out, 0, split.out_width, cfg, split.pad_left)
+        if cfg.precision == FP16:
+            nan_out += fp16_specials(out)[0]
+        write_feature(mem, base + split.out_start * atom, out.astype(dtype), prec, atom,
+                      pdp.dst_line_stride, pdp.dst_surface_stride, what="NVDLA_PDP")
+    counters["D_NAN_OUTPUT_NUM_0"] = nan_out
+    for name, value in counters.items():
+        ctx.set_counter(PDP, name, value)
+
+
+def run_layer(ctx, cube: np.ndarray | None = None) -> None:
+    """Run the PDP layer of ``ctx``: from memory, or from ``cube`` on the fly."""
+    pdp = ctx.regs(PDP)
+    cfg = pool_config(pdp, ctx.config)
+    splits = pdp_splits(pdp, cfg)
+    check_geometry(pdp, cfg, splits)
+    counters = {"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0}
+    if cube is None:
+        cubes = read_splits(ctx, pdp, cfg, splits)
+        if cfg.precision == FP16:
+            nan = inf = 0
+            for i, c in enumerate(cubes):
+                n, f = fp16_specials(c)
+                nan, inf = nan + n, inf + f
+                if pdp.nan_to_zero:
+                    cubes[i] = flush_nan(c.astype(np.int64))
+            counters = {"D_NAN_INPUT_NUM_0": nan, "D_INF_INPUT_NUM_0": inf}
+    else:
+        cubes = [sdp_cube(ctx, pdp, cfg, splits, cube)]
+    pool_and_write(ctx, pdp, cfg, splits, cubes, counters)
+
+
+def sdp_cube(ctx, pdp, cfg: PoolConfig, splits: list[Split], cube: np.ndarray) -> np.ndarray:
+    if pdp.flying_mode != ON_FLYING:
+        raise ConfigurationError("NVDLA_PDP.D_OPERATION_MODE_CFG_0: FLYING_MODE is OFF_FLYING "
+                                 "but the SDP sends its output to the PDP")
+    if len(splits) > 1:
+        raise NotImplementedFeature("PDP", "split mode with on-the-fly input")
+    cube = np.asarray(cube)
+    want = (pdp.cube_in_channel + 1, pdp.cube_in_height + 1, pdp.cube_in_width + 1)
+    channels = padded_channels(want[0], cfg.precision, ctx.config.atom_bytes)
+    if cube.ndim != 3 or cube.shape[1:] != want[1:] or not want[0] <= cube.shape[0] <= channels:
+        raise ConfigurationError(f"NVDLA_PDP.D_DATA_CUBE_IN_*: the SDP cube {cube.shape} does not "
+                                 f"match the PDP input cube {want}")
+    if cube.dtype == np.float16:
+        cube = cube.view(np.uint16)
+    full = np.zeros((channels,) + want[1:], dtype=np.int64)
+    full[: cube.shape[0]] = cube
+    return full
+
+
+def pool_from_sdp(ctx, cube: np.ndarray) -> None:
+    """SDP -> PDP on the fly: pool the SDP's output ``cube`` and write the PDP's result.
+
+    ``cube`` is the SDP's output in the PDP's input precision (the PDP's
+    D_DATA_FORMAT): a (C, H, W) array of int8 / int16 values, or fp16 as
+    uint16 bit patterns (float16 is accepted), with H, W and C equal to the
+    PDP's D_DATA_CUBE_IN_HEIGHT/WIDTH/CHANNEL + 1.  C may include the padding
+    lanes of the last atom (up to a whole number of atoms); missing lanes are
+    zero.  ``ctx`` is the layer context of a chain whose groups include
+    NVDLA_PDP (sim.chains puts it there when the SDP's OUTPUT_DST is PDP).
+    The PDP's output goes to memory through its write DMA and its counters
+    are stored in ``ctx``; the caller raises the PDP done interrupt.
+    """
+    run_layer(ctx, cube)
 
 
 class PdpEngine(Engine):
@@ -17,7 +256,7 @@ class PdpEngine(Engine):
         return armed_groups(machine, (PDP, PDP_RDMA))
 
     def run(self, ctx):
-        raise NotImplementedFeature("PDP", "layer")
+        run_layer(ctx)
 
     def interrupts(self, ctx):
         return [("PDP", PDP)]

@@ -1,0 +1,309 @@
+"""The PDP pooling datapath: pure functions on numpy cubes.
+
+NVDLA's PDP pools in two passes, and the rounding of fp16 average pooling
+depends on their order, so the kernels below follow it:
+
+1. *Width pass* (line operation): for one input row, the real elements of a
+   kernel window are combined left to right (max, min or sum).  For average
+   pooling the padded elements are not summed one by one: when a window
+   overlaps the left or right padding, ``D_POOLING_PADDING_VALUE_<n>_CFG``
+   (the value software programmed for *n* padded elements) is added once, at
+   the window's last real element on the left side, or at the cube's last
+   element on the right side.  A window that overlaps both sides gets the
+   left value for the total count.
+2. *Height pass*: the row results of the real rows of a window are combined
+   top to bottom; a window overlapping the top/bottom padding adds
+   ``PADDING_VALUE_<n> * kernel_width`` once (n padded rows of kernel_width
+   elements each).
+3. *Average*: the sum is scaled by ``D_RECIP_KERNEL_WIDTH`` then by
+   ``D_RECIP_KERNEL_HEIGHT``.
+
+Integer arithmetic (C-model ``cmod/pdp``): sums wrap in 16 bits for int8 and
+32 bits for int16; each reciprocal product is ``round_half_away(x * r / 2**16)``
+and the result is cut to the output width (two's complement, no saturation).
+Max/min ignore padding.
+
+fp16 (``cmod/hls_wrapper/pdp_hls_wrapper``): max/min compare fp16 patterns
+(an Inf stays Inf); average converts inputs to fp17 (Inf becomes the largest
+finite fp17), adds in fp17 (two additions per step: the element, then the
+left/right or top/bottom pad value, each possibly zero), multiplies the
+padding value by ``kernel_width`` as fp17, multiplies the sum by the fp17
+reciprocal registers and rounds to fp16.
+
+Cubes are (C, H, W) int64 arrays: integer values, or fp16 bit patterns.  The
+public entry point is :func:`pool_split` (one split of the width).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ConfigurationError
+from ..jit import njit
+from ..num.fpcore import fp_add, fp_max, fp_mul
+from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
+from ..num.rounding import shift_right_round, sign_extend
+
+AVERAGE, MAX, MIN = 0, 1, 2
+METHODS = {AVERAGE: "average", MAX: "max", MIN: "min"}
+INT8, INT16, FP16 = 0, 1, 2
+PRECISIONS = {INT8: "int8", INT16: "int16", FP16: "fp16"}
+
+#: Accumulator width in bits: the C-model's line buffers (int16 for int8 data,
+#: int32 for int16 data).
+ACC_BITS = {INT8: 16, INT16: 32}
+#: Bit index of the sign of PADDING_VALUE_1..7 for int8/int16 data: the pad
+#: value for n elements is an (8 + bit length of n)-bit number for int8.
+PAD_SIGN_BIT = {INT8: (7, 8, 9, 9, 10, 10, 10), INT16: (15, 16, 17, 17, 18, 18, 18)}
+
+#: ``kernel_width`` as fp17 for the height-pass padding product, indexed by
+#: kernel width 1..8 (fp17: 6-bit exponent with bias 31, 10-bit mantissa).
+#: TODO: the C-model's table stops at 7.0 (index 8 reads past it); 8.0 is used.
+KERNEL_WIDTH_FP17 = np.array([0x0000, 0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x8600, 0x8700,
+                              0x8800], dtype=np.int64)
+
+FP17_MASK = 0x1FFFF
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """Everything the pooling datapath needs, decoded from PDP registers."""
+
+    precision: int  # INT8 / INT16 / FP16
+    method: int  # AVERAGE / MAX / MIN
+    kernel_width: int  # 1..8
+    kernel_height: int  # 1..8
+    stride_width: int  # 1..16
+    stride_height: int  # 1..16
+    pad_top: int
+    pad_bottom: int
+    pad_values: tuple = (0,) * 7  # raw PADDING_VALUE_1..7 register fields
+    recip_width: int = 0x10000  # raw RECIP_KERNEL_WIDTH field
+    recip_height: int = 0x10000  # raw RECIP_KERNEL_HEIGHT field
+
+    def pad_array(self) -> np.ndarray:
+        """Pad values as the datapath holds them (sign-extended ints, or fp17 bits)."""
+        if self.precision == FP16:
+            return np.array([v & FP17_MASK for v in self.pad_values], dtype=np.int64)
+        bits = ACC_BITS[self.precision]
+        out = []
+        for v, sign in zip(self.pad_values, PAD_SIGN_BIT[self.precision]):
+            if (v >> sign) & 1:
+                v |= ~((1 << (sign + 1)) - 1)  # upper bits copy the sign
+            out.append(sign_extend(v, bits))
+        return np.array(out, dtype=np.int64)
+
+
+def output_extent(in_size: int, pad_lo: int, pad_hi: int, kernel: int, stride: int) -> int:
+    """Number of windows that fit in the padded extent (0 if none)."""
+    span = pad_lo + in_size + pad_hi - kernel
+    return span // stride + 1 if span >= 0 else 0
+
+
+def check_windows(what: str, register: str, want: int, in_size: int, pad_lo: int, pad_hi: int,
+                  kernel: int, stride: int) -> None:
+    """Raise unless ``want`` output windows fit and each holds a real element."""
+    have = output_extent(in_size, pad_lo, pad_hi, kernel, stride)
+    if want > have:
+        raise ConfigurationError(
+            f"{register}: {want} output {what}s but only {have} kernel windows fit in "
+            f"{in_size} input {what}s with padding {pad_lo}+{pad_hi}")
+    if want and pad_lo >= kernel:
+        raise ConfigurationError(
+            f"{register}: padding {pad_lo} >= kernel {kernel} leaves a window without input")
+    last_start = (want - 1) * stride - pad_lo
+    if want and last_start > in_size - 1:
+        raise ConfigurationError(f"{register}: the last {what} window holds only padding")
+
+
+@njit
+def _pad_index_lo(i, ki, k, n, pad_lo):
+    """Count of padded elements added before/around index ``i`` (0 if none).
+
+    ``i`` is the input index, ``ki`` its position in the window, ``k`` the
+    kernel size, ``n`` the input size (C-model ``add_left_padding``).
+    """
+    if i + 1 < k and (ki + 1 == k or (i + 1 == n and i < ki and pad_lo > 0)):
+        return k - (i + 1)
+    return 0
+
+
+@njit
+def _pad_index_hi(i, ki, k, n):
+    """Count of padded elements after index ``i`` (``add_right_padding``)."""
+    if i + k - ki > n and i + 1 == n:
+        return k - (ki + 1)
+    return 0
+
+
+@njit
+def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, rw, rh,
+              out_bits):
+    """Integer pooling of one split: ``out[:, :, col0 + ow]`` for every window."""
+    C, H, W = x.shape
+    Hout = out.shape[1]
+    n_out = out.shape[2] - col0
+    for c in range(C):
+        for oh in range(Hout):
+            hs = oh * sh - pad_t
+            for ow in range(n_out):
+                ws = ow * sw - pad_l
+                acc = np.int64(0)
+                for h in range(max(hs, 0), min(hs + kh, H)):
+                    khi = h - hs
+                    row = np.int64(0)
+                    for w in range(max(ws, 0), min(ws + kw, W)):
+                        kwi = w - ws
+                        v = x[c, h, w]
+                        first = w == 0 or kwi == 0
+                        if method == 0:
+                            row = v if first else row + v
+                            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
+                            if nl > 0:
+                                row += pv[nl - 1]
+                            else:
+                                nr = _pad_index_hi(w, kwi, kw, W)
+                                if nr > 0:
+                                    row += pv[nr - 1]
+                            row = sign_extend(row, acc_bits)
+                        elif first:
+                            row = v
+                        elif method == 1:
+                            row = max(row, v)
+                        else:
+                            row = min(row, v)
+                    first = h == 0 or khi == 0
+                    if method == 0:
+                        acc = row if first else acc + row
+                        nt = _pad_index_lo(h, khi, kh, H, 1)
+                        if nt > 0:
+                            acc += sign_extend(pv[nt - 1] * kw, acc_bits)
+                        else:
+                            nb = _pad_index_hi(h, khi, kh, H)
+                            if nb > 0:
+                                acc += sign_extend(pv[nb - 1] * kw, acc_bits)
+                        acc = sign_extend(acc, acc_bits)
+                    elif first:
+                        acc = row
+                    elif method == 1:
+                        acc = max(acc, row)
+                    else:
+                        acc = min(acc, row)
+                if method == 0:
+                    acc = _c_int32(shift_right_round(acc * rw, 16))
+                    acc = _c_int32(shift_right_round(acc * rh, 16))
+                out[c, oh, col0 + ow] = sign_extend(acc, out_bits)
+
+
+@njit
+def _c_int32(v):
+    """A double -> int32_t conversion as x86 does it (out of range: INT32_MIN)."""
+    if v > 0x7FFFFFFF or v < -0x80000000:
+        return np.int64(-0x80000000)
+    return v
+
+
+@njit
+def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, kw_fp17, rw, rh):
+    """fp16 pooling of one split (patterns in, patterns out); see the module doc."""
+    C, H, W = x.shape
+    Hout = out.shape[1]
+    n_out = out.shape[2] - col0
+    want_max = method == 1
+    for c in range(C):
+        for oh in range(Hout):
+            hs = oh * sh - pad_t
+            for ow in range(n_out):
+                ws = ow * sw - pad_l
+                acc = np.int64(0)
+                for h in range(max(hs, 0), min(hs + kh, H)):
+                    khi = h - hs
+                    row = np.int64(0)
+                    for w in range(max(ws, 0), min(ws + kw, W)):
+                        kwi = w - ws
+                        v = x[c, h, w]
+                        first = w == 0 or kwi == 0
+                        if method == 0:
+                            pl = np.int64(0)
+                            pr = np.int64(0)
+                            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
+                            if nl > 0:
+                                pl = pv[nl - 1]
+                            else:
+                                nr = _pad_index_hi(w, kwi, kw, W)
+                                if nr > 0:
+                                    pr = pv[nr - 1]
+                            v17 = fp16_to_fp17_bits(v)
+                            row = v17 if first else fp_add(row, v17, 6, 10)
+                            row = fp_add(fp_add(row, pl, 6, 10), pr, 6, 10)
+                        elif first:
+                            row = v
+                        else:
+                            row = fp_max(row, v, want_max, 5, 10)
+                    first = h == 0 or khi == 0
+                    if method == 0:
+                        pt = np.int64(0)
+                        pb = np.int64(0)
+                        nt = _pad_index_lo(h, khi, kh, H, 1)
+                        if nt > 0:
+                            pt = pv[nt - 1]
+                        else:
+                            nb = _pad_index_hi(h, khi, kh, H)
+                            if nb > 0:
+                                pb = pv[nb - 1]
+                        pt = fp_mul(pt, kw_fp17, 6, 10)
+                        pb = fp_mul(pb, kw_fp17, 6, 10)
+                        acc = row if first else fp_add(row, acc, 6, 10)
+                        acc = fp_add(fp_add(acc, pt, 6, 10), pb, 6, 10)
+                    elif first:
+                        acc = row
+                    else:
+                        acc = fp_max(row, acc, want_max, 5, 10)
+                if method == 0:
+                    acc = fp17_to_fp16_bits(fp_mul(fp_mul(acc, rw, 6, 10), rh, 6, 10))
+                out[c, oh, col0 + ow] = acc & 0xFFFF
+
+
+def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolConfig,
+               pad_left: int) -> None:
+    """Pool one split ``x`` (C, H, W) into ``out[:, :, col0:col0+n_out]`` (int64 arrays).
+
+    ``pad_left`` is the split's own left padding (the layer's for the first
+    split, 0 for the others); the right padding only decides which windows
+    exist, which the caller checks with :func:`check_windows`.
+    """
+    x = np.ascontiguousarray(x, dtype=np.int64)
+    view = out[:, :, : col0 + n_out]
+    pv = cfg.pad_array()
+    if cfg.precision == FP16:
+        _pool_fp16(x, view, col0, cfg.kernel_width, cfg.kernel_height, cfg.stride_width,
+                   cfg.stride_height, pad_left, cfg.pad_top, cfg.method, pv,
+                   KERNEL_WIDTH_FP17[cfg.kernel_width], cfg.recip_width & FP17_MASK,
+                   cfg.recip_height & FP17_MASK)
+    else:
+        _pool_int(x, view, col0, cfg.kernel_width, cfg.kernel_height, cfg.stride_width,
+                  cfg.stride_height, pad_left, cfg.pad_top, cfg.method, pv,
+                  ACC_BITS[cfg.precision], cfg.recip_width, cfg.recip_height,
+                  8 if cfg.precision == INT8 else 16)
+
+
+def fp16_specials(bits: np.ndarray) -> tuple[int, int]:
+    """(NaN count, Inf count) of fp16 patterns."""
+    bits = np.asarray(bits).astype(np.int64)
+    special = (bits & 0x7C00) == 0x7C00
+    nan = int(np.count_nonzero(special & ((bits & 0x3FF) != 0)))
+    return nan, int(np.count_nonzero(special)) - nan
+
+
+def flush_nan(bits: np.ndarray) -> np.ndarray:
+    """fp16 NaN patterns replaced by +0 (D_NAN_FLUSH_TO_ZERO)."""
+    nan = ((bits & 0x7C00) == 0x7C00) & ((bits & 0x3FF) != 0)
+    return np.where(nan, 0, bits)
+
+
+__all__ = [
+    "AVERAGE", "MAX", "MIN", "INT8", "INT16", "FP16", "PoolConfig", "check_windows",
+    "output_extent", "pool_split", "fp16_specials", "flush_nan",
+]
