@@ -34,6 +34,7 @@ from sim.num.ops import (
     fp32_to_fp17,
     uint16_to_fp17,
 )
+from sim.num.sdp import sdp_c, sdp_x, sdp_y_core, sdp_y_cvt, sdp_y_idx, sdp_y_inp
 
 __all__ = [
     "cdma_cvt",
@@ -41,6 +42,12 @@ __all__ = [
     "cdp_ocvt",
     "cdp_sq",
     "csc_cvt",
+    "sdp_c",
+    "sdp_x",
+    "sdp_y_core",
+    "sdp_y_cvt",
+    "sdp_y_idx",
+    "sdp_y_inp",
     "BINARY_OPS",
     "UNARY_OPS",
     "fp16_add",

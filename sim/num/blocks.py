@@ -54,7 +54,8 @@ def cdp_icvt_cell(r, o):
         hi = _cdp_in_lane(sign_extend(data >> 8, 8), alu, mul, truncate, 9)
         o[0] = (wrap(hi, 9) << 9) | wrap(lo, 9)
     else:
-        o[0] = wrap(_cdp_in_lane(sign_extend(data, 16), sign_extend(alu, 16), mul, truncate, 17), 18)
+        v = _cdp_in_lane(sign_extend(data, 16), sign_extend(alu, 16), mul, truncate, 17)
+        o[0] = wrap(v, 18)
 
 
 @njit
@@ -143,6 +144,8 @@ def block_loop(cell, table, result):
 
 
 # --- public functions ------------------------------------------------------
+# Each passes ``dict(locals())`` -- its keyword arguments, in the order the
+# cell reads them -- to ``run_cells``.
 def cdma_cvt(*, data_in, alu_in, mul_in, in_precision, out_precision, truncate) -> dict:
     """CDMA input convertor, one value per element.
 
@@ -152,15 +155,7 @@ def cdma_cvt(*, data_in, alu_in, mul_in, in_precision, out_precision, truncate) 
     int16 or int8 (sign-extended into the 16-bit ``out``) or converted to
     fp16 (nearest even, saturating) by ``out_precision``.
     """
-    inputs = dict(
-        data_in=data_in,
-        alu_in=alu_in,
-        mul_in=mul_in,
-        in_precision=in_precision,
-        out_precision=out_precision,
-        truncate=truncate,
-    )
-    return run_cells(block_loop, 0, inputs, {"out": np.uint16})
+    return run_cells(block_loop, 0, dict(locals()), {"out": np.uint16})
 
 
 def cdp_icvt(*, data_in, alu_in, mul_in, truncate, precision) -> dict:
@@ -171,9 +166,7 @@ def cdp_icvt(*, data_in, alu_in, mul_in, truncate, precision) -> dict:
     data separately with the low byte of ``alu``, saturated to 9 bits, packed
     ``high << 9 | low``.
     """
-    inputs = dict(data_in=data_in, alu_in=alu_in, mul_in=mul_in, truncate=truncate)
-    inputs["precision"] = precision
-    return run_cells(block_loop, 1, inputs, {"out": np.uint32})
+    return run_cells(block_loop, 1, dict(locals()), {"out": np.uint32})
 
 
 def cdp_ocvt(*, data_in, alu_in, mul_in, truncate, precision) -> dict:
@@ -185,9 +178,7 @@ def cdp_ocvt(*, data_in, alu_in, mul_in, truncate, precision) -> dict:
     ``high << 8 | low``.  ``sat`` bit 0 (low/only lane) and bit 1 (high lane)
     are set when saturation changed a value by more than the rounding step.
     """
-    inputs = dict(data_in=data_in, alu_in=alu_in, mul_in=mul_in, truncate=truncate)
-    inputs["precision"] = precision
-    return run_cells(block_loop, 2, inputs, {"out": np.uint16, "sat": np.uint8})
+    return run_cells(block_loop, 2, dict(locals()), {"out": np.uint16, "sat": np.uint8})
 
 
 def cdp_sq(*, data_in, precision) -> dict:

@@ -56,10 +56,14 @@ def saturate(x, bits):
 
 @njit
 def bit_length(x):
-    """Number of bits needed for the non-negative ``x`` (< 2**53): 0 for 0."""
+    """Number of bits needed for the non-negative ``x``: 0 for 0."""
+    n = 0
+    if x >> 32:  # keep the float conversion below exact
+        x >>= 32
+        n = 32
     if x == 0:
-        return 0
-    return math.frexp(x)[1]
+        return n
+    return n + math.frexp(x)[1]
 
 
 @njit
@@ -99,12 +103,21 @@ def convert_flag(x, s, bits):
 
 @njit
 def shift_left_saturate(x, s, bits):
-    """NVDLA's shifter: ``saturate(x << s)`` into ``bits`` bits (|x| < 2**31)."""
+    """NVDLA's shifter: ``saturate(x << s)`` into ``bits`` bits, without overflow."""
     if x == 0:
         return 0
-    if s >= bits:
+    if bit_length(-x if x < 0 else x) + s >= bits:
         return (1 << (bits - 1)) - 1 if x > 0 else -(1 << (bits - 1))
-    return saturate(x << s, bits)
+    return x << s
+
+
+@njit
+def shift_signed(x, s, bits):
+    """Shift right by the signed amount ``s`` (left when negative), then as
+    ``convert`` / ``shift_left_saturate``: round half away, saturate."""
+    if s < 0:
+        return shift_left_saturate(x, -s, bits)
+    return convert(x, s, bits)
 
 
 @njit
