@@ -173,7 +173,7 @@ def gather_operand(buf, base: int, fmt: OperandFormat, layout: FeatureLayout) ->
     comps = comps.transpose(3, 0, 1, 2)
     if not fmt.per_element:
         comps = comps[:, :, 0, 0]
-    return comps if fmt.components == 2 else comps[0]
+    return np.ascontiguousarray(comps if fmt.components == 2 else comps[0])
 
 
 def unpack_operand(memory, addr: int, fmt: OperandFormat, channels: int, height: int = 1,
