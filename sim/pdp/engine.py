@@ -146,7 +146,7 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
             raise ConfigurationError(f"NVDLA_PDP_RDMA {field.upper()} {getattr(rdma, field)} "
                                      f"differs from NVDLA_PDP's {getattr(pdp, field)}")
     cols = rdma_columns(rdma)
-    for i, ((_, width), split) in enumerate(zip(cols, splits)):
+    for i, ((_, width), split) in enumerate(zip(cols, splits, strict=True)):
         if width != split.in_width:
             raise ConfigurationError(f"NVDLA_PDP_RDMA.D_PARTIAL_WIDTH_IN_0: split {i} reads "
                                      f"{width} columns but NVDLA_PDP pools {split.in_width}")
@@ -174,7 +174,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
     base = pdp.address("dst_base_addr")
     height = pdp.cube_out_height + 1
     nan_out = 0
-    for split, cube in zip(splits, cubes):
+    for split, cube in zip(splits, cubes, strict=True):
         raw = cube.astype(np.int64)
         if cfg.precision == FP16:
             raw &= 0xFFFF

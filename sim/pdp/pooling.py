@@ -89,7 +89,7 @@ class PoolConfig:
             return np.array([v & FP17_MASK for v in self.pad_values], dtype=np.int64)
         bits = ACC_BITS[self.precision]
         out = []
-        for v, sign in zip(self.pad_values, PAD_SIGN_BIT[self.precision]):
+        for v, sign in zip(self.pad_values, PAD_SIGN_BIT[self.precision], strict=True):
             if (v >> sign) & 1:
                 v |= ~((1 << (sign + 1)) - 1)  # upper bits copy the sign
             out.append(sign_extend(v, bits))
