@@ -1,0 +1,111 @@
+"""CDMA for direct convolution: fetch the feature cube and the weights.
+
+Feature data is read whole atoms at a time through :mod:`sim.dma.feature`
+(line/surface/batch strides, MC or CV-SRAM).  For fp16 the CDMA counts NaN
+and Inf elements of every atom it reads -- lanes past the last channel
+included, raw values before any flush -- and, when D_NAN_FLUSH_TO_ZERO is set,
+replaces data NaNs by +0 (weights are never flushed).  For int8/int16 the
+optional data convertor (D_CVT_*) applies ``saturate(round((x - offset) *
+scale >> truncate))`` (:func:`sim.num.blocks.cdma_cvt`).
+
+Weights are read from D_WEIGHT_ADDR (uncompressed, D_WEIGHT_BYTES) or as the
+three surfaces of sparse compression (data, WMB bit mask, WGS group sizes),
+and unpacked to (K, C, R, S) by :mod:`sim.dma.weights`.  fp16 weight NaN/Inf
+counters cover every weight byte the CDMA fetches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..configs import FP16, INT8
+from ..dma.feature import read_feature
+from ..dma.weights import (
+    CompressedWeights,
+    decompress_weights,
+    group_bytes,
+    unpack_weight_dc,
+    weight_group_size,
+)
+from ..errors import SimError
+from ..num.blocks import cdma_cvt
+from .layer import CDMA, ConvLayer
+
+_PRECISION_CODE = {INT8: 0, "int16": 1, FP16: 2}
+
+
+def fp16_nan_mask(bits: np.ndarray) -> np.ndarray:
+    return ((bits & 0x7C00) == 0x7C00) & ((bits & 0x03FF) != 0)
+
+
+def fp16_inf_mask(bits: np.ndarray) -> np.ndarray:
+    return (bits & 0x7FFF) == 0x7C00
+
+
+def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
+    """Every fp16 lane of every atom the CDMA reads (padding lanes included)."""
+    group = atom // 2
+    padded = -(-layer.channels // group) * group
+    cube = read_feature(mem, layer.in_addr, (padded, layer.in_height, layer.in_width), FP16,
+                        atom, layer.line_stride, layer.surf_stride, layer.batch_stride,
+                        layer.batches, what=f"{CDMA} input cube")
+    return cube
+
+
+def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
+    """The input cube (N, C, H, W) as the CSC sees it, and the CDMA data counters."""
+    atom = ctx.config.atom_bytes
+    mem = ctx.memory(layer.in_ram)
+    counters = {}
+    if layer.precision == FP16:
+        raw = _raw_atoms(mem, layer, atom)
+        if layer.batches == 1:
+            raw = raw[None]
+        counters["D_NAN_INPUT_DATA_NUM_0"] = int(fp16_nan_mask(raw).sum())
+        counters["D_INF_INPUT_DATA_NUM_0"] = int(fp16_inf_mask(raw).sum())
+        cube = raw[:, : layer.channels]
+        if layer.nan_to_zero:
+            cube = np.where(fp16_nan_mask(cube), np.uint16(0), cube)
+        return np.ascontiguousarray(cube), counters
+    cube = read_feature(mem, layer.in_addr, (layer.channels, layer.in_height, layer.in_width),
+                        layer.precision, atom, layer.line_stride, layer.surf_stride,
+                        layer.batch_stride, layer.batches, what=f"{CDMA} input cube")
+    if layer.batches == 1:
+        cube = cube[None]
+    if layer.cvt_enable:
+        code = _PRECISION_CODE[layer.precision]
+        out = cdma_cvt(data_in=cube.astype(np.int64), alu_in=layer.cvt_offset,
+                       mul_in=layer.cvt_scale, in_precision=code, out_precision=code,
+                       truncate=layer.cvt_truncate)["out"]
+        cube = out.view(np.int16)
+        if layer.precision == INT8:
+            cube = cube.astype(np.int8)
+    return cube, counters
+
+
+def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
+    """Weights (K, C, R, S) in element dtype, and the CDMA weight counters."""
+    cfg = ctx.config
+    mem = ctx.memory(layer.weight_ram)
+    shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
+    kernel_bytes = layer.byte_per_kernel
+    fetched = mem.read_array(layer.weight_addr, layer.weight_bytes)
+    if layer.compressed:
+        group = weight_group_size(layer.precision, cfg)
+        groups = group_bytes(layer.kernels, kernel_bytes, group)
+        wgs = mem.read_array(layer.wgs_addr, 4 * len(groups))
+        wmb = mem.read_array(layer.wmb_addr, layer.wmb_bytes)
+        try:
+            stream = decompress_weights(CompressedWeights(fetched, wmb, wgs), layer.precision,
+                                        groups)
+        except SimError as exc:
+            raise SimError(f"{CDMA} compressed weights: {exc}") from None
+    else:
+        stream = fetched
+    weights = unpack_weight_dc(stream, shape, layer.precision, cfg)
+    counters = {}
+    if layer.precision == FP16:
+        bits = fetched[: fetched.size & ~1].view("<u2")
+        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = int(fp16_nan_mask(bits).sum())
+        counters["D_INF_INPUT_WEIGHT_NUM_0"] = int(fp16_inf_mask(bits).sum())
+    return weights, counters

@@ -1,0 +1,287 @@
+"""One direct-convolution layer as the CDMA, CSC, CMAC and CACC registers program it.
+
+:func:`decode_layer` reads the executing register groups, applies every "+1"
+encoding once, and checks that the blocks agree with each other and with the
+hardware configuration (precision table, sizes, CBUF capacity).  A bad
+combination raises :class:`~sim.errors.ConfigurationError` naming the register.
+
+Geometry follows the CSC, which drives the MACs: output pixel (y, x) of
+kernel position (r, s) reads input (y*stride_y + r*dil_y - pad_top,
+x*stride_x + s*dil_x - pad_left); a coordinate outside the input cube reads
+the pad value (CSC D_ZERO_PADDING_VALUE).  The right/bottom padding of the
+CDMA only has to agree with the output size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..configs import FP16, INT8, INT16
+from ..dma.precision import check_precision
+from ..errors import ConfigurationError, NotImplementedFeature
+
+PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
+CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
+                                    "NVDLA_CACC")
+MAX_CLIP_TRUNCATE = 16  # CACC: a 48-bit accumulator delivers 32 bits
+
+
+def _precision(code: int, what: str) -> str:
+    try:
+        return PRECISIONS[code]
+    except KeyError:
+        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    precision: str  # the pipeline (processing) precision
+    batches: int
+    # input cube (CDMA)
+    in_width: int
+    in_height: int
+    channels: int
+    in_ram: int
+    in_addr: int
+    line_stride: int
+    surf_stride: int
+    batch_stride: int
+    # data convertor (CDMA D_CVT_*)
+    cvt_enable: bool
+    cvt_offset: int
+    cvt_scale: int
+    cvt_truncate: int
+    nan_to_zero: bool
+    # weights (CDMA)
+    kernels: int
+    kernel_width: int
+    kernel_height: int
+    byte_per_kernel: int
+    weight_ram: int
+    weight_addr: int
+    weight_bytes: int
+    compressed: bool
+    wgs_addr: int
+    wmb_addr: int
+    wmb_bytes: int
+    # CSC geometry
+    stride_x: int
+    stride_y: int
+    dilation_x: int
+    dilation_y: int
+    pad_left: int
+    pad_top: int
+    pad_value: int  # raw 16-bit register value
+    out_width: int
+    out_height: int
+    # CACC
+    clip_truncate: int
+
+    @property
+    def element_bytes(self) -> int:
+        return 1 if self.precision == INT8 else 2
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """(K, H', W'), or (N, K, H', W') for several batches."""
+        cube = (self.kernels, self.out_height, self.out_width)
+        return cube if self.batches == 1 else (self.batches, *cube)
+
+
+def _check_equal(pairs, what: str) -> None:
+    for name, a, b in pairs:
+        if a != b:
+            raise ConfigurationError(f"{what}: {name} {a} does not match {b}")
+
+
+def decode_layer(ctx) -> ConvLayer:
+    """Decode and cross-check the layer's CDMA/CSC/CMAC/CACC register groups."""
+    cfg = ctx.config
+    cdma, csc, cacc = ctx.regs(CDMA), ctx.regs(CSC), ctx.regs(CACC)
+    cmac_a, cmac_b = ctx.regs(CMAC_A), ctx.regs(CMAC_B)
+
+    for blk, unit in ((cdma, CDMA), (csc, CSC), (cmac_a, CMAC_A), (cmac_b, CMAC_B), (cacc, CACC)):
+        if blk.conv_mode != 0:
+            if not cfg.winograd:
+                raise ConfigurationError(f"{unit}.D_MISC_CFG_0: {cfg.name} has no Winograd mode")
+            raise NotImplementedFeature("CONV", "Winograd convolution")
+    if cdma.datain_format != 0 or csc.datain_format != 0:
+        raise NotImplementedFeature("CONV", "image (pixel) input")
+
+    in_prec = _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
+    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    check_precision("conv", in_prec, proc, f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
+    cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
+    for blk, unit in ((csc, CSC), (cmac_a, CMAC_A), (cmac_b, CMAC_B), (cacc, CACC)):
+        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
+        if p != proc:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
+                                     f"the CDMA's {proc}")
+    if _precision(csc.in_precision, f"{CSC}.D_MISC_CFG_0") != in_prec:
+        raise ConfigurationError(f"{CSC}.D_MISC_CFG_0: IN_PRECISION does not match the CDMA's")
+
+    batches = cdma.batches + 1
+    if batches > 1:
+        cfg.require("batch", f"{CDMA}.D_BATCH_NUMBER_0")
+        if batches > cfg.max_batch:
+            raise ConfigurationError(f"{CDMA}.D_BATCH_NUMBER_0: {batches} batches exceed the "
+                                     f"maximum {cfg.max_batch}")
+    compressed = bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format)
+    if compressed:
+        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
+
+    kernels = cdma.weight_kernel + 1
+    layer = ConvLayer(
+        precision=proc,
+        batches=batches,
+        in_width=cdma.datain_width + 1,
+        in_height=cdma.datain_height + 1,
+        channels=cdma.datain_channel + 1,
+        in_ram=cdma.datain_ram_type,
+        in_addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
+        line_stride=cdma.reg("D_LINE_STRIDE_0").line_stride,
+        surf_stride=cdma.surf_stride,
+        batch_stride=cdma.batch_stride,
+        cvt_enable=bool(cdma.cvt_en),
+        cvt_offset=cdma.cvt_offset,
+        cvt_scale=cdma.cvt_scale,
+        cvt_truncate=cdma.cvt_truncate,
+        nan_to_zero=bool(cdma.nan_to_zero),
+        kernels=kernels,
+        kernel_width=csc.weight_width_ext + 1,
+        kernel_height=csc.weight_height_ext + 1,
+        byte_per_kernel=cdma.byte_per_kernel + 1,
+        weight_ram=cdma.weight_ram_type,
+        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
+        compressed=compressed,
+        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
+        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
+        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes,
+        stride_x=csc.conv_x_stride_ext + 1,
+        stride_y=csc.conv_y_stride_ext + 1,
+        dilation_x=csc.x_dilation_ext + 1,
+        dilation_y=csc.y_dilation_ext + 1,
+        pad_left=csc.reg("D_ZERO_PADDING_0").pad_left,
+        pad_top=csc.reg("D_ZERO_PADDING_0").pad_top,
+        pad_value=csc.reg("D_ZERO_PADDING_VALUE_0").pad_value,
+        out_width=csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1,
+        out_height=csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1,
+        clip_truncate=cacc.clip_truncate,
+    )
+    _cross_check(ctx, layer, cdma, csc, cacc)
+    return layer
+
+
+def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
+    cfg = ctx.config
+    bpe = layer.element_bytes
+    _check_equal((
+        ("DATAIN_WIDTH_EXT", csc.datain_width_ext + 1, layer.in_width),
+        ("DATAIN_HEIGHT_EXT", csc.datain_height_ext + 1, layer.in_height),
+        ("DATAIN_CHANNEL_EXT", csc.datain_channel_ext + 1, layer.channels),
+        ("WEIGHT_CHANNEL_EXT", csc.weight_channel_ext + 1, layer.channels),
+        ("WEIGHT_KERNEL", csc.reg("D_WEIGHT_SIZE_EXT_1_0").weight_kernel + 1, layer.kernels),
+        ("BATCHES", csc.reg("D_BATCH_NUMBER_0").batches + 1, layer.batches),
+    ), f"{CSC} vs {CDMA}")
+    _check_equal((
+        ("CONV_X_STRIDE", cdma.conv_x_stride + 1, layer.stride_x),
+        ("CONV_Y_STRIDE", cdma.conv_y_stride + 1, layer.stride_y),
+        ("PAD_LEFT", cdma.reg("D_ZERO_PADDING_0").pad_left, layer.pad_left),
+        ("PAD_TOP", cdma.reg("D_ZERO_PADDING_0").pad_top, layer.pad_top),
+    ), f"{CDMA} vs {CSC}")
+    _check_equal((
+        ("DATAOUT_WIDTH", cacc.dataout_width + 1, layer.out_width),
+        ("DATAOUT_HEIGHT", cacc.dataout_height + 1, layer.out_height),
+        ("DATAOUT_CHANNEL", cacc.dataout_channel + 1, layer.kernels),
+        ("BATCHES", cacc.reg("D_BATCH_NUMBER_0").batches + 1, layer.batches),
+    ), f"{CACC}.D_DATAOUT_SIZE vs {CSC}")
+    _check_equal((
+        ("DATAOUT_CHANNEL", csc.reg("D_DATAOUT_SIZE_1_0").dataout_channel + 1, layer.kernels),
+    ), f"{CSC}.D_DATAOUT_SIZE_1_0 vs weight kernels")
+
+    kernel_bytes = layer.kernel_width * layer.kernel_height * layer.channels * bpe
+    if layer.byte_per_kernel != kernel_bytes:
+        raise ConfigurationError(
+            f"{CDMA}.D_WEIGHT_SIZE_0_0: BYTE_PER_KERNEL {layer.byte_per_kernel} is not "
+            f"{layer.kernel_width}x{layer.kernel_height}x{layer.channels} elements "
+            f"({kernel_bytes} bytes)")
+    total = layer.kernels * kernel_bytes
+    if not layer.compressed and layer.weight_bytes < total:
+        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {layer.weight_bytes} bytes cannot "
+                                 f"hold {layer.kernels} kernels of {kernel_bytes} bytes")
+    if csc.reg("D_WEIGHT_BYTES_0").weight_bytes != layer.weight_bytes:
+        raise ConfigurationError(f"{CSC}.D_WEIGHT_BYTES_0 does not match {CDMA}.D_WEIGHT_BYTES_0")
+
+    if layer.clip_truncate > MAX_CLIP_TRUNCATE and layer.precision != FP16:
+        raise ConfigurationError(f"{CACC}.D_CLIP_CFG_0: CLIP_TRUNCATE {layer.clip_truncate} "
+                                 f"exceeds {MAX_CLIP_TRUNCATE} (48-bit accumulator, 32-bit output)")
+
+    # Output size against the CDMA padding (the right/bottom pads are only used here).
+    pad = cdma.reg("D_ZERO_PADDING_0")
+    for axis, size, before, after, k, dil, stride, out in (
+        ("width", layer.in_width, pad.pad_left, pad.pad_right, layer.kernel_width,
+         layer.dilation_x, layer.stride_x, layer.out_width),
+        ("height", layer.in_height, pad.pad_top, pad.pad_bottom, layer.kernel_height,
+         layer.dilation_y, layer.stride_y, layer.out_height),
+    ):
+        span = size + before + after - ((k - 1) * dil + 1)
+        if span < 0 or span // stride + 1 != out:
+            raise ConfigurationError(
+                f"{CSC}.D_DATAOUT_SIZE_0_0: output {axis} {out} does not follow from input "
+                f"{size}, padding {before}+{after}, kernel {k}, dilation {dil}, stride {stride}")
+
+    # CBUF: modelled logically; the banks must hold what the layer needs.
+    for blk, unit in ((cdma, CDMA), (csc, CSC)):
+        data_banks, weight_banks = blk.data_bank + 1, blk.weight_bank + 1
+        if data_banks + weight_banks > cfg.cbuf_bank_count:
+            raise ConfigurationError(f"{unit}.D_BANK_0: {data_banks} data + {weight_banks} weight "
+                                     f"banks exceed the {cfg.cbuf_bank_count} CBUF banks")
+    _check_cbuf(cfg, layer, cdma, csc)
+
+
+def entries_per_slice(width: int, channels: int, bpe: int, atom: int, entry: int) -> int:
+    """CBUF entries one input line (slice) of a direct-convolution cube takes.
+
+    An entry holds ``entry // atom`` atoms: whole entries take consecutive
+    channel groups of one pixel; the last partial group of atoms is packed
+    across neighbouring pixels (1, 2 or 4 pixels per entry).
+    """
+    per_entry = max(1, entry // atom)
+    atoms = -(-channels * bpe // atom)
+    full, rest = divmod(atoms, per_entry)
+    count = full * width
+    if rest:
+        pixels = 1
+        while pixels * 2 * rest <= per_entry:
+            pixels *= 2
+        count += -(-width // pixels)
+    return count
+
+
+def _check_cbuf(cfg, layer: ConvLayer, cdma, csc) -> None:
+    """Logical CBUF: ENTRY_PER_SLICE and D_BANK must be able to hold the cube.
+
+    The entry size differs between C-model generations (nv_full's packs two
+    bank words per entry), so the check accepts any entry size from one bank
+    word to two and only rejects settings that cannot hold a line, or a
+    kernel's span of lines.
+    """
+    if cdma.entries != csc.entries:
+        raise ConfigurationError(f"{CSC}.D_ENTRY_PER_SLICE_0 does not match {CDMA}'s")
+    if (cdma.data_bank, cdma.weight_bank) != (csc.data_bank, csc.weight_bank):
+        raise ConfigurationError(f"{CSC}.D_BANK_0 does not match {CDMA}.D_BANK_0")
+    bpe = layer.element_bytes
+    entries = cdma.entries + 1
+    least = entries_per_slice(layer.in_width, layer.channels, bpe, cfg.atom_bytes,
+                              2 * cfg.cbuf_bank_width)
+    if entries < least:
+        raise ConfigurationError(
+            f"{CDMA}.D_ENTRY_PER_SLICE_0: {entries} entries cannot hold a line of "
+            f"{layer.in_width}x{layer.channels} {layer.precision} (at least {least})")
+    data_entries = (cdma.data_bank + 1) * cfg.cbuf_bank_depth
+    rows = min((layer.kernel_height - 1) * layer.dilation_y + 1, layer.in_height)
+    if entries * rows > data_entries:
+        raise ConfigurationError(
+            f"{CDMA}.D_BANK_0: {cdma.data_bank + 1} data banks ({data_entries} entries) cannot "
+            f"hold the {rows} input lines a kernel spans ({entries} entries each)")
