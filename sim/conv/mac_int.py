@@ -44,8 +44,10 @@ def padded_input(cube: np.ndarray, layer: ConvLayer, pad) -> tuple[np.ndarray, i
     """
     n, c, h, w = cube.shape
     top, left = layer.pad_top, layer.pad_left
-    need_h = (layer.out_height - 1) * layer.stride_y + (layer.kernel_height - 1) * layer.dilation_y + 1
-    need_w = (layer.out_width - 1) * layer.stride_x + (layer.kernel_width - 1) * layer.dilation_x + 1
+    need_h = ((layer.out_height - 1) * layer.stride_y
+              + (layer.kernel_height - 1) * layer.dilation_y + 1)
+    need_w = ((layer.out_width - 1) * layer.stride_x
+              + (layer.kernel_width - 1) * layer.dilation_x + 1)
     hp, wp = max(need_h, top + h), max(need_w, left + w)
     out = np.empty((n, c, hp, wp), dtype=cube.dtype)
     out[...] = pad
