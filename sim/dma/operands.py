@@ -53,6 +53,7 @@ class OperandFormat:
     data_size: int  # BytesPerComponent: 1 or 2
     components: int  # ComponentsPerElement: 1 or 2
     per_element: bool  # DATA_MODE: per element (True) or per channel (False)
+    strict: bool = True  # False: every combination the registers can express
 
     def elements_per_atom(self, atom_bytes: int) -> int:
         return elements_per_atom(self.precision, atom_bytes)
@@ -73,8 +74,16 @@ class OperandFormat:
 
 
 def operand_format(use: str, precision: str, data_size: int | None = None,
-                   components: int | None = None, per_element: bool = False) -> OperandFormat:
-    """Build an :class:`OperandFormat`; data_size defaults to the precision's element bytes."""
+                   components: int | None = None, per_element: bool = False,
+                   strict: bool = True) -> OperandFormat:
+    """Build an :class:`OperandFormat`; data_size defaults to the precision's element bytes.
+
+    ``strict`` enforces what format.rst documents (fp16 components are two
+    bytes, PReLU is per channel, an operand atom is whole memory atoms);
+    ``strict=False`` accepts every combination the SDP RDMA registers can
+    express, as the hardware fetches them (one-byte components read as
+    sign-extended values, per-channel atoms narrower than a memory atom).
+    """
     if use not in USES:
         raise LayoutError(f"unknown operand use {use!r} (expected {', '.join(USES)})")
     check_precision_name(precision)
@@ -82,14 +91,14 @@ def operand_format(use: str, precision: str, data_size: int | None = None,
         data_size = 1 if precision == "int8" else 2
     if data_size not in (1, 2):
         raise LayoutError(f"{use}: BytesPerComponent {data_size} must be 1 or 2")
-    if precision == FP16 and data_size != 2:
+    if strict and precision == FP16 and data_size != 2:
         raise LayoutError(f"{use}: fp16 operands take 2 bytes per component (format.rst)")
     components = USES[use] if components is None else components
     if components not in (1, 2):
         raise LayoutError(f"{use}: ComponentsPerElement {components} must be 1 or 2")
-    if use == "prelu" and (components != 1 or per_element):
+    if strict and use == "prelu" and (components != 1 or per_element):
         raise LayoutError("prelu: PReLU data is per channel with one component (format.rst)")
-    return OperandFormat(use, precision, data_size, components, bool(per_element))
+    return OperandFormat(use, precision, data_size, components, bool(per_element), strict)
 
 
 def operand_layout(fmt: OperandFormat, channels: int, height: int = 1, width: int = 1,
@@ -98,7 +107,7 @@ def operand_layout(fmt: OperandFormat, channels: int, height: int = 1, width: in
     """The atom layout of an operand cube (per-channel data is a 1x1xC packed cube)."""
     group = fmt.elements_per_atom(atom_bytes)
     atom = fmt.bytes_per_atom(atom_bytes)
-    if atom % atom_bytes:
+    if fmt.strict and atom % atom_bytes:
         raise LayoutError(f"{what or fmt.use}: BytesPerAtom {atom} ({fmt.precision}, "
                           f"{fmt.data_size}-byte components) is not a whole memory atom of "
                           f"{atom_bytes} bytes")
@@ -106,7 +115,8 @@ def operand_layout(fmt: OperandFormat, channels: int, height: int = 1, width: in
         if (height, width) != (1, 1):
             raise LayoutError(f"{what or fmt.use}: per-channel data is 1x1xC, not "
                               f"{width}x{height}x{channels}")
-        line_stride = surface_stride = atom
+        # one contiguous run of whole operand atoms: no stride registers to check
+        return FeatureLayout(int(channels), 1, 1, group, fmt.element_bytes, atom, atom)
     else:
         line_stride = width * atom if line_stride is None else int(line_stride)
         surface_stride = height * line_stride if surface_stride is None else int(surface_stride)
@@ -198,3 +208,28 @@ def read_operand(mem, addr: int, fmt: OperandFormat, channels: int, height: int 
                             surface_stride, what)
     window = mem.read_array(addr, layout.extent)
     return gather_operand(window, 0, fmt, layout)
+
+
+def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, components: int,
+                     per_element: bool, channels: int, height: int, width: int,
+                     atom_bytes: int, line_stride: int = 0, surface_stride: int = 0,
+                     what: str = "", use: str = "bias") -> np.ndarray:
+    """What an SDP RDMA (BRDMA/NRDMA/ERDMA) fetches, as signed int64 components.
+
+    Returns (components, C, H', W'), H' = W' = 1 for per-channel data.
+    One-byte components are sign-extended; two-byte components are read as
+    int16 (fp16 bit patterns included).  Accepts every register combination
+    (``strict=False`` formats); ``use`` only selects the alignment rule.
+    """
+    fmt = operand_format(use, precision, data_size, components, per_element, strict=False)
+    check_alignment(_ALIGN_KIND[use], atom_bytes, what, start=addr)
+    layout = operand_layout(fmt, channels, height if per_element else 1,
+                            width if per_element else 1, atom_bytes,
+                            line_stride if per_element else None,
+                            surface_stride if per_element else None, what)
+    window = mem.read_array(addr, layout.extent)
+    raw = gather_atoms(window, 0, layout)[0, :channels]  # (C, H, W, element bytes)
+    signed = np.int8 if data_size == 1 else np.dtype("<i2")
+    c, h, w = raw.shape[:3]
+    values = np.ascontiguousarray(raw).view(signed).reshape(c, h, w, components)
+    return values.transpose(3, 0, 1, 2).astype(np.int64)

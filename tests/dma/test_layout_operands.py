@@ -11,6 +11,7 @@ from sim.dma.operands import (
     operand_format,
     pack_operand,
     read_operand,
+    read_sdp_operand,
     unpack_operand,
 )
 
@@ -115,3 +116,28 @@ ERRORS = [
 def test_errors(call, message):
     with pytest.raises(LayoutError, match=message):
         call()
+
+
+def test_sdp_reader_matches_documented_formats(flat_memory):
+    fmt = operand_format("ew", "int16", components=2, per_element=True)
+    rng = np.random.default_rng(9)
+    cube = rng.integers(-30000, 30000, (2, 20, 2, 3)).astype(np.int16)
+    data, layout = pack_operand(cube, fmt, NV_FULL)
+    mem = flat_memory(data.size + 32)
+    mem.write(32, data)
+    got = read_sdp_operand(mem, 32, precision="int16", data_size=2, components=2,
+                           per_element=True, channels=20, height=2, width=3, atom_bytes=32,
+                           line_stride=layout.line_stride, surface_stride=layout.surface_stride)
+    assert got.dtype == np.int64 and np.array_equal(got, cube)
+
+
+def test_sdp_reader_undocumented_combinations(flat_memory):
+    # fp16 pipeline with one-byte components, per channel: a 16-byte operand atom
+    mem = flat_memory(64)
+    mem.write(0, np.array([1, -2, 3, -4], np.int8).view(np.uint8))
+    got = read_sdp_operand(mem, 0, precision="fp16", data_size=1, components=1,
+                           per_element=False, channels=4, height=5, width=5, atom_bytes=32)
+    assert got.shape == (1, 4, 1, 1)
+    assert got[0, :, 0, 0].tolist() == [1, -2, 3, -4]
+    with pytest.raises(LayoutError, match="fp16 operands take 2 bytes"):
+        operand_format("bias", "fp16", data_size=1)
