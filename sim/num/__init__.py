@@ -2,9 +2,15 @@
 
 Primitives (SoftFloat-style names, raw bit patterns in and out, numpy arrays
 or scalars): ``fp16_add`` ... ``uint16_to_fp17`` from ``sim.num.ops``.
-Element kernels for other numba code: the same names with ``_bits``.
+Element kernels for other numba code (int64 in and out): ``sim.num.fpcore``
+(``fp_add(a, b, *FP16)`` ...) and the conversions ``sim.num.ops.*_bits``.
 Integer rounding and saturation helpers: ``sim.num.rounding``.
 NVDLA's departures from IEEE-754: ``sim.num.rules``.
+Block convertors (keyword arrays in, dict of arrays out): ``cdma_cvt``,
+``csc_cvt``, ``cdp_icvt``, ``cdp_ocvt``, ``cdp_sq`` (``sim.num.blocks``) and
+the SDP stages ``sdp_x``, ``sdp_c``, ``sdp_y_cvt``, ``sdp_y_core``,
+``sdp_y_idx``, ``sdp_y_inp`` (``sim.num.sdp``).
+Per-unit Inf/NaN handling as data: ``sim.num.specials``.
 """
 
 from sim.num.blocks import cdma_cvt, cdp_icvt, cdp_ocvt, cdp_sq, csc_cvt
@@ -35,8 +41,14 @@ from sim.num.ops import (
     uint16_to_fp17,
 )
 from sim.num.sdp import sdp_c, sdp_x, sdp_y_core, sdp_y_cvt, sdp_y_idx, sdp_y_inp
+from sim.num.specials import INF_CONVERSION, NAN_HANDLING, flush_nans, inf_mask, nan_mask
 
 __all__ = [
+    "INF_CONVERSION",
+    "NAN_HANDLING",
+    "flush_nans",
+    "inf_mask",
+    "nan_mask",
     "cdma_cvt",
     "cdp_icvt",
     "cdp_ocvt",

@@ -1,0 +1,113 @@
+"""Per-unit treatment of fp16 Inf and NaN inputs, as data the units use.
+
+NVDLA never outputs Inf: each datapath turns an fp16 Inf input into a large
+finite number (``nvdla/doc`` ``hw/format.rst``, "FP16 Supporting").  The
+value follows from the first primitive the data meets:
+
+* convolution (direct/image): fp16 arithmetic reads Inf as ``2**16``
+  (``rules.significand``), so the pattern stays 0x7c00 and means 65536;
+* Winograd: the CSC transform goes through fp17 and back to fp16, which
+  saturates: 65504 (0x7bff);
+* SDP: ``fp16_to_fp32`` saturates to fp32's largest finite value;
+* CDP and PDP averaging: ``fp16_to_fp17`` saturates to fp17's largest finite
+  value, 4292870144;
+* PDP max/min pooling compares patterns and keeps Inf.
+
+NaNs propagate (payload bits kept) unless the unit's NaN-to-zero field is set;
+CDMA, SDP, PDP and CDP count NaN (and Inf) inputs, SDP/PDP/CDP NaN outputs.
+Register names are as traces write them (``NVDLA_SDP.D_..._0``), field names
+after the dot.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sim.num.ops import FP16
+
+
+@dataclass(frozen=True)
+class InfConversion:
+    """What an fp16 +Inf input becomes in one datapath (-Inf: the negative)."""
+
+    path: str
+    value: float | None  # the finite magnitude it stands for; None: Inf is kept
+    fmt: str  # format of ``pattern``
+    pattern: int  # the +Inf input's bit pattern inside the datapath
+
+
+INF_CONVERSION = {
+    "conv_direct": InfConversion("convolution, direct and image", 65536.0, "fp16", 0x7C00),
+    "conv_winograd": InfConversion("convolution, Winograd", 65504.0, "fp16", 0x7BFF),
+    "sdp": InfConversion("SDP", 3.4028234663852886e38, "fp32", 0x7F7FFFFF),
+    "cdp": InfConversion("CDP", 4292870144.0, "fp17", 0x0FBFF),
+    "pdp_average": InfConversion("PDP average pooling", 4292870144.0, "fp17", 0x0FBFF),
+    "pdp_maxmin": InfConversion("PDP max/min pooling", None, "fp16", 0x7C00),
+}
+
+
+@dataclass(frozen=True)
+class NanHandling:
+    """A unit's NaN-to-zero switch and its NaN/Inf status counters."""
+
+    unit: str
+    flush: str  # "REGISTER.FIELD" that flushes input NaNs to +0
+    input_nan: tuple[str, ...]  # counters of NaN inputs (data, then weights)
+    input_inf: tuple[str, ...]
+    output_nan: str | None
+
+
+NAN_HANDLING = {
+    "cdma": NanHandling(
+        "NVDLA_CDMA",
+        "NVDLA_CDMA.D_NAN_FLUSH_TO_ZERO_0.NAN_TO_ZERO",
+        ("NVDLA_CDMA.D_NAN_INPUT_DATA_NUM_0", "NVDLA_CDMA.D_NAN_INPUT_WEIGHT_NUM_0"),
+        ("NVDLA_CDMA.D_INF_INPUT_DATA_NUM_0", "NVDLA_CDMA.D_INF_INPUT_WEIGHT_NUM_0"),
+        None,
+    ),
+    "sdp": NanHandling(
+        "NVDLA_SDP",
+        "NVDLA_SDP.D_FEATURE_MODE_CFG_0.NAN_TO_ZERO",
+        ("NVDLA_SDP.D_STATUS_NAN_INPUT_NUM_0",),
+        ("NVDLA_SDP.D_STATUS_INF_INPUT_NUM_0",),
+        "NVDLA_SDP.D_STATUS_NAN_OUTPUT_NUM_0",
+    ),
+    "pdp": NanHandling(
+        "NVDLA_PDP",
+        "NVDLA_PDP.D_NAN_FLUSH_TO_ZERO_0.NAN_TO_ZERO",
+        ("NVDLA_PDP.D_NAN_INPUT_NUM_0",),
+        ("NVDLA_PDP.D_INF_INPUT_NUM_0",),
+        "NVDLA_PDP.D_NAN_OUTPUT_NUM_0",
+    ),
+    "cdp": NanHandling(
+        "NVDLA_CDP",
+        "NVDLA_CDP.D_NAN_FLUSH_TO_ZERO_0.NAN_TO_ZERO",
+        ("NVDLA_CDP.D_NAN_INPUT_NUM_0",),
+        ("NVDLA_CDP.D_INF_INPUT_NUM_0",),
+        "NVDLA_CDP.D_NAN_OUTPUT_NUM_0",
+    ),
+}
+
+
+def _fields(bits, fmt):
+    E, M = fmt
+    bits = np.asarray(bits).astype(np.uint64)
+    return (bits >> np.uint64(M)) & np.uint64((1 << E) - 1), bits & np.uint64((1 << M) - 1)
+
+
+def nan_mask(bits, fmt=FP16) -> np.ndarray:
+    """True where a pattern (default fp16) is a NaN."""
+    expo, mant = _fields(bits, fmt)
+    return (expo == (1 << fmt[0]) - 1) & (mant != 0)
+
+
+def inf_mask(bits, fmt=FP16) -> np.ndarray:
+    """True where a pattern (default fp16) is +-Inf."""
+    expo, mant = _fields(bits, fmt)
+    return (expo == (1 << fmt[0]) - 1) & (mant == 0)
+
+
+def flush_nans(bits, fmt=FP16) -> np.ndarray:
+    """NaN-to-zero: NaN patterns become +0, everything else is unchanged."""
+    bits = np.asarray(bits)
+    return np.where(nan_mask(bits, fmt), np.zeros_like(bits), bits)
