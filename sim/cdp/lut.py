@@ -1,0 +1,344 @@
+"""The CDP's lookup tables: LUT RAM access and the LE/LO lookup.
+
+Two tables hold 16-bit entries: LE ("linear or exponent", 65 entries) and
+LO ("linear only", 257 entries).  Software programs them through
+``S_LUT_ACCESS_CFG`` (table, start address, read or write) followed by a
+stream of ``S_LUT_ACCESS_DATA`` accesses; the address advances after each
+access until it reaches the table's last entry, where it stays.
+
+A lookup maps the window's square sum ``x`` to a value:
+
+* LE in exponent mode: ``i = floor(log2(x - start)) - index_offset``; the
+  fraction is the position of ``x - start`` inside ``[2**k, 2**(k+1))``.
+* LE in linear mode and LO: ``i = (x - start) >> index_select`` (a negative
+  select shifts left); the fraction is the bits shifted out.
+* Below the table (``x <= start`` or ``i < 0``): underflow, extrapolated
+  from entry 0 with the underflow slope (scale, shift); at or beyond the last
+  interval: overflow, extrapolated from the last entry with the overflow
+  slope measured from ``end``; otherwise a hit, interpolated between entries
+  ``i`` and ``i+1`` with a 16-bit fraction.
+
+Both tables are looked up; the priorities choose when both under- or
+overflow or both hit, and each lookup bumps one of the counters
+``D_PERF_LUT_{UFLOW,OFLOW,HYBRID,LE_HIT,LO_HIT}``.
+
+Integer data (int8/int16) is looked up with integer arithmetic exactly as
+NVDLA's C-model does it, including its rounding helper, which works in IEEE
+double precision (:func:`cmod_round`).  fp16 data is looked up in fp32/fp17
+with the primitives of ``sim.num``.
+
+Note for the SDP: the SDP's LUT has the same table shapes and the same
+selection/priority rules but its own index and interpolation datapath; the
+RAM-access part (:class:`LutRam`) could be shared.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sim.jit import njit
+from sim.num.fpcore import fp_add, fp_mul, fp_sub
+from sim.num.ops import (
+    fp16_to_fp17_bits,
+    fp16_to_fp32_bits,
+    fp32_to_fp17_bits,
+    uint16_to_fp17_bits,
+)
+from sim.num.rounding import bit_length
+
+LE_ENTRIES = 65
+LO_ENTRIES = 257
+LE, LO = 0, 1
+
+# Lookup outcomes (the counter each one bumps)
+UFLOW, OFLOW, HYBRID, LE_HIT, LO_HIT = 0, 1, 2, 3, 4
+COUNTER_NAMES = (
+    "D_PERF_LUT_UFLOW_0", "D_PERF_LUT_OFLOW_0", "D_PERF_LUT_HYBRID_0",
+    "D_PERF_LUT_LE_HIT_0", "D_PERF_LUT_LO_HIT_0",
+)  # fmt: skip
+
+# Layout of the int64 parameter vector the kernels read (see LutParams.vector)
+P_EXPONENT, P_UFLOW_PRI, P_OFLOW_PRI, P_HYBRID_PRI = 0, 1, 2, 3
+P_LE_START, P_LE_END, P_LO_START, P_LO_END = 4, 5, 6, 7
+P_LE_OFFSET, P_LE_SELECT, P_LO_SELECT = 8, 9, 10
+P_LE_USCALE, P_LE_OSCALE, P_LO_USCALE, P_LO_OSCALE = 11, 12, 13, 14
+P_LE_USHIFT, P_LE_OSHIFT, P_LO_USHIFT, P_LO_OSHIFT = 15, 16, 17, 18
+N_PARAMS = 19
+
+
+class LutRam:
+    """The two tables and the access pointer behind S_LUT_ACCESS_CFG/DATA."""
+
+    def __init__(self):
+        self.tables = (np.zeros(LE_ENTRIES, np.int64), np.zeros(LO_ENTRIES, np.int64))
+        self.table = LE
+        self.addr = 0
+        self.write_access = False
+
+    def configure(self, value: int) -> None:
+        """An S_LUT_ACCESS_CFG write: LUT_ADDR 9:0, TABLE_ID 16, ACCESS_TYPE 17."""
+        self.addr = value & 0x3FF
+        self.table = (value >> 16) & 1
+        self.write_access = bool((value >> 17) & 1)
+
+    def _advance(self) -> None:
+        if self.addr < self.tables[self.table].size - 1:
+            self.addr += 1
+
+    def write(self, value: int) -> None:
+        """An S_LUT_ACCESS_DATA write (ignored unless the access type is WRITE)."""
+        if not self.write_access:
+            return
+        table = self.tables[self.table]
+        if self.addr < table.size:
+            table[self.addr] = _s16(value)
+        self._advance()
+
+    def read(self) -> int:
+        """An S_LUT_ACCESS_DATA read (the entry, or 0 unless the access type is READ)."""
+        if self.write_access:
+            return 0
+        table = self.tables[self.table]
+        value = int(table[self.addr]) & 0xFFFF if self.addr < table.size else 0
+        self._advance()
+        return value
+
+    def read_cfg(self) -> int:
+        """S_LUT_ACCESS_CFG as NVDLA's C-model returns it: the current address only."""
+        return self.addr
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.tables[LE].copy(), self.tables[LO].copy()
+
+
+def _s16(v: int) -> int:
+    v &= 0xFFFF
+    return v - 0x10000 if v & 0x8000 else v
+
+
+def _sext(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def lut_params(blk, precision: str) -> np.ndarray:
+    """The kernels' parameter vector from a decoded NVDLA_CDP block.
+
+    Field widths follow NVDLA's C-model: 38-bit start/end values (6 high
+    bits), 16-bit signed slope scales, 5-bit slope shifts read as signed
+    (-16..15), an 8-bit signed LE index offset.  The index selects are read as
+    6-bit signed numbers for int8 data, 7-bit for int16 and 8-bit for fp16.
+    For fp16 the low 32 bits of start/end are fp32 bit patterns.
+    """
+    p = np.zeros(N_PARAMS, np.int64)
+    p[P_EXPONENT] = int(blk.lut_le_function == 0)
+    p[P_UFLOW_PRI] = blk.lut_uflow_priority
+    p[P_OFLOW_PRI] = blk.lut_oflow_priority
+    p[P_HYBRID_PRI] = blk.lut_hybrid_priority
+    for slot, stem in ((P_LE_START, "le_start"), (P_LE_END, "le_end"),
+                       (P_LO_START, "lo_start"), (P_LO_END, "lo_end")):
+        high = getattr(blk, f"lut_{stem}_high")
+        low = getattr(blk, f"lut_{stem}_low")
+        value = _sext((high << 32) | low, 38)
+        p[slot] = low if precision == "fp16" else value
+    p[P_LE_OFFSET] = _sext(blk.lut_le_index_offset, 8)
+    select_bits = {"int8": 6, "int16": 7, "fp16": 8}[precision]
+    p[P_LE_SELECT] = _sext(blk.lut_le_index_select, select_bits)
+    p[P_LO_SELECT] = _sext(blk.lut_lo_index_select, select_bits)
+    p[P_LE_USCALE] = _s16(blk.lut_le_slope_uflow_scale)
+    p[P_LE_OSCALE] = _s16(blk.lut_le_slope_oflow_scale)
+    p[P_LO_USCALE] = _s16(blk.lut_lo_slope_uflow_scale)
+    p[P_LO_OSCALE] = _s16(blk.lut_lo_slope_oflow_scale)
+    p[P_LE_USHIFT] = _sext(blk.lut_le_slope_uflow_shift, 5)
+    p[P_LE_OSHIFT] = _sext(blk.lut_le_slope_oflow_shift, 5)
+    p[P_LO_USHIFT] = _sext(blk.lut_lo_slope_uflow_shift, 5)
+    p[P_LO_OSHIFT] = _sext(blk.lut_lo_slope_oflow_shift, 5)
+    return p
+
+
+# --- integer lookup ----------------------------------------------------------
+
+INTERP_BITS = 56  # width of the interpolation/extrapolation term
+
+
+@njit
+def cmod_round(value, shift, bits):
+    """``saturate(round_half_away(value / 2**shift))`` as NVDLA's C-model computes it.
+
+    TODO(move to sim.num): the C-model's LUT arithmetic rounds through an
+    IEEE double: ``value`` is converted to double (rounding beyond 53 bits),
+    scaled by a power of two (``shift`` may be negative) and 0.5 is added in
+    double before truncation.  Magnitudes of 2**63 or more saturate first.
+    """
+    vf = np.float64(value)
+    positive = vf > 0
+    vf = vf / (2.0 ** shift)
+    hi = (1 << (bits - 1)) - 1
+    lo = -(1 << (bits - 1))
+    if abs(vf) >= 9223372036854775808.0:
+        return hi if positive else lo
+    out = np.int64(vf + 0.5) if positive else np.int64(vf - 0.5)
+    if out > hi:
+        return hi
+    if out < lo:
+        return lo
+    return out
+
+
+@njit
+def _c_shift_right(x, n):
+    """``x >> n`` with the shift count taken modulo 64, as x86 does."""
+    return x >> (n & 63)
+
+
+@njit
+def _c_shift_left(x, n):
+    return x << (n & 63)
+
+
+@njit
+def _extrapolate(base, x, ref, scale, shift):
+    r = base + cmod_round((x - ref) * scale, shift, INTERP_BITS)
+    return cmod_round(r, 0, 16)
+
+
+@njit
+def _interpolate(y0, y1, frac16):
+    r = y0 + cmod_round((y1 - y0) * frac16, 16, INTERP_BITS)
+    return cmod_round(r, 0, 16)
+
+
+@njit
+def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, oshift):
+    """(value, kind) of a linear table; kind 0 underflow, 1 overflow, 2 hit."""
+    d = x - start
+    index = _c_shift_left(d, -select) if select < 0 else _c_shift_right(d, select)
+    if index < 0 or d <= 0:
+        return _extrapolate(table[0], x, start, uscale, ushift), 0
+    if index >= size - 1:
+        return _extrapolate(table[size - 1], x, end, oscale, oshift), 1
+    frac = 0
+    if select >= 0:
+        frac = d % (np.int64(1) << (select & 31))
+        if select > 16:
+            frac = _c_shift_right(frac, select - 16)
+        else:
+            frac = _c_shift_left(frac, 16 - select)
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
+    """(value, kind) of the LE table in exponent mode."""
+    d = x - start
+    log2 = bit_length(d) - 1 if d > 0 else 0
+    index = log2 - offset
+    if index < 0 or d <= 0:
+        bias = 0 if offset < 0 else _c_shift_left(np.int64(1), offset)
+        return _extrapolate(table[0], x - bias, start, uscale, ushift), 0
+    if index >= LE_ENTRIES - 1:
+        return _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift), 1
+    frac = d - (np.int64(1) << log2)
+    frac = (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _select(le_val, le_kind, lo_val, lo_kind, p):
+    """Choose between the LE and LO results; returns (value, counter index)."""
+    if le_kind == 0 and lo_kind == 0:
+        return (lo_val if p[P_UFLOW_PRI] else le_val), UFLOW
+    if le_kind == 1 and lo_kind == 1:
+        return (lo_val if p[P_OFLOW_PRI] else le_val), OFLOW
+    le_hit = le_kind == 2
+    lo_hit = lo_kind == 2
+    if le_hit != lo_hit:
+        return (le_val, LE_HIT) if le_hit else (lo_val, LO_HIT)
+    return (lo_val if p[P_HYBRID_PRI] else le_val), HYBRID
+
+
+@njit
+def lookup_int(x, le, lo, p):
+    """LUT value (int16) for the integer square sum ``x``; returns (value, counter index)."""
+    if p[P_EXPONENT]:
+        le_val, le_kind = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],
+                                           p[P_LE_USCALE], p[P_LE_USHIFT],
+                                           p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    else:
+        le_val, le_kind = _linear_lookup(x, le, LE_ENTRIES, p[P_LE_START], p[P_LE_END],
+                                         p[P_LE_SELECT], p[P_LE_USCALE], p[P_LE_USHIFT],
+                                         p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    lo_val, lo_kind = _linear_lookup(x, lo, LO_ENTRIES, p[P_LO_START], p[P_LO_END],
+                                     p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_USHIFT],
+                                     p[P_LO_OSCALE], p[P_LO_OSHIFT])
+    return _select(le_val, le_kind, lo_val, lo_kind, p)
+
+
+# --- fp16 lookup (fp32 index arithmetic, fp17 interpolation) -------------------
+
+@njit
+def _f32(bits):
+    """The IEEE value of an fp32 bit pattern, as float64."""
+    return np.float64(np.array([bits & 0xFFFFFFFF], np.uint32).view(np.float32)[0])
+
+
+@njit
+def _f32_bits(value):
+    return np.int64(np.array([value], np.float32).view(np.uint32)[0])
+
+
+@njit
+def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
+                     uscale, oscale):
+    """(fp17 value, kind) of one table for the fp32 square sum ``x``."""
+    d = fp_sub(x, start, 8, 23)
+    dv = _f32(d)
+    kind = 2
+    index = 0
+    frac = 0
+    if dv <= 0 or math.isnan(dv):
+        kind = 0
+    elif exponent:
+        index = ((d >> 23) & 0xFF) - 127 - offset
+        frac = (d >> 7) & 0xFFFF
+        if index < 0:
+            kind = 0
+        elif index >= size - 1:
+            kind = 1
+    else:
+        shifted = np.float64(np.float32(dv * (2.0 ** (-select))))
+        if shifted >= size - 1:
+            kind = 1
+        else:
+            index = np.int64(shifted)
+            frac = np.int64((shifted - np.float64(index)) * 65536.0) & 0xFFFF
+    if kind == 0:
+        if exponent:
+            bias = 0.0 if offset <= -127 else 2.0 ** offset
+            d = fp_sub(x, fp_add(start, _f32_bits(bias), 8, 23), 8, 23)
+        slope = fp16_to_fp17_bits(uscale & 0xFFFF)
+        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
+        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), 6, 10), 0
+    if kind == 1:
+        d = fp_sub(x, end, 8, 23)
+        slope = fp16_to_fp17_bits(oscale & 0xFFFF)
+        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
+        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), 6, 10), 1
+    y0 = table[index] & 0xFFFF
+    y1 = table[index + 1] & 0xFFFF
+    diff = fp_sub(fp16_to_fp32_bits(y1), fp16_to_fp32_bits(y0), 8, 23)
+    term = fp_mul(fp32_to_fp17_bits(diff), uint16_to_fp17_bits(frac), 6, 10)
+    return fp_add(term, fp16_to_fp17_bits(y0), 6, 10), 2
+
+
+@njit
+def lookup_fp(x, le, lo, p):
+    """LUT value (fp17 bits) for the fp32 square sum ``x``; returns (value, counter index)."""
+    le_val, le_kind = _fp_table_lookup(x, le, LE_ENTRIES, p[P_EXPONENT] != 0, p[P_LE_START],
+                                       p[P_LE_END], p[P_LE_OFFSET], p[P_LE_SELECT],
+                                       p[P_LE_USCALE], p[P_LE_OSCALE])
+    lo_val, lo_kind = _fp_table_lookup(x, lo, LO_ENTRIES, False, p[P_LO_START], p[P_LO_END],
+                                       0, p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_OSCALE])
+    return _select(le_val, le_kind, lo_val, lo_kind, p)
