@@ -22,12 +22,28 @@ def sdp_input_on_the_fly(machine) -> bool:
     return consumer_block(machine, SDP).flying_mode == 1
 
 
+def _stage_reads_memory(block, prefix: str) -> bool:
+    """Does the BS/BN/EW stage take an ALU or MUL operand from memory?"""
+    def get(field):
+        return getattr(block, f"{prefix}_{field}")
+
+    if get("bypass"):
+        return False
+    return bool((not get("alu_bypass") and get("alu_src"))
+                or (not get("mul_bypass") and get("mul_src")))
+
+
 def sdp_needs_rdma(machine) -> bool:
-    """SDP_RDMA runs when the input or any X1/X2/Y operand comes from memory."""
+    """SDP_RDMA runs when the input or any X1/X2/Y operand comes from memory.
+
+    As in the hardware, the SDP's own stage registers decide (a stage not
+    bypassed whose ALU or MUL operand source is MEM), not the DMAs' disable
+    bits: the SDP waits for the RDMA layer exactly when it will read from it.
+    """
     if not sdp_input_on_the_fly(machine):
         return True
-    rdma = consumer_block(machine, SDP_RDMA)
-    return not (rdma.brdma_disable and rdma.nrdma_disable and rdma.erdma_disable)
+    sdp = consumer_block(machine, SDP)
+    return any(_stage_reads_memory(sdp, p) for p in ("bs", "bn", "ew"))
 
 
 def sdp_output_to_pdp(machine) -> bool:
