@@ -1,15 +1,159 @@
-"""SDP engine: a standalone SDP layer (input from memory through SDP_RDMA)."""
+"""SDP engine: standalone SDP layers, and the on-the-fly entry point for CACC.
+
+A standalone layer (FLYING_MODE=OFF) reads its input cube through SDP_RDMA;
+a fused layer receives it from the convolution pipeline through
+:func:`process_sdp`.  Either way the operands come from registers or through
+BRDMA/NRDMA/ERDMA, the stages of :mod:`sim.sdp.pipeline` compute, and the
+result goes to memory (write DMA) or to the PDP on the fly
+(OUTPUT_DST=PDP, through :func:`sim.pdp.engine.pool_from_sdp`).
+
+Channels are processed in whole atoms, as the hardware does: the lanes that
+pad the last surface are read from memory, computed, counted and written
+like the others.
+"""
 
 from __future__ import annotations
 
-from ..chains import SDP, sdp_chain, sdp_input_on_the_fly
+import numpy as np
+
+from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
+from ..configs import FP16
+from ..dma.elements import elements_per_atom
+from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
-from ..errors import NotImplementedFeature
+from ..errors import ConfigurationError
+from .config import PRECISION_CODE, decode
+from .lut import LutRam
+from .pipeline import run_pipeline
+from .rdma import read_operands
+
+
+def padded_channels(layer, atom_bytes: int) -> int:
+    """Channels the datapath processes: whole atoms of every precision involved."""
+    group = max(elements_per_atom(p, atom_bytes)
+                for p in (layer.in_precision, layer.proc_precision, layer.out_precision))
+    return -(-layer.channels // group) * group
+
+
+def layer_of(ctx):
+    rdma = ctx.regs(SDP_RDMA) if SDP_RDMA in ctx.groups else None
+    return decode(ctx.regs(SDP), rdma, ctx.config)
+
+
+def _read_input(ctx, layer, cp: int) -> np.ndarray:
+    mem = ctx.memory(layer.src_ram_type)
+    cube = read_feature(mem, layer.src_address, (cp, layer.height, layer.width),
+                        layer.in_precision, ctx.config.atom_bytes, layer.src_line_stride,
+                        layer.src_surface_stride, what=f"{SDP_RDMA}.D_SRC_BASE_ADDR")
+    return cube.astype(np.int64)[None]
+
+
+def _from_cacc(layer, cube, cp: int) -> np.ndarray:
+    cube = np.asarray(cube)
+    if cube.ndim == 3:
+        cube = cube[None]
+    n, c, h, w = cube.shape
+    if (n, h, w) != (layer.batch, layer.height, layer.width) or not layer.channels <= c <= cp:
+        raise ConfigurationError(
+            f"{SDP}.D_DATA_CUBE_*: the CACC cube {tuple(cube.shape)} does not match the SDP "
+            f"cube N={layer.batch} C={layer.channels} H={layer.height} W={layer.width}")
+    full = np.zeros((n, cp, h, w), dtype=np.int64)
+    if layer.proc_precision == FP16:
+        full[:, :c] = cube.astype(np.int64) & 0xFFFFFFFF
+    else:
+        full[:, :c] = cube.astype(np.int64)
+    return full
+
+
+def run_sdp(ctx, lut: LutRam, cube=None) -> None:
+    """Run the SDP layer of ``ctx`` (input from memory, or ``cube`` from CACC)."""
+    layer = layer_of(ctx)
+    atom = ctx.config.atom_bytes
+    cp = padded_channels(layer, atom)
+    if cube is None:
+        if layer.flying:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=ON but no "
+                                     "convolution feeds the SDP")
+        data = _read_input(ctx, layer, cp)
+    else:
+        if not layer.flying:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=OFF but the "
+                                     "convolution pipeline sends its output to the SDP")
+        data = _from_cacc(layer, cube, cp)
+    operands = read_operands(ctx, layer, cp)
+    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None)
+    _store_counters(ctx, layer, stats)
+    if layer.eql:
+        return
+    if layer.output_to_pdp:
+        from ..pdp.engine import pool_from_sdp
+
+        pool_from_sdp(ctx, out[0])
+        return
+    if not layer.writes_memory:
+        return
+    mem = ctx.memory(layer.dst_ram_type)
+    write_feature(mem, layer.dst_address, out if layer.batch > 1 else out[0],
+                  layer.out_precision, atom, layer.dst_line_stride, layer.dst_surface_stride,
+                  layer.dst_batch_stride, what=f"{SDP}.D_DST_BASE_ADDR")
+
+
+def _store_counters(ctx, layer, stats: dict) -> None:
+    if layer.perf_sat:
+        ctx.set_counter(SDP, "D_PERF_OUT_SATURATION_0", stats["saturation"])
+    if layer.perf_lut and layer.y.lut_used:
+        for name in ("UFLOW", "OFLOW", "HYBRID", "LE_HIT", "LO_HIT"):
+            ctx.set_counter(SDP, f"D_PERF_LUT_{name}_0", stats[f"lut_{name.lower()}"])
+    if layer.perf_nan_out and layer.out_precision == FP16:
+        ctx.set_counter(SDP, "D_STATUS_NAN_OUTPUT_NUM_0", stats["nan_out"])
+    if layer.perf_nan_in and layer.in_precision == FP16 and SDP_RDMA in ctx.groups \
+            and not layer.flying:
+        ctx.set_counter(SDP_RDMA, "D_STATUS_NAN_INPUT_NUM_0", stats["nan_in"])
+        ctx.set_counter(SDP_RDMA, "D_STATUS_INF_INPUT_NUM_0", stats["inf_in"])
+    if layer.eql:
+        ctx.set_counter(SDP, "D_STATUS_0", int(stats["unequal"]))
+
+
+def process_sdp(ctx, cube) -> None:
+    """On-the-fly input from CACC: run the SDP layer of ``ctx`` on ``cube``.
+
+    The convolution engine calls this once per layer, after it has computed
+    the accumulator output, with ``ctx`` the LayerContext of the fused chain
+    (its groups include NVDLA_SDP, and NVDLA_SDP_RDMA / NVDLA_PDP when
+    :func:`sim.chains.sdp_chain` says so).
+
+    ``cube`` is what CACC delivers to the SDP, shape (C, H, W) or (N, C, H, W)
+    for batches, with H, W, C = the SDP's D_DATA_CUBE_HEIGHT/WIDTH/CHANNEL + 1
+    (C may include the padding lanes of the last atom, up to a whole number of
+    atoms; missing lanes are zero):
+
+    * int8/int16 processing: the signed int32 accumulator values (any integer
+      dtype);
+    * fp16 processing: fp32 bit patterns (uint32/int32, or float32 viewed as
+      uint32 by the caller).
+
+    Winograd output mode needs nothing special here: CACC hands over the
+    layer's output cube in (C, H, W) order.  The SDP writes its result to
+    memory, or passes it to the PDP on the fly; counters are stored in
+    ``ctx``.  The caller raises the SDP (and PDP) done interrupts.
+    """
+    engine = _engine_of(ctx.machine)
+    run_sdp(ctx, engine.lut, cube)
+
+
+def _engine_of(machine) -> SdpEngine:
+    for engine in machine.engines:
+        if isinstance(engine, SdpEngine):
+            return engine
+    raise ConfigurationError("this machine has no SDP engine")
 
 
 class SdpEngine(Engine):
     name = "SDP"
-    units = ("NVDLA_SDP", "NVDLA_SDP_RDMA", "NVDLA_PDP")
+    units = (SDP, SDP_RDMA, PDP)
+
+    def __init__(self):
+        self.lut = LutRam()
 
     def ready(self, machine):
         rf = machine.regfile
@@ -18,10 +162,33 @@ class SdpEngine(Engine):
         return armed_groups(machine, sdp_chain(machine))
 
     def run(self, ctx):
-        raise NotImplementedFeature("SDP", "layer")
+        run_sdp(ctx, self.lut)
 
     def interrupts(self, ctx):
         out = [("SDP", SDP)]
-        if "NVDLA_PDP" in ctx.groups:
-            out.append(("PDP", "NVDLA_PDP"))
+        if PDP in ctx.groups:
+            out.append(("PDP", PDP))
         return out
+
+    def on_write(self, machine, reg, value: int) -> bool:
+        if reg.unit != SDP:
+            return False
+        if reg.name == "S_LUT_ACCESS_CFG_0":
+            self.lut.configure(value)
+            return False  # the register file keeps the word too
+        if reg.name == "S_LUT_ACCESS_DATA_0":
+            self.lut.write_data(value)
+            return True
+        return False
+
+    def on_read(self, machine, reg):
+        if reg.unit != SDP:
+            return None
+        if reg.name == "S_LUT_ACCESS_DATA_0":
+            return self.lut.read_data()
+        if reg.name == "S_LUT_ACCESS_CFG_0":
+            return self.lut.cfg_word()
+        return None
+
+
+__all__ = ["SdpEngine", "process_sdp", "run_sdp", "PRECISION_CODE"]

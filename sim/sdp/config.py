@@ -1,0 +1,412 @@
+"""SDP and SDP_RDMA registers decoded into typed, validated configuration.
+
+The SDP datapath is a chain of stages, each with its own bypass bit::
+
+    input -> X1 (BS) -> X2 (BN) -> Y (EW: convertors, MUL/ALU core, LUT) -> C (output convertor)
+
+``decode(ctx_or_blocks)`` turns the executing register groups into a
+:class:`SdpLayer`: plain Python values with every "+1" encoding applied and
+every signed field sign-extended, so the stages never look at registers.
+Invalid combinations raise ``ConfigurationError`` naming the register.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..configs import FP16, INT8, INT16
+from ..errors import ConfigurationError, NotImplementedFeature
+from ..num.rounding import sign_extend
+
+PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
+PRECISION_CODE = {INT8: 0, INT16: 1, FP16: 2}
+ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
+USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
+
+SDP, RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
+
+# Table 30 of format.rst: (input, output) pairs an offline SDP layer accepts.
+VALID_IN_OUT = {
+    (INT8, INT8), (INT8, INT16),
+    (INT16, INT8), (INT16, INT16), (INT16, FP16),
+    (FP16, INT16), (FP16, FP16),
+}
+
+
+def _precision(code: int, what: str) -> str:
+    try:
+        return PRECISIONS[code]
+    except KeyError:
+        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
+
+
+class _AluMulStage:
+    """Which of a stage's units run, and which read their operand from memory."""
+
+    @property
+    def alu_used(self) -> bool:
+        return not self.bypass and not self.alu_bypass
+
+    @property
+    def mul_used(self) -> bool:
+        return not self.bypass and not self.mul_bypass
+
+    @property
+    def needs_alu_mem(self) -> bool:
+        return self.alu_used and self.alu_src_mem
+
+    @property
+    def needs_mul_mem(self) -> bool:
+        return self.mul_used and self.mul_src_mem
+
+
+@dataclass(frozen=True)
+class XStage(_AluMulStage):
+    """X1 (BS) or X2 (BN): ALU -> MUL -> truncate -> ReLU."""
+
+    bypass: bool
+    alu_bypass: bool
+    alu_algo: int
+    alu_src_mem: bool
+    alu_operand: int  # signed 16-bit register operand
+    alu_shift: int  # left shift of the ALU operand (6 bits)
+    mul_bypass: bool
+    mul_src_mem: bool
+    mul_operand: int  # signed 16-bit register operand
+    mul_prelu: bool
+    mul_shift: int  # truncation after the multiplier (6 bits)
+    relu_bypass: bool
+
+
+
+@dataclass(frozen=True)
+class YStage(_AluMulStage):
+    """Y (EW): operand convertors, MUL -> truncate -> ALU core, LUT."""
+
+    bypass: bool
+    alu_bypass: bool
+    alu_algo: int
+    alu_src_mem: bool
+    alu_operand: int  # 32-bit register operand (int32 or fp32 bits)
+    alu_cvt_bypass: bool
+    alu_cvt_offset: int  # signed 32
+    alu_cvt_scale: int  # signed 16
+    alu_cvt_truncate: int  # 6 bits
+    mul_bypass: bool
+    mul_src_mem: bool
+    mul_operand: int
+    mul_prelu: bool
+    mul_cvt_bypass: bool
+    mul_cvt_offset: int
+    mul_cvt_scale: int
+    mul_cvt_truncate: int
+    truncate: int  # 10-bit EW_TRUNCATE
+    lut_bypass: bool
+
+    @property
+    def lut_used(self) -> bool:
+        return not self.bypass and not self.lut_bypass
+
+    @property
+    def eql(self) -> bool:
+        return self.alu_used and self.alu_algo == ALU_EQL
+
+
+@dataclass(frozen=True)
+class LutConfig:
+    """S_LUT_* registers (single-buffered)."""
+
+    le_function_linear: bool
+    uflow_priority_lo: bool
+    oflow_priority_lo: bool
+    hybrid_priority_lo: bool
+    le_index_offset: int  # signed 8
+    le_index_select: int  # signed 8
+    lo_index_select: int  # signed 8
+    le_start: int  # 32-bit pattern
+    le_end: int
+    lo_start: int
+    lo_end: int
+    le_uflow_scale: int  # 16-bit pattern
+    le_oflow_scale: int
+    le_uflow_shift: int  # 5-bit pattern
+    le_oflow_shift: int
+    lo_uflow_scale: int
+    lo_oflow_scale: int
+    lo_uflow_shift: int
+    lo_oflow_shift: int
+
+
+@dataclass(frozen=True)
+class OperandDma:
+    """One of BRDMA (X1), NRDMA (X2), ERDMA (Y)."""
+
+    name: str  # "BRDMA", ...
+    prefix: str  # "BS", "BN", "EW"
+    enabled: bool
+    use: int  # USE_MUL, USE_ALU, USE_BOTH
+    data_size: int  # bytes per component
+    per_element: bool
+    ram_type: int
+    address: int
+    line_stride: int
+    surface_stride: int
+    batch_stride: int
+
+
+@dataclass(frozen=True)
+class SdpLayer:
+    width: int
+    height: int
+    channels: int
+    batch: int
+    flying: bool  # input from CACC
+    output_to_pdp: bool
+    winograd: bool
+    nan_to_zero: bool
+    in_precision: str
+    proc_precision: str
+    out_precision: str
+    # memory input (SDP_RDMA)
+    src_address: int
+    src_ram_type: int
+    src_line_stride: int
+    src_surface_stride: int
+    # memory output
+    dst_address: int
+    dst_ram_type: int
+    dst_line_stride: int
+    dst_surface_stride: int
+    dst_batch_stride: int
+    # stages
+    x1: XStage
+    x2: XStage
+    y: YStage
+    lut: LutConfig
+    cvt_offset: int  # signed 32
+    cvt_scale: int  # signed 16
+    cvt_shift: int  # 6 bits
+    dmas: tuple  # OperandDma for X1, X2, Y (those of SDP_RDMA, or disabled)
+    # perf / status enables
+    perf_lut: bool
+    perf_sat: bool
+    perf_nan_out: bool  # SDP D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN
+    perf_nan_in: bool  # SDP_RDMA D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN
+
+    @property
+    def eql(self) -> bool:
+        return self.y.eql
+
+    @property
+    def writes_memory(self) -> bool:
+        return not self.eql and not self.output_to_pdp
+
+
+def _x_stage(b, p: str) -> XStage:
+    g = lambda f: getattr(b, f"{p}_{f}")  # noqa: E731
+    return XStage(
+        bypass=bool(g("bypass")),
+        alu_bypass=bool(g("alu_bypass")),
+        alu_algo=g("alu_algo"),
+        alu_src_mem=bool(g("alu_src")),
+        alu_operand=sign_extend(g("alu_operand"), 16),
+        alu_shift=g("alu_shift_value") & 63,
+        mul_bypass=bool(g("mul_bypass")),
+        mul_src_mem=bool(g("mul_src")),
+        mul_operand=sign_extend(g("mul_operand"), 16),
+        mul_prelu=bool(g("mul_prelu")),
+        mul_shift=g("mul_shift_value") & 63,
+        relu_bypass=bool(g("relu_bypass")),
+    )
+
+
+def _y_stage(b) -> YStage:
+    return YStage(
+        bypass=bool(b.ew_bypass),
+        alu_bypass=bool(b.ew_alu_bypass),
+        alu_algo=b.ew_alu_algo,
+        alu_src_mem=bool(b.ew_alu_src),
+        alu_operand=b.ew_alu_operand,
+        alu_cvt_bypass=bool(b.ew_alu_cvt_bypass),
+        alu_cvt_offset=sign_extend(b.ew_alu_cvt_offset, 32),
+        alu_cvt_scale=sign_extend(b.ew_alu_cvt_scale, 16),
+        alu_cvt_truncate=b.ew_alu_cvt_truncate & 63,
+        mul_bypass=bool(b.ew_mul_bypass),
+        mul_src_mem=bool(b.ew_mul_src),
+        mul_operand=b.ew_mul_operand,
+        mul_prelu=bool(b.ew_mul_prelu),
+        mul_cvt_bypass=bool(b.ew_mul_cvt_bypass),
+        mul_cvt_offset=sign_extend(b.ew_mul_cvt_offset, 32),
+        mul_cvt_scale=sign_extend(b.ew_mul_cvt_scale, 16),
+        mul_cvt_truncate=b.ew_mul_cvt_truncate & 63,
+        truncate=b.ew_truncate & 0x3FF,
+        lut_bypass=bool(b.ew_lut_bypass),
+    )
+
+
+def _lut(b) -> LutConfig:
+    return LutConfig(
+        le_function_linear=bool(b.lut_le_function),
+        uflow_priority_lo=bool(b.lut_uflow_priority),
+        oflow_priority_lo=bool(b.lut_oflow_priority),
+        hybrid_priority_lo=bool(b.lut_hybrid_priority),
+        le_index_offset=sign_extend(b.lut_le_index_offset, 8),
+        le_index_select=sign_extend(b.lut_le_index_select, 8),
+        lo_index_select=sign_extend(b.lut_lo_index_select, 8),
+        le_start=b.lut_le_start,
+        le_end=b.lut_le_end,
+        lo_start=b.lut_lo_start,
+        lo_end=b.lut_lo_end,
+        le_uflow_scale=b.lut_le_slope_uflow_scale,
+        le_oflow_scale=b.lut_le_slope_oflow_scale,
+        le_uflow_shift=b.lut_le_slope_uflow_shift,
+        le_oflow_shift=b.lut_le_slope_oflow_shift,
+        lo_uflow_scale=b.lut_lo_slope_uflow_scale,
+        lo_oflow_scale=b.lut_lo_slope_oflow_scale,
+        lo_uflow_shift=b.lut_lo_slope_uflow_shift,
+        lo_oflow_shift=b.lut_lo_slope_oflow_shift,
+    )
+
+
+def _dma(r, name: str, prefix: str) -> OperandDma:
+    low = name.lower()
+    p = prefix.lower()
+    if r is None:
+        return OperandDma(name, prefix, False, 0, 1, False, 1, 0, 0, 0, 0)
+    return OperandDma(
+        name=name,
+        prefix=prefix,
+        enabled=not getattr(r, f"{low}_disable"),
+        use=getattr(r, f"{low}_data_use"),
+        data_size=2 if getattr(r, f"{low}_data_size") else 1,
+        per_element=bool(getattr(r, f"{low}_data_mode")),
+        ram_type=getattr(r, f"{low}_ram_type"),
+        address=r.address(f"{p}_base_addr"),
+        line_stride=getattr(r, f"{p}_line_stride"),
+        surface_stride=getattr(r, f"{p}_surface_stride"),
+        batch_stride=getattr(r, f"{p}_batch_stride"),
+    )
+
+
+def decode(sdp, rdma, hw) -> SdpLayer:
+    """An :class:`SdpLayer` from the SDP block and the SDP_RDMA block (or None).
+
+    ``hw`` is the HardwareConfig.  The SDP_RDMA block is None when the layer
+    runs on the fly with every operand from registers.
+    """
+    s = sdp
+    flying = bool(s.flying_mode)
+    proc = _precision(s.proc_precision, f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION")
+    out = _precision(s.out_precision, f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION")
+    hw.require_precision(proc, f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION")
+    hw.require_precision(out, f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION")
+    batch = s.batch_number + 1
+    if batch > 1:
+        hw.require("batch", f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER")
+        if batch > hw.max_batch:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER: {batch} batches "
+                                     f"exceed {hw.name}'s {hw.max_batch}")
+    winograd = bool(s.winograd)
+    if winograd:
+        hw.require("winograd", f"{SDP}.D_FEATURE_MODE_CFG_0.WINOGRAD")
+
+    in_precision = proc
+    if rdma is not None:
+        rproc = _precision(rdma.proc_precision, f"{RDMA}.D_FEATURE_MODE_CFG_0.PROC_PRECISION")
+        if rproc != proc:
+            raise ConfigurationError(
+                f"{RDMA}.D_FEATURE_MODE_CFG_0.PROC_PRECISION ({rproc}) differs from "
+                f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION ({proc})")
+        if bool(rdma.flying_mode) != flying:
+            raise ConfigurationError(
+                f"{RDMA}.D_FEATURE_MODE_CFG_0.FLYING_MODE differs from "
+                f"{SDP}.D_FEATURE_MODE_CFG_0.FLYING_MODE")
+        if not flying:
+            what = f"{RDMA}.D_FEATURE_MODE_CFG_0.IN_PRECISION"
+            in_precision = _precision(rdma.in_precision, what)
+            hw.require_precision(in_precision, what)
+            for what in ("width", "height", "channel"):
+                if getattr(rdma, what) != getattr(s, what):
+                    raise ConfigurationError(
+                        f"{RDMA}.D_DATA_CUBE_{what.upper()}_0 ({getattr(rdma, what)}) differs "
+                        f"from {SDP}.D_DATA_CUBE_{what.upper()}_0 ({getattr(s, what)})")
+    if not flying:
+        if (in_precision, out) not in VALID_IN_OUT:
+            raise ConfigurationError(
+                f"{RDMA}.D_FEATURE_MODE_CFG_0.IN_PRECISION={in_precision} with "
+                f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION={out} is an invalid SDP combination "
+                "(format.rst Table 30)")
+        if (in_precision == FP16) != (proc == FP16):
+            raise ConfigurationError(
+                f"{RDMA}.D_FEATURE_MODE_CFG_0.IN_PRECISION={in_precision} with "
+                f"PROC_PRECISION={proc}: fp16 data needs fp16 processing (format.rst Table 30)")
+        if batch > 1:
+            raise ConfigurationError(
+                f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER: several batches need on-the-fly "
+                "input (SDP_RDMA has no source batch stride)")
+        if winograd:
+            raise ConfigurationError(
+                f"{SDP}.D_FEATURE_MODE_CFG_0.WINOGRAD: Winograd output needs on-the-fly input")
+    else:
+        if (proc, out) not in VALID_IN_OUT:
+            raise ConfigurationError(
+                f"{SDP}.D_DATA_FORMAT_0: PROC_PRECISION={proc} with OUT_PRECISION={out} is an "
+                "invalid SDP combination (format.rst Table 30)")
+
+    y = _y_stage(s)
+    layer_lut = _lut(s)
+    dmas = (_dma(rdma, "BRDMA", "BS"), _dma(rdma, "NRDMA", "BN"), _dma(rdma, "ERDMA", "EW"))
+    # Configurations without the Y stage (nv_small) keep its registers but not
+    # its datapath: programming it is an error, not a silent bypass.
+    if not y.bypass:
+        hw.require("sdp_ew", f"{SDP}.D_DP_EW_CFG_0.EW_BYPASS=0 (Y stage)")
+    if dmas[2].enabled:
+        hw.require("sdp_ew", f"{RDMA}.D_ERDMA_CFG_0.ERDMA_DISABLE=0 (ERDMA)")
+    if y.lut_used:
+        hw.require("sdp_lut", f"{SDP}.D_DP_EW_CFG_0.EW_LUT_BYPASS=0 (LUT)")
+    for stage, name in ((s.bs_bypass, "sdp_bs"), (s.bn_bypass, "sdp_bn")):
+        if not stage:
+            hw.require(name, f"{SDP}.D_DP_{name[-2:].upper()}_CFG_0")
+
+    output_to_pdp = bool(s.output_dst)
+    if output_to_pdp:
+        hw.require("pdp", f"{SDP}.D_FEATURE_MODE_CFG_0.OUTPUT_DST")
+        if batch > 1:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: OUTPUT_DST=PDP with several "
+                                     "batches is not supported by the hardware")
+    if y.eql:
+        if (s.cvt_offset, s.cvt_scale, s.cvt_shift) != (0, 1, 0):
+            raise ConfigurationError(f"{SDP}.D_DP_EW_CFG_0.EW_ALU_ALGO=EQL needs D_CVT_OFFSET=0, "
+                                     "D_CVT_SCALE=1 and D_CVT_SHIFT=0")
+        if winograd or batch > 1:
+            raise ConfigurationError(f"{SDP}.D_DP_EW_CFG_0.EW_ALU_ALGO=EQL is not supported with "
+                                     "Winograd or batch mode")
+    if proc == INT8 and out != INT8 and (batch > 1 or winograd):
+        raise ConfigurationError(f"{SDP}.D_DATA_FORMAT_0: int8 processing with {out} output "
+                                 "does not support batch or Winograd mode")
+
+    return SdpLayer(
+        width=s.width + 1, height=s.height + 1, channels=s.channel + 1, batch=batch,
+        flying=flying, output_to_pdp=output_to_pdp, winograd=winograd,
+        nan_to_zero=bool(s.nan_to_zero),
+        in_precision=in_precision, proc_precision=proc, out_precision=out,
+        src_address=rdma.address("src_base_addr") if rdma is not None else 0,
+        src_ram_type=rdma.src_ram_type if rdma is not None else 1,
+        src_line_stride=rdma.src_line_stride if rdma is not None else 0,
+        src_surface_stride=rdma.src_surface_stride if rdma is not None else 0,
+        dst_address=s.address("dst_base_addr"), dst_ram_type=s.dst_ram_type,
+        dst_line_stride=s.dst_line_stride, dst_surface_stride=s.dst_surface_stride,
+        dst_batch_stride=s.dst_batch_stride,
+        x1=_x_stage(s, "bs"), x2=_x_stage(s, "bn"), y=y, lut=layer_lut,
+        cvt_offset=sign_extend(s.cvt_offset, 32), cvt_scale=sign_extend(s.cvt_scale, 16),
+        cvt_shift=s.cvt_shift & 63,
+        dmas=dmas,
+        perf_lut=bool(s.perf_lut_en), perf_sat=bool(s.perf_sat_en),
+        perf_nan_out=bool(s.reg("D_PERF_ENABLE_0").perf_nan_inf_count_en),
+        perf_nan_in=bool(rdma.reg("D_PERF_ENABLE_0").perf_nan_inf_count_en)
+        if rdma is not None else False,
+    )
+
+
+def unsupported(feature: str):
+    return NotImplementedFeature("SDP", feature)
