@@ -22,6 +22,7 @@ from .feature import (
     fold_1x1,
     gather_feature,
     pack_feature,
+    padded_channels,
     read_feature,
     scatter_feature,
     unpack_feature,
@@ -33,5 +34,6 @@ __all__ = [
     "bytes_per_element", "element_dtype", "elements_per_atom",
     "float_to_fp16_bits", "fp16_bits_to_float",
     "FeatureLayout", "feature_layout", "fold_1x1", "gather_feature", "pack_feature",
+    "padded_channels",
     "read_feature", "scatter_feature", "unpack_feature", "write_feature",
 ]

@@ -23,6 +23,7 @@ Public API (names other units rely on):
 * :func:`read_feature`, :func:`write_feature` -- through a memory object with
   ``read_array(addr, size)`` and ``write(addr, data)`` (e.g. ``sim.dram.Memory``)
 * :func:`fold_1x1` -- the 1x1xC surface-packed special case
+* :func:`padded_channels` -- channels rounded up to whole atoms
 """
 
 from __future__ import annotations
@@ -78,6 +79,11 @@ class FeatureLayout:
     @property
     def surfaces(self) -> int:
         return -(-self.channels // self.group)
+
+    @property
+    def padded_channels(self) -> int:
+        """Channels rounded up to whole atoms (the lanes the hardware moves)."""
+        return self.surfaces * self.group
 
     @property
     def atom_bytes(self) -> int:
@@ -164,6 +170,11 @@ class FeatureLayout:
         if np.any(np.diff(starts) < self.atom_bytes):
             prefix = f"{what}: " if what else ""
             raise LayoutError(f"{prefix}batch stride {self.batch_stride:#x} makes batches overlap")
+
+
+def padded_channels(channels: int, precision: str, atom_bytes: int) -> int:
+    """``channels`` rounded up to whole memory atoms of ``precision`` elements."""
+    return align_up(channels, elements_per_atom(precision, atom_bytes))
 
 
 def packed_strides(shape, precision: str, atom_bytes: int) -> tuple[int, int, int]:

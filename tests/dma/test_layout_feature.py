@@ -186,3 +186,12 @@ def test_interleaved_batches_allowed():
                                 batch_stride=64)
     back = unpack_feature(data, 0, (40, 1, 2), layout, precision="int8", atom_bytes=32)
     assert np.array_equal(back, cube)
+
+
+def test_padded_channels():
+    from sim.dma import padded_channels
+
+    assert padded_channels(40, "int8", 32) == 64
+    assert padded_channels(40, "int16", 32) == 48
+    assert padded_channels(9, "int8", 8) == 16
+    assert feature_layout((40, 1, 1), "fp16", 32).padded_channels == 48
