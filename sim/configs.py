@@ -39,6 +39,8 @@ class HardwareConfig:
     pdp: bool
     cdp: bool
     address_bits: int
+    # CDP output elements per cycle (NVDLA_CDP_THROUGHPUT; nvdlav1's C-model works in 8s)
+    cdp_throughput: int = 8
 
     def supports(self, precision: str) -> bool:
         return precision in self.precisions
@@ -82,31 +84,31 @@ CONFIGS: dict[str, HardwareConfig] = {
             name="nv_medium_1024_full", atom_bytes=32, mac_atomic_c=32, mac_atomic_k=32,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
-            address_bits=64, **_SMALL_FEATURES,
+            address_bits=64, cdp_throughput=4, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_medium_512", atom_bytes=16, mac_atomic_c=32, mac_atomic_k=16,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=64, **_SMALL_FEATURES,
+            address_bits=64, cdp_throughput=2, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small", atom_bytes=8, mac_atomic_c=8, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=8, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=32, **_SMALL_FEATURES,
+            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small_256", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=32, **_SMALL_FEATURES,
+            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small_256_full", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
             address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
-            address_bits=32, **_SMALL_FEATURES,
+            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
         ),
     )
 }
