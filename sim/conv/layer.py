@@ -240,32 +240,19 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
     _check_cbuf(cfg, layer, cdma, csc)
 
 
-def entries_per_slice(width: int, channels: int, bpe: int, atom: int, entry: int) -> int:
-    """CBUF entries one input line (slice) of a direct-convolution cube takes.
-
-    An entry holds ``entry // atom`` atoms: whole entries take consecutive
-    channel groups of one pixel; the last partial group of atoms is packed
-    across neighbouring pixels (1, 2 or 4 pixels per entry).
-    """
-    per_entry = max(1, entry // atom)
+def least_entries_per_slice(width: int, channels: int, bpe: int, atom: int, entry: int) -> int:
+    """The fewest CBUF entries of ``entry`` bytes one input line can take: its atoms packed."""
     atoms = -(-channels * bpe // atom)
-    full, rest = divmod(atoms, per_entry)
-    count = full * width
-    if rest:
-        pixels = 1
-        while pixels * 2 * rest <= per_entry:
-            pixels *= 2
-        count += -(-width // pixels)
-    return count
+    return -(-width * atoms * atom // entry)
 
 
 def _check_cbuf(cfg, layer: ConvLayer, cdma, csc) -> None:
     """Logical CBUF: ENTRY_PER_SLICE and D_BANK must be able to hold the cube.
 
-    The entry size differs between C-model generations (nv_full's packs two
-    bank words per entry), so the check accepts any entry size from one bank
-    word to two and only rejects settings that cannot hold a line, or a
-    kernel's span of lines.
+    The entry size and packing rules differ between C-model generations
+    (nv_full's packs two bank words per entry), so the check only rejects
+    settings that cannot hold a line even fully packed into two-word entries,
+    or a kernel's span of lines.
     """
     if cdma.entries != csc.entries:
         raise ConfigurationError(f"{CSC}.D_ENTRY_PER_SLICE_0 does not match {CDMA}'s")
@@ -273,7 +260,7 @@ def _check_cbuf(cfg, layer: ConvLayer, cdma, csc) -> None:
         raise ConfigurationError(f"{CSC}.D_BANK_0 does not match {CDMA}.D_BANK_0")
     bpe = layer.element_bytes
     entries = cdma.entries + 1
-    least = entries_per_slice(layer.in_width, layer.channels, bpe, cfg.atom_bytes,
+    least = least_entries_per_slice(layer.in_width, layer.channels, bpe, cfg.atom_bytes,
                               2 * cfg.cbuf_bank_width)
     if entries < least:
         raise ConfigurationError(
