@@ -194,8 +194,10 @@ def run_layer(ctx, cube: np.ndarray | None = None) -> None:
     pdp = ctx.regs(PDP)
     cfg = pool_config(pdp, ctx.config)
     splits = pdp_splits(pdp, cfg)
-    check_geometry(pdp, cfg, splits)
     counters = {"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0}
+    if cube is not None:
+        cubes = [sdp_cube(ctx, pdp, cfg, splits, cube)]
+    check_geometry(pdp, cfg, splits)
     if cube is None:
         cubes = read_splits(ctx, pdp, cfg, splits)
         if cfg.precision == FP16:
@@ -206,8 +208,6 @@ def run_layer(ctx, cube: np.ndarray | None = None) -> None:
                 if pdp.nan_to_zero:
                     cubes[i] = flush_nan(c.astype(np.int64))
             counters = {"D_NAN_INPUT_NUM_0": nan, "D_INF_INPUT_NUM_0": inf}
-    else:
-        cubes = [sdp_cube(ctx, pdp, cfg, splits, cube)]
     pool_and_write(ctx, pdp, cfg, splits, cubes, counters)
 
 

@@ -1,0 +1,128 @@
+"""PDP datapath (sim.pdp.pooling) against the independent references."""
+
+import numpy as np
+import pytest
+
+from sim.pdp.pooling import AVERAGE, FP16, INT8, INT16, MAX, MIN, PoolConfig, pool_split
+
+from .reference import fp17, out_size, pool_float, pool_int
+
+METHOD = {"avg": AVERAGE, "max": MAX, "min": MIN}
+
+
+def run(x, prec, method, k, s, pads, pad_values=(0,) * 7, recip=(0x10000, 0x10000)):
+    kw, kh = k
+    C, H, W = x.shape
+    cfg = PoolConfig(precision=prec, method=METHOD[method], kernel_width=kw, kernel_height=kh,
+                     stride_width=s[0], stride_height=s[1], pad_top=pads[2], pad_bottom=pads[3],
+                     pad_values=tuple(pad_values), recip_width=recip[0], recip_height=recip[1])
+    wout = out_size(W, kw, s[0], pads[0], pads[1])
+    out = np.zeros((C, out_size(H, kh, s[1], pads[2], pads[3]), wout), dtype=np.int64)
+    pool_split(x.astype(np.int64), out, 0, wout, cfg, pads[0])
+    return out
+
+
+def pad_registers(value, bits=19):
+    return [(n * value) & ((1 << bits) - 1) for n in range(1, 8)]
+
+
+INT_CASES = [
+    # precision, method, kernel (w, h), stride (w, h), pads (l, r, t, b), pad value
+    (INT8, "max", (3, 3), (2, 2), (1, 1, 1, 1), 0),
+    (INT8, "min", (2, 4), (1, 3), (0, 1, 2, 0), 0),
+    (INT8, "avg", (3, 3), (1, 1), (0, 0, 0, 0), 0),
+    (INT8, "avg", (3, 2), (2, 1), (2, 1, 1, 1), -5),
+    (INT8, "avg", (8, 8), (8, 8), (7, 7, 7, 7), 9),
+    (INT8, "avg", (1, 7), (1, 2), (0, 0, 6, 3), -128),
+    (INT16, "max", (5, 1), (3, 1), (2, 2, 0, 0), 0),
+    (INT16, "avg", (4, 3), (2, 3), (3, 1, 2, 2), -1234),
+    (INT16, "avg", (2, 2), (2, 2), (1, 1, 1, 1), 32767),
+]
+
+
+@pytest.mark.parametrize("prec, method, k, s, pads, value", INT_CASES)
+def test_integer_pooling_matches_reference(prec, method, k, s, pads, value):
+    rng = np.random.default_rng(hash((prec, method, k, s, pads)) & 0xFFFF)
+    lo, hi = (-128, 128) if prec == INT8 else (-32768, 32768)
+    x = rng.integers(lo, hi, size=(5, 9, 11))
+    recip = (round(65536 / k[0]), round(65536 / k[1]))
+    got = run(x, prec, method, k, s, pads, pad_registers(value), recip)
+    want = pool_int(x, k, s, pads, method, value, recip, bits=8 if prec == INT8 else 16)
+    assert np.array_equal(got, want)
+
+
+def test_int8_average_wraps_like_the_c_model():
+    """A sum scaled past int8 range wraps (two's complement), it does not saturate."""
+    x = np.full((1, 2, 2), 127)
+    got = run(x, INT8, "avg", (2, 2), (2, 2), (0, 0, 0, 0), recip=(0x10000, 0x10000))
+    assert got[0, 0, 0] == ((508 + 128) % 256) - 128
+
+
+def as_fp16_bits(values):
+    return np.asarray(values, dtype=np.float16).view(np.uint16).astype(np.int64)
+
+
+def from_fp16_bits(bits):
+    return np.asarray(bits, dtype=np.int64).astype(np.uint16).view(np.float16)
+
+
+FP_CASES = [
+    ("max", (3, 3), (2, 2), (1, 1, 1, 1), 0.0),
+    ("min", (4, 2), (3, 1), (2, 0, 0, 1), 0.0),
+    ("avg", (2, 2), (2, 2), (0, 0, 0, 0), 0.0),
+    ("avg", (2, 2), (1, 1), (1, 1, 1, 1), 2.0),
+    ("avg", (4, 4), (2, 3), (3, 2, 1, 3), -1.5),
+    ("avg", (1, 8), (1, 4), (0, 0, 5, 2), 0.5),
+]
+
+
+@pytest.mark.parametrize("method, k, s, pads, value", FP_CASES)
+def test_fp16_pooling_matches_exact_reference(method, k, s, pads, value):
+    """Small integers and power-of-two kernels make every fp17 step exact."""
+    rng = np.random.default_rng(len(FP_CASES) + k[0] * 8 + k[1])
+    x = rng.integers(-16, 17, size=(4, 9, 10)).astype(np.float64)
+    x[x == 0] = 0.5  # no signed zeros
+    pv = [fp17(n * value) for n in range(1, 8)]
+    recip = (fp17(1 / k[0]), fp17(1 / k[1])) if method == "avg" else (0, 0)
+    got = run(as_fp16_bits(x), FP16, method, k, s, pads, pv, recip)
+    want = pool_float(x, k, s, pads, method, value).astype(np.float16)
+    assert np.array_equal(from_fp16_bits(got), want)
+
+
+def test_fp16_inf_kept_by_max_and_min_saturated_by_average():
+    x = np.full((3, 2, 2), 1.0)
+    x[0, 0, 0] = np.inf
+    x[1, 1, 1] = -np.inf
+    bits = as_fp16_bits(x)
+    mx = run(bits, FP16, "max", (2, 2), (2, 2), (0, 0, 0, 0))[:, 0, 0]
+    mn = run(bits, FP16, "min", (2, 2), (2, 2), (0, 0, 0, 0))[:, 0, 0]
+    avg = run(bits, FP16, "avg", (2, 2), (2, 2), (0, 0, 0, 0),
+              recip=(fp17(0.5), fp17(0.5)))[:, 0, 0]
+    assert list(mx) == [0x7C00, 0x3C00, 0x3C00]
+    assert list(mn) == [0x3C00, 0xFC00, 0x3C00]
+    # Inf enters the sum as the largest fp17 (+/-4292870144); the scaled
+    # result overflows fp16 and saturates to +/-65504.
+    assert list(avg) == [0x7BFF, 0xFBFF, 0x3C00]
+
+
+def test_fp16_nan_propagates():
+    x = np.full((2, 2, 2), 3.0)
+    bits = as_fp16_bits(x)
+    bits[0, 1, 0] = 0x7E01
+    for method in ("max", "min", "avg"):
+        out = run(bits, FP16, method, (2, 2), (2, 2), (0, 0, 0, 0),
+                  recip=(fp17(0.5), fp17(0.5)))[:, 0, 0]
+        assert (out[0] & 0x7C00) == 0x7C00 and (out[0] & 0x3FF) != 0, method
+        assert out[1] == 0x4200, method
+
+
+@pytest.mark.parametrize("pattern", [0x0001, 0x03FF, 0x8200, 0x0155])
+def test_fp16_denormals_exact(pattern):
+    bits = np.full((1, 2, 2), pattern, dtype=np.int64)
+    for method in ("max", "min", "avg"):
+        out = run(bits, FP16, method, (2, 2), (2, 2), (0, 0, 0, 0),
+                  recip=(fp17(0.5), fp17(0.5)))
+        assert out[0, 0, 0] == pattern, method
+    bits[0, 0, 1] = pattern ^ 0x8000  # opposite sign
+    mx = run(bits, FP16, "max", (2, 2), (2, 2), (0, 0, 0, 0))[0, 0, 0]
+    assert from_fp16_bits(mx) == max(from_fp16_bits([pattern, pattern ^ 0x8000]))
