@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from ..errors import SimError
-from .ops import Op, parse_int
+from .ops import Op, numbered_lines, parse_int
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*$")
 
@@ -61,14 +61,8 @@ def _split_args(text: str) -> list[str]:
 
 
 def parse_cfg(path: str | Path) -> list[Op]:
-    path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
     ops = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        where = f"{path}:{lineno}"
+    for where, raw in numbered_lines(path):
         line = _strip_comment(raw)
         if not line or line in ("{", "}"):
             continue

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import SimError
 
@@ -22,3 +24,14 @@ def parse_int(text: str, where: str, what: str = "number") -> int:
         return int(text.strip(), 0)
     except ValueError:
         raise SimError(f"{where}: {text.strip()!r} is not a valid {what}") from None
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
+    """("file:line", text) for each line of a trace file."""
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        yield f"{path}:{lineno}", raw

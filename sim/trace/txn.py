@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import SimError
-from .ops import Op, parse_int
+from .ops import Op, numbered_lines, parse_int
 
 ARITY = {"load_mem": 3, "write_reg": 2, "read_reg": 3, "wait": 0, "dump_mem": 3}
 
@@ -21,14 +21,8 @@ def csb_to_byte(addr: int) -> int:
 
 
 def parse_txn(path: str | Path) -> list[Op]:
-    path = Path(path)
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
     ops = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        where = f"{path}:{lineno}"
+    for where, raw in numbered_lines(path):
         words = raw.split("#", 1)[0].split()
         if not words:
             continue
