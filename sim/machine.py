@@ -65,6 +65,10 @@ class Machine:
         self.sec_mem = Memory("sec_mem", bits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
+        # done interrupts of the last layer not raised yet: a fused layer's blocks
+        # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
+        # each step raises one, as a bench waiting for them one by one sees them
+        self._deferred: list[tuple[str, int]] = []
         self.layers_run = 0
         self._init_hw_status()
 
@@ -154,10 +158,16 @@ class Machine:
 
     # -- execution ------------------------------------------------------------
     def busy(self) -> bool:
-        return any(e.ready(self) is not None for e in self.engines)
+        return bool(self._deferred) or any(e.ready(self) is not None for e in self.engines)
 
     def step(self) -> bool:
-        """Run the oldest launchable layer.  Returns False when nothing can run."""
+        """Raise the next deferred done interrupt, else run the oldest launchable layer.
+
+        Returns False when nothing can happen.
+        """
+        if self._deferred:
+            self.raise_interrupt(*self._deferred.pop(0))
+            return True
         for engine in self._by_launch_order():
             groups = engine.ready(self)
             if groups is None:
@@ -193,5 +203,7 @@ class Machine:
                 rf.complete(unit)
                 if unit in self._launches:
                     self._launches.remove(unit)
-        for source, unit in engine.interrupts(ctx):
-            self.raise_interrupt(source, ctx.groups[unit])
+        pending = [(source, ctx.groups[unit]) for source, unit in engine.interrupts(ctx)]
+        if pending:
+            self.raise_interrupt(*pending[0])
+            self._deferred.extend(pending[1:])
