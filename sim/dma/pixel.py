@@ -168,26 +168,36 @@ class PixelLayout:
     height: int
     x_offset: int
     line_strides: tuple[int, ...]
+    # per-plane X offsets when they differ (the CDMA's chroma plane); () = x_offset everywhere
+    plane_x_offsets: tuple[int, ...] = ()
+
+    def plane_x_offset(self, plane: int) -> int:
+        return self.plane_x_offsets[plane] if self.plane_x_offsets else self.x_offset
 
     def line_bytes(self, plane: int) -> int:
         """Bytes from a line's start to its last pixel's end (X offset included)."""
-        return (self.x_offset + self.width) * self.fmt.plane_bytes[plane]
+        return (self.plane_x_offset(plane) + self.width) * self.fmt.plane_bytes[plane]
 
     def extent(self, plane: int) -> int:
         return (self.height - 1) * self.line_strides[plane] + self.line_bytes(plane)
 
 
 def pixel_layout(fmt: PixelFormat, width: int, height: int, line_strides=None, x_offset: int = 0,
-                 atom_bytes: int = 32, what: str = "") -> PixelLayout:
-    """A validated layout; line strides left None are the line rounded up to an atom."""
+                 atom_bytes: int = 32, what: str = "", plane_x_offsets=None) -> PixelLayout:
+    """A validated layout; line strides left None are the line rounded up to an atom.
+
+    ``plane_x_offsets`` (one per plane) overrides ``x_offset`` plane by plane.
+    """
     check_pixel_setting(fmt, x_offset=x_offset, what=what)
+    offsets = tuple(int(o) for o in plane_x_offsets) if plane_x_offsets is not None else ()
     if width < 1 or height < 1:
         raise LayoutError(f"{what + ': ' if what else ''}image size {width}x{height} is empty")
     strides = list(line_strides) if line_strides is not None else [None] * fmt.planes
     strides += [None] * (fmt.planes - len(strides))
     layout = PixelLayout(fmt, width, height, x_offset, tuple(
-        align_up((x_offset + width) * fmt.plane_bytes[p], atom_bytes) if s is None else int(s)
-        for p, s in enumerate(strides[: fmt.planes])))
+        align_up(((offsets[p] if offsets else x_offset) + width) * fmt.plane_bytes[p], atom_bytes)
+        if s is None else int(s)
+        for p, s in enumerate(strides[: fmt.planes])), offsets)
     for plane, stride in enumerate(layout.line_strides):
         check_alignment("pixel", atom_bytes, what, line_stride=stride)
         if height > 1 and stride < layout.line_bytes(plane):
@@ -204,7 +214,7 @@ def _plane_pixels(buf: np.ndarray, base: int, layout: PixelLayout, plane: int,
     if base < 0 or base + layout.extent(plane) > buf.size:
         raise LayoutError(f"plane {plane} of {layout.extent(plane):#x} bytes at {base:#x} does not "
                           f"fit in a buffer of {buf.size:#x} bytes")
-    start = buf[base + layout.x_offset * bpp:]
+    start = buf[base + layout.plane_x_offset(plane) * bpp:]
     return as_strided(start, shape=(layout.height, layout.width, bpp),
                       strides=(layout.line_strides[plane], bpp, 1), writeable=writeable)
 
@@ -307,14 +317,16 @@ def unpack_pixels(planes, fmt, width: int, height: int, line_strides=None, x_off
 
 
 def read_pixels(mem, fmt, addrs, width: int, height: int, line_strides, x_offset: int = 0,
-                atom_bytes: int = 32, what: str = "") -> np.ndarray:
+                atom_bytes: int = 32, what: str = "", plane_x_offsets=None) -> np.ndarray:
     """(C, H, W) channels read through ``mem.read_array`` (the CDMA image reader).
 
-    ``addrs`` and ``line_strides`` give one value per plane.
+    ``addrs`` and ``line_strides`` give one value per plane; ``plane_x_offsets``
+    (optional, one per plane) overrides ``x_offset`` plane by plane.
     """
     fmt = fmt if isinstance(fmt, PixelFormat) else pixel_format(fmt)
     addrs = [addrs] if isinstance(addrs, int) else list(addrs)
-    layout = pixel_layout(fmt, width, height, line_strides, x_offset, atom_bytes, what)
+    layout = pixel_layout(fmt, width, height, line_strides, x_offset, atom_bytes, what,
+                          plane_x_offsets)
     windows = []
     for plane in range(fmt.planes):
         check_alignment("pixel", atom_bytes, what, start=addrs[plane])
