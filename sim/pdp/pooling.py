@@ -139,41 +139,52 @@ def _pad_index_hi(i, ki, k, n):
 
 
 @njit
+def _int_row(x, c, h, ws, kw, W, pad_l, method, pv, acc_bits):
+    """Width pass of one window on row ``h`` (C-model line operation)."""
+    row = np.int64(0)
+    for w in range(max(ws, 0), min(ws + kw, W)):
+        kwi = w - ws
+        v = x[c, h, w]
+        first = w == 0 or kwi == 0
+        if method == 0:
+            row = v if first else row + v
+            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
+            if nl > 0:
+                row += pv[nl - 1]
+            else:
+                nr = _pad_index_hi(w, kwi, kw, W)
+                if nr > 0:
+                    row += pv[nr - 1]
+            row = sign_extend(row, acc_bits)
+        elif first:
+            row = v
+        elif method == 1:
+            row = max(row, v)
+        else:
+            row = min(row, v)
+    return row
+
+
+@njit
 def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, rw, rh,
               out_bits):
     """Integer pooling of one split: ``out[:, :, col0 + ow]`` for every window."""
     C, H, W = x.shape
     Hout = out.shape[1]
     n_out = out.shape[2] - col0
+    rows = np.empty((H, n_out), dtype=np.int64)
     for c in range(C):
+        for h in range(H):
+            for ow in range(n_out):
+                rows[h, ow] = _int_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv,
+                                       acc_bits)
         for oh in range(Hout):
             hs = oh * sh - pad_t
             for ow in range(n_out):
-                ws = ow * sw - pad_l
                 acc = np.int64(0)
                 for h in range(max(hs, 0), min(hs + kh, H)):
                     khi = h - hs
-                    row = np.int64(0)
-                    for w in range(max(ws, 0), min(ws + kw, W)):
-                        kwi = w - ws
-                        v = x[c, h, w]
-                        first = w == 0 or kwi == 0
-                        if method == 0:
-                            row = v if first else row + v
-                            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
-                            if nl > 0:
-                                row += pv[nl - 1]
-                            else:
-                                nr = _pad_index_hi(w, kwi, kw, W)
-                                if nr > 0:
-                                    row += pv[nr - 1]
-                            row = sign_extend(row, acc_bits)
-                        elif first:
-                            row = v
-                        elif method == 1:
-                            row = max(row, v)
-                        else:
-                            row = min(row, v)
+                    row = rows[h, ow]
                     first = h == 0 or khi == 0
                     if method == 0:
                         acc = row if first else acc + row
@@ -206,55 +217,68 @@ def _c_int32(v):
 
 
 @njit
+def _fp16_row(x, c, h, ws, kw, W, pad_l, method, pv):
+    """Width pass of one window on row ``h``: fp17 sum, or fp16 max/min."""
+    row = np.int64(0)
+    want_max = method == 1
+    for w in range(max(ws, 0), min(ws + kw, W)):
+        kwi = w - ws
+        v = x[c, h, w]
+        first = w == 0 or kwi == 0
+        if method == 0:
+            pl = np.int64(0)
+            pr = np.int64(0)
+            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
+            if nl > 0:
+                pl = pv[nl - 1]
+            else:
+                nr = _pad_index_hi(w, kwi, kw, W)
+                if nr > 0:
+                    pr = pv[nr - 1]
+            v17 = fp16_to_fp17_bits(v)
+            row = v17 if first else fp_add(row, v17, 6, 10)
+            row = fp_add(fp_add(row, pl, 6, 10), pr, 6, 10)
+        elif first:
+            row = v
+        else:
+            row = fp_max(row, v, want_max, 5, 10)
+    return row
+
+
+@njit
 def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, kw_fp17, rw, rh):
     """fp16 pooling of one split (patterns in, patterns out); see the module doc."""
     C, H, W = x.shape
     Hout = out.shape[1]
     n_out = out.shape[2] - col0
     want_max = method == 1
+    pv_rows = np.empty(7, dtype=np.int64)  # pad value for n rows: PADDING_VALUE_n * kw
+    for i in range(7):
+        pv_rows[i] = fp_mul(pv[i], kw_fp17, 6, 10)
+    zero_row = fp_mul(0, kw_fp17, 6, 10)
+    rows = np.empty((H, n_out), dtype=np.int64)
     for c in range(C):
+        for h in range(H):
+            for ow in range(n_out):
+                rows[h, ow] = _fp16_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv)
         for oh in range(Hout):
             hs = oh * sh - pad_t
             for ow in range(n_out):
-                ws = ow * sw - pad_l
                 acc = np.int64(0)
                 for h in range(max(hs, 0), min(hs + kh, H)):
                     khi = h - hs
-                    row = np.int64(0)
-                    for w in range(max(ws, 0), min(ws + kw, W)):
-                        kwi = w - ws
-                        v = x[c, h, w]
-                        first = w == 0 or kwi == 0
-                        if method == 0:
-                            pl = np.int64(0)
-                            pr = np.int64(0)
-                            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
-                            if nl > 0:
-                                pl = pv[nl - 1]
-                            else:
-                                nr = _pad_index_hi(w, kwi, kw, W)
-                                if nr > 0:
-                                    pr = pv[nr - 1]
-                            v17 = fp16_to_fp17_bits(v)
-                            row = v17 if first else fp_add(row, v17, 6, 10)
-                            row = fp_add(fp_add(row, pl, 6, 10), pr, 6, 10)
-                        elif first:
-                            row = v
-                        else:
-                            row = fp_max(row, v, want_max, 5, 10)
+                    row = rows[h, ow]
                     first = h == 0 or khi == 0
                     if method == 0:
-                        pt = np.int64(0)
-                        pb = np.int64(0)
+                        pt = zero_row
+                        pb = zero_row
                         nt = _pad_index_lo(h, khi, kh, H, 1)
                         if nt > 0:
-                            pt = pv[nt - 1]
+                            pt = pv_rows[nt - 1]
                         else:
                             nb = _pad_index_hi(h, khi, kh, H)
                             if nb > 0:
-                                pb = pv[nb - 1]
-                        pt = fp_mul(pt, kw_fp17, 6, 10)
-                        pb = fp_mul(pb, kw_fp17, 6, 10)
+                                pb = pv_rows[nb - 1]
                         acc = row if first else fp_add(row, acc, 6, 10)
                         acc = fp_add(fp_add(acc, pt, 6, 10), pb, 6, 10)
                     elif first:
