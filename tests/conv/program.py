@@ -1,0 +1,115 @@
+"""Program a direct-convolution layer's CDMA/CSC/CMAC/CACC registers for tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.conv.engine import compute_layer
+from sim.conv.layer import decode_layer
+from sim.dma.feature import pack_feature
+from sim.dma.weights import pack_weight_dc
+from sim.machine import LayerContext, Machine
+
+UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
+CODES = {"int8": 0, "int16": 1, "fp16": 2}
+IN_ADDR, WT_ADDR = 0x100000, 0x200000
+
+
+def set_reg(m: Machine, unit: str, reg: str, **fields) -> None:
+    r = m.regfile.regmap.by_name(f"{unit}.{reg}")
+    word = 0
+    for name, value in fields.items():
+        f = r.field(name.upper())
+        word |= (int(value) & ((1 << f.width) - 1)) << f.lsb
+    m.write_reg(f"{unit}.{reg}", word)
+
+
+def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=(1, 1),
+            dilation=(1, 1), pad=(0, 0, 0, 0), pad_value: int = 0, truncate: int = 0,
+            cvt=None, nan_to_zero: bool = False, entries: int | None = None,
+            out_size=None) -> None:
+    """Write the cube and weights to memory and program the registers (group 0).
+
+    ``x`` is (C, H, W) in element dtype, ``w`` (K, C, R, S); ``pad`` is
+    (left, right, top, bottom); ``cvt`` is (offset, scale, truncate) or None.
+    """
+    cfg = m.config
+    c, h, wd = x.shape
+    k, _, r, s = w.shape
+    data, layout = pack_feature(x, cfg, precision=precision)
+    m.load(IN_ADDR, data)
+    m.load(WT_ADDR, pack_weight_dc(w, precision, cfg))
+    bpe = 1 if precision == "int8" else 2
+    left, right, top, bottom = pad
+    sx, sy = stride
+    dx, dy = dilation
+    if out_size is None:
+        out_w = (wd + left + right - ((s - 1) * dx + 1)) // sx + 1
+        out_h = (h + top + bottom - ((r - 1) * dy + 1)) // sy + 1
+    else:
+        out_w, out_h = out_size
+    atoms = -(-c * bpe // cfg.atom_bytes)
+    if entries is None:
+        entries = -(-wd * atoms * cfg.atom_bytes // cfg.cbuf_bank_width)
+    code = CODES[precision]
+    kernel_bytes = r * s * c * bpe
+    wbytes = -(-k * kernel_bytes // 128) * 128
+    cd, cs, ca = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
+    set_reg(m, cd, "D_MISC_CFG_0", in_precision=code, proc_precision=code)
+    set_reg(m, cd, "D_DATAIN_FORMAT_0")
+    set_reg(m, cd, "D_DATAIN_SIZE_0_0", datain_width=wd - 1, datain_height=h - 1)
+    set_reg(m, cd, "D_DATAIN_SIZE_1_0", datain_channel=c - 1)
+    set_reg(m, cd, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=wd - 1, datain_height_ext=h - 1)
+    set_reg(m, cd, "D_DAIN_RAM_TYPE_0", datain_ram_type=1)
+    set_reg(m, cd, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=IN_ADDR)
+    set_reg(m, cd, "D_LINE_STRIDE_0", line_stride=layout.line_stride)
+    set_reg(m, cd, "D_SURF_STRIDE_0", surf_stride=layout.surface_stride)
+    set_reg(m, cd, "D_DAIN_MAP_0", line_packed=1, surf_packed=1)
+    set_reg(m, cd, "D_ENTRY_PER_SLICE_0", entries=entries - 1)
+    set_reg(m, cd, "D_WEIGHT_SIZE_0_0", byte_per_kernel=kernel_bytes - 1)
+    set_reg(m, cd, "D_WEIGHT_SIZE_1_0", weight_kernel=k - 1)
+    set_reg(m, cd, "D_WEIGHT_RAM_TYPE_0", weight_ram_type=1)
+    set_reg(m, cd, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=WT_ADDR)
+    set_reg(m, cd, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
+    if cvt is not None:
+        set_reg(m, cd, "D_CVT_CFG_0", cvt_en=1, cvt_truncate=cvt[2])
+        set_reg(m, cd, "D_CVT_OFFSET_0", cvt_offset=cvt[0])
+        set_reg(m, cd, "D_CVT_SCALE_0", cvt_scale=cvt[1])
+    set_reg(m, cd, "D_CONV_STRIDE_0", conv_x_stride=sx - 1, conv_y_stride=sy - 1)
+    set_reg(m, cd, "D_ZERO_PADDING_0", pad_left=left, pad_right=right, pad_top=top,
+            pad_bottom=bottom)
+    set_reg(m, cd, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
+    set_reg(m, cd, "D_BANK_0", data_bank=7, weight_bank=7)
+    set_reg(m, cd, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
+
+    set_reg(m, cs, "D_MISC_CFG_0", in_precision=code, proc_precision=code)
+    set_reg(m, cs, "D_DATAIN_FORMAT_0")
+    set_reg(m, cs, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=wd - 1, datain_height_ext=h - 1)
+    set_reg(m, cs, "D_DATAIN_SIZE_EXT_1_0", datain_channel_ext=c - 1)
+    set_reg(m, cs, "D_ENTRY_PER_SLICE_0", entries=entries - 1)
+    set_reg(m, cs, "D_WEIGHT_SIZE_EXT_0_0", weight_width_ext=s - 1, weight_height_ext=r - 1)
+    set_reg(m, cs, "D_WEIGHT_SIZE_EXT_1_0", weight_channel_ext=c - 1, weight_kernel=k - 1)
+    set_reg(m, cs, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
+    set_reg(m, cs, "D_DATAOUT_SIZE_0_0", dataout_width=out_w - 1, dataout_height=out_h - 1)
+    set_reg(m, cs, "D_DATAOUT_SIZE_1_0", dataout_channel=k - 1)
+    set_reg(m, cs, "D_CONV_STRIDE_EXT_0", conv_x_stride_ext=sx - 1, conv_y_stride_ext=sy - 1)
+    set_reg(m, cs, "D_DILATION_EXT_0", x_dilation_ext=dx - 1, y_dilation_ext=dy - 1)
+    set_reg(m, cs, "D_ZERO_PADDING_0", pad_left=left, pad_top=top)
+    set_reg(m, cs, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
+    set_reg(m, cs, "D_BANK_0", data_bank=7, weight_bank=7)
+    for unit in ("NVDLA_CMAC_A", "NVDLA_CMAC_B"):
+        set_reg(m, unit, "D_MISC_CFG_0", proc_precision=code)
+    set_reg(m, ca, "D_MISC_CFG_0", proc_precision=code)
+    set_reg(m, ca, "D_DATAOUT_SIZE_0_0", dataout_width=out_w - 1, dataout_height=out_h - 1)
+    set_reg(m, ca, "D_DATAOUT_SIZE_1_0", dataout_channel=k - 1)
+    set_reg(m, ca, "D_CLIP_CFG_0", clip_truncate=truncate)
+
+
+def run_conv(config: str, x, w, **kw):
+    """(CACC output (K, H', W'), counters) of one programmed layer."""
+    m = Machine(config)
+    program(m, x, w, **kw)
+    ctx = LayerContext(m, {u: 0 for u in UNITS})
+    layer = decode_layer(ctx)
+    out, counters = compute_layer(ctx, layer)
+    return out[0], counters

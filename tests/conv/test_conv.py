@@ -1,0 +1,140 @@
+"""Direct convolution against an independent reference.
+
+The reference convolves the unpacked tensors pixel by pixel with Python
+integers and applies the documented CACC delivery: round half away from
+zero by CLIP_TRUNCATE bits, saturate to int32, count the saturated values.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sim.errors import ConfigurationError
+
+from .program import run_conv
+
+
+def reference_conv(x, w, stride, dilation, pad, pad_value, out_hw):
+    c, h, wd = x.shape
+    k, _, r, s = w.shape
+    sx, sy = stride
+    dx, dy = dilation
+    left, _, top, _ = pad
+    oh, ow = out_hw
+    acc = np.zeros((k, oh, ow), dtype=object)
+    wi = w.astype(np.int64)
+    for oy in range(oh):
+        for ox in range(ow):
+            total = np.zeros(k, dtype=np.int64)
+            for ry in range(r):
+                for sx_ in range(s):
+                    iy, ix = oy * sy + ry * dy - top, ox * sx + sx_ * dx - left
+                    if 0 <= iy < h and 0 <= ix < wd:
+                        col = x[:, iy, ix].astype(np.int64)
+                    else:
+                        col = np.full(c, pad_value, dtype=np.int64)
+                    total += wi[:, :, ry, sx_] @ col
+            acc[:, oy, ox] = total
+    return acc
+
+
+def reference_cacc(acc, truncate):
+    out = np.zeros(acc.shape, dtype=np.int64)
+    sat = 0
+    for idx, a in np.ndenumerate(acc):
+        v = Fraction(int(a), 1 << truncate)
+        q = int(abs(v) + Fraction(1, 2)) * (1 if v >= 0 else -1)
+        if q > 2**31 - 1 or q < -2**31:
+            sat += 1
+            q = max(-2**31, min(2**31 - 1, q))
+        out[idx] = q
+    return out, sat
+
+
+def signed_pad(value, precision):
+    bits = 8 if precision == "int8" else 16
+    v = value & ((1 << bits) - 1)
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+CASES = [
+    # config, precision, C, H, W, K, R, S, stride, dilation, pad (l, r, t, b), pad value, truncate
+    ("nv_small", "int8", 5, 6, 7, 3, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1), 0, 0),
+    ("nv_small", "int8", 13, 9, 8, 9, 2, 5, (2, 3), (1, 1), (2, 0, 1, 2), 0x17f, 3),
+    ("nv_small", "int8", 20, 11, 10, 17, 3, 2, (1, 2), (2, 3), (0, 2, 1, 0), 0xf3, 5),
+    ("nv_small", "int8", 8, 4, 4, 8, 1, 1, (1, 1), (1, 1), (0, 0, 0, 0), 0, 0),
+    ("nv_full", "int8", 70, 5, 6, 33, 3, 3, (1, 1), (1, 1), (1, 1, 1, 1), 0x85, 2),
+    ("nv_full", "int8", 3, 12, 9, 40, 5, 4, (3, 2), (2, 1), (3, 1, 2, 2), 0x7f, 7),
+    ("nv_full", "int16", 35, 7, 5, 17, 3, 3, (1, 1), (1, 2), (1, 1, 1, 1), 0x8123, 9),
+    ("nv_full", "int16", 17, 6, 6, 5, 2, 2, (2, 2), (1, 1), (0, 1, 0, 1), 0x7fff, 0),
+    ("nv_full", "int16", 64, 4, 3, 16, 3, 1, (1, 1), (2, 1), (0, 0, 2, 2), 0x1234, 16),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_int_conv_matches_reference(case):
+    config, prec, c, h, wd, k, r, s, stride, dil, pad, pad_value, trunc = case
+    rng = np.random.default_rng(CASES.index(case))
+    dtype = np.int8 if prec == "int8" else np.int16
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max + 1, (c, h, wd)).astype(dtype)
+    w = rng.integers(info.min, info.max + 1, (k, c, r, s)).astype(dtype)
+    out, counters = run_conv(config, x, w, precision=prec, stride=stride, dilation=dil,
+                             pad=pad, pad_value=pad_value, truncate=trunc)
+    acc = reference_conv(x, w, stride, dil, pad, signed_pad(pad_value, prec), out.shape[1:])
+    want, sat = reference_cacc(acc, trunc)
+    np.testing.assert_array_equal(out.astype(np.int64), want)
+    assert counters[("NVDLA_CACC", "D_OUT_SATURATION_0")] == sat
+
+
+def test_int16_saturation_is_counted():
+    x = np.full((64, 3, 3), 32767, np.int16)
+    w = np.full((4, 64, 3, 3), 32767, np.int16)
+    w[1] = -32768
+    out, counters = run_conv("nv_full", x, w, precision="int16", truncate=0)
+    assert out[0, 0, 0] == 2**31 - 1 and out[1, 0, 0] == -2**31
+    acc = reference_conv(x, w, (1, 1), (1, 1), (0, 0, 0, 0), 0, (1, 1))
+    assert counters[("NVDLA_CACC", "D_OUT_SATURATION_0")] == reference_cacc(acc, 0)[1] == 4
+
+
+@pytest.mark.parametrize("offset,scale,trunc", [(3, 2, 1), (-20, 7, 3), (100, -1, 0)])
+def test_cdma_convertor_int8(offset, scale, trunc):
+    rng = np.random.default_rng(7)
+    x = rng.integers(-128, 128, (9, 4, 4)).astype(np.int8)
+    w = rng.integers(-128, 128, (3, 9, 1, 1)).astype(np.int8)
+    out, _ = run_conv("nv_small", x, w, precision="int8", cvt=(offset, scale, trunc))
+    conv = np.zeros(x.shape, dtype=np.int64)
+    for idx, v in np.ndenumerate(x):
+        p = Fraction((int(v) - offset) * scale, 1 << trunc)
+        q = int(abs(p) + Fraction(1, 2)) * (1 if p >= 0 else -1)
+        conv[idx] = max(-128, min(127, q))
+    want = reference_conv(conv, w, (1, 1), (1, 1), (0, 0, 0, 0), 0, (4, 4))
+    np.testing.assert_array_equal(out.astype(np.int64), want.astype(np.int64))
+
+
+def test_invalid_precision_pair_is_rejected():
+    from sim.conv.layer import decode_layer
+    from sim.machine import LayerContext, Machine
+
+    from .program import UNITS, program, set_reg
+
+    m = Machine("nv_full")
+    x = np.zeros((4, 2, 2), np.int8)
+    w = np.zeros((1, 4, 1, 1), np.int8)
+    program(m, x, w, precision="int8")
+    set_reg(m, "NVDLA_CDMA", "D_MISC_CFG_0", in_precision=0, proc_precision=1)
+    with pytest.raises(ConfigurationError, match="Table 29"):
+        decode_layer(LayerContext(m, {u: 0 for u in UNITS}))
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(entries=1), "ENTRY_PER_SLICE"),
+    (dict(out_size=(4, 2)), "DATAOUT_SIZE"),
+    (dict(truncate=17), "CLIP_TRUNCATE"),
+])
+def test_bad_registers_raise(kw, match):
+    x = np.zeros((40, 3, 4), np.int8)
+    w = np.zeros((2, 40, 2, 2), np.int8)
+    with pytest.raises(ConfigurationError, match=match):
+        run_conv("nv_small", x, w, precision="int8", **kw)
