@@ -1,0 +1,470 @@
+"""Image input (CDMA D_DATAIN_FORMAT = PIXEL): pixels -> converted cube -> convolution.
+
+CDMA (per line of the image, pitch linear)
+    Reads ``x_offset + width`` pixels of plane 0 (and of the interleaved
+    chroma plane of the semi-planar N444 formats, whose X offset is taken
+    modulo the pixels of one memory atom: ``x_offset mod (atom / (2*e))``
+    with ``e`` the element bytes -- the chroma base address already points at
+    the atom holding the first pixel).  Components are reordered to R, G, B, A
+    (Y, U, V, A) by :mod:`sim.dma.pixel`; 10-bit packed fields are moved to
+    the top of 16 bits (alpha too).  8-bit components are unsigned, or signed
+    with D_PIXEL_SIGN_OVERRIDE; 16-bit integer components likewise (the
+    override, not the format name, decides); fp16 components stay fp16.
+    With D_CVT_EN each component goes through the CDMA convertor
+    ``sat(round((x - m) * scale >> truncate))`` (:func:`sim.num.cdma_cvt`,
+    IN_PRECISION -> PROC_PRECISION), where ``m`` is the per-channel mean
+    (D_MEAN_GLOBAL RY/GU/BV/AX) when D_MEAN_FORMAT is enabled and
+    D_CVT_OFFSET otherwise.  Without the convertor the raw component goes
+    through unchanged (so the input and processing precisions must match).
+    fp16 input counts the NaN/Inf of each fetched line (from the X offset to
+    the end of the line's last atom) and D_NAN_FLUSH_TO_ZERO clears data NaNs.
+    The line is framed by PAD_LEFT/PAD_RIGHT pixels of the CDMA pad value.
+CSC
+    Channel pre-extension: output pixel x of kernel row r reads the S*C
+    elements of input pixels ``x*stride_x .. x*stride_x + S - 1`` of the
+    padded line ``y*stride_y + r - pad_top`` (element ``s*C + c``); lines
+    outside the image read the CSC pad value.  The weights are the kernel
+    pre-extended to (K, S*C, R, 1), in the DC layout, or with
+    D_POST_Y_EXTENSION 2/4 lines merged into one atomic operation
+    (:func:`sim.dma.weights.unpack_weight_image`).  Atomic operations are
+    blocks of ``mac_atomic_c`` lanes: super-channels of the S*C vector (outer)
+    times kernel rows (inner), or with post-extension one block per group of
+    2/4 rows whose lanes are split in 2/4 equal parts (missing rows of the
+    last group read 0).  This block structure is what the fp16 MAC sees; the
+    integer result is the exact convolution either way.
+CMAC/CACC
+    As in direct convolution (:mod:`sim.conv.mac_int`, :mod:`sim.conv.mac_fp16`).
+    Image input has no batch mode and no dilation (the CSC ignores D_DILATION).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..configs import FP16, INT8, INT16
+from ..dma.align import LayoutError
+from ..dma.pixel import PIXEL_FORMATS, PixelFormat, read_pixels
+from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
+from ..dma.weights import pack_weight_dc, unpack_weight_image
+from ..errors import ConfigurationError, SimError
+from ..num import cdma_cvt
+from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
+from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
+from .mac_int import cacc_truncate, conv_sum
+
+_CODE = {INT8: 0, INT16: 1, FP16: 2}
+FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
+
+
+def _precision(code: int, what: str) -> str:
+    try:
+        return PRECISIONS[code]
+    except KeyError:
+        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
+
+
+def is_image_input(ctx) -> bool:
+    return bool(ctx.regs(CDMA).datain_format)
+
+
+@dataclass(frozen=True)
+class ImageLayer:
+    fmt: PixelFormat
+    in_precision: str
+    precision: str  # processing precision
+    width: int
+    height: int
+    channels: int
+    x_offset: int
+    sign_override: bool
+    addrs: tuple[int, int]
+    line_strides: tuple[int, int]
+    ram: int
+    cvt_enable: bool
+    cvt_offset: int
+    cvt_scale: int
+    cvt_truncate: int
+    means: tuple[int, int, int, int] | None  # RY, GU, BV, AX (raw 16-bit) when enabled
+    nan_to_zero: bool
+    pad_left: int
+    pad_right: int
+    pad_top: int
+    pad_bottom: int
+    cdma_pad_value: int
+    csc_pad_value: int
+    kernel_width: int  # S, before pre-extension
+    kernel_height: int  # R
+    stride_x: int
+    stride_y: int
+    post_extension: int
+    out_width: int
+    out_height: int
+    weights: ConvLayer  # the CSC's pre-extended (K, S*C, R, 1) weight geometry
+
+    @property
+    def kernels(self) -> int:
+        return self.weights.kernels
+
+
+def _pixel_format(code: int) -> PixelFormat:
+    if code >= len(FORMAT_NAMES):
+        raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: pixel format {code} is reserved")
+    return PIXEL_FORMATS[FORMAT_NAMES[code]]
+
+
+def decode_image_layer(ctx) -> ImageLayer:
+    """Decode and cross-check an image-input layer's registers."""
+    cfg = ctx.config
+    cdma, csc, cacc = ctx.regs(CDMA), ctx.regs(CSC), ctx.regs(CACC)
+    if not csc.datain_format:
+        raise ConfigurationError(f"{CSC}.D_DATAIN_FORMAT_0: FEATURE while {CDMA} reads pixels")
+    for blk, unit in ((cdma, CDMA), (csc, CSC)):
+        if blk.conv_mode != 0:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: image input is direct convolution "
+                                     "only (no Winograd)")
+    if cdma.pixel_mapping != 0:
+        raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: PIXEL_MAPPING {cdma.pixel_mapping} is "
+                                 "reserved (pitch linear only)")
+    fmt = _pixel_format(cdma.pixel_format)
+    in_prec = _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
+    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    check_precision("conv", IMAGE_FP16 if in_prec == FP16 else IMAGE_INT, proc,
+                    f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
+    cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
+    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
+                      (cacc, CACC)):
+        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
+        if p != proc:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
+                                     f"the CDMA's {proc}")
+    cvt = bool(cdma.cvt_en)
+    if not cvt and in_prec != proc:
+        raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: converting {in_prec} pixels to {proc} "
+                                 "needs the convertor (CVT_EN)")
+    for blk, unit in ((cdma, CDMA), (csc, CSC), (cacc, CACC)):
+        if blk.reg("D_BATCH_NUMBER_0").batches:
+            raise ConfigurationError(f"{unit}.D_BATCH_NUMBER_0: image input has no batch mode")
+
+    channels = cdma.datain_channel + 1
+    if channels != fmt.channels:
+        raise ConfigurationError(f"{CDMA}.D_DATAIN_SIZE_1_0: {fmt.name} has {fmt.channels} "
+                                 f"channel(s), not {channels}")
+    width, height = cdma.datain_width + 1, cdma.datain_height + 1
+    pad = cdma.reg("D_ZERO_PADDING_0")
+    kernels = cdma.weight_kernel + 1
+    ext_channels = csc.weight_channel_ext + 1
+    kernel_height = csc.weight_height_ext + 1
+    if csc.weight_width_ext != 0:
+        raise ConfigurationError(f"{CSC}.D_WEIGHT_SIZE_EXT_0_0: image input needs pre-extended "
+                                 f"kernels of width 1, not {csc.weight_width_ext + 1}")
+    if ext_channels % channels:
+        raise ConfigurationError(f"{CSC}.D_WEIGHT_SIZE_EXT_1_0: {ext_channels} pre-extended "
+                                 f"channels are not a multiple of the {channels} image channels")
+    kernel_width = ext_channels // channels
+    post = 1 << csc.y_extension
+    if csc.y_extension > 2:
+        raise ConfigurationError(f"{CSC}.D_POST_Y_EXTENSION_0: Y_EXTENSION {csc.y_extension} is "
+                                 "reserved (1, 2 or 4 lines)")
+    bpe = 1 if proc == INT8 else 2
+    if post > 1 and ext_channels * post > cfg.mac_atomic_c:
+        raise ConfigurationError(
+            f"{CSC}.D_POST_Y_EXTENSION_0: {post} lines of {ext_channels} channels exceed one "
+            f"atomic operation ({cfg.mac_atomic_c} lanes)")
+    mean = None
+    if cdma.mean_format:
+        mean = (cdma.mean_ry, cdma.mean_gu, cdma.mean_bv, cdma.mean_ax)
+    stride_x, stride_y = csc.conv_x_stride_ext + 1, csc.conv_y_stride_ext + 1
+    out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
+    out_h = csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1
+
+    weights = ConvLayer(
+        precision=proc, batches=1, in_width=width, in_height=height, channels=ext_channels,
+        in_ram=cdma.datain_ram_type, in_addr=0,
+        line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False, cvt_offset=0,
+        cvt_scale=0, cvt_truncate=0, nan_to_zero=False, kernels=kernels, kernel_width=1,
+        kernel_height=kernel_height, byte_per_kernel=cdma.byte_per_kernel + 1,
+        weight_ram=cdma.weight_ram_type,
+        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
+        compressed=bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format),
+        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
+        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
+        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes, stride_x=stride_x, stride_y=stride_y,
+        dilation_x=1, dilation_y=1, pad_left=0, pad_top=pad.pad_top,
+        pad_value=csc.reg("D_ZERO_PADDING_VALUE_0").pad_value, out_width=out_w,
+        out_height=out_h, clip_truncate=cacc.clip_truncate)
+    if weights.compressed:
+        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
+    layer = ImageLayer(
+        fmt=fmt, in_precision=in_prec, precision=proc, width=width, height=height,
+        channels=channels, x_offset=cdma.pixel_x_offset,
+        sign_override=bool(cdma.pixel_sign_override),
+        addrs=((cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
+               (cdma.datain_addr_high_1 << 32) | cdma.datain_addr_low_1),
+        line_strides=(cdma.reg("D_LINE_STRIDE_0").line_stride, cdma.uv_line_stride),
+        ram=cdma.datain_ram_type, cvt_enable=cvt, cvt_offset=cdma.cvt_offset,
+        cvt_scale=cdma.cvt_scale, cvt_truncate=cdma.cvt_truncate, means=mean,
+        nan_to_zero=bool(cdma.nan_to_zero), pad_left=pad.pad_left, pad_right=pad.pad_right,
+        pad_top=pad.pad_top, pad_bottom=pad.pad_bottom,
+        cdma_pad_value=cdma.reg("D_ZERO_PADDING_VALUE_0").pad_value,
+        csc_pad_value=csc.reg("D_ZERO_PADDING_VALUE_0").pad_value,
+        kernel_width=kernel_width, kernel_height=kernel_height, stride_x=stride_x,
+        stride_y=stride_y, post_extension=post, out_width=out_w, out_height=out_h,
+        weights=weights)
+    _cross_check(layer, cdma, csc, cacc, bpe)
+    return layer
+
+
+def _cross_check(layer: ImageLayer, cdma, csc, cacc, bpe: int) -> None:
+    pairs = (
+        (f"{CSC}.D_DATAIN_SIZE_EXT_0_0 DATAIN_WIDTH_EXT", csc.datain_width_ext + 1, layer.width),
+        (f"{CSC}.D_DATAIN_SIZE_EXT_0_0 DATAIN_HEIGHT_EXT", csc.datain_height_ext + 1,
+         layer.height),
+        (f"{CSC}.D_DATAIN_SIZE_EXT_1_0 DATAIN_CHANNEL_EXT", csc.datain_channel_ext + 1,
+         layer.channels),
+        (f"{CSC}.D_WEIGHT_SIZE_EXT_1_0 WEIGHT_KERNEL",
+         csc.reg("D_WEIGHT_SIZE_EXT_1_0").weight_kernel + 1, layer.kernels),
+        (f"{CSC}.D_DATAOUT_SIZE_1_0 DATAOUT_CHANNEL",
+         csc.reg("D_DATAOUT_SIZE_1_0").dataout_channel + 1, layer.kernels),
+        (f"{CACC}.D_DATAOUT_SIZE_0_0 DATAOUT_WIDTH", cacc.dataout_width + 1, layer.out_width),
+        (f"{CACC}.D_DATAOUT_SIZE_0_0 DATAOUT_HEIGHT", cacc.dataout_height + 1, layer.out_height),
+        (f"{CACC}.D_DATAOUT_SIZE_1_0 DATAOUT_CHANNEL", cacc.dataout_channel + 1, layer.kernels),
+        (f"{CSC}.D_WEIGHT_BYTES_0", csc.reg("D_WEIGHT_BYTES_0").weight_bytes,
+         layer.weights.weight_bytes),
+        (f"{CDMA}.D_CONV_STRIDE_0 CONV_X_STRIDE", cdma.conv_x_stride + 1, layer.stride_x),
+        (f"{CDMA}.D_CONV_STRIDE_0 CONV_Y_STRIDE", cdma.conv_y_stride + 1, layer.stride_y),
+        (f"{CSC}.D_ZERO_PADDING_0 PAD_TOP", csc.reg("D_ZERO_PADDING_0").pad_top, layer.pad_top),
+    )
+    for name, got, want in pairs:
+        if got != want:
+            raise ConfigurationError(f"{name}: {got} does not match {want}")
+    kernel_bytes = layer.weights.channels * layer.kernel_height * bpe
+    if layer.weights.byte_per_kernel != kernel_bytes:
+        raise ConfigurationError(
+            f"{CDMA}.D_WEIGHT_SIZE_0_0: BYTE_PER_KERNEL {layer.weights.byte_per_kernel} is not "
+            f"{layer.kernel_width}x{layer.kernel_height}x{layer.channels} elements "
+            f"({kernel_bytes} bytes)")
+    if not layer.weights.compressed and layer.weights.weight_bytes < layer.kernels * kernel_bytes:
+        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {layer.weights.weight_bytes} bytes "
+                                 f"cannot hold {layer.kernels} kernels of {kernel_bytes} bytes")
+    for axis, size, before, after, k, stride, out in (
+        ("width", layer.width, layer.pad_left, layer.pad_right, layer.kernel_width,
+         layer.stride_x, layer.out_width),
+        ("height", layer.height, layer.pad_top, layer.pad_bottom, layer.kernel_height,
+         layer.stride_y, layer.out_height),
+    ):
+        span = size + before + after - k
+        if span < 0 or span // stride + 1 != out:
+            raise ConfigurationError(
+                f"{CSC}.D_DATAOUT_SIZE_0_0: output {axis} {out} does not follow from image "
+                f"{size}, padding {before}+{after}, kernel {k}, stride {stride}")
+
+
+# -- CDMA ---------------------------------------------------------------------
+
+def _sext(values: np.ndarray, bits: int) -> np.ndarray:
+    v = values.astype(np.int64) & ((1 << bits) - 1)
+    return np.where(v >> (bits - 1), v - (1 << bits), v)
+
+
+def pixel_components(raw: np.ndarray, fmt: PixelFormat) -> tuple[np.ndarray, int]:
+    """The 8- or 16-bit container values (int64, unsigned) the CDMA converts, and their width.
+
+    10-bit packed fields (and their 2-bit alpha) are moved to the top of 16 bits.
+    """
+    out = np.empty(raw.shape, dtype=np.int64)
+    for ch, field in enumerate(fmt.fields):
+        comp = raw[ch]
+        if comp.dtype == np.float16:
+            comp = comp.view(np.uint16)
+        if field.bits:
+            out[ch] = comp.astype(np.int64) << (16 - field.bits)
+        else:
+            out[ch] = comp.astype(np.int64) & ((1 << (8 * field.size)) - 1)
+    return out, 16 if fmt.packed else 8 * fmt.fields[0].size
+
+
+def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: ImageLayer
+                   ) -> np.ndarray:
+    """CDMA conversion of (C, H, W) container values to processing elements.
+
+    Returns int8 / int16 arrays, or fp16 bit patterns as uint16.
+    """
+    proc = layer.precision
+    fp16_pixels = fmt.dtype == np.float16
+    if layer.cvt_enable:
+        if fp16_pixels:
+            data = _sext(values, 16)  # the C-model hands fp16 bits over as a signed 16-bit value
+        elif layer.sign_override:
+            data = _sext(values, bits)
+        else:
+            data = values
+        if layer.means is None:
+            alu = np.full(values.shape[0], layer.cvt_offset, dtype=np.int64)
+        else:
+            alu = np.array([layer.means[min(c, 3)] for c in range(values.shape[0])], np.int64)
+        out = cdma_cvt(data_in=data, alu_in=alu[:, None, None], mul_in=layer.cvt_scale,
+                       in_precision=_CODE[layer.in_precision], out_precision=_CODE[proc],
+                       truncate=layer.cvt_truncate)["out"].astype(np.int64)
+    else:
+        out = values
+    if proc == INT8:
+        return (out & 0xFF).astype(np.uint8).view(np.int8)
+    if proc == INT16:
+        return (out & 0xFFFF).astype(np.uint16).view(np.int16)
+    return (out & 0xFFFF).astype(np.uint16)
+
+
+def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, list]:
+    """NaN/Inf counts of fp16 pixel lines (X offset to the end of the line's last atom)."""
+    bpp = layer.fmt.plane_bytes[0]
+    rounded = -(-(layer.x_offset + layer.width) * bpp // atom) * atom
+    nan = inf = 0
+    for y in range(layer.height):
+        line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded)
+        bits = line.view("<u2")[layer.x_offset * bpp // 2:]
+        nan += int(fp16_nan_mask(bits).sum())
+        inf += int(fp16_inf_mask(bits).sum())
+    return nan, inf
+
+
+def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
+    """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
+    cfg = ctx.config
+    atom = cfg.atom_bytes
+    fmt = layer.fmt
+    mem = ctx.memory(layer.ram)
+    offsets = None
+    if fmt.planes == 2:
+        element = 1 if layer.in_precision == INT8 else 2
+        offsets = (layer.x_offset, layer.x_offset % max(atom // (2 * element), 1))
+    what = f"{CDMA} image"
+    try:
+        raw = read_pixels(mem, fmt, list(layer.addrs[: fmt.planes]), layer.width, layer.height,
+                          list(layer.line_strides[: fmt.planes]), layer.x_offset, atom, what,
+                          offsets)
+    except LayoutError as exc:
+        raise ConfigurationError(str(exc)) from None
+    values, bits = pixel_components(raw, fmt)
+    counters = {}
+    if layer.in_precision == FP16:
+        if fmt.dtype != np.float16:
+            raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: fp16 input with integer pixel "
+                                     f"format {fmt.name}")
+        nan, inf = _fp16_line_counters(mem, layer, atom)
+        counters["D_NAN_INPUT_DATA_NUM_0"] = nan
+        counters["D_INF_INPUT_DATA_NUM_0"] = inf
+        if layer.nan_to_zero:
+            values = np.where(fp16_nan_mask(values), 0, values)
+    cube = convert_pixels(values, bits, fmt, layer)
+    c, h, w = cube.shape
+    framed = np.empty((c, h, layer.pad_left + w + layer.pad_right), dtype=cube.dtype)
+    framed[...] = pad_element(layer.cdma_pad_value, layer.precision)
+    framed[:, :, layer.pad_left: layer.pad_left + w] = cube
+    return framed, counters
+
+
+def pad_element(value: int, precision: str):
+    """A pad register value as an element: low byte for int8, 16 bits otherwise."""
+    if precision == INT8:
+        return np.uint8(value & 0xFF).view(np.int8)
+    if precision == INT16:
+        return np.uint16(value & 0xFFFF).view(np.int16)
+    return np.uint16(value & 0xFFFF)
+
+
+def fetch_image_weights(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
+    """Original (K, C, R, S) weights from the pre-(and post-)extended weight stream."""
+    w_ext, counters = fetch_weights(ctx, layer.weights)  # (K, S*C, R, 1) in the DC order
+    if layer.post_extension == 1:
+        k, sc, r, _ = w_ext.shape
+        w = w_ext[..., 0].reshape(k, layer.kernel_width, layer.channels, r).transpose(0, 2, 3, 1)
+        return np.ascontiguousarray(w), counters
+    cfg = ctx.config
+    stream = pack_weight_dc(w_ext, layer.precision, cfg)
+    shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
+    try:
+        w = unpack_weight_image(stream, shape, layer.precision, cfg,
+                                post_extension=layer.post_extension)
+    except LayoutError as exc:
+        raise ConfigurationError(f"{CSC}.D_POST_Y_EXTENSION_0: {exc}") from None
+    return w, counters
+
+
+# -- CSC ----------------------------------------------------------------------
+
+def atomic_blocks(framed: np.ndarray, weights: np.ndarray, layer: ImageLayer, lanes: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The CSC's atomic operations as a 1x1 convolution.
+
+    Returns data (1, B*lanes, H', W') and weights (K, B*lanes, 1, 1): block b
+    is the b-th atomic operation of every output pixel, in the CSC's order.
+    """
+    c, h, _ = framed.shape
+    k = weights.shape[0]
+    s_, r_ = layer.kernel_width, layer.kernel_height
+    ext = s_ * c
+    oh, ow = layer.out_height, layer.out_width
+    pad_row = pad_element(layer.csc_pad_value, layer.precision)
+    # pre-extended lines: pre[e, line, x] = framed[c, line, x*sx + s], e = s*C + c
+    cols = (np.arange(ow) * layer.stride_x)[None, :] + np.arange(s_)[:, None]  # (S, W')
+    pre = framed[:, :, cols]  # (C, H, S, W')
+    pre = pre.transpose(2, 0, 1, 3).reshape(ext, h, ow)
+    wpre = weights.transpose(0, 3, 1, 2).reshape(k, ext, r_)  # (K, S*C, R)
+    p = layer.post_extension
+    groups = -(-r_ // p)
+    rows = (np.arange(oh) * layer.stride_y - layer.pad_top)  # first line of each output row
+
+    def lines(r):  # (ext, H', W') data of kernel row r for every output row
+        idx = rows + r
+        inside = (idx >= 0) & (idx < h)
+        out = np.empty((ext, oh, ow), dtype=framed.dtype)
+        out[...] = pad_row
+        out[:, inside] = pre[:, idx[inside]]
+        return out
+
+    if p == 1:
+        supers = -(-ext // lanes)
+        data = np.zeros((supers, r_, lanes, oh, ow), dtype=framed.dtype)
+        wts = np.zeros((k, supers, r_, lanes), dtype=weights.dtype)
+        for r in range(r_):
+            line = lines(r)
+            for sc in range(supers):
+                lo, hi = sc * lanes, min(ext, (sc + 1) * lanes)
+                data[sc, r, : hi - lo] = line[lo:hi]
+                wts[:, sc, r, : hi - lo] = wpre[:, lo:hi, r]
+    else:
+        part = lanes // p
+        data = np.zeros((groups, p, part, oh, ow), dtype=framed.dtype)
+        wts = np.zeros((k, groups, p, part), dtype=weights.dtype)
+        for r in range(r_):
+            g, j = divmod(r, p)
+            data[g, j, :ext] = lines(r)
+            wts[:, g, j, :ext] = wpre[:, :, r]
+    return data.reshape(1, -1, oh, ow), wts.reshape(k, -1, 1, 1)
+
+
+def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
+    """CACC's output cube (K, H', W') of an image-input layer and its counters."""
+    layer = decode_image_layer(ctx)
+    framed, data_counters = fetch_image(ctx, layer)
+    weights, weight_counters = fetch_image_weights(ctx, layer)
+    counters = {(CDMA, k): v for k, v in {**data_counters, **weight_counters}.items()}
+    lanes = ctx.config.mac_atomic_c
+    data, wts = atomic_blocks(framed, weights, layer, lanes)
+    flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,
+                   in_height=layer.out_height, kernel_width=1, kernel_height=1, stride_x=1,
+                   stride_y=1, pad_top=0, pad_left=0)
+    try:
+        if layer.precision == FP16:
+            from .mac_fp16 import conv_fp16
+            out = conv_fp16(data, wts, flat, lanes)
+        else:
+            acc = conv_sum(data, wts, flat)
+            out, saturated = cacc_truncate(acc, flat.clip_truncate)
+            counters[(CACC, "D_OUT_SATURATION_0")] = saturated
+    except LayoutError as exc:  # pragma: no cover - defensive
+        raise SimError(str(exc)) from None
+    return out[0], counters

@@ -1,0 +1,19 @@
+"""Dispatch of the convolution modes other than direct feature input.
+
+:func:`special_mode` returns the function computing the layer -- image input
+(:mod:`sim.conv.image`) or Winograd (:mod:`sim.conv.winograd`) -- or None for
+direct convolution of a feature cube.  The function returns CACC's output
+cube for the SDP and the counters ``{(unit, register): value}``.
+"""
+
+from __future__ import annotations
+
+from .layer import CDMA
+
+
+def special_mode(ctx):
+    cdma = ctx.regs(CDMA)
+    if cdma.datain_format:
+        from .image import compute_image_layer
+        return compute_image_layer
+    return None
