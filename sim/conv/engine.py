@@ -23,6 +23,7 @@ from ..errors import NotImplementedFeature
 from .cdma import fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, decode_layer
 from .mac_int import cacc_truncate, conv_sum
+from .modes import special_mode
 
 
 def compute_layer(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
@@ -66,11 +67,16 @@ class ConvEngine(Engine):
         return armed_groups(machine, (*CONV_UNITS, *sdp_chain(machine)))
 
     def run(self, ctx):
-        layer = decode_layer(ctx)
-        out, counters = compute_layer(ctx, layer)
+        special = special_mode(ctx)  # image input / Winograd (sim.conv.modes)
+        if special is not None:
+            out, counters = special(ctx)
+        else:
+            layer = decode_layer(ctx)
+            out, counters = compute_layer(ctx, layer)
+            out = out if layer.batches > 1 else out[0]
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)
-        self.deliver(ctx, out if layer.batches > 1 else out[0])
+        self.deliver(ctx, out)
 
     deliver = staticmethod(deliver_to_sdp)
 
