@@ -119,23 +119,27 @@ def check_windows(what: str, register: str, want: int, in_size: int, pad_lo: int
 
 
 @njit
-def _pad_index_lo(i, ki, k, n, pad_lo):
-    """Count of padded elements added before/around index ``i`` (0 if none).
+def _pad_counts(i, ki, k, n, pad_lo):
+    """(n_lo, n_hi): padded elements whose PADDING_VALUE the element at index ``i``
+    (position ``ki`` in a window of ``k``, input size ``n``) adds, on the low
+    (left/top) side or the high (right/bottom) side; at most one is non-zero.
 
-    ``i`` is the input index, ``ki`` its position in the window, ``k`` the
-    kernel size, ``n`` the input size (C-model ``add_left_padding``).
+    Low: at the window's last element when the window starts before the
+    input, or at the input's last element when it also ends after it (then
+    the count is both sides').  High: at the input's last element when the
+    window ends after it (C-model ``add_left_padding``/``add_right_padding``).
     """
     if i + 1 < k and (ki + 1 == k or (i + 1 == n and i < ki and pad_lo > 0)):
-        return k - (i + 1)
-    return 0
+        return k - (i + 1), 0
+    if i + k - ki > n and i + 1 == n:
+        return 0, k - (ki + 1)
+    return 0, 0
 
 
 @njit
-def _pad_index_hi(i, ki, k, n):
-    """Count of padded elements after index ``i`` (``add_right_padding``)."""
-    if i + k - ki > n and i + 1 == n:
-        return k - (ki + 1)
-    return 0
+def _pick(values, count, zero):
+    """``values[count - 1]``, or ``zero`` when count is 0."""
+    return values[count - 1] if count > 0 else zero
 
 
 @njit
@@ -147,15 +151,9 @@ def _int_row(x, c, h, ws, kw, W, pad_l, method, pv, acc_bits):
         v = x[c, h, w]
         first = w == 0 or kwi == 0
         if method == 0:
+            nl, nr = _pad_counts(w, kwi, kw, W, pad_l)
             row = v if first else row + v
-            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
-            if nl > 0:
-                row += pv[nl - 1]
-            else:
-                nr = _pad_index_hi(w, kwi, kw, W)
-                if nr > 0:
-                    row += pv[nr - 1]
-            row = sign_extend(row, acc_bits)
+            row = sign_extend(row + _pick(pv, nl, 0) + _pick(pv, nr, 0), acc_bits)
         elif first:
             row = v
         elif method == 1:
@@ -187,14 +185,10 @@ def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, 
                     row = rows[h, ow]
                     first = h == 0 or khi == 0
                     if method == 0:
+                        nt, nb = _pad_counts(h, khi, kh, H, 1)
                         acc = row if first else acc + row
-                        nt = _pad_index_lo(h, khi, kh, H, 1)
-                        if nt > 0:
-                            acc += sign_extend(pv[nt - 1] * kw, acc_bits)
-                        else:
-                            nb = _pad_index_hi(h, khi, kh, H)
-                            if nb > 0:
-                                acc += sign_extend(pv[nb - 1] * kw, acc_bits)
+                        acc += sign_extend(_pick(pv, nt, 0) * kw, acc_bits)
+                        acc += sign_extend(_pick(pv, nb, 0) * kw, acc_bits)
                         acc = sign_extend(acc, acc_bits)
                     elif first:
                         acc = row
@@ -226,18 +220,10 @@ def _fp16_row(x, c, h, ws, kw, W, pad_l, method, pv):
         v = x[c, h, w]
         first = w == 0 or kwi == 0
         if method == 0:
-            pl = np.int64(0)
-            pr = np.int64(0)
-            nl = _pad_index_lo(w, kwi, kw, W, pad_l)
-            if nl > 0:
-                pl = pv[nl - 1]
-            else:
-                nr = _pad_index_hi(w, kwi, kw, W)
-                if nr > 0:
-                    pr = pv[nr - 1]
+            nl, nr = _pad_counts(w, kwi, kw, W, pad_l)
             v17 = fp16_to_fp17_bits(v)
             row = v17 if first else fp_add(row, v17, 6, 10)
-            row = fp_add(fp_add(row, pl, 6, 10), pr, 6, 10)
+            row = fp_add(fp_add(row, _pick(pv, nl, 0), 6, 10), _pick(pv, nr, 0), 6, 10)
         elif first:
             row = v
         else:
@@ -270,17 +256,10 @@ def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, kw_fp17, 
                     row = rows[h, ow]
                     first = h == 0 or khi == 0
                     if method == 0:
-                        pt = zero_row
-                        pb = zero_row
-                        nt = _pad_index_lo(h, khi, kh, H, 1)
-                        if nt > 0:
-                            pt = pv_rows[nt - 1]
-                        else:
-                            nb = _pad_index_hi(h, khi, kh, H)
-                            if nb > 0:
-                                pb = pv_rows[nb - 1]
+                        nt, nb = _pad_counts(h, khi, kh, H, 1)
                         acc = row if first else fp_add(row, acc, 6, 10)
-                        acc = fp_add(fp_add(acc, pt, 6, 10), pb, 6, 10)
+                        acc = fp_add(acc, _pick(pv_rows, nt, zero_row), 6, 10)
+                        acc = fp_add(acc, _pick(pv_rows, nb, zero_row), 6, 10)
                     elif first:
                         acc = row
                     else:
