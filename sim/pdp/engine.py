@@ -218,6 +218,10 @@ def sdp_cube(ctx, pdp, cfg: PoolConfig, splits: list[Split], cube: np.ndarray) -
     if len(splits) > 1:
         raise NotImplementedFeature("PDP", "split mode with on-the-fly input")
     cube = np.asarray(cube)
+    if cube.ndim == 4:
+        if cube.shape[0] != 1:
+            raise NotImplementedFeature("PDP", "batched on-the-fly input")
+        cube = cube[0]
     want = (pdp.cube_in_channel + 1, pdp.cube_in_height + 1, pdp.cube_in_width + 1)
     channels = padded_channels(want[0], cfg.precision, ctx.config.atom_bytes)
     if cube.ndim != 3 or cube.shape[1:] != want[1:] or not want[0] <= cube.shape[0] <= channels:
@@ -235,7 +239,8 @@ def pool_from_sdp(ctx, cube: np.ndarray) -> None:
 
     ``cube`` is the SDP's output in the PDP's input precision (the PDP's
     D_DATA_FORMAT): a (C, H, W) array of int8 / int16 values, or fp16 as
-    uint16 bit patterns (float16 is accepted), with H, W and C equal to the
+    uint16 bit patterns (float16 is accepted); a (1, C, H, W) batch of one is
+    accepted too.  H, W and C must equal the
     PDP's D_DATA_CUBE_IN_HEIGHT/WIDTH/CHANNEL + 1.  C may include the padding
     lanes of the last atom (up to a whole number of atoms); missing lanes are
     zero.  ``ctx`` is the layer context of a chain whose groups include

@@ -237,3 +237,15 @@ def test_split_on_the_fly_not_modelled():
     m.write_reg("NVDLA_PDP.D_OPERATION_MODE_CFG_0", 1 | 1 << 8)
     with pytest.raises(NotImplementedFeature):
         pool_from_sdp(ctx, np.zeros((8, 4, 4), np.int8))
+
+
+def test_pool_from_sdp_batches():
+    x = np.arange(-64, 64, dtype=np.int8).reshape(8, 4, 4)
+    m, ctx, shape, dst = flying_context("nv_small", "int8", x.shape, "max", (2, 2), (2, 2),
+                                        (0, 0, 0, 0))
+    pool_from_sdp(ctx, x[None])  # a batch of one is the cube itself
+    got = unpack_feature(m.pri_mem.read_array(DST, dst[1]), 0, shape, dst, atom_bytes=8,
+                         precision="int8")
+    assert np.array_equal(got, pool_int(x, (2, 2), (2, 2), (0, 0, 0, 0), "max"))
+    with pytest.raises(NotImplementedFeature, match="batched"):
+        pool_from_sdp(ctx, np.stack([x, x]))
