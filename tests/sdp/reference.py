@@ -118,3 +118,52 @@ def is_fp16_nan(bits) -> np.ndarray:
 def is_fp16_inf(bits) -> np.ndarray:
     b = np.asarray(bits, dtype=np.int64)
     return ((b >> 10) & 0x1F == 0x1F) & (b & 0x3FF == 0)
+
+
+# -- LUT (integer) ----------------------------------------------------------------
+def lut_index(x: int, start: int, *, exponent: bool, select: int = 0, offset: int = 0,
+              depth: int = 65):
+    """('uflow' | 'oflow' | 'hit', index, fraction) of one table (lut-programming.rst)."""
+    diff = x - start
+    if diff <= 0:
+        return "uflow", 0, Fraction(0)
+    if exponent:
+        log2 = diff.bit_length() - 1
+        if log2 < offset:
+            return "uflow", 0, Fraction(0)
+        index, fraction = log2 - offset, Fraction(diff - (1 << log2), 1 << log2)
+    else:
+        index, fraction = diff >> select, Fraction(diff % (1 << select), 1 << select)
+    if index >= depth - 1:
+        return "oflow", depth - 1, Fraction(0)
+    return "hit", index, fraction
+
+
+def lut(x: int, cfg: dict, le, lo):
+    """LUT output and (table used, flow) for one integer input."""
+    exponent = not cfg.get("le_function", 0)
+    e = lut_index(x, cfg["le_start"], exponent=exponent, select=cfg.get("le_index_select", 0),
+                  offset=cfg.get("le_index_offset", 0), depth=65)
+    o = lut_index(x, cfg["lo_start"], exponent=False, select=cfg.get("lo_index_select", 0),
+                  depth=257)
+    if e[0] == "hit" and o[0] == "hit" or (e[0] != "hit" and o[0] != "hit" and e[0] != o[0]):
+        use_lo = cfg.get("hybrid_priority", 0)
+    elif e[0] == o[0] == "uflow":
+        use_lo = cfg.get("uflow_priority", 0)
+    elif e[0] == o[0] == "oflow":
+        use_lo = cfg.get("oflow_priority", 0)
+    else:
+        use_lo = o[0] == "hit"
+    kind, index, f = o if use_lo else e
+    table, t = (lo, "lo") if use_lo else (le, "le")
+    if kind == "hit":
+        return round_half_away(table[index] * (1 - f) + table[index + 1] * f), t, kind
+    end = "end" if kind == "oflow" else "start"
+    base = cfg[f"{t}_{end}"]
+    if t == "le" and kind == "uflow" and exponent and cfg.get("le_index_offset", 0) > 0:
+        base += 1 << cfg["le_index_offset"]
+    scale = cfg.get(f"{t}_slope_{kind}_scale", 0)
+    shift = cfg.get(f"{t}_slope_{kind}_shift", 0)
+    shift = shift - 32 if shift >= 16 else shift  # a signed 5-bit field: negative = left
+    slope = round_half_away(Fraction((x - base) * scale) / Fraction(2) ** shift)
+    return sat(table[index] + slope, 32), t, kind
