@@ -16,4 +16,7 @@ def special_mode(ctx):
     if cdma.datain_format:
         from .image import compute_image_layer
         return compute_image_layer
+    if cdma.conv_mode:
+        from .winograd import compute_winograd_layer
+        return compute_winograd_layer
     return None

@@ -1,0 +1,373 @@
+"""Winograd convolution F(2x2, 3x3) (D_MISC_CFG CONV_MODE = WINOGRAD, nv_full).
+
+CDMA
+    Reads the feature cube whole atoms at a time (C' = channels rounded up to
+    an atom, lanes past the last channel as memory holds them), frames it with
+    PAD_LEFT/RIGHT/TOP/BOTTOM lines of the pad value, and folds the
+    convolution stride into channels: extended channel ``(py*sx + px)*C' + c``
+    at (y, x) is padded element ``(c, y*sy + py, x*sx + px)``.  The framed
+    size must be a multiple of 4*stride on each axis.  fp16 data: every
+    framed element (padding included) is counted for D_NAN/INF_INPUT_DATA_NUM,
+    then NaNs are cleared by D_NAN_FLUSH_TO_ZERO.
+CSC
+    For each 2x2 output block (oy2, ox2) it reads the 4x4 input tile at
+    (2*oy2, 2*ox2) of the extended cube, four channels at a time, and applies
+    the pre-addition ``Bt d B`` (:func:`sim.num.csc_cvt`: integers shifted
+    right by D_PRA_CFG PRA_TRUNCATE and saturated to the precision, fp16
+    computed in fp17).
+CMAC
+    Multiplies the 16 transformed elements of 4 channels by the weights (which
+    are stored already transformed, 4x4 per channel, :mod:`sim.dma.weights`),
+    adds the 4 channels per position and applies the post-transform
+    ``At m A`` (At = [[1, 1, 1, 0], [0, 1, -1, -1]]): exact for integers;
+    for fp16 the 64 lanes of one operation share a block exponent as in
+    direct convolution (:mod:`sim.conv.mac_fp16`) and the transform adds the
+    shifted integer products; a NaN lane makes all four outputs NaN.
+CACC
+    Adds the operations of successive 4-channel groups per output
+    (48-bit integers, truncation by D_CLIP_CFG and int32 saturation; fp16 in
+    the 48-bit float accumulator, delivered as fp32) and hands the cube to the
+    SDP (in Winograd output mode, D_FEATURE_MODE_CFG WINOGRAD).
+
+Integer Winograd equals direct convolution with the 3x3 kernel ``G^-1 w'
+G^-T`` when no pre-addition truncation or saturation occurs and the weights
+are exactly transformable; fp16 differs by the rounding of the pre-addition
+and the block alignment.  Batches are not supported in Winograd mode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..configs import FP16, INT8
+from ..dma.feature import read_feature
+from ..dma.weights import pack_weight_dc, unpack_weight_winograd
+from ..errors import ConfigurationError, NotImplementedFeature
+from ..jit import njit
+from ..num import csc_cvt
+from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
+from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
+from .mac_fp16 import _SIGN_COMP, _sext, _split, booth_product, cacc_add, fp48_to_fp32
+from .mac_int import cacc_truncate
+
+_CODE = {INT8: 0, "int16": 1, FP16: 2}
+_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)  # output transform
+
+
+@dataclass(frozen=True)
+class WinogradLayer:
+    precision: str
+    width: int
+    height: int
+    channels: int
+    padded_channels: int  # C': channels rounded up to an atom
+    ram: int
+    addr: int
+    line_stride: int
+    surf_stride: int
+    pad_left: int
+    pad_right: int
+    pad_top: int
+    pad_bottom: int
+    pad_value: int
+    stride_x: int
+    stride_y: int
+    ext_width: int
+    ext_height: int
+    ext_channels: int
+    out_width: int
+    out_height: int
+    pra_truncate: int
+    nan_to_zero: bool
+    clip_truncate: int
+    weights: ConvLayer  # (K, C_ext, 4, 4) transformed weight geometry
+
+    @property
+    def kernels(self) -> int:
+        return self.weights.kernels
+
+
+def _precision(code: int, what: str) -> str:
+    try:
+        return PRECISIONS[code]
+    except KeyError:
+        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
+
+
+def _check(pairs) -> None:
+    for name, got, want in pairs:
+        if got != want:
+            raise ConfigurationError(f"{name}: {got} does not match {want}")
+
+
+def decode_winograd_layer(ctx) -> WinogradLayer:
+    """Decode and cross-check a Winograd layer's CDMA/CSC/CMAC/CACC registers."""
+    cfg = ctx.config
+    cdma, csc, cacc = ctx.regs(CDMA), ctx.regs(CSC), ctx.regs(CACC)
+    cfg.require("winograd", f"{CDMA}.D_MISC_CFG_0 CONV_MODE")
+    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
+                      (cacc, CACC)):
+        if blk.conv_mode != 1:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: CONV_MODE DIRECT while {CDMA} is "
+                                     "in Winograd mode")
+    if cdma.datain_format or csc.datain_format:
+        raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: Winograd needs feature input")
+    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    if _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0") != proc:
+        raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: Winograd input must be in the "
+                                 "processing precision")
+    cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
+    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
+                      (cacc, CACC)):
+        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
+        if p != proc:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
+                                     f"the CDMA's {proc}")
+    for blk, unit in ((cdma, CDMA), (csc, CSC), (cacc, CACC)):
+        if blk.reg("D_BATCH_NUMBER_0").batches:
+            raise ConfigurationError(f"{unit}.D_BATCH_NUMBER_0: Winograd has no batch mode")
+    if cdma.cvt_en:
+        raise NotImplementedFeature("CONV", "CDMA data convertor in Winograd mode")
+
+    bpe = 1 if proc == INT8 else 2
+    per_atom = cfg.atom_bytes // bpe
+    channels = cdma.datain_channel + 1
+    padded = -(-channels // per_atom) * per_atom
+    pad = cdma.reg("D_ZERO_PADDING_0")
+    sx, sy = cdma.conv_x_stride + 1, cdma.conv_y_stride + 1
+    width, height = cdma.datain_width + 1, cdma.datain_height + 1
+    total_w = pad.pad_left + width + pad.pad_right
+    total_h = pad.pad_top + height + pad.pad_bottom
+    if total_w % (4 * sx) or total_h % (4 * sy):
+        raise ConfigurationError(
+            f"{CDMA}.D_ZERO_PADDING_0: the padded input {total_w}x{total_h} must be a multiple "
+            f"of 4*stride ({4 * sx}x{4 * sy}) in Winograd mode")
+    ext_w, ext_h, ext_c = total_w // sx, total_h // sy, padded * sx * sy
+    kernels = cdma.weight_kernel + 1
+    out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
+    out_h = csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1
+    _check((
+        (f"{CDMA}.D_DATAIN_SIZE_EXT_0_0 DATAIN_WIDTH_EXT", cdma.datain_width_ext + 1, ext_w),
+        (f"{CDMA}.D_DATAIN_SIZE_EXT_0_0 DATAIN_HEIGHT_EXT", cdma.datain_height_ext + 1, ext_h),
+        (f"{CSC}.D_DATAIN_SIZE_EXT_0_0 DATAIN_WIDTH_EXT", csc.datain_width_ext + 1, ext_w),
+        (f"{CSC}.D_DATAIN_SIZE_EXT_0_0 DATAIN_HEIGHT_EXT", csc.datain_height_ext + 1, ext_h),
+        (f"{CSC}.D_DATAIN_SIZE_EXT_1_0 DATAIN_CHANNEL_EXT", csc.datain_channel_ext + 1, ext_c),
+        (f"{CSC}.D_WEIGHT_SIZE_EXT_0_0 WEIGHT_WIDTH_EXT", csc.weight_width_ext + 1, 4),
+        (f"{CSC}.D_WEIGHT_SIZE_EXT_0_0 WEIGHT_HEIGHT_EXT", csc.weight_height_ext + 1, 4),
+        (f"{CSC}.D_WEIGHT_SIZE_EXT_1_0 WEIGHT_CHANNEL_EXT", csc.weight_channel_ext + 1, ext_c),
+        (f"{CSC}.D_WEIGHT_SIZE_EXT_1_0 WEIGHT_KERNEL",
+         csc.reg("D_WEIGHT_SIZE_EXT_1_0").weight_kernel + 1, kernels),
+        (f"{CSC}.D_DATAOUT_SIZE_1_0 DATAOUT_CHANNEL",
+         csc.reg("D_DATAOUT_SIZE_1_0").dataout_channel + 1, kernels),
+        (f"{CACC}.D_DATAOUT_SIZE_0_0 DATAOUT_WIDTH", cacc.dataout_width + 1, out_w),
+        (f"{CACC}.D_DATAOUT_SIZE_0_0 DATAOUT_HEIGHT", cacc.dataout_height + 1, out_h),
+        (f"{CACC}.D_DATAOUT_SIZE_1_0 DATAOUT_CHANNEL", cacc.dataout_channel + 1, kernels),
+        (f"{CDMA}.D_WEIGHT_SIZE_0_0 BYTE_PER_KERNEL", cdma.byte_per_kernel + 1, 16 * ext_c * bpe),
+        (f"{CSC}.D_WEIGHT_BYTES_0", csc.reg("D_WEIGHT_BYTES_0").weight_bytes,
+         cdma.reg("D_WEIGHT_BYTES_0").weight_bytes),
+    ))
+    if out_w % 2 or out_h % 2 or out_w + 2 > ext_w or out_h + 2 > ext_h:
+        raise ConfigurationError(
+            f"{CSC}.D_DATAOUT_SIZE_0_0: Winograd output {out_w}x{out_h} must be even and leave "
+            f"room for 4x4 tiles in the {ext_w}x{ext_h} extended input")
+    weights = ConvLayer(
+        precision=proc, batches=1, in_width=ext_w, in_height=ext_h, channels=ext_c, in_ram=0,
+        in_addr=0, line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False,
+        cvt_offset=0, cvt_scale=0, cvt_truncate=0, nan_to_zero=False, kernels=kernels,
+        kernel_width=4, kernel_height=4, byte_per_kernel=cdma.byte_per_kernel + 1,
+        weight_ram=cdma.weight_ram_type,
+        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
+        compressed=bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format),
+        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
+        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
+        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes, stride_x=1, stride_y=1, dilation_x=1,
+        dilation_y=1, pad_left=0, pad_top=0, pad_value=0, out_width=out_w, out_height=out_h,
+        clip_truncate=cacc.clip_truncate)
+    if weights.compressed:
+        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
+    if weights.weight_bytes < kernels * weights.byte_per_kernel and not weights.compressed:
+        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {weights.weight_bytes} bytes cannot "
+                                 f"hold {kernels} kernels of {weights.byte_per_kernel} bytes")
+    return WinogradLayer(
+        precision=proc, width=width, height=height, channels=channels, padded_channels=padded,
+        ram=cdma.datain_ram_type, addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
+        line_stride=cdma.reg("D_LINE_STRIDE_0").line_stride, surf_stride=cdma.surf_stride,
+        pad_left=pad.pad_left, pad_right=pad.pad_right, pad_top=pad.pad_top,
+        pad_bottom=pad.pad_bottom, pad_value=cdma.reg("D_ZERO_PADDING_VALUE_0").pad_value,
+        stride_x=sx, stride_y=sy, ext_width=ext_w, ext_height=ext_h, ext_channels=ext_c,
+        out_width=out_w, out_height=out_h, pra_truncate=csc.pra_truncate,
+        nan_to_zero=bool(cdma.nan_to_zero), clip_truncate=cacc.clip_truncate, weights=weights)
+
+
+def _pad_element(value: int, precision: str):
+    if precision == INT8:
+        return np.uint8(value & 0xFF).view(np.int8)
+    if precision == FP16:
+        return np.uint16(value & 0xFFFF)
+    return np.uint16(value & 0xFFFF).view(np.int16)
+
+
+def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
+    """The CDMA's framed, stride-folded cube (C_ext, H_ext, W_ext) and its data counters."""
+    mem = ctx.memory(layer.ram)
+    cube = read_feature(mem, layer.addr, (layer.padded_channels, layer.height, layer.width),
+                        layer.precision, ctx.config.atom_bytes, layer.line_stride,
+                        layer.surf_stride, 0, 1, what=f"{CDMA} input cube")
+    cp = layer.padded_channels
+    th = layer.pad_top + layer.height + layer.pad_bottom
+    tw = layer.pad_left + layer.width + layer.pad_right
+    framed = np.empty((cp, th, tw), dtype=cube.dtype)
+    framed[...] = _pad_element(layer.pad_value, layer.precision)
+    framed[:, layer.pad_top: layer.pad_top + layer.height,
+           layer.pad_left: layer.pad_left + layer.width] = cube
+    counters = {}
+    if layer.precision == FP16:
+        counters["D_NAN_INPUT_DATA_NUM_0"] = int(fp16_nan_mask(framed).sum())
+        counters["D_INF_INPUT_DATA_NUM_0"] = int(fp16_inf_mask(framed).sum())
+        if layer.nan_to_zero:
+            framed = np.where(fp16_nan_mask(framed), np.uint16(0), framed)
+    sx, sy = layer.stride_x, layer.stride_y
+    ext = framed.reshape(cp, th // sy, sy, tw // sx, sx).transpose(2, 4, 0, 1, 3)
+    return np.ascontiguousarray(ext.reshape(layer.ext_channels, th // sy, tw // sx)), counters
+
+
+def pre_added_tiles(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
+    """CSC pre-addition of every 4x4 tile: (C_ext, H'/2, W'/2, 16) elements (16-bit patterns)."""
+    oh2, ow2 = layer.out_height // 2, layer.out_width // 2
+    rows = (2 * np.arange(oh2))[:, None] + np.arange(4)[None, :]  # (oh2, 4)
+    cols = (2 * np.arange(ow2))[:, None] + np.arange(4)[None, :]  # (ow2, 4)
+    tiles = ext[:, rows[:, None, :, None], cols[None, :, None, :]]  # (C, oh2, ow2, 4, 4)
+    bits = tiles.reshape(*tiles.shape[:3], 16).view(np.uint16) if tiles.dtype != np.int8 \
+        else (tiles.astype(np.int16).reshape(*tiles.shape[:3], 16).view(np.uint16))
+    return csc_cvt(data_in=bits, precision=_CODE[layer.precision],
+                   truncate=layer.pra_truncate)["out"]
+
+
+def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -> np.ndarray:
+    """Exact integer sums (K, H', W'): sum over channels of At (d' . w') A."""
+    d = tiles.view(np.int16).astype(np.int64)  # (C, oh2, ow2, 16)
+    w = weights.astype(np.int64).reshape(weights.shape[0], weights.shape[1], 16)  # (K, C, 16)
+    m = np.einsum("cyxp,kcp->kyxp", d, w, optimize=True)  # (K, oh2, ow2, 16)
+    m = m.reshape(*m.shape[:3], 4, 4)
+    out = np.einsum("ij,kyxjl,ml->kyxim", _AT, m, _AT, optimize=True)  # (K, oh2, ow2, 2, 2)
+    k, oh2, ow2 = out.shape[:3]
+    return out.transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
+
+
+@njit
+def _winograd_fp16_kernel(d, w, sign_comp):
+    """fp32 bit patterns (K, oh2, ow2, 4): CACC over 4-channel groups of CMAC operations.
+
+    ``d`` (C, oh2, ow2, 16) pre-added fp16 bits, ``w`` (K, C, 16) fp16 bits.
+    """
+    n_c, oh2, ow2, _ = d.shape
+    n_k = w.shape[0]
+    df = d.ravel()
+    wf = w.ravel()
+    dz, dn, dsg, dm, de = _split(df)
+    wz, wn, wsg, wm, we = _split(wf)
+    lane_e = np.zeros(64, np.int64)
+    phase1 = np.zeros(16, np.int64)
+    phase2 = np.zeros(8, np.int64)
+    res = np.zeros(4, np.int64)
+    out = np.zeros((n_k, oh2, ow2, 4), dtype=np.uint32)
+    groups = n_c // 4
+    for k in range(n_k):
+        for y in range(oh2):
+            for x in range(ow2):
+                acc_e = np.zeros(4, np.int64)
+                acc_m = np.zeros(4, np.int64)
+                for g in range(groups):
+                    # NaN: the weights of the 64 lanes first, then the data (lane = pos*4 + c)
+                    nan_bits = -1
+                    for lane in range(64):
+                        p, c = lane // 4, g * 4 + lane % 4
+                        wi = (k * n_c + c) * 16 + p
+                        if wn[wi]:
+                            nan_bits = wf[wi]
+                            break
+                    if nan_bits < 0:
+                        for lane in range(64):
+                            p, c = lane // 4, g * 4 + lane % 4
+                            di = ((c * oh2 + y) * ow2 + x) * 16 + p
+                            if dn[di]:
+                                nan_bits = df[di]
+                                break
+                    if nan_bits >= 0:
+                        nb = np.int64(nan_bits)
+                        mac_m = _sext((((nb >> 15) & 1) << 37) | ((nb & 0x3FF) << 27), 38)
+                        for o in range(4):
+                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], 63, mac_m)
+                        continue
+                    emax = 0
+                    for lane in range(64):
+                        p, c = lane // 4, g * 4 + lane % 4
+                        wi = (k * n_c + c) * 16 + p
+                        di = ((c * oh2 + y) * ow2 + x) * 16 + p
+                        if wz[wi] or dz[di]:
+                            lane_e[lane] = -1
+                            continue
+                        e = de[di] + we[wi]
+                        lane_e[lane] = e
+                        if e > emax:
+                            emax = e
+                    for p in range(16):
+                        phase1[p] = 0
+                    for lane in range(64):
+                        e = lane_e[lane]
+                        if e < 0:
+                            continue
+                        p, c = lane // 4, g * 4 + lane % 4
+                        wi = (k * n_c + c) * 16 + p
+                        di = ((c * oh2 + y) * ow2 + x) * 16 + p
+                        phase1[p] += booth_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
+                                                   (emax - e) * 4, sign_comp)
+                    for i in range(4):
+                        phase2[i] = _sext(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
+                        phase2[i + 4] = _sext(phase1[i + 4] - phase1[i + 8] - phase1[i + 12], 38)
+                    for i in range(2):
+                        res[2 * i] = _sext(phase2[4 * i] + phase2[4 * i + 1] + phase2[4 * i + 2],
+                                           38)
+                        res[2 * i + 1] = _sext(phase2[4 * i + 1] - phase2[4 * i + 2]
+                                               - phase2[4 * i + 3], 38)
+                    for o in range(4):
+                        if res[o] != 0:
+                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], (emax * 4) & 63,
+                                                          res[o])
+                for o in range(4):
+                    out[k, y, x, o] = fp48_to_fp32(acc_e[o], acc_m[o])
+    return out
+
+
+def winograd_fp16(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """fp32 bit patterns (K, H', W') of an fp16 Winograd layer."""
+    w = np.ascontiguousarray(weights, dtype=np.uint16).reshape(weights.shape[0],
+                                                               weights.shape[1], 16)
+    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w, _SIGN_COMP)
+    k, oh2, ow2, _ = out.shape
+    return out.reshape(k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
+
+
+def fetch_winograd_weights(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
+    """Transformed weights (K, C_ext, 4, 4) from the Winograd weight layout."""
+    dc, counters = fetch_weights(ctx, layer.weights)  # same bytes read in the DC order
+    stream = pack_weight_dc(dc, layer.precision, ctx.config)
+    shape = (layer.kernels, layer.ext_channels, 4, 4)
+    return unpack_weight_winograd(stream, shape, layer.precision, ctx.config), counters
+
+
+def compute_winograd_layer(ctx) -> tuple[np.ndarray, dict]:
+    """CACC's output cube (K, H', W') of a Winograd layer and its counters."""
+    layer = decode_winograd_layer(ctx)
+    ext, data_counters = extended_input(ctx, layer)
+    weights, weight_counters = fetch_winograd_weights(ctx, layer)
+    counters = {(CDMA, k): v for k, v in {**data_counters, **weight_counters}.items()}
+    tiles = pre_added_tiles(ext, layer)
+    if layer.precision == FP16:
+        return winograd_fp16(tiles, weights), counters
+    out, saturated = cacc_truncate(winograd_int(tiles, weights, layer), layer.clip_truncate)
+    counters[(CACC, "D_OUT_SATURATION_0")] = saturated
+    return out, counters
