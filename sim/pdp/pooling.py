@@ -27,7 +27,8 @@ fp16 (``cmod/hls_wrapper/pdp_hls_wrapper``): max/min compare fp16 patterns
 (an Inf stays Inf); average converts inputs to fp17 (Inf becomes the largest
 finite fp17), adds in fp17 (two additions per step: the element, then the
 left/right or top/bottom pad value, each possibly zero), multiplies the
-padding value by ``kernel_width`` as fp17, multiplies the sum by the fp17
+padding value by ``kernel_width`` as fp17 (0 for width 8, see
+:data:`KERNEL_WIDTH_FP17`), multiplies the sum by the fp17
 reciprocal registers and rounds to fp16.
 
 Cubes are (C, H, W) int64 arrays: integer values, or fp16 bit patterns.  The
@@ -60,9 +61,12 @@ PAD_SIGN_BIT = {INT8: (7, 8, 9, 9, 10, 10, 10), INT16: (15, 16, 17, 17, 18, 18, 
 
 #: ``kernel_width`` as fp17 for the height-pass padding product, indexed by
 #: kernel width 1..8 (fp17: 6-bit exponent with bias 31, 10-bit mantissa).
-#: TODO: the C-model's table stops at 7.0 (index 8 reads past it); 8.0 is used.
+#: The C-model's table holds 0.0..7.0 only: for kernel width 8 it reads the
+#: word after the table, which in every build of it we examined holds zero
+#: bytes (two empty static objects and padding), so the padded rows of an
+#: fp16 average window of width 8 add 0 instead of 8 * PADDING_VALUE_n.
 KERNEL_WIDTH_FP17 = np.array([0x0000, 0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x8600, 0x8700,
-                              0x8800], dtype=np.int64)
+                              0x0000], dtype=np.int64)
 
 FP17_MASK = 0x1FFFF
 

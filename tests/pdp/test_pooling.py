@@ -126,3 +126,15 @@ def test_fp16_denormals_exact(pattern):
     bits[0, 0, 1] = pattern ^ 0x8000  # opposite sign
     mx = run(bits, FP16, "max", (2, 2), (2, 2), (0, 0, 0, 0))[0, 0, 0]
     assert from_fp16_bits(mx) == max(from_fp16_bits([pattern, pattern ^ 0x8000]))
+
+
+@pytest.mark.parametrize("kw, padded_rows_count", [(4, True), (8, False)])
+def test_fp16_average_padded_rows_scale_by_kernel_width(kw, padded_rows_count):
+    """Padded rows add kernel_width * PADDING_VALUE_n, except for width 8, where
+    the C-model's fp17 kernel-width table yields 0 (it reads past its end)."""
+    x = np.full((1, 1, kw), 1.0)
+    pv = [fp17(n * 2.0) for n in range(1, 8)]
+    got = run(as_fp16_bits(x), FP16, "avg", (kw, 2), (kw, 1), (0, 0, 1, 0), pv,
+              recip=(fp17(1 / kw), fp17(0.5)))
+    total = kw * 1.0 + (kw * 2.0 if padded_rows_count else 0.0)
+    assert from_fp16_bits(got)[0, 0, 0] == np.float16(total / (2 * kw))
