@@ -3,7 +3,7 @@
 For every pixel and every channel ``c`` of the (atom-padded) cube::
 
     a[c]   = input_convertor(x[c])                       sim.num.cdp_icvt
-    s[c]   = sum(a[c+j]**2 for j in -n..n)               sim.num.cdp_sq, window sum
+    s[c]   = sum(a[c+j]**2 for j in -n..n)               exact squares, window sum
     l[c]   = LUT(s[c])                                   sim.cdp.lut
     y[c]   = output_convertor(l[c] * a[c])               sim.num.cdp_ocvt
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import prange
 
 import sim.num as num
 from sim.jit import njit
@@ -33,7 +34,7 @@ from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
 
 from ..configs import FP16, INT8
-from .lut import COUNTER_NAMES, lookup_fp, lookup_int
+from .lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_fp, lookup_int
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
 _CODES = {INT8: PRECISION_INT8, "int16": PRECISION_INT16, FP16: PRECISION_FP16}
@@ -53,22 +54,36 @@ class LrnSettings:
     throughput: int = 8  # CDP output elements per cycle of the configuration
 
 
-@njit
-def _window_int(a, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
-    """LUT input (window sum), lookup and product for the centre rows of ``a``."""
+@njit(parallel=True)
+def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
+    """Window sum of squares, lookup and product for the centre rows of ``a``.
+
+    The squares of the 17-bit convertor outputs are exact int64 products
+    (sim.num.cdp_sq's integer case), formed here to keep the loop in one pass.
+    """
     rows, pixels = y.shape
-    for px in range(pixels):
+    n_uflow = n_oflow = n_hybrid = n_le = n_lo = 0
+    for px in prange(pixels):
         for c in range(rows):
             k = c + HALO
             if sqsum_bypass:
                 s = a[k, px]
             else:
                 s = np.int64(0)
-                for j in range(-half, half + 1):
-                    s += sq[k + j, px]
+                for j in range(k - half, k + half + 1):
+                    s += a[j, px] * a[j, px]
             value, which = lookup_int(s, le, lo, p)
-            counters[which] += 1
+            n_uflow += which == UFLOW
+            n_oflow += which == OFLOW
+            n_hybrid += which == HYBRID
+            n_le += which == LE_HIT
+            n_lo += which == LO_HIT
             y[c, px] = value if mul_bypass else value * a[k, px]
+    counters[UFLOW] += n_uflow
+    counters[OFLOW] += n_oflow
+    counters[HYBRID] += n_hybrid
+    counters[LE_HIT] += n_le
+    counters[LO_HIT] += n_lo
 
 
 @njit
@@ -95,8 +110,8 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, count
 
 
 def _sext(v, bits):
-    v = np.asarray(v, np.int64) & ((1 << bits) - 1)
-    return np.where(v >> (bits - 1), v - (1 << bits), v)
+    """The low ``bits`` bits of each value, read as two's complement."""
+    return (np.asarray(v, np.int64) << (64 - bits)) >> (64 - bits)
 
 
 def _extend(x: np.ndarray, channels: int, pad: int) -> np.ndarray:
@@ -157,13 +172,14 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
             raw = ext.reshape(-1) & 0xFFFF
         icvt = num.cdp_icvt(data_in=raw.astype(np.uint16), alu_in=offset, mul_in=scale,
                             truncate=shifter, precision=code)["out"].astype(np.int64)
+        a = np.empty(ext.shape, np.int64)
         if int8:
-            a = np.stack([_sext(icvt, 9), _sext(icvt >> 9, 9)], axis=1).reshape(ext.shape)
+            lanes = a.reshape(-1, 2)
+            lanes[:, 0] = _sext(icvt, 9)
+            lanes[:, 1] = _sext(icvt >> 9, 9)
         else:
-            a = _sext(icvt, 18).reshape(ext.shape)
-        sq = num.cdp_sq(data_in=(a & 0x1FFFF).astype(np.uint32),
-                        precision=code)["out"].astype(np.int64)
-        _window_int(a, sq, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, counters)
+            a.reshape(-1)[:] = _sext(icvt, 18)
+        _window_int(a, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, counters)
         offset, scale, shifter = s.datout
         data = _pairs(y.reshape(-1), 25) if int8 else y.reshape(-1) & ((1 << 33) - 1)
         res = num.cdp_ocvt(data_in=data.astype(np.uint64), alu_in=offset, mul_in=scale,
@@ -171,7 +187,9 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         o = res["out"].astype(np.int64)
         sat = res["sat"].astype(np.int64)
         if int8:
-            out = np.stack([_sext(o, 8), _sext(o >> 8, 8)], axis=1).reshape(rows, pixels)
+            out = np.empty((rows, pixels), np.int64)
+            out.reshape(-1, 2)[:, 0] = _sext(o, 8)
+            out.reshape(-1, 2)[:, 1] = _sext(o >> 8, 8)
             saturated = int(np.count_nonzero(sat & 1) + np.count_nonzero(sat & 2))
             saturated += phantom_saturations(rows * pixels, s.throughput)
         else:
