@@ -159,14 +159,18 @@ def test_fp16_specials_and_counters(nan_to_zero):
     assert counters["D_OUT_SATURATION_0"] == 0
 
 
-def test_fp16_square_sum_window():
-    """Without bypasses a window of 3 sums x**2 of neighbours.
+@pytest.mark.parametrize("window", [3, 5, 7, 9])
+def test_fp16_square_sum_window(window):
+    """Without bypasses the window sums x**2 of neighbours (zeros beyond the cube).
 
     Index selects of -8 make both tables overflow for every sum >= 1/256; the
     overflow priority picks LO, whose slope is 1 and end 0, so y = x * s.
+    Every sum is exact; the product is rounded once, as numpy's float16 cast.
     """
-    values = np.array([1, 2, 3, 0.5, -4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.float16)
-    cube = values.reshape(16, 1, 1)
+    values = np.array([1, 2, 3, 0.5, -4, 1.5, 0.25, -2, 0.75, 3.5, -1, 2.5, 0, 1.25],
+                      np.float16)
+    cube = values.reshape(14, 1, 1)
+
     def setup(m):
         program_lut(m, np.zeros(65), np.zeros(257))
         m.write_reg("NVDLA_CDP.S_LUT_CFG_0", 0x31)
@@ -174,12 +178,16 @@ def test_fp16_square_sum_window():
         m.write_reg("NVDLA_CDP.S_LUT_LO_SLOPE_SCALE_0", 0x3c003c00)  # 1.0 both
         m.write_reg("NVDLA_CDP.S_LUT_LE_END_LOW_0", 0x3f800000)
 
-    out, _ = run_layer("nv_full", cube, "fp16", setup=setup)
+    out, counters = run_layer("nv_full", cube, "fp16", setup=setup,
+                              D_LRN_CFG_0=(window - 3) // 2)
+    half = window // 2
     x = values.astype(np.float64)
-    padded = np.concatenate([[0.0], x, [0.0]])
-    s = padded[:-2] ** 2 + padded[1:-1] ** 2 + padded[2:] ** 2
-    want = (x * s).astype(np.float16)
+    padded = np.concatenate([np.zeros(half), x, np.zeros(half + 2)])  # 16 channels written
+    s = sum(padded[j:j + 16] ** 2 for j in range(window))
+    want = (np.concatenate([x, [0.0, 0.0]]) * s).astype(np.float16)
     np.testing.assert_array_equal(out[:, 0, 0].view(np.float16), want)
+    assert counters["D_PERF_LUT_OFLOW_0"] == int(np.count_nonzero(s > 0))
+    assert counters["D_PERF_LUT_UFLOW_0"] == int(np.count_nonzero(s == 0))
 
 
 def test_mismatched_formats_are_rejected():
