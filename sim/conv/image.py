@@ -330,24 +330,34 @@ def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, li
     return nan, inf
 
 
-def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
-    """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
-    cfg = ctx.config
-    atom = cfg.atom_bytes
-    fmt = layer.fmt
-    mem = ctx.memory(layer.ram)
+def chroma_x_offset(x_offset: int, in_precision: str, atom: int) -> int:
+    """X offset of the N444 chroma plane: ``x_offset`` modulo the 2-element pixels of an atom."""
+    element = 1 if in_precision == INT8 else 2
+    return x_offset % max(atom // (2 * element), 1)
+
+
+def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height: int,
+                 x_offset: int, in_precision: str, atom: int) -> tuple[np.ndarray, int]:
+    """(C, H, W) container values the CDMA reads for an image, and their bit width."""
     offsets = None
     if fmt.planes == 2:
-        element = 1 if layer.in_precision == INT8 else 2
-        offsets = (layer.x_offset, layer.x_offset % max(atom // (2 * element), 1))
-    what = f"{CDMA} image"
+        offsets = (x_offset, chroma_x_offset(x_offset, in_precision, atom))
     try:
-        raw = read_pixels(mem, fmt, list(layer.addrs[: fmt.planes]), layer.width, layer.height,
-                          list(layer.line_strides[: fmt.planes]), layer.x_offset, atom, what,
+        raw = read_pixels(mem, fmt, list(addrs[: fmt.planes]), width, height,
+                          list(line_strides[: fmt.planes]), x_offset, atom, f"{CDMA} image",
                           offsets)
     except LayoutError as exc:
         raise ConfigurationError(str(exc)) from None
-    values, bits = pixel_components(raw, fmt)
+    return pixel_components(raw, fmt)
+
+
+def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
+    """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
+    atom = ctx.config.atom_bytes
+    fmt = layer.fmt
+    mem = ctx.memory(layer.ram)
+    values, bits = image_values(mem, fmt, layer.addrs, layer.line_strides, layer.width,
+                                layer.height, layer.x_offset, layer.in_precision, atom)
     counters = {}
     if layer.in_precision == FP16:
         if fmt.dtype != np.float16:
