@@ -10,22 +10,18 @@ shifted adds).  Prints elements per second and the ratio.
 """
 
 import argparse
-import time
+import timeit
 
 import numpy as np
 
+from sim.dma import pack_feature
 from sim.machine import Machine
 
 SRC, DST = 0x80000000, 0x88000000
 
 
 def best_of(repeat: int, fn) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def numpy_sums(x: np.ndarray, window: int) -> np.ndarray:
@@ -38,10 +34,9 @@ def numpy_sums(x: np.ndarray, window: int) -> np.ndarray:
     return s
 
 
-def program_layer(m: Machine, c: int, h: int, w: int, window: int) -> None:
-    atom = m.config.atom_bytes
-    line = w * atom
-    surface = h * line
+def program_layer(m: Machine, layout, window: int) -> None:
+    c, h, w = layout.channels, layout.height, layout.width
+    line, surface = layout.line_stride, layout.surface_stride
     cdp = "NVDLA_CDP."
     rdma = "NVDLA_CDP_RDMA."
     m.write_reg(cdp + "S_LUT_ACCESS_CFG_0", 1 << 17)
@@ -66,11 +61,11 @@ def program_layer(m: Machine, c: int, h: int, w: int, window: int) -> None:
         m.write_reg(cdp + name, value)
 
 
-def run_once(m: Machine, c, h, w, window) -> None:
+def run_once(m: Machine, layout, window) -> None:
     for unit in ("NVDLA_CDP", "NVDLA_CDP_RDMA"):  # program the group that runs next
         consumer = (m.read_reg(f"{unit}.S_POINTER_0") >> 16) & 1
         m.write_reg(f"{unit}.S_POINTER_0", consumer)
-    program_layer(m, c, h, w, window)
+    program_layer(m, layout, window)
     m.write_reg("NVDLA_CDP_RDMA.D_OP_ENABLE_0", 1)
     m.write_reg("NVDLA_CDP.D_OP_ENABLE_0", 1)
     if m.run() != 1:
@@ -94,12 +89,10 @@ def main() -> None:
           f"({elements / t_numpy / 1e6:7.1f} M elements/s)")
 
     m = Machine("nv_full")
-    # the cube in memory: one 32-channel atom per pixel and surface
-    atom = m.config.atom_bytes
-    atoms = x.reshape(c // atom, atom, n, n).transpose(0, 2, 3, 1)
-    m.load(SRC, np.ascontiguousarray(atoms).view(np.uint8).reshape(-1))
-    run_once(m, c, n, n, window)  # compile / warm up
-    t_sim = best_of(args.repeat, lambda: run_once(m, c, n, n, window))
+    data, layout = pack_feature(x, m.config)
+    m.load(SRC, data)
+    run_once(m, layout, window)  # compile / warm up
+    t_sim = best_of(args.repeat, lambda: run_once(m, layout, window))
     print(f"simulator CDP LRN int8 window {window} {n}x{n}x{c}: {t_sim * 1e3:8.2f} ms  "
           f"({elements / t_sim / 1e6:7.1f} M elements/s) = {t_sim / t_numpy:6.2f} x numpy sums")
 
