@@ -21,64 +21,41 @@ from . import stages
 from .config import PRECISION_CODE
 
 
-def _empty_stats() -> dict:
-    return {"saturation": 0, "nan_out": 0, "nan_in": 0, "inf_in": 0, "unequal": False,
-            "lut_uflow": 0, "lut_oflow": 0, "lut_hybrid": 0, "lut_le_hit": 0, "lut_lo_hit": 0}
-
-
-def _fp16_nan_count(bits: np.ndarray) -> int:
-    bits = bits.astype(np.int64)
-    return int(np.count_nonzero(((bits >> 10) & 0x1F == 0x1F) & (bits & 0x3FF != 0)))
-
-
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
-    shape = data.shape
+    n, cp, h, w = data.shape
     flat = np.ascontiguousarray(data, dtype=np.int64).ravel()
-    stats = _empty_stats()
     prec = PRECISION_CODE[layer.proc_precision]
     fp = layer.proc_precision == FP16
     nan_to_zero = layer.nan_to_zero and fp
-    if fp:
-        if from_memory:
-            counts = np.zeros(2, dtype=np.int64)
-            wide = np.empty_like(flat)
-            stages.fp16_input_loop(flat, wide, counts)
-            flat = wide
-            stats["nan_in"], stats["inf_in"] = int(counts[0]), int(counts[1])
-        else:
-            flat = flat & 0xFFFFFFFF
-        if nan_to_zero:
-            stages.flush_nan32_loop(flat)
-    else:
-        flat = flat & 0xFFFFFFFF
-    for name, stage in (("x1", layer.x1), ("x2", layer.x2)):
-        if stage.bypass:
-            continue
-        alu, mul = operands[name]
-        out = np.empty_like(flat)
-        stages.x_loop(flat, alu, mul, stages.x_row(stage, nan_to_zero, prec), out)
-        flat = out
-    if not layer.y.bypass:
-        alu, mul = operands["y"]
-        out = np.empty_like(flat)
-        counts = np.zeros(5, dtype=np.int64)
-        stages.y_loop(flat, alu, mul, stages.y_params(layer, prec, nan_to_zero),
-                      lut.le, lut.lo, out, counts)
-        flat = out
-        for key, slot in (("lut_uflow", stages.ST_UFLOW), ("lut_oflow", stages.ST_OFLOW),
-                          ("lut_hybrid", stages.ST_HYBRID), ("lut_le_hit", stages.ST_LE_HIT),
-                          ("lut_lo_hit", stages.ST_LO_HIT)):
-            stats[key] = int(counts[slot])
-    result = np.empty_like(flat)
-    out_code = PRECISION_CODE[layer.out_precision]
-    stats["saturation"] = int(stages.c_loop(flat, stages.c_row(layer, prec, out_code),
-                                            layer.out_precision == FP16, result))
-    if layer.eql:
-        stats["unequal"] = bool(np.any(result & 0xFFFF))
-    result &= 0xFFFF
+    flags = np.zeros(stages.F_SIZE, dtype=np.int64)
+    flags[stages.F_FP16_IN] = fp and from_memory
+    flags[stages.F_FLUSH] = nan_to_zero
+    flags[stages.F_X1] = not layer.x1.bypass
+    flags[stages.F_X2] = not layer.x2.bypass
+    flags[stages.F_Y] = not layer.y.bypass
+    flags[stages.F_FP16_OUT] = layer.out_precision == FP16
+    flags[stages.F_EQL] = layer.eql
+    ops = [operands[s][k] for s in ("x1", "x2", "y") for k in (0, 1)]
+    modes = np.array([mode for _, mode in ops], dtype=np.int64)
+    out = np.empty_like(flat)
+    counts = np.zeros(stages.ST_SIZE, dtype=np.int64)
+    stages.sdp_loop(
+        flat, np.array([h * w, cp], dtype=np.int64), flags,
+        stages.x_row(layer.x1, nan_to_zero, prec), stages.x_row(layer.x2, nan_to_zero, prec),
+        stages.y_params(layer, prec, nan_to_zero), stages.c_row(layer, prec,
+                                                                PRECISION_CODE[layer.out_precision]),
+        *[values for values, _ in ops], modes, lut.le, lut.lo, out, counts)
+    stats = {
+        "saturation": int(counts[stages.ST_SAT]), "nan_out": int(counts[stages.ST_NAN_OUT]),
+        "nan_in": int(counts[stages.ST_NAN_IN]), "inf_in": int(counts[stages.ST_INF_IN]),
+        "unequal": bool(counts[stages.ST_UNEQUAL]),
+        "lut_uflow": int(counts[stages.ST_UFLOW]), "lut_oflow": int(counts[stages.ST_OFLOW]),
+        "lut_hybrid": int(counts[stages.ST_HYBRID]), "lut_le_hit": int(counts[stages.ST_LE_HIT]),
+        "lut_lo_hit": int(counts[stages.ST_LO_HIT]),
+    }
+    bits = (out & 0xFFFF).astype(np.uint16)
     if layer.out_precision == FP16:
-        elems = result.astype(np.uint16)
-        stats["nan_out"] = _fp16_nan_count(elems)
+        elems = bits
     else:
-        elems = result.astype(np.uint16).view(np.int16).astype(element_dtype(layer.out_precision))
-    return elems.reshape(shape), stats
+        elems = bits.view(np.int16).astype(element_dtype(layer.out_precision))
+    return elems.reshape(data.shape), stats

@@ -15,26 +15,26 @@ import numpy as np
 from ..dma.sdp_rdma import read_sdp_operand
 from ..errors import ConfigurationError
 from .config import RDMA, USE_ALU, USE_BOTH, USE_MUL
+from .stages import OP_CHANNEL, OP_ELEMENT, OP_REGISTER
 
 _USE_NAMES = {USE_MUL: "MUL", USE_ALU: "ALU", USE_BOTH: "BOTH"}
 
 
 def _stream(ctx, layer, dma, cp: int) -> np.ndarray:
-    """The DMA's components, (components, Cp, H, W) broadcast over the cube."""
+    """The DMA's components: (components, Cp, 1, 1) per channel, (components, Cp, H, W)."""
     what = f"{RDMA}.D_{dma.prefix}_BASE_ADDR"
     comps = 2 if dma.use == USE_BOTH else 1
-    values = read_sdp_operand(
+    return read_sdp_operand(
         ctx.memory(dma.ram_type), dma.address, precision=layer.proc_precision,
         data_size=dma.data_size, components=comps, per_element=dma.per_element,
         channels=cp, height=layer.height, width=layer.width, atom_bytes=ctx.config.atom_bytes,
         line_stride=dma.line_stride, surface_stride=dma.surface_stride, what=what)
-    return np.broadcast_to(values, (comps, cp, layer.height, layer.width))
 
 
 def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int):
-    """(alu, mul) operand arrays: one entry (register) or one per element of the batch."""
-    alu = np.array([reg_alu], dtype=np.int64)
-    mul = np.array([reg_mul], dtype=np.int64)
+    """((alu values, mode), (mul values, mode)) of one stage (modes: see stages.OP_*)."""
+    alu = (np.array([reg_alu], dtype=np.int64), OP_REGISTER)
+    mul = (np.array([reg_mul], dtype=np.int64), OP_REGISTER)
     if not (stage.needs_alu_mem or stage.needs_mul_mem):
         return alu, mul
     cfg = f"{RDMA}.D_{dma.name}_CFG_0"
@@ -42,11 +42,10 @@ def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int)
         raise ConfigurationError(f"{cfg}: {dma.name} is disabled but the {dma.prefix} stage reads "
                                  "an operand from memory (*_SRC=MEM)")
     stream = _stream(ctx, layer, dma, cp)
-    n = layer.batch
+    mode = OP_ELEMENT if dma.per_element else OP_CHANNEL
 
     def flat(component):
-        return np.ascontiguousarray(
-            np.broadcast_to(stream[component], (n, cp, layer.height, layer.width))).ravel()
+        return (np.ascontiguousarray(stream[component]).ravel(), mode)
 
     if stage.needs_alu_mem:
         if dma.use not in (USE_ALU, USE_BOTH):
@@ -62,7 +61,11 @@ def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int)
 
 
 def read_operands(ctx, layer, cp: int) -> dict:
-    """``{"x1": (alu, mul), "x2": (alu, mul), "y": (alu, mul)}`` flat int64 operand arrays."""
+    """``{"x1": (alu, mul), "x2": ..., "y": ...}``, each operand a (values, mode) pair.
+
+    Mode OP_REGISTER: one value; OP_CHANNEL: one per channel (Cp values);
+    OP_ELEMENT: one per element of a (Cp, H, W) cube, shared by the batches.
+    """
     x1, x2, y = layer.x1, layer.x2, layer.y
     return {
         "x1": _stage_operands(ctx, layer, x1, layer.dmas[0], cp, x1.alu_operand, x1.mul_operand),

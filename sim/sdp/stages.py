@@ -7,8 +7,9 @@ runs those cells over a whole cube.  Values travel as int64 holding the
 patterns on the fp16 path).  Operand arrays hold one entry (a register
 operand, used for every element) or one entry per element (memory).
 
-Each loop fills a cell's input row once with the layer's settings and then
-only the per-element columns, so numba compiles each loop once.
+One fused loop runs every enabled stage on an element before moving to the
+next (one pass over the cube); it fills each cell's input row once with the
+layer's settings and then only the per-element columns.
 """
 
 from __future__ import annotations
@@ -41,76 +42,28 @@ C_ROW = 7
  Y_LE_USCALE, Y_LE_USHIFT, Y_LE_OSCALE, Y_LE_OSHIFT,
  Y_LO_USCALE, Y_LO_USHIFT, Y_LO_OSCALE, Y_LO_OSHIFT, Y_LE_BIAS, Y_SIZE) = range(39)
 
-# LUT statistics slots
-ST_UFLOW, ST_OFLOW, ST_HYBRID, ST_LE_HIT, ST_LO_HIT = range(5)
+# statistics slots
+(ST_SAT, ST_NAN_IN, ST_INF_IN, ST_UFLOW, ST_OFLOW, ST_HYBRID, ST_LE_HIT, ST_LO_HIT,
+ ST_NAN_OUT, ST_UNEQUAL, ST_SIZE) = range(11)
+# flags
+(F_FP16_IN, F_FLUSH, F_X1, F_X2, F_Y, F_FP16_OUT, F_EQL, F_SIZE) = range(8)
+# operand modes
+OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
 
 
 @njit
-def fp16_input_loop(raw, out, counts):
-    """SDP_RDMA fp16 input -> fp32; counts[0] += NaN, counts[1] += Inf (raw inputs)."""
-    for i in range(raw.shape[0]):
-        b = raw[i] & 0xFFFF
-        if (b >> 10) & 0x1F == 0x1F:
-            if b & 0x3FF:
-                counts[0] += 1
-            else:
-                counts[1] += 1
-        out[i] = fp16_to_fp32_bits(b)
+def _operand(values, mode, i, hw, cp):
+    """The operand of flat element ``i`` of an (N, Cp, H, W) cube."""
+    if mode == OP_REGISTER:
+        return values[0]
+    if mode == OP_CHANNEL:
+        return values[(i // hw) % cp]
+    return values[i % (hw * cp)]
 
 
 @njit
-def flush_nan32_loop(data):
-    """NAN_TO_ZERO on the datapath input: fp32 NaN patterns become +0 (in place)."""
-    for i in range(data.shape[0]):
-        x = data[i]
-        if (x >> 23) & 0xFF == 0xFF and x & 0x7FFFFF:
-            data[i] = 0
-
-
-@njit
-def x_loop(data, alu, mul, row, out):
-    """X1 or X2 (``row`` is an sdp_x_cell row with the settings filled in)."""
-    n = data.shape[0]
-    alu_step = 1 if alu.shape[0] == n else 0
-    mul_step = 1 if mul.shape[0] == n else 0
-    r = row.copy()
-    o = np.zeros(2, np.int64)
-    for i in range(n):
-        r[0] = data[i]
-        r[1] = alu[i * alu_step]
-        r[2] = mul[i * mul_step]
-        sdp_x_cell(r, o)
-        out[i] = o[0]
-
-
-@njit
-def c_loop(data, row, fp16_out, out):
-    """Output convertor; returns the saturation count the SDP reports.
-
-    For fp16 output a saturated value is one of magnitude 0x7bff (65504);
-    otherwise the convertor's int17 saturation flag counts.
-    """
-    r = row.copy()
-    o = np.zeros(2, np.int64)
-    sat = 0
-    for i in range(data.shape[0]):
-        r[0] = data[i]
-        sdp_c_cell(r, o)
-        out[i] = o[0]
-        if fp16_out:
-            if o[0] & 0x7FFF == 0x7BFF:
-                sat += 1
-        else:
-            sat += o[1]
-    return sat
-
-
-@njit
-def y_loop(data, alu, mul, p, le, lo, out, stats):
-    """Y: operand convertors, core (MUL then ALU), then the LUT when enabled."""
-    n = data.shape[0]
-    alu_step = 1 if alu.shape[0] == n else 0
-    mul_step = 1 if mul.shape[0] == n else 0
+def _y_rows(p):
+    """The Y cells' input rows with the layer's settings filled in."""
     prec = p[Y_PREC]
     cvt = np.zeros(7, np.int64)
     cvt[5] = p[Y_NTZ]
@@ -137,73 +90,138 @@ def y_loop(data, alu, mul, p, le, lo, out, stats):
     idx[10] = prec
     inp = np.zeros(10, np.int64)
     inp[9] = prec
+    return cvt, core, idx, inp
+
+
+@njit
+def _convert_operand(value, p, first, cvt, o):
+    """Y operand convertor of a memory operand (``first``: Y_ALU_CVT_BYPASS or Y_MUL_...)."""
+    cvt[0] = value
+    cvt[1] = p[first]
+    cvt[2] = p[first + 1]
+    cvt[3] = p[first + 2]
+    cvt[4] = p[first + 3]
+    sdp_y_cvt_cell(cvt, o)
+    return o[0]
+
+
+@njit
+def _lut(v, p, le, lo, idx, inp, o, stats):
+    """LUT index, RAM read and interpolation/extrapolation of one value."""
+    idx[0] = v
+    sdp_y_idx_cell(idx, o)
+    fraction, x, oflow, uflow = o[0], o[1], o[2], o[3]
+    use_lo, addr, le_hit, lo_hit = o[4], o[5], o[6], o[7]
+    table = lo if use_lo else le
+    flow = oflow != 0 or uflow != 0
+    inp[0] = x
+    inp[1] = fraction
+    inp[2] = table[addr] & 0xFFFF
+    inp[3] = 0 if flow else table[addr + 1] & 0xFFFF
+    inp[4] = 0
+    inp[5] = 0
+    inp[6] = 0
+    inp[7] = 0
+    if flow:
+        # slope registers (scale, shift) of the table and the side it left
+        base = Y_LO_USCALE if use_lo else Y_LE_USCALE
+        if oflow:
+            base += 2
+        inp[4] = p[base]
+        inp[5] = p[base + 1]
+        if use_lo:
+            inp[6] = p[Y_LO_END] if oflow else p[Y_LO_START]
+        else:
+            inp[6] = p[Y_LE_END] if oflow else p[Y_LE_START]
+            if not oflow and not p[Y_LE_LINEAR]:
+                inp[7] = p[Y_LE_BIAS]
+    inp[8] = 1 if flow else 0
+    sdp_y_inp_cell(inp, o)
+    if uflow:
+        stats[ST_UFLOW] += 1
+    if oflow:
+        stats[ST_OFLOW] += 1
+    if not flow:
+        stats[ST_HYBRID] += 1
+    if le_hit:
+        stats[ST_LE_HIT] += 1
+    if lo_hit:
+        stats[ST_LO_HIT] += 1
+    return o[0]
+
+
+@njit
+def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
+             op0, op1, op2, op3, op4, op5, modes, le, lo, out, stats):
+    """The whole SDP datapath, element by element, over a flat (N, Cp, H, W) cube.
+
+    ``op0..op5`` are the X1 ALU/MUL, X2 ALU/MUL and Y ALU/MUL operands with
+    their ``modes`` (register, per channel or per element); ``geom`` = (H*W,
+    Cp).  Statistics accumulate into ``stats`` (ST_* slots).
+    """
+    hw, cp = geom[0], geom[1]
+    fp16_in, flush = flags[F_FP16_IN], flags[F_FLUSH]
+    x1_on, x2_on, y_on = flags[F_X1], flags[F_X2], flags[F_Y]
+    fp16_out, eql = flags[F_FP16_OUT], flags[F_EQL]
+    r1 = x1_row.copy()
+    r2 = x2_row.copy()
+    rc = c_row.copy()
+    cvt, core, idx, inp = _y_rows(yp)
+    y_alu_mem, y_mul_mem, lut_on = yp[Y_ALU_MEM], yp[Y_MUL_MEM], yp[Y_LUT_ON]
     o = np.zeros(8, np.int64)
-    for i in range(n):
-        a = alu[i * alu_step]
-        if p[Y_ALU_MEM]:
-            cvt[0] = a
-            cvt[1] = p[Y_ALU_CVT_BYPASS]
-            cvt[2] = p[Y_ALU_CVT_OFFSET]
-            cvt[3] = p[Y_ALU_CVT_SCALE]
-            cvt[4] = p[Y_ALU_CVT_TRUNC]
-            sdp_y_cvt_cell(cvt, o)
-            a = o[0]
-        m = mul[i * mul_step]
-        if p[Y_MUL_MEM]:
-            cvt[0] = m
-            cvt[1] = p[Y_MUL_CVT_BYPASS]
-            cvt[2] = p[Y_MUL_CVT_OFFSET]
-            cvt[3] = p[Y_MUL_CVT_SCALE]
-            cvt[4] = p[Y_MUL_CVT_TRUNC]
-            sdp_y_cvt_cell(cvt, o)
-            m = o[0]
-        core[0] = data[i]
-        core[1] = a
-        core[2] = m
-        sdp_y_core_cell(core, o)
-        v = o[0]
-        if p[Y_LUT_ON]:
-            idx[0] = v
-            sdp_y_idx_cell(idx, o)
-            fraction, x, oflow, uflow = o[0], o[1], o[2], o[3]
-            use_lo, addr, le_hit, lo_hit = o[4], o[5], o[6], o[7]
-            table = lo if use_lo else le
-            flow = oflow != 0 or uflow != 0
-            inp[0] = x
-            inp[1] = fraction
-            inp[2] = table[addr] & 0xFFFF
-            inp[3] = 0 if flow else table[addr + 1] & 0xFFFF
-            inp[4] = 0
-            inp[5] = 0
-            inp[6] = 0
-            inp[7] = 0
-            if flow:
-                if use_lo:
-                    if oflow:
-                        inp[4], inp[5], inp[6] = p[Y_LO_OSCALE], p[Y_LO_OSHIFT], p[Y_LO_END]
-                    else:
-                        inp[4], inp[5], inp[6] = p[Y_LO_USCALE], p[Y_LO_USHIFT], p[Y_LO_START]
+    for i in range(data.shape[0]):
+        v = data[i]
+        if fp16_in:
+            b = v & 0xFFFF
+            if (b >> 10) & 0x1F == 0x1F:
+                if b & 0x3FF:
+                    stats[ST_NAN_IN] += 1
                 else:
-                    if oflow:
-                        inp[4], inp[5], inp[6] = p[Y_LE_OSCALE], p[Y_LE_OSHIFT], p[Y_LE_END]
-                    else:
-                        inp[4], inp[5], inp[6] = p[Y_LE_USCALE], p[Y_LE_USHIFT], p[Y_LE_START]
-                        if not p[Y_LE_LINEAR]:
-                            inp[7] = p[Y_LE_BIAS]
-            inp[8] = 1 if flow else 0
-            sdp_y_inp_cell(inp, o)
+                    stats[ST_INF_IN] += 1
+            v = fp16_to_fp32_bits(b)
+        else:
+            v &= 0xFFFFFFFF
+        if flush and (v >> 23) & 0xFF == 0xFF and v & 0x7FFFFF:
+            v = 0
+        if x1_on:
+            r1[0] = v
+            r1[1] = _operand(op0, modes[0], i, hw, cp)
+            r1[2] = _operand(op1, modes[1], i, hw, cp)
+            sdp_x_cell(r1, o)
             v = o[0]
-            if uflow:
-                stats[ST_UFLOW] += 1
-            if oflow:
-                stats[ST_OFLOW] += 1
-            if not flow:
-                stats[ST_HYBRID] += 1
-            if le_hit:
-                stats[ST_LE_HIT] += 1
-            if lo_hit:
-                stats[ST_LO_HIT] += 1
-        out[i] = v
+        if x2_on:
+            r2[0] = v
+            r2[1] = _operand(op2, modes[2], i, hw, cp)
+            r2[2] = _operand(op3, modes[3], i, hw, cp)
+            sdp_x_cell(r2, o)
+            v = o[0]
+        if y_on:
+            a = _operand(op4, modes[4], i, hw, cp)
+            if y_alu_mem:
+                a = _convert_operand(a, yp, Y_ALU_CVT_BYPASS, cvt, o)
+            m = _operand(op5, modes[5], i, hw, cp)
+            if y_mul_mem:
+                m = _convert_operand(m, yp, Y_MUL_CVT_BYPASS, cvt, o)
+            core[0] = v
+            core[1] = a
+            core[2] = m
+            sdp_y_core_cell(core, o)
+            v = o[0]
+            if lut_on:
+                v = _lut(v, yp, le, lo, idx, inp, o, stats)
+        rc[0] = v
+        sdp_c_cell(rc, o)
+        w = o[0]
+        out[i] = w
+        if fp16_out:
+            if w & 0x7FFF == 0x7BFF:
+                stats[ST_SAT] += 1
+            if (w >> 10) & 0x1F == 0x1F and w & 0x3FF:
+                stats[ST_NAN_OUT] += 1
+        else:
+            stats[ST_SAT] += o[1]
+        if eql and w & 0xFFFF:
+            stats[ST_UNEQUAL] = 1
 
 
 # -- settings rows ------------------------------------------------------------------
