@@ -88,7 +88,9 @@ def run_sdp(ctx, lut: LutRam, cube=None) -> None:
     if layer.output_to_pdp:
         from ..pdp.engine import pool_from_sdp
 
-        pool_from_sdp(ctx, out[0])
+        # the PDP receives whole atoms of the output precision
+        group = elements_per_atom(layer.out_precision, atom)
+        pool_from_sdp(ctx, out[0, : -(-layer.channels // group) * group])
         return
     if not layer.writes_memory:
         return
