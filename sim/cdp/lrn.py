@@ -86,11 +86,12 @@ def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
     counters[LO_HIT] += n_lo
 
 
-@njit
+@njit(parallel=True)
 def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
     """fp32 window sum, LUT and fp17 product; ``y`` receives fp17 patterns."""
     rows, pixels = y.shape
-    for px in range(pixels):
+    n_uflow = n_oflow = n_hybrid = n_le = n_lo = 0
+    for px in prange(pixels):
         for c in range(rows):
             k = c + HALO
             if sqsum_bypass:
@@ -100,13 +101,22 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, count
                 for j in range(2, half + 1):
                     s = fp_add(s, fp_add(sq[k - j, px], sq[k + j, px], 8, 23), 8, 23)
             value, which = lookup_fp(s, le, lo, p)
-            counters[which] += 1
+            n_uflow += which == UFLOW
+            n_oflow += which == OFLOW
+            n_hybrid += which == HYBRID
+            n_le += which == LE_HIT
+            n_lo += which == LO_HIT
             if mul_bypass:
                 centre = x32[k, px]
                 centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
                 y[c, px] = x17[k, px] if centre_nan else value
             else:
                 y[c, px] = fp_mul(x17[k, px], value, 6, 10)
+    counters[UFLOW] += n_uflow
+    counters[OFLOW] += n_oflow
+    counters[HYBRID] += n_hybrid
+    counters[LE_HIT] += n_le
+    counters[LO_HIT] += n_lo
 
 
 def _sext(v, bits):
