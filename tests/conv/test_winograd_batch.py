@@ -159,3 +159,34 @@ def test_batch_is_rejected_on_nv_small():
     xs = [np.zeros((4, 3, 3), np.int8)] * 2
     with pytest.raises(ConfigurationError, match="D_BATCH_NUMBER"):
         _batch_layer("nv_small", xs, np.zeros((1, 4, 1, 1), np.int8), "int8")
+
+
+# -- deconvolution (strided weight split into direct-convolution layers) -------
+
+@pytest.mark.parametrize("stride,kernel", [((2, 2), (3, 3)), ((2, 3), (4, 5)), ((3, 1), (2, 3))])
+def test_deconvolution_by_weight_split(stride, kernel):
+    from sim.conv.deconv import deconv_output_size, deconv_phases, interleave
+    from sim.dma.weights import pack_weight_dc, pack_weight_deconv
+
+    sx, sy = stride
+    s, r = kernel
+    rng = np.random.default_rng(sx * 10 + sy)
+    c, h, wd, k = 3, 4, 5, 2
+    x = rng.integers(-20, 20, (c, h, wd)).astype(np.int8)
+    w = rng.integers(-20, 20, (k, c, r, s)).astype(np.int8)
+    oh, ow = deconv_output_size(h, wd, r, s, sx, sy)
+    ref = np.zeros((k, oh, ow), np.int64)  # transposed convolution: scatter every input pixel
+    for iy in range(h):
+        for ix in range(wd):
+            ref[:, iy * sy: iy * sy + r, ix * sx: ix * sx + s] += np.einsum(
+                "c,kcrs->krs", x[:, iy, ix].astype(np.int64), w.astype(np.int64))
+    streams = pack_weight_deconv(w, "int8", None, stride_x=sx, stride_y=sy, mac_atomic_c=64,
+                                 mac_atomic_k=32)
+    outs = []
+    for phase, stream in zip(deconv_phases(w, sx, sy), streams, strict=True):
+        np.testing.assert_array_equal(
+            pack_weight_dc(phase.kernel, "int8", None, mac_atomic_c=64, mac_atomic_k=32), stream)
+        pads = (phase.pad_x, phase.pad_x, phase.pad_y, phase.pad_y)
+        out, _ = run_conv("nv_full", x, phase.kernel, precision="int8", pad=pads)
+        outs.append(out)
+    np.testing.assert_array_equal(interleave(outs, (k, oh, ow), sx, sy), ref)
