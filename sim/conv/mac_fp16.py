@@ -39,6 +39,7 @@ bit only: round half away from zero) and goes to the SDP.
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from ..jit import njit
 from .layer import ConvLayer
@@ -52,72 +53,65 @@ _SIGN_COMP = np.array([0xAAAB0000, 0xFAAAB000, 0xFFAAAB00, 0xFFFAAAB0, 0xFFFFAAA
                        0xFFFFFAAB, 0xFFFFFFAB, 0xFFFFFFFB], dtype=np.int64)
 
 
-@njit
+@njit(inline="always")
 def _csa(a, b, c):
+    """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
     s = a ^ b ^ c
     carry = ((a & b) | (b & c) | (a & c)) << 1
     return s & M32, carry & M32
 
 
+# radix-4 Booth digit (3 multiplier bits) -> multiple of the multiplicand, negated row
+_BOOTH_MULTIPLE = np.array([0, 1, 1, 2, 2, 1, 1, 0], np.int64)
+_BOOTH_NEGATE = np.array([0, 0, 0, 0, 1, 1, 1, 0], np.int64)
+
+
+@njit(inline="always")
+def _booth_row(digit, dat):
+    """Partial product (17 bits: a ones' complement for negative digits, else a leading
+    one) and its negate bit for one Booth digit; branch-free."""
+    v = dat * _BOOTH_MULTIPLE[digit]
+    neg = _BOOTH_NEGATE[digit]
+    return ((v ^ (0xFFFF * neg)) & 0xFFFF) | ((1 - neg) << 16), neg
+
+
 @njit
-def booth_product(negative, wt, dat, shift, sign_comp, pp, pps, inv):
+def booth_product(negative, wt, dat, shift, sign_comp):
     """The CMAC's shifted product of two <= 14-bit magnitudes (signed 32-bit result).
 
-    ``pp`` (10), ``pps`` and ``inv`` (8) are int64 scratch arrays.
+    The weight is Booth-recoded (radix 4, digits inverted for a negative
+    product) into eight partial products, which a carry-save tree reduces to
+    two words: rows 0-4 and rows 5-9 to two each, then those four to two.
+    Each word is shifted right by ``shift`` before the two are added with the
+    sign compensation -- the truncation NVDLA's C-model applies.
     """
     if shift >= 32:
         return 0
-    rev = 7 if negative else 0
+    if shift == 0:
+        # unshifted, tree and compensation give the exact product (checked
+        # exhaustively for all 14-bit operands and both signs)
+        return -wt * dat if negative else wt * dat
+    rev = 7 * negative
     w = wt << 1
-    for i in range(8):
-        inv[i] = 0
-        code = (w & 7) ^ rev
-        w >>= 2
-        if code == 0 or code == 7:
-            pps[i] = 0x10000
-        elif code == 1 or code == 2:
-            pps[i] = dat | 0x10000
-        elif code == 3:
-            pps[i] = (dat << 1) | 0x10000
-        elif code == 4:
-            pps[i] = ~(dat << 1) & 0xFFFF
-            inv[i] = 1
-        else:
-            pps[i] = ~dat & 0xFFFF
-            inv[i] = 1
-    pp[0] = pps[0]
-    pp[1] = (pps[1] << 2) | inv[0]
-    pp[2] = (pps[2] << 4) | (inv[1] << 2)
-    pp[3] = (pps[3] << 6) | (inv[2] << 4)
-    pp[4] = inv[3] << 6
-    pp[5] = pps[4] << 8
-    pp[6] = (pps[5] << 10) | (inv[4] << 8)
-    pp[7] = (pps[6] << 12) | (inv[5] << 10)
-    pp[8] = (pps[7] << 14) | (inv[6] << 12)
-    pp[9] = inv[7] << 14
-    # Wallace reduction: rows 0-4 and 5-9 to two each, then the four to two
-    for rnd in range(3):
-        if rnd == 0:
-            n, st = 5, 0
-        elif rnd == 1:
-            n, st = 5, 5
-        else:
-            pp[2] = pp[5]
-            pp[3] = pp[6]
-            n, st = 4, 0
-        while n >= 3:
-            groups = n // 3
-            for j in range(groups):
-                s, c = _csa(pp[st + 3 * j], pp[st + 3 * j + 1], pp[st + 3 * j + 2])
-                pp[st + 2 * j] = s
-                pp[st + 2 * j + 1] = c
-            for j in range(groups * 3, n):
-                pp[st + j - groups] = pp[st + j]
-            n -= groups
-    total = ((pp[0] >> shift) + (pp[1] >> shift) + sign_comp[shift >> 2]) & M32
-    if total >= 0x80000000:
-        total -= 1 << 32
-    return total
+    p0, i0 = _booth_row((w & 7) ^ rev, dat)
+    p1, i1 = _booth_row(((w >> 2) & 7) ^ rev, dat)
+    p2, i2 = _booth_row(((w >> 4) & 7) ^ rev, dat)
+    p3, i3 = _booth_row(((w >> 6) & 7) ^ rev, dat)
+    p4, i4 = _booth_row(((w >> 8) & 7) ^ rev, dat)
+    p5, i5 = _booth_row(((w >> 10) & 7) ^ rev, dat)
+    p6, i6 = _booth_row(((w >> 12) & 7) ^ rev, dat)
+    p7, i7 = _booth_row(((w >> 14) & 7) ^ rev, dat)
+    # rows of the tree: partial products shifted into place, negate bits below them
+    a, b = _csa(p0, (p1 << 2) | i0, (p2 << 4) | (i1 << 2))
+    a, b = _csa(a, b, (p3 << 6) | (i2 << 4))
+    a, b = _csa(a, b, i3 << 6)
+    c, d = _csa(p4 << 8, (p5 << 10) | (i4 << 8), (p6 << 12) | (i5 << 10))
+    c, d = _csa(c, d, (p7 << 14) | (i6 << 12))
+    c, d = _csa(c, d, i7 << 14)
+    a, b = _csa(a, b, c)
+    a, b = _csa(a, b, d)
+    total = ((a >> shift) + (b >> shift) + sign_comp[shift >> 2]) & M32
+    return total - ((total >> 31) << 32)
 
 
 @njit
@@ -260,91 +254,105 @@ def _split(bits):
 
 
 @njit
+def _nan_block(bits):
+    """The CMAC block result for a NaN input: its sign and fraction, 38-bit mantissa."""
+    b = np.int64(bits)
+    return _sext((((b >> 15) & 1) << 37) | ((b & 0x3FF) << 27), 38)
+
+
+@njit(parallel=True)
 def _conv_fp16_kernel(x, w, stride_y, stride_x, dil_y, dil_x, top, left, pad_bits,
                       out_h, out_w, block, sign_comp):
-    n_b, n_c, in_h, in_w = x.shape
-    n_k, _, n_r, n_s = w.shape
+    """x: (N, H, W, C) fp16 bits; w: (K, R, S, C) fp16 bits -> (N, K, H', W') fp32 bits."""
+    n_b, in_h, in_w, n_c = x.shape
+    n_k, n_r, n_s, _ = w.shape
     xf = x.ravel()
     wf = w.ravel()
     xz, xn, xsg, xm, xe = _split(xf)
     wz, wn, wsg, wm, we = _split(wf)
-    pp = np.zeros(10, np.int64)
-    pps = np.zeros(8, np.int64)
-    inv = np.zeros(8, np.int64)
-    pz, pn, psg, pm, pe = _split(np.array([pad_bits], dtype=np.uint16))
-    out = np.zeros((n_b, n_k, out_h, out_w), dtype=np.uint32)
+    pad = np.array([pad_bits], dtype=np.uint16)
+    pz, pn, psg, pm, pe = _split(pad)
     groups = (n_c + block - 1) // block
-    lane_x = np.zeros(block, np.int64)  # flat data index of each lane, -1 = pad
-    prod = np.zeros(block, np.int64)
-    for b in range(n_b):
-        for oy in range(out_h):
-            for ox in range(out_w):
-                for k in range(n_k):
-                    acc_e = 0
-                    acc_m = 0
-                    for g in range(groups):
-                        c0 = g * block
-                        c1 = min(n_c, c0 + block)
-                        for r in range(n_r):
-                            iy = oy * stride_y + r * dil_y - top
-                            for s in range(n_s):
-                                ix = ox * stride_x + s * dil_x - left
-                                inside = 0 <= iy < in_h and 0 <= ix < in_w
-                                for c in range(c0, c1):
-                                    if inside:
-                                        lane_x[c - c0] = ((b * n_c + c) * in_h + iy) * in_w + ix
-                                    else:
-                                        lane_x[c - c0] = -1
-                                # NaN: weights first, then data, in channel order
-                                nan_bits = -1
-                                for c in range(c0, c1):
-                                    wi = ((k * n_c + c) * n_r + r) * n_s + s
-                                    if wn[wi]:
-                                        nan_bits = wf[wi]
-                                        break
-                                if nan_bits < 0:
-                                    for c in range(c0, c1):
-                                        xi = lane_x[c - c0]
-                                        if (pn[0] if xi < 0 else xn[xi]):
-                                            nan_bits = pad_bits if xi < 0 else xf[xi]
-                                            break
-                                if nan_bits >= 0:
-                                    nb = np.int64(nan_bits)
-                                    mac_m = _sext((((nb >> 15) & 1) << 37)
-                                                  | ((nb & 0x3FF) << 27), 38)
-                                    acc_e, acc_m = cacc_add(acc_e, acc_m, 63, mac_m)
-                                    continue
-                                emax = 0
-                                for c in range(c0, c1):
-                                    wi = ((k * n_c + c) * n_r + r) * n_s + s
-                                    xi = lane_x[c - c0]
-                                    dz = pz[0] if xi < 0 else xz[xi]
-                                    if wz[wi] or dz:
-                                        prod[c - c0] = -1
-                                        continue
-                                    de = pe[0] if xi < 0 else xe[xi]
-                                    e = de + we[wi]
-                                    prod[c - c0] = e
+    # first weight NaN of every block (weights are scanned before data), -1 if none
+    wnan = np.full((n_k, groups, n_r, n_s), -1, np.int64)
+    for k in range(n_k):
+        for r in range(n_r):
+            for s in range(n_s):
+                base = ((k * n_r + r) * n_s + s) * n_c
+                for g in range(groups):
+                    for c in range(g * block, min(n_c, g * block + block)):
+                        if wn[base + c]:
+                            wnan[k, g, r, s] = wf[base + c]
+                            break
+    out = np.zeros((n_b, n_k, out_h, out_w), dtype=np.uint32)
+    for row in prange(n_b * out_h):
+        b = row // out_h
+        oy = row % out_h
+        d_z = np.zeros(block, np.bool_)
+        d_s = np.zeros(block, np.int64)
+        d_m = np.zeros(block, np.int64)
+        d_e = np.zeros(block, np.int64)
+        lane_e = np.zeros(block, np.int64)
+        acc_e = np.zeros(n_k, np.int64)
+        acc_m = np.zeros(n_k, np.int64)
+        for ox in range(out_w):
+            acc_e[:] = 0
+            acc_m[:] = 0
+            for g in range(groups):
+                c0 = g * block
+                lanes = min(n_c, c0 + block) - c0
+                for r in range(n_r):
+                    iy = oy * stride_y + r * dil_y - top
+                    for s in range(n_s):
+                        ix = ox * stride_x + s * dil_x - left
+                        # the data lanes of this block, and their first NaN
+                        dnan = -1
+                        if 0 <= iy < in_h and 0 <= ix < in_w:
+                            base = ((b * in_h + iy) * in_w + ix) * n_c + c0
+                            for j in range(lanes):
+                                d_z[j] = xz[base + j]
+                                d_s[j] = xsg[base + j]
+                                d_m[j] = xm[base + j]
+                                d_e[j] = xe[base + j]
+                                if dnan < 0 and xn[base + j]:
+                                    dnan = xf[base + j]
+                        else:
+                            for j in range(lanes):
+                                d_z[j] = pz[0]
+                                d_s[j] = psg[0]
+                                d_m[j] = pm[0]
+                                d_e[j] = pe[0]
+                            if pn[0]:
+                                dnan = pad_bits
+                        for k in range(n_k):
+                            nan_bits = wnan[k, g, r, s]
+                            if nan_bits < 0:
+                                nan_bits = dnan
+                            if nan_bits >= 0:
+                                acc_e[k], acc_m[k] = cacc_add(acc_e[k], acc_m[k], 63,
+                                                              _nan_block(nan_bits))
+                                continue
+                            wbase = ((k * n_r + r) * n_s + s) * n_c + c0
+                            emax = 0
+                            for j in range(lanes):
+                                if wz[wbase + j] or d_z[j]:
+                                    lane_e[j] = -1
+                                else:
+                                    e = d_e[j] + we[wbase + j]
+                                    lane_e[j] = e
                                     if e > emax:
                                         emax = e
-                                total = 0
-                                for c in range(c0, c1):
-                                    e = prod[c - c0]
-                                    if e < 0:
-                                        continue
-                                    wi = ((k * n_c + c) * n_r + r) * n_s + s
-                                    xi = lane_x[c - c0]
-                                    if xi < 0:
-                                        ds, dm = psg[0], pm[0]
-                                    else:
-                                        ds, dm = xsg[xi], xm[xi]
-                                    total += booth_product(ds ^ wsg[wi], wm[wi], dm,
-                                                           (emax - e) * 4, sign_comp, pp, pps,
-                                                           inv)
-                                if total != 0:
-                                    acc_e, acc_m = cacc_add(acc_e, acc_m, (emax * 4) & 63,
-                                                            _sext(total, 38))
-                    out[b, k, oy, ox] = fp48_to_fp32(acc_e, acc_m)
+                            total = 0
+                            for j in range(lanes):
+                                e = lane_e[j]
+                                if e >= 0:
+                                    total += booth_product(d_s[j] ^ wsg[wbase + j], wm[wbase + j],
+                                                           d_m[j], (emax - e) * 4, sign_comp)
+                            if total != 0:
+                                acc_e[k], acc_m[k] = cacc_add(acc_e[k], acc_m[k],
+                                                              (emax * 4) & 63, _sext(total, 38))
+            for k in range(n_k):
+                out[b, k, oy, ox] = fp48_to_fp32(acc_e[k], acc_m[k])
     return out
 
 
@@ -354,8 +362,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     ``cube`` is (N, C, H, W) fp16 bits after the CDMA (NaN flush applied);
     ``weights`` (K, C, R, S) fp16 bits; ``block`` is the MAC atomic C.
     """
+    x = np.ascontiguousarray(np.asarray(cube, dtype=np.uint16).transpose(0, 2, 3, 1))
+    w = np.ascontiguousarray(np.asarray(weights, dtype=np.uint16).transpose(0, 2, 3, 1))
     return _conv_fp16_kernel(
-        np.ascontiguousarray(cube, dtype=np.uint16), np.ascontiguousarray(weights, np.uint16),
-        layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x, layer.pad_top,
-        layer.pad_left, np.uint16(layer.pad_value & 0xFFFF), layer.out_height, layer.out_width,
-        block, _SIGN_COMP)
+        x, w, layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
+        layer.pad_top, layer.pad_left, np.int64(layer.pad_value & 0xFFFF), layer.out_height,
+        layer.out_width, block, _SIGN_COMP)

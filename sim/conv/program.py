@@ -1,14 +1,20 @@
-"""Program a direct-convolution layer's CDMA/CSC/CMAC/CACC registers for tests."""
+"""Program a direct-convolution layer's CDMA/CSC/CMAC/CACC registers (tests, benchmarks).
+
+:func:`program` writes a feature cube and DC weights to memory and sets the
+registers of group 0 the way firmware would (packed strides, CBUF entries
+for a fully packed line); :func:`run_conv` then runs CDMA -> CACC alone and
+returns CACC's output cube, without the SDP.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sim.conv.engine import compute_layer
-from sim.conv.layer import decode_layer
-from sim.dma.feature import pack_feature
-from sim.dma.weights import pack_weight_dc
-from sim.machine import LayerContext, Machine
+from ..dma.feature import pack_feature
+from ..dma.weights import pack_weight_dc
+from ..machine import LayerContext, Machine
+from .engine import compute_layer
+from .layer import decode_layer
 
 UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
 CODES = {"int8": 0, "int16": 1, "fp16": 2}

@@ -10,9 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from sim.conv.program import run_conv
 from sim.errors import ConfigurationError
-
-from .program import run_conv
 
 
 def reference_conv(x, w, stride, dilation, pad, pad_value, out_hw):
@@ -115,9 +114,8 @@ def test_cdma_convertor_int8(offset, scale, trunc):
 
 def test_invalid_precision_pair_is_rejected():
     from sim.conv.layer import decode_layer
+    from sim.conv.program import UNITS, program, set_reg
     from sim.machine import LayerContext, Machine
-
-    from .program import UNITS, program, set_reg
 
     m = Machine("nv_full")
     x = np.zeros((4, 2, 2), np.int8)

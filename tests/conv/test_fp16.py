@@ -8,7 +8,8 @@ fp32 of the exact sum, whatever the internal order.
 import numpy as np
 import pytest
 
-from .program import run_conv
+from sim.conv.program import run_conv
+
 from .test_conv import reference_conv
 
 CDMA = "NVDLA_CDMA"

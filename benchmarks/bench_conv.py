@@ -1,0 +1,65 @@
+"""Direct convolution speed against numpy's float64 matmul of the same im2col problem.
+
+For a 56x56x64 input and 64 kernels of 3x3x64 (padding 1: 56x56x64 out),
+int8 and fp16, times the simulator's convolution pipeline (CDMA fetch from
+memory, CSC/CMAC/CACC) and numpy's float64 (64 x 576) @ (576 x 3136) matmul
+of the same problem in the same run, and prints the ratio (goal for int8:
+within 2x of the matmul).
+
+    python benchmarks/bench_conv.py [--size 56] [--channels 64] [--kernels 64] [--repeat 3]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from sim.conv.engine import compute_layer
+from sim.conv.layer import decode_layer
+from sim.conv.program import UNITS, program
+from sim.machine import LayerContext, Machine
+
+
+def best_of(repeat: int, fn) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=56)
+    parser.add_argument("--channels", type=int, default=64)
+    parser.add_argument("--kernels", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    n, c, k = args.size, args.channels, args.kernels
+    rng = np.random.default_rng(0)
+
+    cols = rng.standard_normal((c * 9, n * n))
+    wmat = rng.standard_normal((k, c * 9))
+    t_numpy = best_of(args.repeat, lambda: wmat @ cols)
+    print(f"numpy float64 matmul ({k}x{c * 9}) @ ({c * 9}x{n * n}): {t_numpy * 1e3:8.2f} ms")
+
+    for precision in ("int8", "fp16"):
+        if precision == "int8":
+            x = rng.integers(-128, 128, (c, n, n)).astype(np.int8)
+            w = rng.integers(-128, 128, (k, c, 3, 3)).astype(np.int8)
+        else:
+            x = rng.standard_normal((c, n, n)).astype(np.float16).view(np.uint16)
+            w = (rng.standard_normal((k, c, 3, 3)) * 0.1).astype(np.float16).view(np.uint16)
+        m = Machine("nv_full")
+        program(m, x, w, precision=precision, pad=(1, 1, 1, 1), truncate=8)
+        ctx = LayerContext(m, {u: 0 for u in UNITS})
+        layer = decode_layer(ctx)
+        compute_layer(ctx, layer)  # compile / warm up
+        t_sim = best_of(args.repeat, lambda ctx=ctx, layer=layer: compute_layer(ctx, layer))
+        print(f"simulator {precision:5} {n}x{n}x{c} -> 3x3x{c}x{k}: {t_sim * 1e3:9.2f} ms  "
+              f"= {t_sim / t_numpy:7.2f} x numpy float64 matmul")
+
+
+if __name__ == "__main__":
+    main()
