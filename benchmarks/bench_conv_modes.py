@@ -1,0 +1,84 @@
+"""Image-input and Winograd layer speed against numpy's float64 matmul of the same problem.
+
+Image: a 224x224 RGBA int8 image (T_A8B8G8R8), 32 kernels of 3x3 (padding 1).
+Winograd: a 56x56x64 int16 / fp16 cube, 64 kernels of 3x3 (padding 1+3).
+Times the simulator's CDMA -> CACC pipeline and, in the same run, numpy's
+float64 (K x C*R*S) @ (C*R*S x H'*W') matmul of the same convolution, and
+prints the ratios.
+
+    python benchmarks/bench_conv_modes.py [--repeat 3] [--size 224] [--wsize 56]
+"""
+
+import argparse
+import time
+
+import numpy as np
+
+from sim.conv.modes import special_mode
+from sim.conv.program_modes import UNITS, program_image, program_winograd
+from sim.dma.weights import winograd_weights
+from sim.machine import LayerContext, Machine
+
+
+def best_of(repeat: int, fn) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def layer_runner(program_fn, *args, **kw):
+    m = Machine("nv_full")
+    program_fn(m, *args, **kw)
+    ctx = LayerContext(m, {u: 0 for u in UNITS})
+    return lambda: special_mode(ctx)(ctx)
+
+
+def matmul_time(repeat, k, crs, pixels):
+    a = np.random.default_rng(1).standard_normal((k, crs))
+    b = np.random.default_rng(2).standard_normal((crs, pixels))
+    return best_of(repeat, lambda: a @ b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--size", type=int, default=224)
+    parser.add_argument("--wsize", type=int, default=56)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+
+    n, k = args.size, 32
+    image = rng.integers(0, 256, (4, n, n), dtype=np.uint8)
+    w = rng.integers(-9, 9, (k, 4, 3, 3)).astype(np.int8)
+    run = layer_runner(program_image, image, w, fmt="T_A8B8G8R8", precision="int8",
+                       cvt=(128, 1, 0), pad=(1, 1, 1, 1))
+    run()
+    t_sim = best_of(args.repeat, run)
+    t_np = matmul_time(args.repeat, k, 36, n * n)
+    print(f"image int8 {n}x{n}x4 -> {k}: sim {t_sim * 1e3:.1f} ms, numpy {t_np * 1e3:.1f} ms, "
+          f"ratio {t_sim / t_np:.1f}x")
+
+    s, c, k = args.wsize, 64, 64
+    for precision in ("int16", "fp16"):
+        x = rng.integers(-50, 50, (c, s, s))
+        w3 = rng.integers(-5, 5, (k, c, 3, 3))
+        if precision == "fp16":
+            x = x.astype(np.float16).view(np.uint16)
+            w4 = winograd_weights(w3.astype(np.float16).view(np.uint16), precision)
+        else:
+            x = x.astype(np.int16)
+            w4 = winograd_weights(w3.astype(np.int16), precision, scale=4)
+        run = layer_runner(program_winograd, x, w4, precision=precision, pad=(1, 3, 1, 3),
+                           out_size=(s, s), truncate=2 if precision == "int16" else 0)
+        run()
+        t_sim = best_of(args.repeat, run)
+        t_np = matmul_time(args.repeat, k, 9 * c, s * s)
+        print(f"winograd {precision} {s}x{s}x{c} -> {k}: sim {t_sim * 1e3:.1f} ms, "
+              f"numpy {t_np * 1e3:.1f} ms, ratio {t_sim / t_np:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
