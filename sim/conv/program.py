@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..dma.feature import pack_feature
-from ..dma.weights import pack_weight_dc
+from ..dma.weights import compress_weights, group_bytes, pack_weight_dc, weight_group_size
 from ..machine import LayerContext, Machine
 from .engine import compute_layer
 from .layer import decode_layer
 
 UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
 CODES = {"int8": 0, "int16": 1, "fp16": 2}
-IN_ADDR, WT_ADDR = 0x100000, 0x200000
+IN_ADDR, WT_ADDR, WMB_ADDR, WGS_ADDR = 0x100000, 0x200000, 0x300000, 0x380000
 
 
 def set_reg(m: Machine, unit: str, reg: str, **fields) -> None:
@@ -33,7 +33,7 @@ def set_reg(m: Machine, unit: str, reg: str, **fields) -> None:
 def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=(1, 1),
             dilation=(1, 1), pad=(0, 0, 0, 0), pad_value: int = 0, truncate: int = 0,
             cvt=None, nan_to_zero: bool = False, entries: int | None = None,
-            out_size=None) -> None:
+            out_size=None, compressed: bool = False) -> None:
     """Write the cube and weights to memory and program the registers (group 0).
 
     ``x`` is (C, H, W) in element dtype, ``w`` (K, C, R, S); ``pad`` is
@@ -44,8 +44,18 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     k, _, r, s = w.shape
     data, layout = pack_feature(x, cfg, precision=precision)
     m.load(IN_ADDR, data)
-    m.load(WT_ADDR, pack_weight_dc(w, precision, cfg))
+    cd, cs, ca = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
+    stream = pack_weight_dc(w, precision, cfg)
     bpe = 1 if precision == "int8" else 2
+    kernel_bytes = w.shape[1] * w.shape[2] * w.shape[3] * bpe
+    if compressed:
+        groups = group_bytes(w.shape[0], kernel_bytes, weight_group_size(precision, cfg))
+        comp = compress_weights(stream, precision, groups)
+        m.load(WT_ADDR, comp.data)
+        m.load(WMB_ADDR, comp.wmb)
+        m.load(WGS_ADDR, comp.wgs)
+    else:
+        m.load(WT_ADDR, stream)
     left, right, top, bottom = pad
     sx, sy = stride
     dx, dy = dilation
@@ -58,9 +68,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     if entries is None:
         entries = -(-wd * atoms * cfg.atom_bytes // cfg.cbuf_bank_width)
     code = CODES[precision]
-    kernel_bytes = r * s * c * bpe
-    wbytes = -(-k * kernel_bytes // 128) * 128
-    cd, cs, ca = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
+    wbytes = comp.data.size if compressed else -(-k * kernel_bytes // 128) * 128
     set_reg(m, cd, "D_MISC_CFG_0", in_precision=code, proc_precision=code)
     set_reg(m, cd, "D_DATAIN_FORMAT_0")
     set_reg(m, cd, "D_DATAIN_SIZE_0_0", datain_width=wd - 1, datain_height=h - 1)
@@ -77,6 +85,13 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     set_reg(m, cd, "D_WEIGHT_RAM_TYPE_0", weight_ram_type=1)
     set_reg(m, cd, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=WT_ADDR)
     set_reg(m, cd, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
+    if compressed:
+        set_reg(m, cd, "D_WEIGHT_FORMAT_0", weight_format=1)
+        set_reg(m, cs, "D_WEIGHT_FORMAT_0", weight_format=1)
+        set_reg(m, cd, "D_WMB_ADDR_LOW_0", wmb_addr_low=WMB_ADDR)
+        set_reg(m, cd, "D_WGS_ADDR_LOW_0", wgs_addr_low=WGS_ADDR)
+        set_reg(m, cd, "D_WMB_BYTES_0", wmb_bytes=comp.wmb.size)
+        set_reg(m, cs, "D_WMB_BYTES_0", wmb_bytes=comp.wmb.size)
     if cvt is not None:
         set_reg(m, cd, "D_CVT_CFG_0", cvt_en=1, cvt_truncate=cvt[2])
         set_reg(m, cd, "D_CVT_OFFSET_0", cvt_offset=cvt[0])

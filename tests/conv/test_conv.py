@@ -136,3 +136,22 @@ def test_bad_registers_raise(kw, match):
     w = np.zeros((2, 40, 2, 2), np.int8)
     with pytest.raises(ConfigurationError, match=match):
         run_conv("nv_small", x, w, precision="int8", **kw)
+
+
+@pytest.mark.parametrize("prec,k", [("int8", 37), ("int16", 20)])
+def test_compressed_weights_match_uncompressed(prec, k):
+    rng = np.random.default_rng(11)
+    dtype = np.int8 if prec == "int8" else np.int16
+    x = rng.integers(-100, 100, (70, 4, 5)).astype(dtype)
+    w = rng.integers(-100, 100, (k, 70, 3, 2)).astype(dtype)
+    w[rng.random(w.shape) < 0.6] = 0
+    out, _ = run_conv("nv_full", x, w, precision=prec, compressed=True, pad=(1, 1, 0, 0))
+    want = reference_conv(x, w, (1, 1), (1, 1), (1, 1, 0, 0), 0, out.shape[1:])
+    np.testing.assert_array_equal(out.astype(np.int64), want.astype(np.int64))
+
+
+def test_compression_needs_the_feature():
+    x = np.zeros((8, 2, 2), np.int8)
+    w = np.ones((1, 8, 1, 1), np.int8)
+    with pytest.raises(ConfigurationError, match="weight compression"):
+        run_conv("nv_small", x, w, precision="int8", compressed=True)
