@@ -8,7 +8,7 @@ cube for the SDP and the counters ``{(unit, register): value}``.
 
 from __future__ import annotations
 
-from .layer import CDMA
+from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC
 
 
 def special_mode(ctx):
@@ -16,7 +16,7 @@ def special_mode(ctx):
     if cdma.datain_format:
         from .image import compute_image_layer
         return compute_image_layer
-    if cdma.conv_mode:
+    if any(ctx.regs(unit).conv_mode for unit in (CDMA, CSC, CMAC_A, CMAC_B, CACC)):
         from .winograd import compute_winograd_layer
         return compute_winograd_layer
     return None

@@ -106,11 +106,13 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
     """Decode and cross-check a Winograd layer's CDMA/CSC/CMAC/CACC registers."""
     cfg = ctx.config
     cdma, csc, cacc = ctx.regs(CDMA), ctx.regs(CSC), ctx.regs(CACC)
-    cfg.require("winograd", f"{CDMA}.D_MISC_CFG_0 CONV_MODE")
-    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
-                      (cacc, CACC)):
+    units = ((cdma, CDMA), (csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
+             (cacc, CACC))
+    first = next(unit for blk, unit in units if blk.conv_mode)
+    cfg.require("winograd", f"{first}.D_MISC_CFG_0 CONV_MODE")
+    for blk, unit in units:
         if blk.conv_mode != 1:
-            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: CONV_MODE DIRECT while {CDMA} is "
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: CONV_MODE DIRECT while {first} is "
                                      "in Winograd mode")
     if cdma.datain_format or csc.datain_format:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: Winograd needs feature input")

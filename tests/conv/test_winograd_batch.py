@@ -190,3 +190,15 @@ def test_deconvolution_by_weight_split(stride, kernel):
         out, _ = run_conv("nv_full", x, phase.kernel, precision="int8", pad=pads)
         outs.append(out)
     np.testing.assert_array_equal(interleave(outs, (k, oh, ow), sx, sy), ref)
+
+
+def test_winograd_mode_must_agree_across_units():
+    x = np.zeros((4, 8, 8), np.int16)
+    w4 = np.zeros((1, 16, 4, 4), np.int16)
+
+    def mixed(m, *a, **kw):
+        program_winograd(m, *a, **kw)
+        set_reg(m, "NVDLA_CACC", "D_MISC_CFG_0", proc_precision=1, conv_mode=0)
+
+    with pytest.raises(ConfigurationError, match="NVDLA_CACC.D_MISC_CFG_0"):
+        run_mode("nv_full", mixed, x, w4, precision="int16")
