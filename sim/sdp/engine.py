@@ -35,6 +35,23 @@ def padded_channels(layer, atom_bytes: int) -> int:
     return -(-layer.channels // group) * group
 
 
+def effective_strides(height: int, width: int, surfaces: int, atom: int, line: int,
+                      surface: int) -> tuple[int, int]:
+    """The (line, surface) strides the DMA uses: those of a dimension of one are unused.
+
+    A 1x1 cube is read and written as one contiguous run of atoms (the
+    hardware's 1x1 transfer); a single line or a single surface never
+    applies its stride, whatever the register holds.
+    """
+    if height == 1 and width == 1:
+        return atom, atom
+    if height == 1:
+        line = width * atom
+    if surfaces == 1:
+        surface = height * line
+    return line, surface
+
+
 def layer_of(ctx):
     rdma = ctx.regs(SDP_RDMA) if SDP_RDMA in ctx.groups else None
     return decode(ctx.regs(SDP), rdma, ctx.config)
@@ -42,9 +59,13 @@ def layer_of(ctx):
 
 def _read_input(ctx, layer, cp: int) -> np.ndarray:
     mem = ctx.memory(layer.src_ram_type)
+    atom = ctx.config.atom_bytes
+    line, surface = effective_strides(layer.height, layer.width,
+                                      cp // elements_per_atom(layer.in_precision, atom), atom,
+                                      layer.src_line_stride, layer.src_surface_stride)
     cube = read_feature(mem, layer.src_address, (cp, layer.height, layer.width),
-                        layer.in_precision, ctx.config.atom_bytes, layer.src_line_stride,
-                        layer.src_surface_stride, what=f"{SDP_RDMA}.D_SRC_BASE_ADDR")
+                        layer.in_precision, atom, line, surface,
+                        what=f"{SDP_RDMA}.D_SRC_BASE_ADDR")
     return cube.astype(np.int64)[None]
 
 
@@ -95,9 +116,12 @@ def run_sdp(ctx, lut: LutRam, cube=None) -> None:
     if not layer.writes_memory:
         return
     mem = ctx.memory(layer.dst_ram_type)
+    line, surface = effective_strides(layer.height, layer.width,
+                                      cp // elements_per_atom(layer.out_precision, atom), atom,
+                                      layer.dst_line_stride, layer.dst_surface_stride)
     write_feature(mem, layer.dst_address, out if layer.batch > 1 else out[0],
-                  layer.out_precision, atom, layer.dst_line_stride, layer.dst_surface_stride,
-                  layer.dst_batch_stride, what=f"{SDP}.D_DST_BASE_ADDR")
+                  layer.out_precision, atom, line, surface, layer.dst_batch_stride,
+                  what=f"{SDP}.D_DST_BASE_ADDR")
 
 
 def _store_counters(ctx, layer, stats: dict) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dma.elements import elements_per_atom
 from ..dma.sdp_rdma import read_sdp_operand
 from ..errors import ConfigurationError
 from .config import RDMA, USE_ALU, USE_BOTH, USE_MUL
@@ -24,11 +25,20 @@ def _stream(ctx, layer, dma, cp: int) -> np.ndarray:
     """The DMA's components: (components, Cp, 1, 1) per channel, (components, Cp, H, W)."""
     what = f"{RDMA}.D_{dma.prefix}_BASE_ADDR"
     comps = 2 if dma.use == USE_BOTH else 1
+    group = elements_per_atom(layer.proc_precision, ctx.config.atom_bytes)
+    line, surface = dma.line_stride, dma.surface_stride
+    if dma.per_element:
+        # strides of a dimension of one are never applied (see sim.sdp.engine)
+        atom = group * comps * dma.data_size
+        if layer.height == 1:
+            line = layer.width * atom
+        if cp <= group:
+            surface = layer.height * line
     return read_sdp_operand(
         ctx.memory(dma.ram_type), dma.address, precision=layer.proc_precision,
         data_size=dma.data_size, components=comps, per_element=dma.per_element,
         channels=cp, height=layer.height, width=layer.width, atom_bytes=ctx.config.atom_bytes,
-        line_stride=dma.line_stride, surface_stride=dma.surface_stride, what=what)
+        line_stride=line, surface_stride=surface, what=what)
 
 
 def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int):
