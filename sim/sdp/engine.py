@@ -71,6 +71,11 @@ def _read_input(ctx, layer, cp: int) -> np.ndarray:
 
 def _from_cacc(layer, cube, cp: int) -> np.ndarray:
     cube = np.asarray(cube)
+    if cube.dtype == np.float32:
+        cube = cube.view(np.uint32)
+    elif cube.dtype.kind == "f":
+        raise ConfigurationError(f"{SDP}: the CACC cube must hold int32 values or fp32 bit "
+                                 f"patterns (float32), not {cube.dtype}")
     if cube.ndim == 3:
         cube = cube[None]
     n, c, h, w = cube.shape
@@ -155,8 +160,7 @@ def process_sdp(ctx, cube) -> None:
 
     * int8/int16 processing: the signed int32 accumulator values (any integer
       dtype);
-    * fp16 processing: fp32 bit patterns (uint32/int32, or float32 viewed as
-      uint32 by the caller).
+    * fp16 processing: fp32 values as bit patterns (uint32/int32) or as float32.
 
     Winograd output mode needs nothing special here: CACC hands over the
     layer's output cube in (C, H, W) order.  The SDP writes its result to
