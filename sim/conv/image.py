@@ -53,6 +53,7 @@ from ..num import cdma_cvt
 from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
 from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
 from .mac_int import cacc_truncate, conv_sum
+from .modes import layer_counters
 
 _CODE = {INT8: 0, INT16: 1, FP16: 2}
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
@@ -461,7 +462,7 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     layer = decode_image_layer(ctx)
     framed, data_counters = fetch_image(ctx, layer)
     weights, weight_counters = fetch_image_weights(ctx, layer)
-    counters = {(CDMA, k): v for k, v in {**data_counters, **weight_counters}.items()}
+    counters = layer_counters(data_counters, weight_counters)
     lanes = ctx.config.mac_atomic_c
     data, wts = atomic_blocks(framed, weights, layer, lanes)
     flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,

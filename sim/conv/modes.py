@@ -20,3 +20,15 @@ def special_mode(ctx):
         from .winograd import compute_winograd_layer
         return compute_winograd_layer
     return None
+
+
+CDMA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0", "D_NAN_INPUT_WEIGHT_NUM_0",
+                 "D_INF_INPUT_WEIGHT_NUM_0")
+
+
+def layer_counters(data_counters: dict, weight_counters: dict) -> dict:
+    """Every CDMA NaN/Inf counter and CACC's saturation count of a layer (0 unless found)."""
+    found = {**data_counters, **weight_counters}
+    counters = {(CDMA, name): found.get(name, 0) for name in CDMA_COUNTERS}
+    counters[(CACC, "D_OUT_SATURATION_0")] = 0
+    return counters

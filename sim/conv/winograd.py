@@ -51,6 +51,7 @@ from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
 from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
 from .mac_fp16 import _SIGN_COMP, _sext, _split, booth_product, cacc_add, fp48_to_fp32
 from .mac_int import cacc_truncate
+from .modes import layer_counters
 
 _CODE = {INT8: 0, "int16": 1, FP16: 2}
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)  # output transform
@@ -366,7 +367,7 @@ def compute_winograd_layer(ctx) -> tuple[np.ndarray, dict]:
     layer = decode_winograd_layer(ctx)
     ext, data_counters = extended_input(ctx, layer)
     weights, weight_counters = fetch_winograd_weights(ctx, layer)
-    counters = {(CDMA, k): v for k, v in {**data_counters, **weight_counters}.items()}
+    counters = layer_counters(data_counters, weight_counters)
     tiles = pre_added_tiles(ext, layer)
     if layer.precision == FP16:
         return winograd_fp16(tiles, weights), counters
