@@ -27,11 +27,49 @@ from ..dma.weights import (
     unpack_weight_dc,
     weight_group_size,
 )
-from ..errors import SimError
+from ..errors import ConfigurationError, SimError
 from ..num.blocks import cdma_cvt
 from .layer import CDMA, ConvLayer
 
 _PRECISION_CODE = {INT8: 0, "int16": 1, FP16: 2}
+
+
+class Cbuf:
+    """What the CBUF still holds after a layer, for the next layer's DATA_REUSE/WEIGHT_REUSE.
+
+    A layer with SKIP_DATA_RLS (SKIP_WEIGHT_RLS) leaves its input data
+    (weights) in the CBUF.  The next layer reuses all of it -- and fetches
+    nothing -- when it sets DATA_REUSE (WEIGHT_REUSE) with the same banks; a
+    WEIGHT_REUSE after a layer that released its weights is invalid.  Data
+    and weights are kept as the CSC reads them (after NaN flush/convertor).
+    A reusing layer fetches nothing, so its CDMA NaN/Inf counters keep the
+    values of the layer that fetched (as the C-model's per-layer counts do).
+    """
+
+    def __init__(self):
+        self.data = None  # (banks, cube, counters) left by the previous layer, or None
+        self.weights = None  # (banks, weights, counters)
+
+    def reused_data(self, layer: ConvLayer):
+        if layer.data_reuse and self.data is not None and self.data[0] == layer.banks:
+            return self.data[1:]
+        return None
+
+    def reused_weights(self, layer: ConvLayer):
+        if not layer.weight_reuse:
+            return None
+        if self.weights is None:
+            raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: WEIGHT_REUSE but the previous layer "
+                                     "released its weights (SKIP_WEIGHT_RLS off)")
+        if self.weights[0] != layer.banks:
+            raise ConfigurationError(f"{CDMA}.D_BANK_0: WEIGHT_REUSE needs the previous "
+                                     "layer's bank settings")
+        return self.weights[1:]
+
+    def keep(self, layer: ConvLayer, data, weights) -> None:
+        """Record what the layer leaves: ``data``/``weights`` are (array, counters)."""
+        self.data = (layer.banks, *data) if layer.skip_data_release else None
+        self.weights = (layer.banks, *weights) if layer.skip_weight_release else None
 
 
 def fp16_nan_mask(bits: np.ndarray) -> np.ndarray:

@@ -19,21 +19,45 @@ import numpy as np
 from ..chains import CONV_UNITS, SDP, sdp_chain
 from ..configs import FP16
 from ..engine import Engine, armed_groups
-from ..errors import NotImplementedFeature
-from .cdma import fetch_feature, fetch_weights
+from ..errors import ConfigurationError, NotImplementedFeature
+from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, decode_layer
 from .mac_int import cacc_truncate, conv_sum
 from .modes import special_mode
 
+DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
+WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
 
-def compute_layer(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
+
+def _reused(kept, shape, what: str):
+    if kept is not None and kept[0].shape != shape:
+        raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: {what}_REUSE, but the CBUF holds a "
+                                 f"{kept[0].shape} cube and the layer needs {shape}")
+    return kept
+
+
+def compute_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict]:
     """CACC's output cube (N, K, H', W') and the counters of the layer.
 
-    Counters map (unit, register) to value.
+    Counters map (unit, register) to value.  ``cbuf`` carries data and
+    weights a previous layer left in the CBUF (reuse/release flags).
     """
-    cube, data_counters = fetch_feature(ctx, layer)
-    weights, weight_counters = fetch_weights(ctx, layer)
-    counters = {(CDMA, k): v for k, v in {**data_counters, **weight_counters}.items()}
+    cbuf = cbuf or Cbuf()
+    data = _reused(cbuf.reused_data(layer),
+                   (layer.batches, layer.channels, layer.in_height, layer.in_width), "DATA")
+    if data is None:
+        cube, found = fetch_feature(ctx, layer)
+        data = (cube, {name: found.get(name, 0) for name in DATA_COUNTERS})
+    kernels = _reused(cbuf.reused_weights(layer),
+                      (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width),
+                      "WEIGHT")
+    if kernels is None:
+        weights, found = fetch_weights(ctx, layer)
+        kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
+    cbuf.keep(layer, data, kernels)
+    cube, weights = data[0], kernels[0]
+    counters = {(CDMA, name): v for name, v in {**data[1], **kernels[1]}.items()}
+    counters[(CACC, "D_OUT_SATURATION_0")] = 0
     if layer.precision == FP16:
         from .mac_fp16 import conv_fp16
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
@@ -58,6 +82,9 @@ class ConvEngine(Engine):
     units = (*CONV_UNITS, "NVDLA_SDP", "NVDLA_SDP_RDMA", "NVDLA_PDP")
     idle_status = {"NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0": 1}
 
+    def __init__(self):
+        self.cbuf = Cbuf()  # what the CBUF keeps between this machine's layers
+
     def ready(self, machine):
         rf = machine.regfile
         if not rf.is_armed("NVDLA_CDMA"):
@@ -70,9 +97,10 @@ class ConvEngine(Engine):
         special = special_mode(ctx)  # image input / Winograd (sim.conv.modes)
         if special is not None:
             out, counters = special(ctx)
+            self.cbuf = Cbuf()  # image/Winograd layers: nothing kept for direct layers
         else:
             layer = decode_layer(ctx)
-            out, counters = compute_layer(ctx, layer)
+            out, counters = compute_layer(ctx, layer, self.cbuf)
             out = out if layer.batches > 1 else out[0]
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)

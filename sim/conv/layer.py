@@ -76,6 +76,12 @@ class ConvLayer:
     out_height: int
     # CACC
     clip_truncate: int
+    # CBUF reuse between layers (CDMA D_MISC_CFG / D_BANK)
+    data_reuse: bool = False
+    weight_reuse: bool = False
+    skip_data_release: bool = False
+    skip_weight_release: bool = False
+    banks: tuple = (0, 0)  # (DATA_BANK, WEIGHT_BANK) fields
 
     @property
     def element_bytes(self) -> int:
@@ -168,6 +174,11 @@ def decode_layer(ctx) -> ConvLayer:
         out_width=csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1,
         out_height=csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1,
         clip_truncate=cacc.clip_truncate,
+        data_reuse=bool(cdma.data_reuse),
+        weight_reuse=bool(cdma.weight_reuse),
+        skip_data_release=bool(cdma.skip_data_rls),
+        skip_weight_release=bool(cdma.skip_weight_rls),
+        banks=(cdma.data_bank, cdma.weight_bank),
     )
     _cross_check(ctx, layer, cdma, csc, cacc)
     return layer
@@ -213,6 +224,9 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
     if csc.reg("D_WEIGHT_BYTES_0").weight_bytes != layer.weight_bytes:
         raise ConfigurationError(f"{CSC}.D_WEIGHT_BYTES_0 does not match {CDMA}.D_WEIGHT_BYTES_0")
 
+    if layer.cvt_enable and layer.precision == FP16:
+        raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: the data convertor does not take fp16 "
+                                 "feature data")
     if layer.clip_truncate > MAX_CLIP_TRUNCATE and layer.precision != FP16:
         raise ConfigurationError(f"{CACC}.D_CLIP_CFG_0: CLIP_TRUNCATE {layer.clip_truncate} "
                                  f"exceeds {MAX_CLIP_TRUNCATE} (48-bit accumulator, 32-bit output)")

@@ -155,3 +155,39 @@ def test_compression_needs_the_feature():
     w = np.ones((1, 8, 1, 1), np.int8)
     with pytest.raises(ConfigurationError, match="weight compression"):
         run_conv("nv_small", x, w, precision="int8", compressed=True)
+
+
+def _layer_with_flags(m, x, w, **flags):
+    from sim.conv.layer import decode_layer
+    from sim.conv.program import UNITS, program, set_reg
+    from sim.machine import LayerContext
+
+    program(m, x, w, precision="int8")
+    set_reg(m, "NVDLA_CDMA", "D_MISC_CFG_0", in_precision=0, proc_precision=0, **flags)
+    ctx = LayerContext(m, {u: 0 for u in UNITS})
+    return ctx, decode_layer(ctx)
+
+
+def test_weight_reuse_uses_the_weights_kept_in_cbuf():
+    from sim.conv.cdma import Cbuf
+    from sim.conv.engine import compute_layer
+    from sim.machine import Machine
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(-50, 50, (16, 4, 4)).astype(np.int8)
+    w1 = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
+    m, cbuf = Machine("nv_small"), Cbuf()
+    ctx, layer = _layer_with_flags(m, x, w1, skip_weight_rls=1, skip_data_rls=1)
+    first, _ = compute_layer(ctx, layer, cbuf)
+    x2 = rng.integers(-50, 50, x.shape).astype(np.int8)
+    ctx, layer = _layer_with_flags(m, x2, w2, weight_reuse=1, data_reuse=1)
+    second, _ = compute_layer(ctx, layer, cbuf)  # memory now holds x2 and w2
+    np.testing.assert_array_equal(second, first)
+    ctx, layer = _layer_with_flags(m, x2, w2)
+    third, _ = compute_layer(ctx, layer, cbuf)
+    want = reference_conv(x2, w2, (1, 1), (1, 1), (0, 0, 0, 0), 0, third.shape[2:])
+    np.testing.assert_array_equal(third[0].astype(np.int64), want.astype(np.int64))
+    ctx, layer = _layer_with_flags(m, x2, w2, weight_reuse=1)
+    with pytest.raises(ConfigurationError, match="WEIGHT_REUSE"):
+        compute_layer(ctx, layer, cbuf)
