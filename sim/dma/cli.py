@@ -17,9 +17,9 @@ ends in ``.dat``.  Without stride options a feature cube is packed.
 ones first.  Semi-planar pixel images hold the chroma plane right after
 ``height x line stride`` bytes of luma.
 
-The foreign layouts of the issue (DV-SDK, Kneron) are not modelled: their
-seed documents are not available to the project (``dvsdk`` and ``kneron-*``
-report "not implemented").
+Foreign layouts (:mod:`~sim.dma.foreign`): ``dvsdk`` (DMP DV700 network I/O,
+fp16 C,H,W or D,C,H,W; DWHC, or DHWC with ``--transpose``) and
+``kneron-4w4c8b``, ``kneron-1w16c8b``, ``kneron-16w1c8b`` (int8 C,H,W).
 """
 
 from __future__ import annotations
@@ -31,15 +31,15 @@ import sys
 import numpy as np
 
 from ..configs import get_config
-from ..errors import NotImplementedFeature, SimError
-from . import operands, pixel, weights
+from ..errors import SimError
+from . import foreign, operands, pixel, weights
 from .align import LayoutError
 from .elements import precision_of, to_elements, to_user
 from .feature import pack_feature, unpack_feature
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
 OPERAND_FORMATS = ("bias", "prelu", "bn", "ew")
-FOREIGN_FORMATS = ("dvsdk", "kneron-4w4c8b", "kneron-1w16c8b", "kneron-16w1c8b")
+FOREIGN_FORMATS = tuple(foreign.FOREIGN_PRECISION)
 
 
 def _int(text: str) -> int:
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     for action in ("pack", "unpack"):
         p = sub.add_parser(action, help=f"{action} an array {'to' if action == 'pack' else 'from'}"
                            " a memory image")
-        p.add_argument("format", help="feature, a pixel format, weight-*, bias, prelu, bn, ew")
+        p.add_argument("format", help="feature, a pixel format, weight-*, bias, prelu, bn, ew, "
+                       "dvsdk, kneron-4w4c8b, kneron-1w16c8b, kneron-16w1c8b")
         p.add_argument("input")
         p.add_argument("output")
         if action == "unpack":
@@ -78,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--surface-stride", type=_int)
         p.add_argument("--batch-stride", type=_int)
         p.add_argument("--transpose", action="store_true",
-                       help="foreign layouts only (DV-SDK DHWC)")
+                       help="dvsdk only: DHWC instead of DWHC")
         p.add_argument("--x-offset", type=_int, default=0, help="pixel X offset")
         p.add_argument("--uv-line-stride", type=_int, help="chroma plane line stride")
         p.add_argument("--post-extension", type=int, choices=(1, 2, 4), default=1,
@@ -226,10 +227,23 @@ def _prepare_input(args, array: np.ndarray) -> np.ndarray:
     return to_elements(array, precision)
 
 
+def _run_foreign(args, name: str) -> int:
+    """pack/unpack a DV-SDK or Kneron image (no hardware configuration involved)."""
+    want = foreign.FOREIGN_PRECISION[name]
+    if args.precision and args.precision != want:
+        raise LayoutError(f"{name}: data are {want}, not --precision {args.precision}")
+    if args.action == "pack":
+        raw = foreign.pack_foreign(name, _load_npy(args.input), args.transpose)
+        write_image(args.output, np.frombuffer(raw, dtype=np.uint8))
+    else:
+        _save_npy(args.output, foreign.unpack_foreign(name, read_image(args.input), args.shape,
+                                                      args.transpose))
+    return 0
+
+
 def run(args) -> int:
     if args.format.lower() in FOREIGN_FORMATS:
-        raise NotImplementedFeature("layout", f"{args.format.lower()} (seed layout document not "
-                                    "available to the project)")
+        return _run_foreign(args, args.format.lower())
     cfg = get_config(args.config)
     if args.action == "pack":
         array = _prepare_input(args, _load_npy(args.input))

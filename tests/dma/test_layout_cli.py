@@ -75,8 +75,6 @@ ERRORS = [
     (["pack", "feature", "IN", "OUT", "--line-stride", "33"], "not 32-byte aligned"),
     (["pack", "feature", "IN", "OUT", "--line-stride", "32"], "smaller than a line"),
     (["pack", "T_A8B8G8R8", "IN", "OUT"], "takes 4 channel"),
-    (["pack", "dvsdk", "IN", "OUT"], "not implemented: layout dvsdk"),
-    (["pack", "kneron-4w4c8b", "IN", "OUT"], "not implemented"),
     (["pack", "T_NOPE", "IN", "OUT"], "unknown pixel format"),
     (["unpack", "feature", "MISSING", "OUT", "--shape", "1,1,1"], "missing.bin"),
 ]
