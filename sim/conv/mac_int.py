@@ -4,8 +4,10 @@ The CMAC multiplies int8/int16 data and weights exactly and CACC adds the
 partial sums of every kernel position and channel group in a 48-bit
 saturating accumulator.  Integer addition is associative, so the result is
 the exact convolution sum as long as no partial sum can leave the 48-bit
-range; :func:`conv_int` proves that bound per layer from the actual data
-(``max|x| * sum|w|`` per kernel) before using it.
+range.  BYTE_PER_KERNEL has 18 bits, so a kernel has fewer than 2**17
+int16 elements and ``|sum| < 2**17 * 2**30 = 2**47``: the 48-bit accumulator
+can never saturate with legal registers.  :func:`conv_sum` still checks the
+bound (``max|x| * sum|w|`` per kernel) before relying on it.
 
 The sum is computed as one matrix product of the weights (K, C*R*S) with the
 im2col matrix (C*R*S, H'*W') of the padded input: float32 BLAS when the
@@ -79,7 +81,7 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
     wsum = int(np.abs(wmat.astype(np.int64)).sum(axis=1).max(initial=0))
     bound = xmax * wsum
     if bound >= 1 << (ACC_BITS - 1):
-        # TODO: order-exact 48-bit saturating accumulation; never reached by real layers.
+        # unreachable: BYTE_PER_KERNEL < 2**18 bounds |sum| below 2**47
         raise NotImplementedFeature("CACC", "48-bit accumulator saturation")
     if bound < 1 << 24:
         dtype = np.float32

@@ -191,3 +191,4 @@ def test_weight_reuse_uses_the_weights_kept_in_cbuf():
     ctx, layer = _layer_with_flags(m, x2, w2, weight_reuse=1)
     with pytest.raises(ConfigurationError, match="WEIGHT_REUSE"):
         compute_layer(ctx, layer, cbuf)
+
