@@ -151,6 +151,16 @@ def _lut(v, p, le, lo, idx, inp, o, stats):
 
 
 @njit
+def _x(v, row, o, alu, mul):
+    """One X stage (X1 or X2) on one value."""
+    row[0] = v
+    row[1] = alu
+    row[2] = mul
+    sdp_x_cell(row, o)
+    return o[0]
+
+
+@njit
 def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
              op0, op1, op2, op3, op4, op5, modes, le, lo, out, stats):
     """The whole SDP datapath, element by element, over a flat (N, Cp, H, W) cube.
@@ -184,17 +194,9 @@ def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
         if flush and (v >> 23) & 0xFF == 0xFF and v & 0x7FFFFF:
             v = 0
         if x1_on:
-            r1[0] = v
-            r1[1] = _operand(op0, modes[0], i, hw, cp)
-            r1[2] = _operand(op1, modes[1], i, hw, cp)
-            sdp_x_cell(r1, o)
-            v = o[0]
+            v = _x(v, r1, o, _operand(op0, modes[0], i, hw, cp), _operand(op1, modes[1], i, hw, cp))
         if x2_on:
-            r2[0] = v
-            r2[1] = _operand(op2, modes[2], i, hw, cp)
-            r2[2] = _operand(op3, modes[3], i, hw, cp)
-            sdp_x_cell(r2, o)
-            v = o[0]
+            v = _x(v, r2, o, _operand(op2, modes[2], i, hw, cp), _operand(op3, modes[3], i, hw, cp))
         if y_on:
             a = _operand(op4, modes[4], i, hw, cp)
             if y_alu_mem:
