@@ -281,6 +281,19 @@ def _check_cbuf(cfg, layer: ConvLayer, cdma, csc) -> None:
             f"{CDMA}.D_ENTRY_PER_SLICE_0: {entries} entries cannot hold a line of "
             f"{layer.in_width}x{layer.channels} {layer.precision} (at least {least})")
     data_entries = (cdma.data_bank + 1) * cfg.cbuf_bank_depth
+    line_bytes = layer.in_width * cfg.atom_bytes
+    packed = layer.line_stride == line_bytes
+    if bool(cdma.line_packed) != packed:
+        raise ConfigurationError(
+            f"{CDMA}.D_DAIN_MAP_0: LINE_PACKED={cdma.line_packed} but the line stride "
+            f"{layer.line_stride:#x} {'is' if packed else 'is not'} one line of atoms")
+    grain = cdma.grains + 1
+    if grain > 1 and not cdma.line_packed:
+        raise ConfigurationError(f"{CDMA}.D_FETCH_GRAIN_0: {grain} lines per fetch need "
+                                 "packed lines (LINE_PACKED)")
+    if entries * min(grain, layer.in_height) > data_entries:
+        raise ConfigurationError(f"{CDMA}.D_FETCH_GRAIN_0: {grain} lines of {entries} entries "
+                                 f"exceed the {data_entries} data entries of D_BANK")
     rows = min((layer.kernel_height - 1) * layer.dilation_y + 1, layer.in_height)
     if entries * rows > data_entries:
         raise ConfigurationError(

@@ -192,3 +192,13 @@ def test_weight_reuse_uses_the_weights_kept_in_cbuf():
     with pytest.raises(ConfigurationError, match="WEIGHT_REUSE"):
         compute_layer(ctx, layer, cbuf)
 
+def test_line_packed_flag_must_match_the_stride():
+    from sim.conv.layer import decode_layer
+    from sim.conv.program import UNITS, program, set_reg
+    from sim.machine import LayerContext, Machine
+
+    m = Machine("nv_small")
+    program(m, np.zeros((8, 3, 4), np.int8), np.zeros((1, 8, 1, 1), np.int8), precision="int8")
+    set_reg(m, "NVDLA_CDMA", "D_DAIN_MAP_0", line_packed=0, surf_packed=1)
+    with pytest.raises(ConfigurationError, match="LINE_PACKED"):
+        decode_layer(LayerContext(m, {u: 0 for u in UNITS}))
