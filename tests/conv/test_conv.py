@@ -192,6 +192,7 @@ def test_weight_reuse_uses_the_weights_kept_in_cbuf():
     with pytest.raises(ConfigurationError, match="WEIGHT_REUSE"):
         compute_layer(ctx, layer, cbuf)
 
+
 def test_line_packed_flag_must_match_the_stride():
     from sim.conv.layer import decode_layer
     from sim.conv.program import UNITS, program, set_reg
