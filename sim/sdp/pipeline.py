@@ -13,12 +13,21 @@ convertor.  The NaN output counter counts fp16 NaN patterns of the output.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ..configs import FP16
 from ..dma.elements import element_dtype
 from . import stages
 from .config import PRECISION_CODE
+
+PARALLEL_MIN = 1 << 20  # elements below which one thread runs the whole cube
+
+
+def _chunks(n: int) -> int:
+    return min(os.cpu_count() or 1, 8) if n >= PARALLEL_MIN else 1
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
@@ -38,13 +47,26 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
     ops = [operands[s][k] for s in ("x1", "x2", "y") for k in (0, 1)]
     modes = np.array([mode for _, mode in ops], dtype=np.int64)
     out = np.empty_like(flat)
-    counts = np.zeros(stages.ST_SIZE, dtype=np.int64)
-    stages.sdp_loop(
-        flat, np.array([h * w, cp], dtype=np.int64), flags,
-        stages.x_row(layer.x1, nan_to_zero, prec), stages.x_row(layer.x2, nan_to_zero, prec),
-        stages.y_params(layer, prec, nan_to_zero), stages.c_row(layer, prec,
-                                                                PRECISION_CODE[layer.out_precision]),
-        *[values for values, _ in ops], modes, lut.le, lut.lo, out, counts)
+    settings = (stages.x_row(layer.x1, nan_to_zero, prec),
+                stages.x_row(layer.x2, nan_to_zero, prec),
+                stages.y_params(layer, prec, nan_to_zero),
+                stages.c_row(layer, prec, PRECISION_CODE[layer.out_precision]),
+                *[values for values, _ in ops], modes, lut.le, lut.lo)
+
+    def run(lo: int, hi: int) -> np.ndarray:
+        counts = np.zeros(stages.ST_SIZE, dtype=np.int64)
+        geom = np.array([h * w, cp, lo], dtype=np.int64)
+        stages.sdp_loop(flat[lo:hi], geom, flags, *settings, out[lo:hi], counts)
+        return counts
+
+    # the loop releases the GIL: large cubes run in chunks on every core
+    bounds = np.linspace(0, flat.size, _chunks(flat.size) + 1).astype(np.int64)
+    if len(bounds) > 2:
+        with ThreadPoolExecutor(len(bounds) - 1) as pool:
+            parts = list(pool.map(run, bounds[:-1], bounds[1:]))
+    else:
+        parts = [run(0, flat.size)]
+    counts = np.sum(parts, axis=0)
     stats = {
         "saturation": int(counts[stages.ST_SAT]), "nan_out": int(counts[stages.ST_NAN_OUT]),
         "nan_in": int(counts[stages.ST_NAN_IN]), "inf_in": int(counts[stages.ST_INF_IN]),

@@ -165,11 +165,13 @@ def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
              op0, op1, op2, op3, op4, op5, modes, le, lo, out, stats):
     """The whole SDP datapath, element by element, over a flat (N, Cp, H, W) cube.
 
-    ``op0..op5`` are the X1 ALU/MUL, X2 ALU/MUL and Y ALU/MUL operands with
-    their ``modes`` (register, per channel or per element); ``geom`` = (H*W,
-    Cp).  Statistics accumulate into ``stats`` (ST_* slots).
+    ``data``/``out`` may be a slice of the cube starting at element
+    ``geom[2]``.  ``op0..op5`` are the X1 ALU/MUL, X2 ALU/MUL and Y ALU/MUL
+    operands with their ``modes`` (register, per channel or per element);
+    ``geom`` = (H*W, Cp, first element).  Statistics accumulate into
+    ``stats`` (ST_* slots).
     """
-    hw, cp = geom[0], geom[1]
+    hw, cp, first = geom[0], geom[1], geom[2]
     fp16_in, flush = flags[F_FP16_IN], flags[F_FLUSH]
     x1_on, x2_on, y_on = flags[F_X1], flags[F_X2], flags[F_Y]
     fp16_out, eql = flags[F_FP16_OUT], flags[F_EQL]
@@ -180,6 +182,7 @@ def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
     y_alu_mem, y_mul_mem, lut_on = yp[Y_ALU_MEM], yp[Y_MUL_MEM], yp[Y_LUT_ON]
     o = np.zeros(8, np.int64)
     for i in range(data.shape[0]):
+        k = first + i
         v = data[i]
         if fp16_in:
             b = v & 0xFFFF
@@ -194,14 +197,14 @@ def sdp_loop(data, geom, flags, x1_row, x2_row, yp, c_row,
         if flush and (v >> 23) & 0xFF == 0xFF and v & 0x7FFFFF:
             v = 0
         if x1_on:
-            v = _x(v, r1, o, _operand(op0, modes[0], i, hw, cp), _operand(op1, modes[1], i, hw, cp))
+            v = _x(v, r1, o, _operand(op0, modes[0], k, hw, cp), _operand(op1, modes[1], k, hw, cp))
         if x2_on:
-            v = _x(v, r2, o, _operand(op2, modes[2], i, hw, cp), _operand(op3, modes[3], i, hw, cp))
+            v = _x(v, r2, o, _operand(op2, modes[2], k, hw, cp), _operand(op3, modes[3], k, hw, cp))
         if y_on:
-            a = _operand(op4, modes[4], i, hw, cp)
+            a = _operand(op4, modes[4], k, hw, cp)
             if y_alu_mem:
                 a = _convert_operand(a, yp, Y_ALU_CVT_BYPASS, cvt, o)
-            m = _operand(op5, modes[5], i, hw, cp)
+            m = _operand(op5, modes[5], k, hw, cp)
             if y_mul_mem:
                 m = _convert_operand(m, yp, Y_MUL_CVT_BYPASS, cvt, o)
             core[0] = v

@@ -10,7 +10,7 @@ from sim.errors import ConfigurationError
 from sim.machine import LayerContext, Machine
 from sim.sdp.engine import process_sdp
 
-from .harness import DST, PREC, put, run_sdp
+from .harness import DST, PREC, counter, put, run_sdp
 from .reference import out_cvt, x_stage
 
 CUBE8 = np.arange(-40, 40, dtype=np.int8)[:48].reshape(16, 1, 3)
@@ -132,3 +132,28 @@ def test_nv_small_ew_traces(shared_dir, name):
     assert small.status == "error" and "nv_small has no sdp ew" in small.message
     result = run_trace(folder, config="nv_small_256_full")
     assert result.status == "pass", result.message
+
+
+def test_chunked_pipeline_matches(monkeypatch):
+    """Large cubes run in chunks on several threads: same output and counters."""
+    import sim.sdp.pipeline as pipeline
+
+    rng = np.random.default_rng(9)
+    cube = rng.integers(-3000, 3000, size=(40, 5, 7)).astype(np.int16)
+    bs = rng.integers(-500, 500, size=(2, 40, 5, 7)).astype(np.int16)
+    kw = dict(in_prec="int16", out_prec="int8",
+              x1=dict(bypass=0, alu_bypass=0, alu_algo=2, alu_src=1, mul_bypass=0, mul_src=1,
+                      mul_shift=6),
+              y=dict(bypass=0, lut_bypass=0),
+              lut=dict(lo_start=-2000, lo_index_select=4, le_start=-5000, le_function=1,
+                       le_index_select=8),
+              le=list(range(65)), lo=[3 * k - 300 for k in range(257)],
+              operands={"bs": dict(array=bs, use="both", size=2, per_element=True)})
+    one, m1 = run_sdp("nv_full", cube, **kw)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 3)
+    many, m2 = run_sdp("nv_full", cube, **kw)
+    assert np.array_equal(one, many)
+    for name in ("D_PERF_OUT_SATURATION_0", "D_PERF_LUT_LO_HIT_0", "D_PERF_LUT_UFLOW_0",
+                 "D_PERF_LUT_OFLOW_0", "D_PERF_LUT_HYBRID_0"):
+        assert counter(m1, name) == counter(m2, name)
