@@ -203,3 +203,19 @@ def test_line_packed_flag_must_match_the_stride():
     set_reg(m, "NVDLA_CDMA", "D_DAIN_MAP_0", line_packed=0, surf_packed=1)
     with pytest.raises(ConfigurationError, match="LINE_PACKED"):
         decode_layer(LayerContext(m, {u: 0 for u in UNITS}))
+
+
+@pytest.mark.parametrize("config,prec,ram", [("nv_small", "int8", 1), ("nv_full", "int16", 0)])
+def test_unpacked_cube_from_either_memory(config, prec, ram):
+    rng = np.random.default_rng(5)
+    dtype = np.int8 if prec == "int8" else np.int16
+    x = rng.integers(-99, 99, (21, 5, 6)).astype(dtype)
+    w = rng.integers(-99, 99, (6, 21, 2, 3)).astype(dtype)
+    from sim.configs import get_config
+
+    atom = get_config(config).atom_bytes
+    line = 9 * atom  # 6 atoms of data, 3 of gap
+    out, _ = run_conv(config, x, w, precision=prec, strides=(line, 7 * line), in_ram=ram,
+                      pad=(1, 0, 0, 1))
+    want = reference_conv(x, w, (1, 1), (1, 1), (1, 0, 0, 1), 0, out.shape[1:])
+    np.testing.assert_array_equal(out.astype(np.int64), want.astype(np.int64))
