@@ -157,3 +157,49 @@ def test_chunked_pipeline_matches(monkeypatch):
     for name in ("D_PERF_OUT_SATURATION_0", "D_PERF_LUT_LO_HIT_0", "D_PERF_LUT_UFLOW_0",
                  "D_PERF_LUT_OFLOW_0", "D_PERF_LUT_HYBRID_0"):
         assert counter(m1, name) == counter(m2, name)
+
+
+def test_output_to_pdp_int8_to_int16():
+    """OUTPUT_DST=PDP: the PDP pools the SDP's int16 output (int8 processing, 10 channels)."""
+    rng = np.random.default_rng(4)
+    shape = (10, 4, 4)
+    cube = rng.integers(-128, 128, size=shape).astype(np.int8)
+    x1 = dict(bypass=0, mul_bypass=0, mul_operand=300)
+    _, m = run_sdp("nv_full", cube, in_prec="int8", out_prec="int16", x1=x1, go=False)
+    put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", output_dst=1)
+    pdp_dst = 0x8800_0000
+    regs = {
+        "D_DATA_CUBE_IN_WIDTH_0": 3, "D_DATA_CUBE_IN_HEIGHT_0": 3, "D_DATA_CUBE_IN_CHANNEL_0": 9,
+        "D_DATA_CUBE_OUT_WIDTH_0": 1, "D_DATA_CUBE_OUT_HEIGHT_0": 1,
+        "D_DATA_CUBE_OUT_CHANNEL_0": 9, "D_OPERATION_MODE_CFG_0": 1,  # max, on the fly
+        "D_POOLING_KERNEL_CFG_0": 1 | 1 << 8 | 1 << 16 | 1 << 20,  # 2x2, stride 2
+        "D_DST_BASE_ADDR_LOW_0": pdp_dst, "D_DST_LINE_STRIDE_0": 2 * 32,
+        "D_DST_SURFACE_STRIDE_0": 4 * 32, "D_DST_RAM_CFG_0": 1, "D_DATA_FORMAT_0": 1,
+    }
+    for name, value in regs.items():
+        m.write_reg(f"NVDLA_PDP.{name}", value)
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    m.run()
+    sdp = np.vectorize(lambda v: out_cvt(x_stage(int(v), 0, 300, mul_bypass=0), 0, 1, 0,
+                                         16)[0])(cube)
+    want = sdp.reshape(10, 2, 2, 2, 2).max(axis=(2, 4))
+    got = read_feature(m.memory(1), pdp_dst, (10, 2, 2), "int16", 32, 64, 128)
+    assert np.array_equal(got, want)
+    assert m.interrupt_set("SDP", 0) and m.interrupt_set("PDP", 0)
+    assert not m.read_array(DST, 64).any()  # the SDP itself wrote nothing
+
+
+def test_unused_strides_are_ignored():
+    """A 1x1 cube moves as one run of atoms; a single line or surface ignores its stride."""
+    cube = np.arange(40, dtype=np.int8).reshape(40, 1, 1)
+    _, m = run_sdp("nv_small", cube, in_prec="int8", out_prec="int8", go=False)
+    m.write_reg("NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0", 0x1234567)
+    m.write_reg("NVDLA_SDP.D_DST_LINE_STRIDE_0", 0x7654321)
+    m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", 0x1000)
+    m.write_reg("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", 0x999)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    m.run()
+    assert np.array_equal(m.read_array(DST, 40).view(np.int8), cube.ravel())
