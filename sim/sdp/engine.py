@@ -22,7 +22,7 @@ from ..dma.elements import elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
-from .config import PRECISION_CODE, decode
+from .config import decode
 from .lut import LutRam
 from .pipeline import run_pipeline
 from .rdma import read_operands
@@ -221,4 +221,4 @@ class SdpEngine(Engine):
         return None
 
 
-__all__ = ["SdpEngine", "process_sdp", "run_sdp", "PRECISION_CODE"]
+__all__ = ["SdpEngine", "process_sdp", "run_sdp"]
