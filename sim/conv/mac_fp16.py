@@ -61,36 +61,33 @@ def _csa(a, b, c):
     return s & M32, carry & M32
 
 
-# radix-4 Booth digit (3 multiplier bits) -> multiple of the multiplicand, negated row
-_BOOTH_MULTIPLE = np.array([0, 1, 1, 2, 2, 1, 1, 0], np.int64)
-_BOOTH_NEGATE = np.array([0, 0, 0, 0, 1, 1, 1, 0], np.int64)
-
-
 @njit(inline="always")
 def _booth_row(digit, dat):
-    """Partial product (17 bits: a ones' complement for negative digits, else a leading
-    one) and its negate bit for one Booth digit; branch-free."""
-    v = dat * _BOOTH_MULTIPLE[digit]
-    neg = _BOOTH_NEGATE[digit]
+    """Partial product and negate bit of one radix-4 Booth digit (branch-free).
+
+    Digits 1, 2 (5, 6) select +1 (-1) times the multiplicand, 3 (4) select
+    +2 (-2) times, 0 and 7 select zero.  A positive row carries a leading one
+    at bit 16; a negative row is the 16-bit ones' complement with the negate
+    bit set (added one position below the next row).
+    """
+    b0 = digit & 1
+    b1 = (digit >> 1) & 1
+    b2 = (digit >> 2) & 1
+    one = b0 ^ b1
+    two = (1 - one) & (b2 ^ b1)
+    neg = b2 & (1 - (b1 & b0))
+    v = (dat & -one) | ((dat << 1) & -two)
     return ((v ^ (0xFFFF * neg)) & 0xFFFF) | ((1 - neg) << 16), neg
 
 
-@njit
-def booth_product(negative, wt, dat, shift, sign_comp):
-    """The CMAC's shifted product of two <= 14-bit magnitudes (signed 32-bit result).
+@njit(inline="always")
+def _booth_tree(negative, wt, dat):
+    """The two carry-save words of the CMAC's Booth multiplier for |wt| * |dat| (<= 14 bits).
 
-    The weight is Booth-recoded (radix 4, digits inverted for a negative
-    product) into eight partial products, which a carry-save tree reduces to
-    two words: rows 0-4 and rows 5-9 to two each, then those four to two.
-    Each word is shifted right by ``shift`` before the two are added with the
-    sign compensation -- the truncation NVDLA's C-model applies.
+    The weight is Booth-recoded (radix 4; all digits inverted for a negative
+    product) into eight partial products; a carry-save tree reduces rows 0-4
+    and rows 5-9 to two words each, then those four to two.
     """
-    if shift >= 32:
-        return 0
-    if shift == 0:
-        # unshifted, tree and compensation give the exact product (checked
-        # exhaustively for all 14-bit operands and both signs)
-        return -wt * dat if negative else wt * dat
     rev = 7 * negative
     w = wt << 1
     p0, i0 = _booth_row((w & 7) ^ rev, dat)
@@ -109,9 +106,37 @@ def booth_product(negative, wt, dat, shift, sign_comp):
     c, d = _csa(c, d, (p7 << 14) | (i6 << 12))
     c, d = _csa(c, d, i7 << 14)
     a, b = _csa(a, b, c)
-    a, b = _csa(a, b, d)
+    return _csa(a, b, d)
+
+
+@njit
+def booth_product(negative, wt, dat, shift, sign_comp):
+    """The CMAC's shifted product (signed 32-bit) of two <= 14-bit magnitudes.
+
+    Each carry-save word is shifted right by ``shift`` (a multiple of 4)
+    *before* the two are added with the sign compensation ``sign_comp[shift
+    >> 2]`` -- the truncation NVDLA's C-model applies; 0 for shifts of 32 or
+    more.
+    """
+    if shift >= 32:
+        return 0
+    a, b = _booth_tree(negative, wt, dat)
     total = ((a >> shift) + (b >> shift) + sign_comp[shift >> 2]) & M32
     return total - ((total >> 31) << 32)
+
+
+@njit(inline="always")
+def booth_lane(negative, wt, dat, shift):
+    """:func:`booth_product` without branches or table, so lane loops vectorise.
+
+    The compensation table is ``(0xAAAB0000 as int32) >> shift``, plus one
+    for shifts of 20 and more.
+    """
+    a, b = _booth_tree(negative, wt, dat)
+    s = shift & 31
+    comp = (-0x55550000 >> s) + ((s + 12) >> 5)
+    total = ((a >> s) + (b >> s) + comp) & M32
+    return (total - ((total >> 31) << 32)) & -(shift < 32)
 
 
 @njit
@@ -262,7 +287,7 @@ def _nan_block(bits):
 
 @njit(parallel=True)
 def _conv_fp16_kernel(x, w, stride_y, stride_x, dil_y, dil_x, top, left, pad_bits,
-                      out_h, out_w, block, sign_comp):
+                      out_h, out_w, block):
     """x: (N, H, W, C) fp16 bits; w: (K, R, S, C) fp16 bits -> (N, K, H', W') fp32 bits."""
     n_b, in_h, in_w, n_c = x.shape
     n_k, n_r, n_s, _ = w.shape
@@ -343,11 +368,11 @@ def _conv_fp16_kernel(x, w, stride_y, stride_x, dil_y, dil_x, top, left, pad_bit
                                     if e > emax:
                                         emax = e
                             total = 0
-                            for j in range(lanes):
+                            for j in range(lanes):  # branch-free: vectorises
                                 e = lane_e[j]
-                                if e >= 0:
-                                    total += booth_product(d_s[j] ^ wsg[wbase + j], wm[wbase + j],
-                                                           d_m[j], (emax - e) * 4, sign_comp)
+                                shift = ((emax - e) * 4) | (((e >> 63) & 1) << 5)
+                                total += booth_lane(d_s[j] ^ wsg[wbase + j], wm[wbase + j],
+                                                    d_m[j], shift)
                             if total != 0:
                                 acc_e[k], acc_m[k] = cacc_add(acc_e[k], acc_m[k],
                                                               (emax * 4) & 63, _sext(total, 38))
@@ -367,4 +392,4 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     return _conv_fp16_kernel(
         x, w, layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
         layer.pad_top, layer.pad_left, np.int64(layer.pad_value & 0xFFFF), layer.out_height,
-        layer.out_width, block, _SIGN_COMP)
+        layer.out_width, block)
