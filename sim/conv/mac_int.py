@@ -93,7 +93,7 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
     wf = wmat.astype(dtype)
     out = np.empty((n, k, pixels), dtype=np.int64)
     for b in range(n):
-        col = cols[b].astype(dtype).reshape(crs, pixels)
+        col = cols[b].astype(dtype, order="C").reshape(crs, pixels)
         out[b] = wf @ col
     return out.reshape(n, k, layer.out_height, layer.out_width)
 
