@@ -106,6 +106,32 @@ class Memory:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
         self.write(addr, fill_pattern(pattern, addr, size, seed))
 
+    def load_file(self, addr: int, path: str | Path) -> int:
+        """Load a memory image (raw binary, record or hex ``.dat``) at ``addr``.
+
+        Returns the number of bytes loaded.
+        """
+        _, data = load_image(path)
+        self.write(addr, data)
+        return len(data)
+
+    def dump_file(self, addr: int, size: int, path: str | Path, dat_format: str = "hex") -> None:
+        """Write ``size`` bytes at ``addr`` to ``path``, never leaving it half-written.
+
+        A ``.dat`` name gets NVDLA's text format: ``hex`` (the nv_full trace
+        player's dump) or ``records`` (nv_small's ``{offset, size, payload}``);
+        any other name gets raw binary.
+        """
+        data = self.read(addr, size)
+        if Path(path).suffix != ".dat":
+            write_atomically(path, data)
+        elif dat_format == "hex":
+            write_atomically(path, format_hex_dat(addr, data))
+        elif dat_format == "records":
+            write_atomically(path, format_record_dat(data))
+        else:
+            raise SimError(f"unknown .dat format {dat_format!r} (hex or records)")
+
     def pages(self):
         """Sorted (address, page bytes) of every page ever written."""
         for page in sorted(self._pages):

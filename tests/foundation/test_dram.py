@@ -111,3 +111,21 @@ def test_malformed_hex_dat_names_the_line(tmp_path):
     path.write_text("0x01 0x02\n0x03 0xgg\n")
     with pytest.raises(SimError, match=r"bad.dat:2:"):
         read_hex_dat(path)
+
+
+@pytest.mark.parametrize("name, fmt", [("m.bin", "hex"), ("m.dat", "hex"), ("m.dat", "records")])
+def test_dump_and_load_files(tmp_path, name, fmt):
+    mem = Memory()
+    data = np.random.default_rng(1).integers(0, 256, 300, dtype=np.uint8)
+    mem.write(0x8000_0010, data)
+    path = tmp_path / name
+    mem.dump_file(0x8000_0010, 300, path, dat_format=fmt)
+    other = Memory()
+    assert other.load_file(0x100, path) == 300
+    assert np.array_equal(other.read_array(0x100, 300), data)
+
+
+def test_dump_file_rejects_unknown_format(tmp_path):
+    with pytest.raises(SimError, match="hex or records"):
+        Memory().dump_file(0, 4, tmp_path / "x.dat", dat_format="csv")
+    assert not (tmp_path / "x.dat").exists()
