@@ -180,11 +180,12 @@ class Machine:
         return False
 
     def run(self, max_layers: int | None = None) -> int:
-        """Run until idle (or ``max_layers``); returns the number of layers run."""
-        n = 0
-        while (max_layers is None or n < max_layers) and self.step():
-            n += 1
-        return n
+        """Run until idle (or until ``max_layers`` layers ran); returns the layers run."""
+        start = self.layers_run
+        while max_layers is None or self.layers_run - start < max_layers:
+            if not self.step():
+                break
+        return self.layers_run - start
 
     def _by_launch_order(self):
         def rank(engine):
