@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..dma.elements import elements_per_atom
-from ..dma.sdp_rdma import read_sdp_operand
+from ..dma.operands import read_sdp_operand
 from ..errors import ConfigurationError
 from .config import RDMA, USE_ALU, USE_BOTH, USE_MUL
 from .stages import OP_CHANNEL, OP_ELEMENT, OP_REGISTER
 
 _USE_NAMES = {USE_MUL: "MUL", USE_ALU: "ALU", USE_BOTH: "BOTH"}
+_ALIGNMENT_USE = {"BS": "bias", "BN": "bn", "EW": "ew"}  # format.rst Table 35 rows
 
 
 def _stream(ctx, layer, dma, cp: int) -> np.ndarray:
@@ -38,7 +39,7 @@ def _stream(ctx, layer, dma, cp: int) -> np.ndarray:
         ctx.memory(dma.ram_type), dma.address, precision=layer.proc_precision,
         data_size=dma.data_size, components=comps, per_element=dma.per_element,
         channels=cp, height=layer.height, width=layer.width, atom_bytes=ctx.config.atom_bytes,
-        line_stride=line, surface_stride=surface, what=what)
+        line_stride=line, surface_stride=surface, what=what, use=_ALIGNMENT_USE[dma.prefix])
 
 
 def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int):
