@@ -203,3 +203,18 @@ def test_unused_strides_are_ignored():
     m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
     m.run()
     assert np.array_equal(m.read_array(DST, 40).view(np.int8), cube.ravel())
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("proc_precision", 1, "PROC_PRECISION \\(int16\\) differs"),
+    ("flying_mode", 1, "FLYING_MODE differs"),
+])
+def test_rdma_sdp_disagree(field, value, message):
+    _, m = run_sdp("nv_full", CUBE8, in_prec="int8", out_prec="int8", go=False)
+    fields = dict(flying_mode=0, in_precision=0, proc_precision=0, out_precision=0)
+    fields[field] = value
+    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", **fields)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    with pytest.raises(ConfigurationError, match=message):
+        m.run()
