@@ -4,11 +4,26 @@ Each function takes the format widths ``E`` and ``M`` (and ``oE``/``oM`` for
 the output of a conversion) as its last arguments; ``sim.num.ops`` binds them
 to fp16, fp17 and fp32.  Values are ``int64`` bit patterns.  The NVDLA rules
 that differ from IEEE-754 come from ``sim.num.rules``.
+
+Add and multiply exist twice.  The ``*_window`` functions follow the hardware
+step by step on integer significands; they define the results.  ``fp_add``
+and ``fp_mul`` get the same bits from double-precision hardware arithmetic:
+a double holds every fp16/fp17/fp32 value exactly (rules 1 and 4 included)
+and every product of two significands (at most 48 bits); a sum rounded to 53
+bits and then to M+1 <= 24 bits is still correctly rounded, because
+53 >= 2*24 + 1 (Figueroa, "When is double rounding innocuous?", 1995).  They
+are straight-line code (selects, no early returns) so that the array loops of
+``sim.num.ops`` vectorise.  Only an addition with an all-ones exponent
+operand, where the window's missing sticky bit shows, goes to the window
+algorithm.  ``tests/num`` checks each fast kernel against its window twin.
 """
+
+import numpy as np
 
 from sim.jit import njit
 from sim.num.rounding import bit_length, round_nearest_even, shift_right_round
 from sim.num.rules import (
+    arithmetic_value,
     first_is_larger,
     flushed,
     is_nan,
@@ -23,7 +38,67 @@ from sim.num.rules import (
 
 
 @njit
+def _rounded_fields(u, E, M):
+    """Round the positive double whose bits are ``u`` to M mantissa bits (RNE).
+
+    Returns (exponent field before rounding, exponent field after rounding,
+    mantissa field) in the format's bias, unbounded: a field <= 0 or >= the
+    all-ones value is the caller's to flush or saturate.  A carry out of the
+    mantissa moves into the exponent by itself.
+    """
+    drop = 52 - M
+    r = (u + ((1 << (drop - 1)) - 1) + ((u >> drop) & 1)) >> drop
+    rebias = 1024 - (1 << (E - 1))  # double bias - format bias
+    return (u >> 52) - rebias, (r >> M) - rebias, r & ((1 << M) - 1)
+
+
+@njit
+def add_is_ordinary(a, b, E, M):
+    """Neither operand is an Inf pattern: ``fp_add_ordinary`` applies.
+
+    Rule 4 makes Inf a finite number, but aligned in the hardware's window
+    without a sticky bit its sums can differ from the correctly rounded ones.
+    """
+    inf = ((1 << E) - 1) << M
+    magnitude = (1 << (E + M)) - 1
+    return ((a & magnitude) != inf) & ((b & magnitude) != inf)
+
+
+@njit
+def fp_add_ordinary(a, b, E, M):
+    """``fp_add`` for operands that are not Inf patterns, in double arithmetic.
+
+    Straight-line code for vectorised loops; an Inf operand gives garbage.
+    A sum whose exponent field is <= 0 (flushed) has operands within a
+    binade of each other, so its double is exact.  A NaN operand is
+    selected at the end (rule 5).
+    """
+    width = 1 + E + M
+    a &= (1 << width) - 1
+    b &= (1 << width) - 1
+    emax = (1 << E) - 1
+    total = arithmetic_value(a, E, M) + arithmetic_value(b, E, M)
+    u = np.float64(total).view(np.int64)
+    sign = (u >> 63) & 1
+    u &= (1 << 63) - 1
+    sign = a >> (E + M) if u == 0 else sign  # rule 6: an exact zero is a tie, a leads
+    e_exact, e, mant = _rounded_fields(u, E, M)
+    r = pack(sign, e, mant, E, M)
+    r = saturated(sign, E, M) if e >= emax else r
+    r = flushed(sign, E, M) if e_exact <= 0 else r
+    return nan_or(a, b, E, M, r)
+
+
+@njit
 def fp_add(a, b, E, M):
+    """a + b, rounded to nearest even, with NVDLA's special-value rules."""
+    if add_is_ordinary(a, b, E, M):
+        return fp_add_ordinary(a, b, E, M)
+    return fp_add_window(a, b, E, M)
+
+
+@njit
+def fp_add_window(a, b, E, M):
     """a + b, rounded to nearest even, with NVDLA's special-value rules.
 
     Both significands are placed in a window of 2M+3 bits: the larger operand
@@ -80,7 +155,32 @@ def fp_sub(a, b, E, M):
 
 @njit
 def fp_mul(a, b, E, M):
-    """a * b, rounded to nearest even; underflow flushes, overflow saturates."""
+    """a * b, rounded to nearest even; underflow flushes, overflow saturates.
+
+    Straight-line double arithmetic (the product is exact); same bits as
+    ``fp_mul_window``.
+    """
+    width = 1 + E + M
+    a &= (1 << width) - 1
+    b &= (1 << width) - 1
+    emax = (1 << E) - 1
+    bias = (1 << (E - 1)) - 1
+    sign = (a ^ b) >> (E + M)
+    ea = (a >> M) & emax
+    eb = (b >> M) & emax
+    product = arithmetic_value(a, E, M) * arithmetic_value(b, E, M)
+    u = np.float64(product).view(np.int64) & ((1 << 63) - 1)
+    _, e, mant = _rounded_fields(u, E, M)  # a zero product gives e <= 0
+    r = pack(sign, e, mant, E, M)
+    r = saturated(sign, E, M) if e >= emax else r
+    # the exponent-sum test comes first in hardware: no rounding up to e = 1 from e = -1
+    r = flushed(sign, E, M) if (e <= 0) | (ea + eb < bias) else r
+    return nan_or(a, b, E, M, r)
+
+
+@njit
+def fp_mul_window(a, b, E, M):
+    """a * b step by step on integer significands (the definition of ``fp_mul``)."""
     width = 1 + E + M
     a &= (1 << width) - 1
     b &= (1 << width) - 1
@@ -129,14 +229,9 @@ def fp_max(a, b, want_max, E, M):
     sa = a >> (E + M)
     sb = b >> (E + M)
     a_mag_greater = (a & magnitude) > (b & magnitude)
-    if sa != sb:
-        a_greater = sa == 0
-    elif sa == 0:
-        a_greater = a_mag_greater
-    else:
-        a_greater = not a_mag_greater
-    pick_a = a_greater if want_max else not a_greater
-    return nan_or(a, b, E, M, a if pick_a else b)
+    # selects only: the array loops vectorise
+    a_greater = (sa == 0) if sa != sb else (a_mag_greater != (sa == 1))
+    return nan_or(a, b, E, M, a if a_greater == want_max else b)
 
 
 @njit
@@ -223,6 +318,12 @@ def fraction_to_float(f, width, E, M):
     Rounds to nearest even; values whose exponent field would be <= 0 flush
     to +0.
     """
+    if width <= 52 and width < (1 << (E - 1)) - 1:
+        # exact in a double and never flushed: straight-line code
+        scale = np.int64((1023 - width) << 52).view(np.float64)  # 2**-width
+        u = np.float64(f * scale).view(np.int64)
+        _, e, mant = _rounded_fields(u, E, M)
+        return pack(0, e, mant, E, M) if f != 0 else 0
     if f == 0:
         return 0
     n = bit_length(f)

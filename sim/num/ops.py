@@ -12,15 +12,17 @@ caches each loop once.
 """
 
 import numpy as np
+from numba import literally
 
 from sim.jit import njit
 from sim.num.arrays import as_bits, flat, shaped
 from sim.num.fpcore import (
-    fp_add,
+    add_is_ordinary,
+    fp_add_ordinary,
+    fp_add_window,
     fp_max,
     fp_mul,
     fp_narrow,
-    fp_sub,
     fp_widen,
     fraction_to_float,
     int_to_float,
@@ -95,26 +97,64 @@ UNARY_OPS = (
 )  # fmt: skip
 
 
-@njit
-def _binary(op, a, b):
-    fmt = op // 5
-    kind = op % 5
-    E = 5 if fmt == 0 else (6 if fmt == 1 else 8)
-    M = 23 if fmt == 2 else 10
+# Each operation has its own loop with constant format widths, so that LLVM
+# folds the widths into the kernel and vectorises the loop.  Additions run in
+# blocks: a vectorised pass of ``fp_add_ordinary`` over the block, then, only
+# if the block has any, a pass that recomputes the elements with an Inf operand.
+BLOCK = 2048
+
+
+@njit(inline="always")
+def _add_loop(a, b, out, negate_b, E, M):
+    flip = 1 << (E + M) if negate_b else 0  # a - b is a + (b with its sign flipped)
+    for start in range(0, out.size, BLOCK):
+        stop = min(start + BLOCK, out.size)
+        rare = 0
+        for i in range(start, stop):
+            x, y = np.int64(a[i]), np.int64(b[i]) ^ flip
+            out[i] = fp_add_ordinary(x, y, E, M)
+            rare |= np.int64(not add_is_ordinary(x, y, E, M))
+        if rare:
+            for i in range(start, stop):
+                x, y = np.int64(a[i]), np.int64(b[i]) ^ flip
+                if not add_is_ordinary(x, y, E, M):
+                    out[i] = fp_add_window(x, y, E, M)
+
+
+@njit(inline="always")
+def _mul_loop(a, b, out, E, M):
+    for i in range(out.size):
+        out[i] = fp_mul(np.int64(a[i]), np.int64(b[i]), E, M)
+
+
+@njit(inline="always")
+def _max_loop(a, b, out, want_max, E, M):
+    for i in range(out.size):
+        out[i] = fp_max(np.int64(a[i]), np.int64(b[i]), want_max, E, M)
+
+
+@njit(inline="always")
+def _binary_format(kind, a, b, out, E, M):
     if kind == 0:
-        return fp_add(a, b, E, M)
-    if kind == 1:
-        return fp_sub(a, b, E, M)
-    if kind == 2:
-        return fp_mul(a, b, E, M)
-    return fp_max(a, b, kind == 3, E, M)
+        _add_loop(a, b, out, False, E, M)
+    elif kind == 1:
+        _add_loop(a, b, out, True, E, M)
+    elif kind == 2:
+        _mul_loop(a, b, out, E, M)
+    else:
+        _max_loop(a, b, out, kind == 3, E, M)
 
 
 @njit
 def binary_loop(op, a, b, out):
     """``out[i] = BINARY_OPS[op](a[i], b[i])`` over flat arrays."""
-    for i in range(out.size):
-        out[i] = _binary(op, np.int64(a[i]), np.int64(b[i]))
+    fmt, kind = divmod(op, 5)
+    if fmt == 0:
+        _binary_format(kind, a, b, out, 5, 10)
+    elif fmt == 1:
+        _binary_format(kind, a, b, out, 6, 10)
+    else:
+        _binary_format(kind, a, b, out, 8, 23)
 
 
 @njit
@@ -136,7 +176,12 @@ def _unary(op, a):
 
 @njit
 def unary_loop(op, a, out):
-    """``out[i] = UNARY_OPS[op](a[i])`` over flat arrays."""
+    """``out[i] = UNARY_OPS[op](a[i])`` over flat arrays.
+
+    Compiled once per operation (``op`` is a literal), so that the dispatch
+    folds away and the loop vectorises.
+    """
+    literally(op)
     for i in range(out.size):
         out[i] = _unary(op, np.int64(a[i]))
 

@@ -10,6 +10,8 @@ function below, named for what it does and commented with the rule number of
 instead of spelling the rules out again.
 """
 
+import numpy as np
+
 from sim.jit import njit
 
 
@@ -28,7 +30,7 @@ def pack(sign, expo, mant, E, M):
 @njit
 def is_nan(expo, mant, E):
     """All-ones exponent with a non-zero mantissa."""
-    return expo == (1 << E) - 1 and mant != 0
+    return (expo == (1 << E) - 1) & (mant != 0)
 
 
 @njit
@@ -43,6 +45,20 @@ def significand(expo, mant, M):
     if expo == 0 and mant == 0:
         return 0
     return mant | (1 << M)
+
+
+@njit
+def arithmetic_value(x, E, M):
+    """The value arithmetic reads from the pattern ``x``, as an exact double.
+
+    The double form of ``significand``: ``+-1.m * 2**(expo - bias)`` for every
+    exponent field, 0 (rule 1) and all-ones (rule 4, NaN patterns too)
+    included, and a signed zero for +-0.  Any fp16/fp17/fp32 value fits.
+    """
+    sign, expo, mant = unpack(x, E, M)
+    bits = (sign << 63) | ((expo + 1024 - (1 << (E - 1))) << 52) | (mant << (52 - M))
+    bits = sign << 63 if (expo == 0) & (mant == 0) else bits
+    return np.int64(bits).view(np.float64)
 
 
 @njit
@@ -72,12 +88,9 @@ def nan_or(a, b, E, M, result):
     has already flipped the sign of ``b``).
     """
     sa, ea, ma = unpack(a, E, M)
-    if is_nan(ea, ma, E):
-        return a
     sb, eb, mb = unpack(b, E, M)
-    if is_nan(eb, mb, E):
-        return b
-    return result
+    result = b if is_nan(eb, mb, E) else result  # selects, no branches: loops vectorise
+    return a if is_nan(ea, ma, E) else result
 
 
 @njit
