@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import regs
-from sim.conv.program import set_reg
+from sim.conv.program import program, set_reg
 from sim.dram import format_record_dat
 from sim.machine import Machine
 
@@ -416,6 +416,55 @@ def pdp_ave_full_int16(seed: int = 25) -> None:
     return out[:c]
 
 
+# -- convolution ---------------------------------------------------------------------------
+
+
+def conv_valid(xp: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Stride-1 convolution of a padded (C, H, W) cube with (K, C, R, S) kernels."""
+    k, _, r, s = w.shape
+    oh, ow = xp.shape[1] - r + 1, xp.shape[2] - s + 1
+    out = np.zeros((k, oh, ow), dtype=np.int64)
+    for y in range(oh):
+        for x in range(ow):
+            out[:, y, x] = np.einsum("crs,kcrs->k", xp[:, y: y + r, x: x + s], w)
+    return out
+
+
+def conv_small(seed: int = 26) -> None:
+    """nv_small direct convolution int8, 3x3 kernels, padding 1 with a padding value, CACC
+    truncation, SDP on the fly: X1 register bias, ReLU, output convertor to int8."""
+    rng = np.random.default_rng(seed)
+    c, h, w, k = 6, 6, 7, 10
+    atom, dst = 8, 0x80100000
+    x = rng.integers(-128, 128, (c, h, w))
+    wt = rng.integers(-20, 21, (k, c, 3, 3))
+    pad_value, truncate = -3, 6
+    bias, cvt = 60, (0, 3, 2)
+    # CDMA padding value around the cube; CACC: sum, then >> truncate rounding half away
+    # from zero, saturated to 32 bits; kernels past K (lanes of the last atom) read 0
+    xp = np.full((c, h + 2, w + 2), pad_value, dtype=np.int64)
+    xp[:, 1:-1, 1:-1] = x
+    acc = with_pad_lanes(saturate(round_shift(conv_valid(xp, wt), truncate), 32), atom)
+    v = np.maximum(acc + bias, 0)
+    out = saturate(round_shift((v - cvt[0]) * cvt[1], cvt[2]), 8)
+    oh, ow = out.shape[1:]
+
+    m = Recorder("nv_small")
+    program(m, x.astype(np.int8), wt.astype(np.int8), precision="int8", pad=(1, 1, 1, 1),
+            pad_value=pad_value, truncate=truncate)
+    line, surf = ow * atom, ow * atom * oh
+    sdp_program(m, (k, oh, ow), 0, dst, line, surf,
+                bs=dict(bs_alu_bypass=0, bs_alu_algo=2, bs_relu_bypass=0),
+                regs=[("D_DP_BS_ALU_CFG_0", dict(bs_alu_src=0, bs_alu_shift_value=0)),
+                      ("D_DP_BS_ALU_SRC_VALUE_0", dict(bs_alu_operand=bias & 0xFFFF))],
+                cvt=cvt, flying=1)
+    write_cfg("conv_6x7x6_3x3x6x10_pad_int8", "direct convolution int8 3x3, padding 1 (value "
+              "-3), CACC truncate 6, SDP on the fly: bias 60, ReLU, convertor *3>>2", m,
+              ["SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA"], "SDP", dst,
+              pack_cube(out, 1, atom, line, surf))
+    return out[:k]
+
+
 def stats(name: str, out) -> None:
     out = np.asarray(out, dtype=np.float64)
     vals, counts = np.unique(out, return_counts=True)
@@ -429,3 +478,4 @@ if __name__ == "__main__":
     stats("pdp max", pdp_max_small())
     stats("pdp ave", pdp_ave_small())
     stats("pdp ave int16", pdp_ave_full_int16())
+    stats("conv int8", conv_small())
