@@ -416,6 +416,96 @@ def pdp_ave_full_int16(seed: int = 25) -> None:
     return out[:c]
 
 
+# -- CDP -------------------------------------------------------------------------------
+
+
+def lut_linear(table: np.ndarray, x: np.ndarray, start: int, select: int) -> np.ndarray:
+    """A LUT in linear mode (lut-programming.rst), for inputs inside its range: index =
+    (x - start) >> select; the remainder, kept as a 16-bit fraction, interpolates
+    linearly between two entries, rounded half away from zero, saturated to 16 bits."""
+    t = table.astype(np.int64)
+    d = x - start
+    idx = d >> select
+    frac = (d & ((1 << select) - 1)) << (16 - select)
+    assert select <= 16 and (d >= 0).all() and (idx < len(t) - 1).all()
+    out = t[idx] + round_shift((t[idx + 1] - t[idx]) * frac, 16)
+    return np.where(d <= 0, t[0], saturate(out, 16))  # x == start: the underflow path, t[0]
+
+
+def cdp_lrn_small(seed: int = 27) -> None:
+    """nv_small CDP int8 LRN, window 5: input convertor (x * 3 >> 2, 9 bits), sum of the
+    squares of 5 neighbouring channels (channels outside the cube count as the input
+    offset, i.e. 0 after the convertor), a decreasing linear LUT (LE 65 entries and LO 257
+    entries describing the same line, so both tables agree), times the converted centre
+    value, output convertor * 5 >> 16 to int8."""
+    rng = np.random.default_rng(seed)
+    c, h, w = 13, 3, 4
+    atom, src, dst = 8, 0x80000000, 0x80100000
+    line, surf = w * atom, w * atom * h
+    x = rng.integers(-128, 128, (c, h, w))
+    datin, datout = (0, 3, 2), (0, 5, 16)  # (offset, scale, shifter)
+    le_sel, lo_sel = 10, 8  # LE: 64 intervals of 1024, LO: 256 of 256, both 0 .. 65536
+    le = 16000 - 256 * np.arange(65)
+    lo = 16000 - 64 * np.arange(257)
+
+    per = atom
+    lanes = -(-c // per) * per
+    xin = np.zeros((lanes, h, w), dtype=np.int64)  # lanes past C: the offset (0)
+    xin[:c] = x
+    icvt = saturate(round_shift((xin - datin[0]) * datin[1], datin[2]), 9)
+    icvt[c:] = 0
+    sq = np.zeros((lanes + 4, h, w), dtype=np.int64)
+    sq[2: 2 + lanes] = icvt ** 2
+    sums = sum(sq[k: k + lanes] for k in range(5))
+    y_le = lut_linear(le, sums, 0, le_sel)
+    assert (y_le == lut_linear(lo, sums, 0, lo_sel)).all()
+    v = y_le * icvt
+    out = saturate(round_shift((v - datout[0]) * datout[1], datout[2]), 8)
+
+    m = Recorder("nv_small")
+    # the pad lanes in memory hold 0x33; the CDP replaces them with the input offset
+    m.load(src, np.frombuffer(pack_cube(with_pad_lanes(x, per, 0x33), 1, atom, line, surf),
+                              np.uint8))
+    r = "CDP_RDMA"
+    m.set(r, "D_DATA_CUBE_WIDTH_0", width=w - 1)
+    m.set(r, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
+    m.set(r, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
+    m.set(r, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=src)
+    m.set(r, "D_SRC_LINE_STRIDE_0", src_line_stride=line)
+    m.set(r, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=surf)
+    m.set(r, "D_SRC_DMA_CFG_0", src_ram_type=1)
+    m.set(r, "D_DATA_FORMAT_0", input_data=0)
+    d = "CDP"
+    for table_id, table in ((0, le), (1, lo)):
+        m.set(d, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id, lut_access_type=1)
+        for value in table:
+            m.set(d, "S_LUT_ACCESS_DATA_0", lut_data=int(value) & 0xFFFF)
+    m.set(d, "S_LUT_CFG_0", lut_le_function=1)
+    m.set(d, "S_LUT_INFO_0", lut_le_index_offset=0, lut_le_index_select=le_sel,
+          lut_lo_index_select=lo_sel)
+    m.set(d, "S_LUT_LE_START_LOW_0", lut_le_start_low=0)
+    m.set(d, "S_LUT_LE_END_LOW_0", lut_le_end_low=64 << le_sel)
+    m.set(d, "S_LUT_LO_START_LOW_0", lut_lo_start_low=0)
+    m.set(d, "S_LUT_LO_END_LOW_0", lut_lo_end_low=256 << lo_sel)
+    m.set(d, "D_FUNC_BYPASS_0", sqsum_bypass=0, mul_bypass=0)
+    m.set(d, "D_LRN_CFG_0", normalz_len=1)
+    m.set(d, "D_DATA_FORMAT_0", input_data_type=0)
+    m.set(d, "D_DATIN_OFFSET_0", datin_offset=datin[0])
+    m.set(d, "D_DATIN_SCALE_0", datin_scale=datin[1])
+    m.set(d, "D_DATIN_SHIFTER_0", datin_shifter=datin[2])
+    m.set(d, "D_DATOUT_OFFSET_0", datout_offset=datout[0])
+    m.set(d, "D_DATOUT_SCALE_0", datout_scale=datout[1])
+    m.set(d, "D_DATOUT_SHIFTER_0", datout_shifter=datout[2])
+    m.set(d, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=dst)
+    m.set(d, "D_DST_LINE_STRIDE_0", dst_line_stride=line)
+    m.set(d, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=surf)
+    m.set(d, "D_DST_DMA_CFG_0", dst_ram_type=1)
+    write_cfg("cdp_3x4x13_lrn5_lut_int8", "CDP int8 LRN window 5, linear LUT (LE and LO), "
+              "convertors x*3>>2 and *5>>16", m, ["CDP_RDMA", "CDP"], "CDP", dst,
+              pack_cube(out, 1, atom, line, surf))
+    return out[:c]
+
+
 # -- convolution ---------------------------------------------------------------------------
 
 
@@ -479,3 +569,4 @@ if __name__ == "__main__":
     stats("pdp ave", pdp_ave_small())
     stats("pdp ave int16", pdp_ave_full_int16())
     stats("conv int8", conv_small())
+    stats("cdp lrn int8", cdp_lrn_small())
