@@ -4,8 +4,7 @@ Modules: :mod:`~sim.dma.elements` (precisions, dtypes), :mod:`~sim.dma.align`
 (format.rst Table 35), :mod:`~sim.dma.feature` (feature cubes),
 :mod:`~sim.dma.operands` (bias, PReLU, BN, EW), :mod:`~sim.dma.weights`
 (DC, image, Winograd, deconvolution, compression), :mod:`~sim.dma.pixel`
-(Table 33 pixel formats), :mod:`~sim.dma.precision` (Tables 29-32),
-:mod:`~sim.dma.cli` (``nvdla-sim layout``).
+(Table 33 pixel formats), :mod:`~sim.dma.precision` (Tables 29-32).
 """
 
 from .align import ALIGNMENT_RULES, LayoutError, check_alignment

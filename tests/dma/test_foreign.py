@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.cli.layout import main as layout_main
 from sim.dma import LayoutError
-from sim.dma.cli import layout_main
 from sim.dma.foreign import (
     KNERON_LAYOUTS,
     dvsdk_byte_offset,

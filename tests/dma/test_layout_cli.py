@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from sim.dma.cli import layout_main
+from sim.cli.layout import main as layout_main
 
 RNG = np.random.default_rng(7)
 

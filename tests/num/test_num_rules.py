@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import sim.num
+from sim.cli.fp import main as fp_main
 from sim.num import rounding
-from sim.num.cli import fp_main
 
 # (operation, a, b or None, expected): one row per documented behaviour
 RULE_CASES = [

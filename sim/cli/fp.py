@@ -12,6 +12,8 @@ import sys
 
 import sim.num.ops as ops
 
+HELP = "evaluate one numerics primitive on raw bit patterns"
+
 # name -> (exponent bits, mantissa bits); uint16 is a plain integer
 _FORMATS = {"fp16": (5, 10), "fp17": (6, 10), "fp32": (8, 23), "uint16": (0, 16)}
 
@@ -45,7 +47,7 @@ def _operand_formats(op: str) -> tuple[list[str], str]:
     return [src], dst
 
 
-def fp_main(argv: list[str]) -> int:
+def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="nvdla-sim fp",
         description="Run one NVDLA floating-point primitive on raw bit patterns.",

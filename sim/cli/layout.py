@@ -17,7 +17,7 @@ ends in ``.dat``.  Without stride options a feature cube is packed.
 ones first.  Semi-planar pixel images hold the chroma plane right after
 ``height x line stride`` bytes of luma.
 
-Foreign layouts (:mod:`~sim.dma.foreign`): ``dvsdk`` (DMP DV700 network I/O,
+Foreign layouts (:mod:`sim.dma.foreign`): ``dvsdk`` (DMP DV700 network I/O,
 fp16 C,H,W or D,C,H,W; DWHC, or DHWC with ``--transpose``) and
 ``kneron-4w4c8b``, ``kneron-1w16c8b``, ``kneron-16w1c8b`` (int8 C,H,W).
 """
@@ -31,15 +31,16 @@ import sys
 import numpy as np
 
 from ..configs import get_config
+from ..dma import foreign, operands, pixel, weights
+from ..dma.align import LayoutError
+from ..dma.elements import precision_of, to_elements, to_user
+from ..dma.feature import pack_feature, unpack_feature
 from ..errors import SimError
-from . import foreign, operands, pixel, weights
-from .align import LayoutError
-from .elements import precision_of, to_elements, to_user
-from .feature import pack_feature, unpack_feature
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
 OPERAND_FORMATS = ("bias", "prelu", "bn", "ew")
 FOREIGN_FORMATS = tuple(foreign.FOREIGN_PRECISION)
+HELP = "convert .npy arrays to/from NVDLA memory images"
 
 
 def _int(text: str) -> int:
@@ -253,7 +254,7 @@ def run(args) -> int:
     return 0
 
 
-def layout_main(argv: list[str]) -> int:
+def main(argv: list[str]) -> int:
     """Entry point of ``nvdla-sim layout``; returns the exit status (2: invalid input)."""
     args = build_parser().parse_args(argv)
     try:

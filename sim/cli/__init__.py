@@ -1,0 +1,71 @@
+"""``nvdla-sim``: run traces, regressions, numerics and layout tools.
+
+One module per subcommand (``sim/cli/<name>.py``), each with ``HELP`` and
+``main(argv) -> int``, a thin wrapper over a public Python function.  Exit
+status: 0 success, 1 a check failed, 2 invalid input (one-line error),
+3 an internal error of the simulator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from ..errors import SimError
+
+EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+
+# subcommand -> module under sim.cli (imported only when that command runs)
+SUBCOMMANDS = {
+    "run": "run",
+    "regress": "regress",
+    "fp": "fp",
+    "layout": "layout",
+}
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse a subcommand's arguments (argparse exits 2 on a usage error)."""
+    return parser.parse_args(argv)
+
+
+def _module(name: str):
+    return importlib.import_module(f"{__name__}.{SUBCOMMANDS[name]}")
+
+
+def _usage() -> str:
+    lines = ["usage: nvdla-sim COMMAND [ARGS]  (nvdla-sim COMMAND --help for its options)",
+             "", "commands:"]
+    for name in SUBCOMMANDS:
+        lines.append(f"  {name:10} {_module(name).HELP}")
+    return "\n".join(lines)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(_usage(), file=sys.stdout if argv else sys.stderr)
+        return EXIT_OK if argv else EXIT_INVALID
+    if argv[0] not in SUBCOMMANDS:
+        raise SimError(f"unknown command {argv[0]!r} (one of: {', '.join(SUBCOMMANDS)})")
+    return _module(argv[0]).main(argv[1:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _dispatch(argv)
+    except SimError as exc:
+        print(f"nvdla-sim: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("nvdla-sim: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, json.JSONDecodeError) as exc:
+        print(f"nvdla-sim: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    except Exception as exc:  # a simulator bug: one line, never a traceback
+        print(f"nvdla-sim: internal error: {type(exc).__name__}: {exc} (please report)",
+              file=sys.stderr)
+        return EXIT_INTERNAL

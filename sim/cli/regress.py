@@ -1,0 +1,30 @@
+"""``nvdla-sim regress``: run every trace under ROOT/<config>/<test>/."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from . import parse_args
+
+HELP = "run every trace under ROOT/<config>/<test>/"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nvdla-sim regress", description=HELP,
+        epilog="writes: a table per configuration on stdout, --json and --junit files")
+    p.add_argument("root")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers")
+    p.add_argument("--config", help="override the configuration of every trace")
+    p.add_argument("--json", help="write results as JSON to this file")
+    p.add_argument("--junit", help="write JUnit XML to this file")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    from ..regress import regress
+
+    args = parse_args(build_parser(), argv)
+    return regress(Path(args.root), jobs=args.jobs, json_path=args.json, junit_path=args.junit,
+                   config=args.config)

@@ -1,0 +1,84 @@
+"""``nvdla-sim run``: run a trace folder or file, or the bundled examples."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import SimError
+from . import EXIT_FAIL, EXIT_INVALID, EXIT_OK, parse_args
+
+HELP = "run a trace (folder or file), or the bundled examples"
+
+
+def bundled_traces() -> Path:
+    """The example traces shipped with the project."""
+    from importlib.resources import files
+
+    return Path(str(files("traces")))
+
+
+def print_result(result, out=None) -> None:
+    out = out or sys.stdout
+    print(f"{result.status.upper():5} {result.config}/{result.name} "
+          f"({result.seconds:.2f}s) {result.message}", file=out)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nvdla-sim run", description=HELP,
+        epilog="writes: the --json results file and, with --dump-dir, the checked memory "
+               "regions; exit 0 all pass, 1 a check failed, 2 invalid input")
+    p.add_argument("path", nargs="?", help="trace folder or file (default: bundled examples)")
+    p.add_argument("--config", help="hardware configuration (default: from the folder name)")
+    p.add_argument("--json", help="write results as JSON to this file")
+    p.add_argument("--dump-dir", help="write the checked memory regions here")
+    return p
+
+
+def _items(path_arg):
+    from ..regress import discover
+    from ..trace.player import find_trace_file
+
+    if path_arg is None:
+        root = bundled_traces()
+        items = discover(root)
+        if not items:
+            raise SimError(f"{root}: no bundled example traces found")
+        return items
+    path = Path(path_arg)
+    if not path.exists():
+        raise SimError(f"{path}: no such trace file or folder")
+    if path.is_dir() and not (path / "input.txn").exists() and not list(path.glob("*.cfg")):
+        items = discover(path)
+        if not items:
+            find_trace_file(path)  # raises the precise reason
+        return items
+    return [(None, path)]
+
+
+def main(argv: list[str]) -> int:
+    from ..regress import write_json
+    from ..trace import run_trace
+
+    args = parse_args(build_parser(), argv)
+    items = _items(args.path)
+    if args.config:
+        from ..configs import get_config
+
+        get_config(args.config)  # an unknown name is invalid input
+    dump_dir = Path(args.dump_dir) if args.dump_dir else None
+    results = []
+    for config, path in items:
+        name = path.name if path.is_dir() else path.parent.name
+        result = run_trace(path, args.config or config, dump_dir, name=name)
+        results.append(result)
+        print_result(result)
+    if args.json:
+        write_json(args.json, results)
+    if len(results) == 1 and results[0].status == "error":
+        if not results[0].message.startswith("not implemented"):
+            print(f"nvdla-sim: error: {results[0].message}", file=sys.stderr)
+            return EXIT_INVALID
+    return EXIT_OK if all(r.status == "pass" for r in results) else EXIT_FAIL
