@@ -24,7 +24,7 @@ overflow or both hit, and each lookup bumps one of the counters
 
 Integer data (int8/int16) is looked up with integer arithmetic exactly as
 NVDLA's C-model does it, including its rounding helper, which works in IEEE
-double precision (:func:`cmod_round`).  fp16 data is looked up in fp32/fp17
+double precision (:func:`sim.num.rounding.round_via_double`).  fp16 data is looked up in fp32/fp17
 with the primitives of ``sim.num``.
 
 Note for the SDP: the SDP's LUT has the same table shapes and the same
@@ -46,7 +46,7 @@ from sim.num.ops import (
     fp32_to_fp17_bits,
     uint16_to_fp17_bits,
 )
-from sim.num.rounding import bit_length
+from sim.num.rounding import bit_length, round_via_double
 
 LE_ENTRIES = 65
 LO_ENTRIES = 257
@@ -164,30 +164,6 @@ INTERP_BITS = 56  # width of the interpolation/extrapolation term
 
 
 @njit
-def cmod_round(value, shift, bits):
-    """``saturate(round_half_away(value / 2**shift))`` as NVDLA's C-model computes it.
-
-    TODO(move to sim.num): the C-model's LUT arithmetic rounds through an
-    IEEE double: ``value`` is converted to double (rounding beyond 53 bits),
-    scaled by a power of two (``shift`` may be negative) and 0.5 is added in
-    double before truncation.  Magnitudes of 2**63 or more saturate first.
-    """
-    vf = np.float64(value)
-    positive = vf > 0
-    vf = vf / (2.0 ** shift)
-    hi = (1 << (bits - 1)) - 1
-    lo = -(1 << (bits - 1))
-    if abs(vf) >= 9223372036854775808.0:
-        return hi if positive else lo
-    out = np.int64(vf + 0.5) if positive else np.int64(vf - 0.5)
-    if out > hi:
-        return hi
-    if out < lo:
-        return lo
-    return out
-
-
-@njit
 def _c_shift_right(x, n):
     """``x >> n`` with the shift count taken modulo 64, as x86 does."""
     return x >> (n & 63)
@@ -200,14 +176,14 @@ def _c_shift_left(x, n):
 
 @njit
 def _extrapolate(base, x, ref, scale, shift):
-    r = base + cmod_round((x - ref) * scale, shift, INTERP_BITS)
-    return cmod_round(r, 0, 16)
+    r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
+    return round_via_double(r, 0, 16)
 
 
 @njit
 def _interpolate(y0, y1, frac16):
-    r = y0 + cmod_round((y1 - y0) * frac16, 16, INTERP_BITS)
-    return cmod_round(r, 0, 16)
+    r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
+    return round_via_double(r, 0, 16)
 
 
 @njit

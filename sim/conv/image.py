@@ -50,6 +50,7 @@ from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
+from ..num.mac import cacc_round_int32
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -66,7 +67,7 @@ from .layer import (
     weight_layer,
 )
 from .mac_fp16 import conv_fp16
-from .mac_int import cacc_truncate, conv_sum
+from .mac_int import conv_sum
 
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
 
@@ -443,6 +444,6 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
         out = conv_fp16(data, wts, flat, lanes)
     else:
         acc = conv_sum(data, wts, flat)
-        out, saturated = cacc_truncate(acc, flat.clip_truncate)
+        out, saturated = cacc_round_int32(acc, flat.clip_truncate)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out[0], counters

@@ -47,6 +47,17 @@ from ..dma.weights import pack_weight_dc, unpack_weight_winograd
 from ..errors import ConfigurationError, NotImplementedFeature
 from ..jit import njit
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
+from ..num.mac import (
+    MAC_NAN_EXP,
+    aligned_product,
+    cacc_accumulate,
+    cacc_round_int32,
+    cacc_to_fp32,
+    fp16_mac_operands,
+    lane_exponent,
+    mac_nan_block,
+)
+from ..num.rounding import sign_extend
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -64,8 +75,6 @@ from .layer import (
     precision_of,
     weight_layer,
 )
-from .mac_fp16 import _SIGN_COMP, _sext, _split, booth_product, cacc_add, fp48_to_fp32
-from .mac_int import cacc_truncate
 
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)  # output transform
 
@@ -232,7 +241,7 @@ def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -
 
 
 @njit
-def _winograd_fp16_kernel(d, w, sign_comp):
+def _winograd_fp16_kernel(d, w):
     """fp32 bit patterns (K, oh2, ow2, 4): CACC over 4-channel groups of CMAC operations.
 
     ``d`` (C, oh2, ow2, 16) pre-added fp16 bits, ``w`` (K, C, 16) fp16 bits.
@@ -241,8 +250,8 @@ def _winograd_fp16_kernel(d, w, sign_comp):
     n_k = w.shape[0]
     df = d.ravel()
     wf = w.ravel()
-    dz, dn, dsg, dm, de = _split(df)
-    wz, wn, wsg, wm, we = _split(wf)
+    dz, dn, dsg, dm, de = fp16_mac_operands(df)
+    wz, wn, wsg, wm, we = fp16_mac_operands(wf)
     lane_e = np.zeros(64, np.int64)
     phase1 = np.zeros(16, np.int64)
     phase2 = np.zeros(8, np.int64)
@@ -271,48 +280,43 @@ def _winograd_fp16_kernel(d, w, sign_comp):
                                 nan_bits = df[di]
                                 break
                     if nan_bits >= 0:
-                        nb = np.int64(nan_bits)
-                        mac_m = _sext((((nb >> 15) & 1) << 37) | ((nb & 0x3FF) << 27), 38)
+                        mac_m = mac_nan_block(nan_bits)
                         for o in range(4):
-                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], 63, mac_m)
+                            acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o], MAC_NAN_EXP,
+                                                                 mac_m)
                         continue
                     emax = 0
                     for lane in range(64):
                         p, c = lane // 4, g * 4 + lane % 4
                         wi = (k * n_c + c) * 16 + p
                         di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        if wz[wi] or dz[di]:
-                            lane_e[lane] = -1
-                            continue
-                        e = de[di] + we[wi]
+                        e = lane_exponent(dz[di], wz[wi], de[di], we[wi])
                         lane_e[lane] = e
                         if e > emax:
                             emax = e
                     for p in range(16):
                         phase1[p] = 0
                     for lane in range(64):
-                        e = lane_e[lane]
-                        if e < 0:
-                            continue
                         p, c = lane // 4, g * 4 + lane % 4
                         wi = (k * n_c + c) * 16 + p
                         di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        phase1[p] += booth_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
-                                                   (emax - e) * 4, sign_comp)
+                        phase1[p] += aligned_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
+                                                     lane_e[lane], emax)
                     for i in range(4):
-                        phase2[i] = _sext(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
-                        phase2[i + 4] = _sext(phase1[i + 4] - phase1[i + 8] - phase1[i + 12], 38)
+                        phase2[i] = sign_extend(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
+                        phase2[i + 4] = sign_extend(phase1[i + 4] - phase1[i + 8]
+                                                    - phase1[i + 12], 38)
                     for i in range(2):
-                        res[2 * i] = _sext(phase2[4 * i] + phase2[4 * i + 1] + phase2[4 * i + 2],
-                                           38)
-                        res[2 * i + 1] = _sext(phase2[4 * i + 1] - phase2[4 * i + 2]
-                                               - phase2[4 * i + 3], 38)
+                        res[2 * i] = sign_extend(phase2[4 * i] + phase2[4 * i + 1]
+                                                 + phase2[4 * i + 2], 38)
+                        res[2 * i + 1] = sign_extend(phase2[4 * i + 1] - phase2[4 * i + 2]
+                                                     - phase2[4 * i + 3], 38)
                     for o in range(4):
                         if res[o] != 0:
-                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], (emax * 4) & 63,
-                                                          res[o])
+                            acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o],
+                                                                 (emax * 4) & 63, res[o])
                 for o in range(4):
-                    out[k, y, x, o] = fp48_to_fp32(acc_e[o], acc_m[o])
+                    out[k, y, x, o] = cacc_to_fp32(acc_e[o], acc_m[o])
     return out
 
 
@@ -320,7 +324,7 @@ def winograd_fp16(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """fp32 bit patterns (K, H', W') of an fp16 Winograd layer."""
     w = np.ascontiguousarray(weights, dtype=np.uint16).reshape(weights.shape[0],
                                                                weights.shape[1], 16)
-    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w, _SIGN_COMP)
+    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w)
     k, oh2, ow2, _ = out.shape
     return out.reshape(k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
 
@@ -342,6 +346,6 @@ def compute_winograd_layer(ctx) -> tuple[np.ndarray, dict]:
     tiles = pre_added_tiles(ext, layer)
     if layer.precision == FP16:
         return winograd_fp16(tiles, weights), counters
-    out, saturated = cacc_truncate(winograd_int(tiles, weights, layer), layer.clip_truncate)
+    out, saturated = cacc_round_int32(winograd_int(tiles, weights, layer), layer.clip_truncate)
     counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out, counters
