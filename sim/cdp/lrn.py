@@ -4,7 +4,7 @@ For every pixel and every channel ``c`` of the (atom-padded) cube::
 
     a[c]   = input_convertor(x[c])                       sim.num.cdp_icvt
     s[c]   = sum(a[c+j]**2 for j in -n..n)               exact squares, window sum
-    l[c]   = LUT(s[c])                                   sim.cdp.lut
+    l[c]   = LUT(s[c])                                   sim.num.lut
     y[c]   = output_convertor(l[c] * a[c])               sim.num.cdp_ocvt
 
 with a window of 2n+1 = 3, 5, 7 or 9 channels (``D_LRN_CFG``);
@@ -32,9 +32,18 @@ import sim.num as num
 from sim.jit import njit
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
+from sim.num.lut import (
+    COUNTER_NAMES,
+    HYBRID,
+    LE_HIT,
+    LO_HIT,
+    OFLOW,
+    UFLOW,
+    lookup_fp,
+    lookup_int,
+)
 
 from ..configs import FP16, INT8
-from .lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_fp, lookup_int
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
 _CODES = {INT8: PRECISION_INT8, "int16": PRECISION_INT16, FP16: PRECISION_FP16}
@@ -143,7 +152,7 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     """LRN of ``x`` (raw elements, shape (channels padded to whole atoms, pixels)).
 
     ``le``/``lo`` are the LUT tables, ``lut`` the parameter vector of
-    :func:`sim.cdp.lut.lut_params`.  Returns the output elements (same shape,
+    :func:`sim.cdp.config.lut_params`.  Returns the output elements (same shape,
     raw values: int8/int16 values or fp16 bit patterns) and the counters by
     register name.
     """

@@ -3,16 +3,9 @@
 import numpy as np
 import pytest
 
-from sim.cdp.lut import (
-    HYBRID,
-    LE_HIT,
-    LO_HIT,
-    OFLOW,
-    UFLOW,
-    lookup_int,
-    lut_params,
-)
+from sim.cdp.config import lut_params
 from sim.machine import Machine
+from sim.num.lut import HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
 
 from .reference import lookup_table
 from .test_lrn import reference_lut, registers
