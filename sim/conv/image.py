@@ -50,6 +50,7 @@ from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
+from ..num.arrays import sign_extend_array
 from ..num.mac import cacc_round_int32
 from .cdma import fetch_weights
 from .layer import (
@@ -245,11 +246,6 @@ def _cross_check(layer: ImageLayer, cdma, csc, cacc, bpe: int) -> None:
 
 # -- CDMA ---------------------------------------------------------------------
 
-def _sext(values: np.ndarray, bits: int) -> np.ndarray:
-    v = values.astype(np.int64) & ((1 << bits) - 1)
-    return np.where(v >> (bits - 1), v - (1 << bits), v)
-
-
 def pixel_components(raw: np.ndarray, fmt: PixelFormat) -> tuple[np.ndarray, int]:
     """The 8- or 16-bit container values (int64, unsigned) the CDMA converts, and their width.
 
@@ -277,9 +273,10 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
     fp16_pixels = fmt.dtype == np.float16
     if layer.cvt_enable:
         if fp16_pixels:
-            data = _sext(values, 16)  # the C-model hands fp16 bits over as a signed 16-bit value
+            # the C-model hands fp16 bits over as a signed 16-bit value
+            data = sign_extend_array(values, 16)
         elif layer.sign_override:
-            data = _sext(values, bits)
+            data = sign_extend_array(values, bits)
         else:
             data = values
         if layer.means is None:
