@@ -147,6 +147,12 @@ class Machine:
         mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
         return bool(self.interrupt_status() & ~mask)
 
+    def interrupt_sources(self) -> tuple[str, ...]:
+        """Interrupt sources of ``S_INTR_STATUS_0`` (SDP, CDMA_DAT, CACC, ...), as named there."""
+        fields = self._glb("S_INTR_STATUS_0").fields
+        names = (f.name.rpartition("_DONE_STATUS")[0] for f in fields)
+        return tuple(dict.fromkeys(n for n in names if n))
+
     def interrupt_set(self, source: str, group: int) -> bool:
         f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")
         return bool(self.interrupt_status() >> f.lsb & 1)
@@ -155,6 +161,12 @@ class Machine:
         reg = self._glb("S_INTR_STATUS_0")
         f = reg.field(f"{source}_DONE_STATUS{group}")
         self.regfile.poke(reg, self.regfile.peek(reg) & ~(1 << f.lsb))
+
+    def clear_interrupts(self) -> None:
+        """Clear every status bit that is not masked (what a handler saw, it clears)."""
+        reg = self._glb("S_INTR_STATUS_0")
+        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
     # -- execution ------------------------------------------------------------
     def busy(self) -> bool:

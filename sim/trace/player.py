@@ -164,17 +164,29 @@ class TracePlayer:
                 f"expected {want & mask:#x}"
             )
 
+    def _interrupt(self, op: Op, text: str) -> tuple[str, int]:
+        """``SDP_0``, ``cdma_dat_0`` ... -> (source as S_INTR_STATUS_0 names it, group).
+
+        NVIDIA's trace parser upper-cases the source, so any letter case names it.
+        """
+        name, _, group = text.strip().upper().rpartition("_")
+        sources = self.machine.interrupt_sources()
+        if not name or group not in ("0", "1"):
+            raise op.fail(f"bad interrupt name {text!r} (expected SOURCE_GROUP, e.g. SDP_0)")
+        if name not in sources:
+            raise op.fail(f"unknown interrupt source {text!r} (known: "
+                          f"{', '.join(s + '_0/1' for s in sources)})")
+        return name, int(group)
+
     def _op_intr_notify(self, op: Op) -> None:
         source = op.args[0]
-        name, _, group = source.rpartition("_")
-        if not name or group not in ("0", "1"):
-            raise op.fail(f"bad interrupt name {source!r} (expected e.g. SDP_0)")
-        g = int(group)
-        try:
-            self.machine.interrupt_set(name, g)
-        except KeyError:
-            raise op.fail(f"unknown interrupt source {name!r}") from None
         self.checks += 1
+        if not source:  # single shot: any interrupt, then clear what was raised
+            if not self._advance_until(self.machine.interrupt_pending):
+                raise CheckFailed(f"{op.where}: waiting for an interrupt, but the machine is idle")
+            self.machine.clear_interrupts()
+            return
+        name, g = self._interrupt(op, source)
         if not self._advance_until(lambda: self.machine.interrupt_set(name, g)):
             raise CheckFailed(f"{op.where}: interrupt {source} never raised (machine idle)")
         self.machine.clear_interrupt(name, g)  # as the bench's handler does
