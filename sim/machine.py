@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .configs import HardwareConfig, get_config
-from .dram import Memory
+from .dram import DEFAULT_LIMITS, Memory, MemoryLimits
 from .engines import ENGINES, Engine
 from .errors import SimError
 from .regfile import Block, RegisterFile
@@ -57,12 +57,13 @@ class LayerContext:
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
-    def __init__(self, config: HardwareConfig | str = "nv_full"):
+    def __init__(self, config: HardwareConfig | str = "nv_full",
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.config = get_config(config) if isinstance(config, str) else config
         self.regfile = RegisterFile(self.config.address_map)
         bits = self.config.address_bits
-        self.pri_mem = Memory("pri_mem", bits)
-        self.sec_mem = Memory("sec_mem", bits) if self.config.secondary_memory else None
+        self.pri_mem = Memory("pri_mem", bits, limits)
+        self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks

@@ -86,7 +86,9 @@ def _unquote(text: str, where: str) -> str:
 
 
 def _convert(cmd: str, a: list[str], where: str) -> Op:
-    num = lambda s, what="number": parse_int(s, where, what)  # noqa: E731
+    def num(text: str, what: str = "number") -> int:
+        return parse_int(text, where, what, 32 if what in ("register value", "CRC") else 64)
+
     if cmd == "reg_write":
         return Op("reg_write", (a[0], num(a[1], "register value")), where)
     if cmd == "reg_read":

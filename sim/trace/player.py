@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..configs import CONFIGS
 from ..dram import (
-    fill_pattern,
+    DEFAULT_LIMITS,
+    MemoryLimits,
     format_hex_dat,
     read_hex_dat,
     read_record_dat,
@@ -78,10 +79,11 @@ def guess_config(trace_file: Path) -> str | None:
 
 
 class TracePlayer:
-    def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None):
+    def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None,
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.trace_file = trace_file
         self.folder = trace_file.parent
-        self.machine = Machine(config)
+        self.machine = Machine(config, limits)
         self.dump_dir = dump_dir
         self.checks = 0
 
@@ -201,29 +203,28 @@ class TracePlayer:
         mem = self._memory(op, mem_name)
         if isinstance(size, str):
             size = record_dat_extent(read_record_dat(self._file(op, size)))
-        try:
-            mem.write(addr, fill_pattern(pattern, addr, size))
-        except SimError as exc:
-            raise op.fail(str(exc)) from None
+        mem.fill(addr, size, pattern, what=op.where)
 
     def _op_mem_load(self, op: Op) -> None:
         mem_name, addr, name = op.args
         mem = self._memory(op, mem_name)
         for offset, payload in read_record_dat(self._file(op, name)):
-            mem.write(addr + offset, payload)
+            mem.write(addr + offset, payload, op.where)
 
     def _op_load_hex(self, op: Op) -> None:
         addr, size, name = op.args
+        mem = self._txn_memory(addr)
+        mem.check(addr, size, op.where, "load_mem")
         data = read_hex_dat(self._file(op, name))
         if len(data) < size:
             data = data + bytes(size - len(data))  # the bench loads what the file holds
-        self._txn_memory(addr).write(addr, data[:size])
+        mem.write(addr, data[:size], op.where)
 
     def _op_check_crc(self, op: Op) -> None:
         _sync, mem_name, addr, size, want = op.args
         self.machine.run()
         mem = self._memory(op, mem_name)
-        got = mem.crc32(addr, size)
+        got = mem.crc32(addr, size, op.where)
         self.checks += 1
         self._dump(f"crc_{addr:#x}.dat", addr, mem.read(addr, size))
         if got != want:
@@ -236,7 +237,7 @@ class TracePlayer:
         addr, size, name = op.args
         self.machine.run()
         mem = self._txn_memory(addr)
-        got = mem.read(addr, size)
+        got = mem.read(addr, size, op.where)
         self._dump(name, addr, got)
         expected = read_hex_dat(self._file(op, name))
         self.checks += 1
