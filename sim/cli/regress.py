@@ -19,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--config", help="override the configuration of every trace")
     p.add_argument("--json", help="write results as JSON to this file")
     p.add_argument("--junit", help="write JUnit XML to this file")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop a trace after this long and report it as an error (each trace "
+                        "then runs in a worker process, so a crash is reported too)")
     return p
 
 
@@ -27,4 +30,4 @@ def main(argv: list[str]) -> int:
 
     args = parse_args(build_parser(), argv)
     return regress(Path(args.root), jobs=args.jobs, json_path=args.json, junit_path=args.junit,
-                   config=args.config)
+                   config=args.config, timeout=args.timeout)
