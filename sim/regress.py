@@ -54,14 +54,23 @@ def _progress(done: int, total: int, counts: dict, out) -> None:
     out.flush()
 
 
-def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None) -> int:
+def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None,
+            scheduler=None) -> int:
+    """Run every trace under ``root``; ``scheduler``: a Dask cluster (sim.cluster)."""
     items = [(cfg, path, config) for cfg, path in discover(root)]
     if not items:
         raise SimError(f"{root}: no traces found (expected <config>/<test>/ folders)")
     results: list[TraceResult] = []
     counts = dict.fromkeys(STATUSES, 0)
     start = time.perf_counter()
-    if jobs > 1:
+    if scheduler is not None:
+        from .cluster import cluster_map
+
+        for result in cluster_map(scheduler, _run_one, items):
+            results.append(result)
+            counts[result.status] += 1
+            _progress(len(results), len(items), counts, sys.stderr)
+    elif jobs > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for result in pool.map(_run_one, items):
                 results.append(result)
