@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 from .configs import CONFIGS
 from .dram import write_atomically
 from .errors import SimError
+from .progress import Progress
 from .trace.player import TraceResult, run_trace
 
 STATUSES = ("pass", "fail", "error")
@@ -43,15 +44,18 @@ def _run_one(item) -> TraceResult:
     return run_trace(path, override or config, name=name)
 
 
-def _progress(done: int, total: int, counts: dict, out) -> None:
-    if not out.isatty():
-        return
-    width = 30
-    filled = width * done // max(total, 1)
-    bar = "#" * filled + "-" * (width - filled)
-    summary = " ".join(f"{k} {counts[k]}" for k in STATUSES)
-    out.write(f"\r[{bar}] {done}/{total} {summary}")
-    out.flush()
+def _results(items, jobs: int, scheduler):
+    """TraceResults of ``items`` in order: on a Dask cluster, a process pool or here."""
+    if scheduler is not None:
+        from .cluster import cluster_map
+
+        yield from cluster_map(scheduler, _run_one, items)
+    elif jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            yield from pool.map(_run_one, items)
+    else:
+        for item in items:
+            yield _run_one(item)
 
 
 def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None,
@@ -63,27 +67,12 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
     results: list[TraceResult] = []
     counts = dict.fromkeys(STATUSES, 0)
     start = time.perf_counter()
-    if scheduler is not None:
-        from .cluster import cluster_map
-
-        for result in cluster_map(scheduler, _run_one, items):
+    with Progress(len(items)) as bar:
+        for result in _results(items, jobs, scheduler):
             results.append(result)
             counts[result.status] += 1
-            _progress(len(results), len(items), counts, sys.stderr)
-    elif jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for result in pool.map(_run_one, items):
-                results.append(result)
-                counts[result.status] += 1
-                _progress(len(results), len(items), counts, sys.stderr)
-    else:
-        for item in items:
-            result = _run_one(item)
-            results.append(result)
-            counts[result.status] += 1
-            _progress(len(results), len(items), counts, sys.stderr)
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+            bar.step(f"{result.status} {result.name} ({result.seconds:.1f}s)",
+                     " ".join(f"{k} {counts[k]}" for k in STATUSES))
     for r in results:
         if r.status != "pass":
             print(f"{r.status.upper():5} {r.name}: {r.message}")
