@@ -29,14 +29,13 @@ from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError, NotImplementedFeature
+from ..num import flush_nans, inf_mask, nan_mask
 from .pooling import (
     FP16,
     METHODS,
     PRECISIONS,
     PoolConfig,
     check_windows,
-    flush_nan,
-    fp16_specials,
     pool_split,
 )
 
@@ -181,7 +180,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
         out = np.zeros((cube.shape[0], height, split.out_width), dtype=np.int64)
         pool_split(raw, out, 0, split.out_width, cfg, split.pad_left)
         if cfg.precision == FP16:
-            nan_out += fp16_specials(out)[0]
+            nan_out += int(np.count_nonzero(nan_mask(out)))
         write_feature(mem, base + split.out_start * atom, out.astype(dtype), prec, atom,
                       pdp.dst_line_stride, pdp.dst_surface_stride, what="NVDLA_PDP")
     counters["D_NAN_OUTPUT_NUM_0"] = nan_out
@@ -203,10 +202,10 @@ def run_layer(ctx, cube: np.ndarray | None = None) -> None:
         if cfg.precision == FP16:
             nan = inf = 0
             for i, c in enumerate(cubes):
-                n, f = fp16_specials(c)
-                nan, inf = nan + n, inf + f
+                nan += int(np.count_nonzero(nan_mask(c)))
+                inf += int(np.count_nonzero(inf_mask(c)))
                 if pdp.nan_to_zero:
-                    cubes[i] = flush_nan(c.astype(np.int64))
+                    cubes[i] = flush_nans(c.astype(np.int64))
             counters = {"D_NAN_INPUT_NUM_0": nan, "D_INF_INPUT_NUM_0": inf}
     pool_and_write(ctx, pdp, cfg, splits, cubes, counters)
 

@@ -22,8 +22,8 @@ from ..dma.elements import elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
+from ..num.lut import LutRam
 from .config import decode
-from .lut import LutRam
 from .pipeline import run_pipeline
 from .rdma import read_operands
 
@@ -183,7 +183,7 @@ class SdpEngine(Engine):
     units = (SDP, SDP_RDMA, PDP)
 
     def __init__(self):
-        self.lut = LutRam()
+        self.lut = LutRam(cfg_readback="word", past_end="clamp")
 
     def ready(self, machine):
         rf = machine.regfile
@@ -201,24 +201,10 @@ class SdpEngine(Engine):
         return out
 
     def on_write(self, machine, reg, value: int) -> bool:
-        if reg.unit != SDP:
-            return False
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            self.lut.configure(value)
-            return False  # the register file keeps the word too
-        if reg.name == "S_LUT_ACCESS_DATA_0":
-            self.lut.write_data(value)
-            return True
-        return False
+        return reg.unit == SDP and self.lut.on_write(reg.name, value)
 
     def on_read(self, machine, reg):
-        if reg.unit != SDP:
-            return None
-        if reg.name == "S_LUT_ACCESS_DATA_0":
-            return self.lut.read_data()
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            return self.lut.cfg_word()
-        return None
+        return self.lut.on_read(reg.name) if reg.unit == SDP else None
 
 
 __all__ = ["SdpEngine", "process_sdp", "run_sdp"]
