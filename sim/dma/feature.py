@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..dram import check_extent
 from .align import LayoutError, align_up, check_alignment
 from .elements import (
     as_bytes,
@@ -160,6 +161,8 @@ class FeatureLayout:
         if self.batch > 1 and self.batch_stride < self.atom_bytes:
             raise LayoutError(f"{prefix}batch stride {self.batch_stride:#x} is smaller than "
                               "an atom")
+        check_extent(self.extent, f"{what or kind}: cube of {self.width}x{self.height}x"
+                     f"{self.channels} (batch {self.batch})")
         return self
 
     def check_disjoint(self, what: str = "") -> None:
