@@ -65,6 +65,8 @@ class Memory:
         self.limit = 1 << address_bits
         self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
+        # (addr, size, what) read by the running layer's DMAs; None outside a layer
+        self._layer_reads: list[tuple[int, int, str]] | None = None
 
     # -- bounds -------------------------------------------------------------
     def check(self, addr: int, size: int, what: str = "", access: str = "access") -> None:
@@ -106,10 +108,46 @@ class Memory:
             raise MemoryFault(f"{prefix}write {addr:#x}+{size:#x} would make {self.name} hold "
                               f"more than the simulator's limit of {self.limits.resident:#x} bytes")
 
+    # -- a layer's reads, so that an output overlapping its own input stops -----
+    def begin_layer(self) -> None:
+        self._layer_reads = []
+
+    def end_layer(self) -> None:
+        self._layer_reads = None
+
+    def _record_read(self, addr: int, size: int, what: str) -> None:
+        if self._layer_reads is not None and size:
+            self._layer_reads.append((addr, size, what))
+
+    def _check_overlap(self, addr: int, size: int, what: str) -> None:
+        """A layer's DMA write into bytes the same layer reads is refused.
+
+        NVDLA streams: its write DMA runs while the read DMAs still fetch, so
+        an output overlapping the input gives a result that depends on request
+        order and latency; the hardware documents none.  The simulator (which
+        reads a whole cube before writing) stops instead of guessing.
+        """
+        for start, n, source in self._layer_reads or ():
+            if addr < start + n and start < addr + size:
+                prefix = f"{what}: " if what else ""
+                raise MemoryFault(
+                    f"{prefix}write {addr:#x}+{size:#x} overlaps this layer's input "
+                    f"{source + ' ' if source else ''}{start:#x}+{n:#x} in {self.name} "
+                    "(the result would depend on DMA timing)")
+
     # -- access -------------------------------------------------------------
     def read_array(self, addr: int, size: int, what: str = "") -> np.ndarray:
         """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0)."""
         self.check(addr, size, what, "read")
+        self._record_read(addr, size, what)
+        return self._copy_out(addr, size)
+
+    def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
+        """The bytes a partial write keeps (a write DMA's gaps): not an input of the layer."""
+        self.check(addr, size, what, "write")
+        return self._copy_out(addr, size)
+
+    def _copy_out(self, addr: int, size: int) -> np.ndarray:
         out = np.zeros(size, dtype=np.uint8)
         for page, off, pos, n in self._chunks(addr, size):
             data = self._pages.get(page)
@@ -124,6 +162,7 @@ class Memory:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
         buf = _as_u8(data)
         self.check(addr, buf.size, what, "write")
+        self._check_overlap(addr, buf.size, what)
         self._reserve(addr, buf.size, what)
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)
@@ -147,7 +186,7 @@ class Memory:
         if offsets.size == 0:
             return
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1, what)
+        window = self.read_for_update(addr + lo, hi - lo + 1, what)
         window[offsets - lo] = values
         self.write(addr + lo, window, what)
 

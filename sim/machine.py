@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .configs import HardwareConfig, get_config
-from .dram import DEFAULT_LIMITS, Memory, MemoryLimits
+from .dram import DEFAULT_LIMITS, Memory, MemoryFault, MemoryLimits
 from .engines import ENGINES, Engine
 from .errors import SimError
 from .regfile import Block, RegisterFile
@@ -186,7 +186,7 @@ class Machine:
             if groups is None:
                 continue
             ctx = LayerContext(self, groups)
-            engine.run(ctx)
+            self._run_layer(engine, ctx)
             self._finish(engine, ctx)
             self.layers_run += 1
             return True
@@ -199,6 +199,26 @@ class Machine:
             if not self.step():
                 break
         return self.layers_run - start
+
+    def _memories(self) -> list[Memory]:
+        return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
+
+    def _run_layer(self, engine: Engine, ctx: LayerContext) -> None:
+        """Run one layer; a DMA fault names the unit when the reader did not."""
+        watch = engine.refuses_overlap
+        for mem in self._memories():
+            if watch:
+                mem.begin_layer()
+        try:
+            engine.run(ctx)
+        except MemoryFault as exc:
+            msg = str(exc)
+            if msg.startswith("NVDLA_"):
+                raise
+            raise MemoryFault(f"{'/'.join(ctx.groups) or engine.name}: DMA {msg}") from None
+        finally:
+            for mem in self._memories():
+                mem.end_layer()
 
     def _by_launch_order(self):
         def rank(engine):

@@ -249,8 +249,8 @@ def _run_foreign(args, name: str) -> int:
         raw = foreign.pack_foreign(name, _load_npy(args.input), args.transpose)
         write_image(args.output, np.frombuffer(raw, dtype=np.uint8))
     else:
-        data = read_image(args.input)
-        _check_shape_fits(args.shape, data)
+        data = read_image(args.input)  # foreign layouts compare sizes themselves
+        check_extent(int(np.prod(args.shape, dtype=object)), f"--shape {args.shape}")
         _save_npy(args.output, foreign.unpack_foreign(name, data, args.shape,
                                                       args.transpose))
     return 0
