@@ -67,6 +67,8 @@ class Memory:
         self._pages: dict[int, np.ndarray] = {}
         # (addr, size, what) read by the running layer's DMAs; None outside a layer
         self._layer_reads: list[tuple[int, int, str]] | None = None
+        # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
+        self.observer = None
 
     # -- bounds -------------------------------------------------------------
     def check(self, addr: int, size: int, what: str = "", access: str = "access") -> None:
@@ -169,6 +171,8 @@ class Memory:
             if dst is None:
                 dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
             dst[off : off + n] = buf[pos : pos + n]
+        if self.observer is not None:
+            self.observer.wrote(self, addr, buf.size)
 
     def gather(self, addr: int, offsets: np.ndarray, what: str = "") -> np.ndarray:
         """Bytes at ``addr + offsets`` (any shape), for strided DMA reads."""
@@ -372,6 +376,154 @@ def write_atomically(path: str | Path, content: bytes | str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# -- memory files for RTL benches ------------------------------------------------
+
+#: dump format -> file suffix: NVDLA's hex ``.dat`` (the trace player's dump),
+#: raw binary, plain hex words (one a line) and ``$readmemh`` images (``@`` word
+#: addresses).  Words are little-endian: the byte at the lowest address is the
+#: least significant byte of its word.
+MEMORY_FILE_FORMATS = {"dat": ".dat", "bin": ".bin", "hex": ".hex", "readmemh": ".mem"}
+_TEXT_SUFFIXES = (".hex", ".mem", ".vmh", ".txt", ".readmemh")
+_HEADER = re.compile(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+_HEADER_SIZE = re.compile(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def check_word_bytes(word_bytes: int) -> int:
+    if word_bytes < 1 or word_bytes > 128:
+        raise SimError(f"word width {word_bytes} bytes: expected 1..128")
+    return word_bytes
+
+
+def format_words(data: bytes, word_bytes: int) -> list[str]:
+    """Little-endian hex words of ``data`` (the last word zero-padded)."""
+    check_word_bytes(word_bytes)
+    pad = -len(data) % word_bytes
+    raw = np.frombuffer(bytes(data) + bytes(pad), dtype=np.uint8)
+    rows = raw.reshape(-1, word_bytes)[:, ::-1]  # most significant byte first
+    text = rows.tobytes().hex()
+    digits = 2 * word_bytes
+    return [text[i : i + digits] for i in range(0, len(text), digits)]
+
+
+def format_memory_file(addr: int, data: bytes, fmt: str = "dat", word_bytes: int = 1,
+                       ram: str = "dram") -> bytes | str:
+    """The content of a memory file of format ``fmt`` (see MEMORY_FILE_FORMATS).
+
+    ``hex`` and ``readmemh`` start with a ``//`` comment naming the start
+    address and size (``$readmemh`` ignores comments); a ``readmemh`` image
+    whose address is not word aligned starts at the word holding ``addr``,
+    zero-filled before it.
+    """
+    if fmt == "dat":
+        return format_hex_dat(addr, data, ram)
+    if fmt == "bin":
+        return bytes(data)
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    head = (f"// nvdla-sim memory {ram} start_address={addr:#x} size={len(data):#x} "
+            f"word_bytes={word_bytes}")
+    if fmt == "hex":
+        return "\n".join([head] + format_words(data, word_bytes)) + "\n"
+    lead = addr % word_bytes
+    words = format_words(bytes(lead) + bytes(data), word_bytes)
+    return "\n".join([head, f"@{(addr - lead) // word_bytes:x}"] + words) + "\n"
+
+
+def memory_file_name(name: str, fmt: str) -> str:
+    """``name`` with the suffix of dump format ``fmt``."""
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    return str(Path(name).with_suffix(MEMORY_FILE_FORMATS[fmt]))
+
+
+def write_memory_file(path: str | Path, addr: int, data: bytes, fmt: str = "dat",
+                      word_bytes: int = 1, ram: str = "dram") -> None:
+    write_atomically(path, format_memory_file(addr, data, fmt, word_bytes, ram))
+
+
+def _read_words(path: Path) -> tuple[int | None, bytes]:
+    """A plain hex or ``$readmemh`` file: words, ``@`` word addresses, ``//`` comments."""
+    text = _read_text(path)
+    base = size = None
+    chunks: dict[int, bytearray] = {}
+    pos = None  # word address where the current run started (None before any @)
+    width = None
+    flat = bytearray()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        code, _, comment = line.partition("//")
+        if base is None and (m := _HEADER.search(comment)):
+            base = int(m.group(1), 0)
+            if (s := _HEADER_SIZE.search(comment)):
+                size = int(s.group(1), 0)
+        for tok in code.replace("_", "").split():
+            if tok.startswith("@"):
+                try:
+                    pos = int(tok[1:], 16)  # a run of words starts here
+                except ValueError:
+                    raise SimError(f"{path}:{lineno}: {tok!r} is not a word address") from None
+                continue
+            if len(tok) % 2:
+                tok = "0" + tok
+            if width is None:
+                width = len(tok) // 2
+            if len(tok) // 2 > width:
+                raise SimError(f"{path}:{lineno}: word {tok!r} is wider than {width} bytes")
+            try:
+                word = bytes.fromhex(tok.rjust(2 * width, "0"))[::-1]
+            except ValueError:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a hex word") from None
+            if pos is None:
+                flat += word
+            else:
+                chunks.setdefault(pos, bytearray()).extend(word)
+    if not chunks:
+        return base, bytes(flat[:size] if size is not None else flat)
+    if flat:
+        raise SimError(f"{path}: words before the first @address")
+    return _assemble_words(path, chunks, width, base, size)
+
+
+def _assemble_words(path, chunks, width, base, size):
+    starts = sorted(chunks)
+    lo = starts[0] * width
+    hi = max(s * width + len(chunks[s]) for s in starts)
+    buf = bytearray(hi - lo)
+    for s in chunks:  # in file order: a later run overwrites an earlier one
+        buf[s * width - lo : s * width - lo + len(chunks[s])] = chunks[s]
+    if base is None:
+        return lo, bytes(buf)
+    if base < lo:
+        raise SimError(f"{path}: start_address {base:#x} is below the first @address")
+    data = bytes(buf[base - lo :])
+    return base, data[:size] if size is not None else data
+
+
+def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
+    """Read a memory image of any format nvdla-sim writes or RTL benches use.
+
+    Returns (byte address of the first byte or None when the file does not
+    say, bytes): NVDLA hex ``.dat`` (address in its header), record ``.dat``
+    (None), plain hex / ``$readmemh`` text (``.hex``, ``.mem``, ``.vmh``,
+    ``.txt``: ``@`` word addresses or our ``start_address=`` comment) and raw
+    binary (anything else: None).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in _TEXT_SUFFIXES:
+        return _read_words(path)
+    if suffix != ".dat":
+        try:
+            return None, path.read_bytes()
+        except OSError as exc:
+            raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    head = _read_text(path)[:4096]
+    _, data = load_image(path)
+    m = _HEADER.search(head)
+    if m and "payload" not in head:
+        return int(m.group(1), 0), data
+    return None, data
 
 
 def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:

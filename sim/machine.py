@@ -71,6 +71,7 @@ class Machine:
         # each step raises one, as a bench waiting for them one by one sees them
         self._deferred: list[tuple[str, int]] = []
         self.layers_run = 0
+        self.observer = None  # told when a layer starts and ends (sim.diff.record)
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
@@ -186,7 +187,11 @@ class Machine:
             if groups is None:
                 continue
             ctx = LayerContext(self, groups)
+            if self.observer is not None:
+                self.observer.layer_begin(self.layers_run, engine, ctx)
             self._run_layer(engine, ctx)
+            if self.observer is not None:
+                self.observer.layer_end()
             self._finish(engine, ctx)
             self.layers_run += 1
             return True

@@ -12,6 +12,7 @@ from .configs import CONFIGS
 from .dram import write_atomically
 from .errors import SimError
 from .pool import InProcess, WorkerPool
+from .progress import Progress
 from .trace.player import TraceResult, run_trace
 
 STATUSES = ("pass", "fail", "error")
@@ -44,32 +45,28 @@ def _run_one(item) -> TraceResult:
     return run_trace(path, override or config, name=name)
 
 
-def _progress(done: int, total: int, counts: dict, out) -> None:
-    if not out.isatty():
-        return
-    width = 30
-    filled = width * done // max(total, 1)
-    bar = "#" * filled + "-" * (width - filled)
-    summary = " ".join(f"{k} {counts[k]}" for k in STATUSES)
-    out.write(f"\r[{bar}] {done}/{total} {summary}")
-    out.flush()
-
-
 def _describe(item) -> tuple[str, str]:
     config, path, override = item
     return f"{path.parent.name}/{path.name}", override or config or "?"
 
 
-def make_backend(jobs: int = 1, timeout: float | None = None):
-    """In this process when serial without a timeout, else a pool of worker processes."""
+def make_backend(jobs: int = 1, timeout: float | None = None, scheduler=None):
+    """A Dask cluster when ``scheduler`` is given; in this process when serial without a
+    timeout; else a pool of worker processes."""
+    if scheduler is not None:
+        from .cluster import ClusterBackend
+
+        return ClusterBackend(scheduler, _run_one, _describe, timeout)
     if jobs <= 1 and timeout is None:
         return InProcess(_run_one)
     return WorkerPool(_run_one, _describe, jobs, timeout)
 
 
 def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None,
-            timeout: float | None = None, backend=None) -> int:
+            timeout: float | None = None, scheduler=None, backend=None) -> int:
     """Run every trace under ``root``; 0 all pass, 1 otherwise, 130 interrupted.
+
+    ``scheduler``: a Dask scheduler address or cluster (:mod:`sim.cluster`).
 
     The JSON and JUnit files are rewritten (atomically) as traces finish, so
     an interrupted or killed regression leaves the results it had.
@@ -79,7 +76,7 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
         raise SimError(f"{root}: no traces found (expected <config>/<test>/ folders)")
     if timeout is not None and timeout <= 0:
         raise SimError(f"--timeout {timeout:g}: must be a positive number of seconds")
-    backend = backend or make_backend(jobs, timeout)
+    backend = backend or make_backend(jobs, timeout, scheduler)
     done: dict[int, TraceResult] = {}
     counts = dict.fromkeys(STATUSES, 0)
     start = time.perf_counter()
@@ -93,19 +90,19 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
         if junit_path:
             write_junit(junit_path, ordered)
 
-    try:
-        for index, result in backend.results(items):
-            done[index] = result
-            counts[result.status] += 1
-            _progress(len(done), len(items), counts, sys.stderr)
-            if time.perf_counter() - last_save > SAVE_EVERY:
-                save(False)
-                last_save = time.perf_counter()
-    except KeyboardInterrupt:
-        interrupted = True
-        backend.close()
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+    with Progress(len(items)) as bar:
+        try:
+            for index, result in backend.results(items):
+                done[index] = result
+                counts[result.status] += 1
+                bar.step(f"{result.status} {result.name} ({result.seconds:.1f}s)",
+                         " ".join(f"{k} {counts[k]}" for k in STATUSES))
+                if time.perf_counter() - last_save > SAVE_EVERY:
+                    save(False)
+                    last_save = time.perf_counter()
+        except KeyboardInterrupt:
+            interrupted = True
+            backend.close()
     results = [done[i] for i in sorted(done)]
     for r in results:
         if r.status != "pass":

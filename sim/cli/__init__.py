@@ -21,6 +21,7 @@ EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 SUBCOMMANDS = {
     "run": "run",
     "regress": "regress",
+    "diff": "diff",
     "fp": "fp",
     "layout": "layout",
 }

@@ -62,12 +62,14 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    writes = ("writes: OUTPUT: pack a memory image (raw binary, or record .dat when the name "
+              "ends in .dat), unpack a .npy array")
     parser = argparse.ArgumentParser(prog="nvdla-sim layout",
-                                     description=__doc__.splitlines()[0])
+                                     description=__doc__.splitlines()[0], epilog=writes)
     sub = parser.add_subparsers(dest="action", required=True)
     for action in ("pack", "unpack"):
         p = sub.add_parser(action, help=f"{action} an array {'to' if action == 'pack' else 'from'}"
-                           " a memory image")
+                           " a memory image", epilog=writes)
         p.add_argument("format", help="feature, a pixel format, weight-*, bias, prelu, bn, ew, "
                        "dvsdk, kneron-4w4c8b, kneron-1w16c8b, kneron-16w1c8b")
         p.add_argument("input")

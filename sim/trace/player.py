@@ -16,11 +16,11 @@ from ..configs import CONFIGS
 from ..dram import (
     DEFAULT_LIMITS,
     MemoryLimits,
-    format_hex_dat,
+    memory_file_name,
     read_hex_dat,
     read_record_dat,
     record_dat_extent,
-    write_atomically,
+    write_memory_file,
 )
 from ..errors import CheckFailed, SimError
 from ..machine import Machine
@@ -80,11 +80,14 @@ def guess_config(trace_file: Path) -> str | None:
 
 class TracePlayer:
     def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None,
-                 limits: MemoryLimits = DEFAULT_LIMITS):
+                 limits: MemoryLimits = DEFAULT_LIMITS, dump_format: str = "dat",
+                 word_bytes: int = 1):
         self.trace_file = trace_file
         self.folder = trace_file.parent
         self.machine = Machine(config, limits)
         self.dump_dir = dump_dir
+        self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
+        self.word_bytes = word_bytes
         self.checks = 0
 
     # -- helpers --------------------------------------------------------------
@@ -121,7 +124,8 @@ class TracePlayer:
     def _dump(self, name: str, addr: int, data: bytes) -> None:
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.dump_dir / name, format_hex_dat(addr, data))
+            write_memory_file(self.dump_dir / memory_file_name(name, self.dump_format), addr,
+                              data, self.dump_format, self.word_bytes)
 
     # -- execution ------------------------------------------------------------
     def play(self) -> None:
@@ -253,7 +257,7 @@ class TracePlayer:
 
 def run_trace(
     path: str | Path, config: str | None = None, dump_dir: Path | None = None,
-    name: str | None = None,
+    name: str | None = None, dump_format: str = "dat", word_bytes: int = 1,
 ) -> TraceResult:
     """Run one trace; never raises for trace problems (they become the result)."""
     start = time.perf_counter()
@@ -265,7 +269,8 @@ def run_trace(
         cfg_name = config or guess_config(trace_file)
         if cfg_name is None:
             raise SimError(f"{path}: cannot tell the hardware configuration; pass --config")
-        player = TracePlayer(trace_file, cfg_name, dump_dir)
+        player = TracePlayer(trace_file, cfg_name, dump_dir, dump_format=dump_format,
+                             word_bytes=word_bytes)
         player.play()
         return TraceResult(display, cfg_name, "pass", f"{player.checks} checks",
                            time.perf_counter() - start, player.checks)
