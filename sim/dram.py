@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass
@@ -524,6 +525,41 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
     if m and "payload" not in head:
         return int(m.group(1), 0), data
     return None, data
+
+
+def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -> Path:
+    """Write a folder of files (a generated trace, a loadable's outputs) whole or not at all.
+
+    The files go to a hidden sibling folder first, which then replaces
+    ``folder`` by two renames (an existing folder is moved aside and removed
+    only once the new one is in place), so a reader never sees a half-written
+    trace and an interrupted run leaves the previous folder or a ``.old``
+    copy of it, never a mix.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise SimError(f"{folder}: {name!r} is not a plain file name")
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    old = None
+    try:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            (tmp / name).write_bytes(data)
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.old."))
+            os.replace(folder, old / folder.name)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not folder.exists():
+            os.replace(old / folder.name, folder)  # put the previous folder back
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
 
 
 def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:
