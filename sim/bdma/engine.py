@@ -54,8 +54,8 @@ class BdmaCopy:
         )
 
     def execute(self, machine) -> None:
-        src_mem = machine.memory(self.src_ram)
-        dst_mem = machine.memory(self.dst_ram)
+        src_mem = machine.memory(self.src_ram, f"{UNIT}.CFG_CMD_0.SRC_RAM_TYPE")
+        dst_mem = machine.memory(self.dst_ram, f"{UNIT}.CFG_CMD_0.DST_RAM_TYPE")
         total = self.surfaces * self.lines * self.line_bytes
         check_extent(total, f"{UNIT}: a copy of {self.surfaces} surfaces x {self.lines} lines "
                      f"x {self.line_bytes} bytes", src_mem.limits)
