@@ -10,18 +10,14 @@ shifted adds).  Prints elements per second and the ratio.
 """
 
 import argparse
-import timeit
 
 import numpy as np
+from timing import best_of
 
 from sim.dma import pack_feature
 from sim.machine import Machine
 
 SRC, DST = 0x80000000, 0x88000000
-
-
-def best_of(repeat: int, fn) -> float:
-    return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
 def numpy_sums(x: np.ndarray, window: int) -> np.ndarray:
@@ -84,7 +80,7 @@ def main() -> None:
     x = rng.integers(-128, 128, (c, n, n)).astype(np.int8)
     elements = x.size
 
-    t_numpy = best_of(args.repeat, lambda: numpy_sums(x, window))
+    t_numpy = best_of(lambda: numpy_sums(x, window), args.repeat, warm_up=False)
     print(f"numpy window-{window} square sums {n}x{n}x{c}: {t_numpy * 1e3:8.2f} ms  "
           f"({elements / t_numpy / 1e6:7.1f} M elements/s)")
 
@@ -92,7 +88,7 @@ def main() -> None:
     data, layout = pack_feature(x, m.config)
     m.load(SRC, data)
     run_once(m, layout, window)  # compile / warm up
-    t_sim = best_of(args.repeat, lambda: run_once(m, layout, window))
+    t_sim = best_of(lambda: run_once(m, layout, window), args.repeat, warm_up=False)
     print(f"simulator CDP LRN int8 window {window} {n}x{n}x{c}: {t_sim * 1e3:8.2f} ms  "
           f"({elements / t_sim / 1e6:7.1f} M elements/s) = {t_sim / t_numpy:6.2f} x numpy sums")
 

@@ -10,23 +10,14 @@ within 2x of the matmul).
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_of
 
 from sim.conv.engine import compute_layer
 from sim.conv.layer import decode_layer
-from sim.conv.program import UNITS, program
 from sim.machine import LayerContext, Machine
-
-
-def best_of(repeat: int, fn) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from sim.program.conv import UNITS, program
 
 
 def main() -> None:
@@ -41,7 +32,7 @@ def main() -> None:
 
     cols = rng.standard_normal((c * 9, n * n))
     wmat = rng.standard_normal((k, c * 9))
-    t_numpy = best_of(args.repeat, lambda: wmat @ cols)
+    t_numpy = best_of(lambda: wmat @ cols, args.repeat, warm_up=False)
     print(f"numpy float64 matmul ({k}x{c * 9}) @ ({c * 9}x{n * n}): {t_numpy * 1e3:8.2f} ms")
 
     for precision in ("int8", "fp16"):
@@ -56,7 +47,8 @@ def main() -> None:
         ctx = LayerContext(m, {u: 0 for u in UNITS})
         layer = decode_layer(ctx)
         compute_layer(ctx, layer)  # compile / warm up
-        t_sim = best_of(args.repeat, lambda ctx=ctx, layer=layer: compute_layer(ctx, layer))
+        t_sim = best_of(lambda ctx=ctx, layer=layer: compute_layer(ctx, layer), args.repeat,
+                        warm_up=False)
         print(f"simulator {precision:5} {n}x{n}x{c} -> 3x3x{c}x{k}: {t_sim * 1e3:9.2f} ms  "
               f"= {t_sim / t_numpy:7.2f} x numpy float64 matmul")
 

@@ -10,23 +10,14 @@ prints the ratios.
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_of
 
 from sim.conv.modes import special_mode
-from sim.conv.program_modes import UNITS, program_image, program_winograd
 from sim.dma.weights import winograd_weights
 from sim.machine import LayerContext, Machine
-
-
-def best_of(repeat: int, fn) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
+from sim.program.conv_modes import UNITS, program_image, program_winograd
 
 
 def layer_runner(program_fn, *args, **kw):
@@ -39,7 +30,7 @@ def layer_runner(program_fn, *args, **kw):
 def matmul_time(repeat, k, crs, pixels):
     a = np.random.default_rng(1).standard_normal((k, crs))
     b = np.random.default_rng(2).standard_normal((crs, pixels))
-    return best_of(repeat, lambda: a @ b)
+    return best_of(lambda: a @ b, repeat, warm_up=False)
 
 
 def main() -> None:
@@ -56,7 +47,7 @@ def main() -> None:
     run = layer_runner(program_image, image, w, fmt="T_A8B8G8R8", precision="int8",
                        cvt=(128, 1, 0), pad=(1, 1, 1, 1))
     run()
-    t_sim = best_of(args.repeat, run)
+    t_sim = best_of(run, args.repeat, warm_up=False)
     t_np = matmul_time(args.repeat, k, 36, n * n)
     print(f"image int8 {n}x{n}x4 -> {k}: sim {t_sim * 1e3:.1f} ms, numpy {t_np * 1e3:.1f} ms, "
           f"ratio {t_sim / t_np:.1f}x")
@@ -74,7 +65,7 @@ def main() -> None:
         run = layer_runner(program_winograd, x, w4, precision=precision, pad=(1, 3, 1, 3),
                            out_size=(s, s), truncate=2 if precision == "int16" else 0)
         run()
-        t_sim = best_of(args.repeat, run)
+        t_sim = best_of(run, args.repeat, warm_up=False)
         t_np = matmul_time(args.repeat, k, 9 * c, s * s)
         print(f"winograd {precision} {s}x{s}x{c} -> {k}: sim {t_sim * 1e3:.1f} ms, "
               f"numpy {t_np * 1e3:.1f} ms, ratio {t_sim / t_np:.1f}x")

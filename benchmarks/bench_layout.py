@@ -8,9 +8,9 @@ weight set and an RGBA image.  Prints seconds per operation and MB/s.
 """
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_of
 
 from sim.configs import get_config
 from sim.dma import pack_feature, read_feature, unpack_feature, write_feature
@@ -20,11 +20,7 @@ from sim.dram import Memory
 
 
 def timed(label: str, nbytes: int, repeat: int, fn) -> None:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
+    best = best_of(fn, repeat, warm_up=False)
     print(f"{label:32} {best * 1e3:9.2f} ms  {nbytes / best / 1e6:9.1f} MB/s")
 
 

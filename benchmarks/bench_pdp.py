@@ -13,26 +13,15 @@ ratio numpy / simulator.  Run: ``python benchmarks/bench_pdp.py``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
+from timing import best_of
 
 from sim.dma import pack_feature
 from sim.machine import Machine
 from sim.pdp.pooling import AVERAGE, FP16, INT8, MAX, PoolConfig, pool_split
 
 C, H, W = 64, 112, 112
-
-
-def best_of(fn, repeat=3):
-    fn()  # warm up (numba compile / caches)
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def out_size(n, k, s, pad):

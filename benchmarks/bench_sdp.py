@@ -16,12 +16,12 @@ numpy / simulator.  Run: ``python benchmarks/bench_sdp.py``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+from timing import best_of
 
 from sim.dma import pack_feature
 from sim.machine import LayerContext, Machine
+from sim.program.registers import write_fields as put
 from sim.sdp.config import decode
 from sim.sdp.engine import SDP, SDP_RDMA, padded_channels
 from sim.sdp.pipeline import run_pipeline
@@ -30,25 +30,6 @@ from sim.sdp.rdma import read_operands
 C, H, W = 64, 256, 256
 SRC, DST, BN = 0x8000_0000, 0x9000_0000, 0xA000_0000
 PREC = {"int8": 0, "fp16": 2}
-
-
-def best_of(fn, repeat=3):
-    fn()  # warm up (numba compile / caches)
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def put(m, name, **fields):
-    reg = m.regfile.register(name)
-    word = 0
-    for key, value in fields.items():
-        f = reg.field(key.upper())
-        word |= (int(value) & ((1 << f.width) - 1)) << f.lsb
-    m.write_reg(name, word)
 
 
 def h(x):

@@ -49,3 +49,52 @@ def cluster_map(scheduler, function: Callable, items: Iterable) -> Iterator:
         if futures:
             client.cancel(futures)
         client.close()
+
+
+class ClusterBackend:
+    """A regression backend (see :mod:`sim.pool`) on a Dask cluster.
+
+    Yields ``(index, TraceResult)`` in the traces' order.  A trace whose task
+    raises (a worker that died) or runs past ``timeout`` seconds is reported
+    as that trace's error and the regression goes on.
+    """
+
+    def __init__(self, scheduler, run_one: Callable, describe: Callable,
+                 timeout: float | None = None):
+        self.scheduler = scheduler
+        self.run_one = run_one
+        self.describe = describe
+        self.timeout = timeout
+        self._client = None
+        self._futures: list = []
+
+    def _error(self, item, message: str):
+        from .trace.player import TraceResult
+
+        name, config = self.describe(item)
+        return TraceResult(name, config, "error", message, 0.0)
+
+    def results(self, items: list) -> Iterator:
+        from distributed import TimeoutError as DaskTimeout
+
+        self._client = _client(self.scheduler)
+        try:
+            self._futures = self._client.map(self.run_one, list(items), pure=False)
+            for index, (item, future) in enumerate(zip(items, self._futures, strict=True)):
+                try:
+                    yield index, future.result(timeout=self.timeout)
+                except (TimeoutError, DaskTimeout):
+                    future.cancel()
+                    yield index, self._error(item, f"timed out after {self.timeout:g} s")
+                except Exception as exc:  # the task died on its worker
+                    yield index, self._error(item, f"worker failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            if self._futures:
+                self._client.cancel(self._futures)
+            self._client.close()
+            self._client = None
+            self._futures = []

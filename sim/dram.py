@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,22 +25,66 @@ PAGE_SIZE = 1 << PAGE_BITS
 PAGE_MASK = PAGE_SIZE - 1
 
 
+@dataclass(frozen=True)
+class MemoryLimits:
+    """What one simulated memory may cost the host, so no input can exhaust it.
+
+    ``access``: the most bytes one DMA transfer, fill, load, dump or CRC may
+    cover (a register programming a terabyte cube stops here, before any
+    allocation); ``resident``: the most bytes of pages a memory may hold.
+    """
+
+    access: int = 256 << 20
+    resident: int = 2 << 30
+
+
+DEFAULT_LIMITS = MemoryLimits()
+
+
+class MemoryFault(SimError):
+    """A memory access outside the address space, or beyond the simulator's limits."""
+
+
+def check_extent(size: int, what: str, limits: MemoryLimits = DEFAULT_LIMITS) -> int:
+    """Raise before allocating ``size`` bytes that a single access may not cover."""
+    if size < 0:
+        raise MemoryFault(f"{what}: negative size {size}")
+    if size > limits.access:
+        raise MemoryFault(f"{what}: {size:#x} bytes exceed the simulator's limit of "
+                          f"{limits.access:#x} bytes per access")
+    return size
+
+
 class Memory:
     """Sparse byte-addressable memory."""
 
-    def __init__(self, name: str = "pri_mem", address_bits: int = 64):
+    def __init__(self, name: str = "pri_mem", address_bits: int = 64,
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.name = name
+        self.address_bits = address_bits
         self.limit = 1 << address_bits
+        self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
         # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
         self.observer = None
 
     # -- bounds -------------------------------------------------------------
-    def _check(self, addr: int, size: int) -> None:
+    def check(self, addr: int, size: int, what: str = "", access: str = "access") -> None:
+        """Raise a MemoryFault naming ``what`` (a register, a trace line) unless the range is valid.
+
+        The range must lie in the configuration's address space and within the
+        simulator's per-access limit.
+        """
+        prefix = f"{what}: " if what else ""
         if addr < 0 or size < 0 or addr + size > self.limit:
-            raise SimError(
-                f"{self.name}: access {addr:#x}+{size:#x} is outside the memory "
-                f"(limit {self.limit:#x})"
+            raise MemoryFault(
+                f"{prefix}{access} {addr:#x}+{size:#x} is outside {self.name} "
+                f"({self.address_bits}-bit address space)"
+            )
+        if size > self.limits.access:
+            raise MemoryFault(
+                f"{prefix}{access} {addr:#x}+{size:#x} exceeds the simulator's limit of "
+                f"{self.limits.access:#x} bytes per access"
             )
 
     def _chunks(self, addr: int, size: int):
@@ -52,10 +97,21 @@ class Memory:
             yield page, off, done, n
             done += n
 
+    def _reserve(self, addr: int, size: int, what: str) -> None:
+        """Refuse a write that would make the memory hold more than its resident limit."""
+        if not size:
+            return
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        new = sum(1 for p in range(first, last + 1) if p not in self._pages)
+        if (len(self._pages) + new) * PAGE_SIZE > self.limits.resident:
+            prefix = f"{what}: " if what else ""
+            raise MemoryFault(f"{prefix}write {addr:#x}+{size:#x} would make {self.name} hold "
+                              f"more than the simulator's limit of {self.limits.resident:#x} bytes")
+
     # -- access -------------------------------------------------------------
-    def read_array(self, addr: int, size: int) -> np.ndarray:
-        """A copy of ``size`` bytes at ``addr`` as a uint8 array."""
-        self._check(addr, size)
+    def read_array(self, addr: int, size: int, what: str = "") -> np.ndarray:
+        """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0)."""
+        self.check(addr, size, what, "read")
         out = np.zeros(size, dtype=np.uint8)
         for page, off, pos, n in self._chunks(addr, size):
             data = self._pages.get(page)
@@ -63,13 +119,14 @@ class Memory:
                 out[pos : pos + n] = data[off : off + n]
         return out
 
-    def read(self, addr: int, size: int) -> bytes:
-        return self.read_array(addr, size).tobytes()
+    def read(self, addr: int, size: int, what: str = "") -> bytes:
+        return self.read_array(addr, size, what).tobytes()
 
-    def write(self, addr: int, data) -> None:
+    def write(self, addr: int, data, what: str = "") -> None:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
         buf = _as_u8(data)
-        self._check(addr, buf.size)
+        self.check(addr, buf.size, what, "write")
+        self._reserve(addr, buf.size, what)
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)
             if dst is None:
@@ -78,45 +135,47 @@ class Memory:
         if self.observer is not None:
             self.observer.wrote(self, addr, buf.size)
 
-    def gather(self, addr: int, offsets: np.ndarray) -> np.ndarray:
+    def gather(self, addr: int, offsets: np.ndarray, what: str = "") -> np.ndarray:
         """Bytes at ``addr + offsets`` (any shape), for strided DMA reads."""
         offsets = np.asarray(offsets, dtype=np.int64)
         if offsets.size == 0:
             return np.zeros(offsets.shape, dtype=np.uint8)
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1)
+        window = self.read_array(addr + lo, hi - lo + 1, what)
         return window[offsets - lo]
 
-    def scatter(self, addr: int, offsets: np.ndarray, values: np.ndarray) -> None:
+    def scatter(self, addr: int, offsets: np.ndarray, values: np.ndarray, what: str = "") -> None:
         """Write ``values`` (uint8) at ``addr + offsets``, leaving other bytes as they are."""
         offsets = np.asarray(offsets, dtype=np.int64).ravel()
         values = _as_u8(values)
         if offsets.size == 0:
             return
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1)
+        window = self.read_array(addr + lo, hi - lo + 1, what)
         window[offsets - lo] = values
-        self.write(addr + lo, window)
+        self.write(addr + lo, window, what)
 
-    def crc32(self, addr: int, size: int) -> int:
+    def crc32(self, addr: int, size: int, what: str = "") -> int:
         """CRC-32 (zlib polynomial) of a range, as the trace checks compute it."""
+        self.check(addr, size, what, "CRC")
         crc = 0
         step = 1 << 20
         for start in range(addr, addr + size, step):
             crc = zlib.crc32(self.read(start, min(step, addr + size - start)), crc)
         return crc & 0xFFFFFFFF
 
-    def fill(self, addr: int, size: int, pattern: str, seed: int = 0) -> None:
+    def fill(self, addr: int, size: int, pattern: str, seed: int = 0, what: str = "") -> None:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
-        self.write(addr, fill_pattern(pattern, addr, size, seed))
+        self.check(addr, size, what, "fill")
+        self.write(addr, fill_pattern(pattern, addr, size, seed), what)
 
     def load_file(self, addr: int, path: str | Path) -> int:
         """Load a memory image (raw binary, record or hex ``.dat``) at ``addr``.
 
         Returns the number of bytes loaded.
         """
-        _, data = load_image(path)
-        self.write(addr, data)
+        _, data = load_image(path, self.limits)
+        self.write(addr, data, str(path))
         return len(data)
 
     def dump_file(self, addr: int, size: int, path: str | Path, dat_format: str = "hex") -> None:
@@ -126,7 +185,7 @@ class Memory:
         player's dump) or ``records`` (nv_small's ``{offset, size, payload}``);
         any other name gets raw binary.
         """
-        data = self.read(addr, size)
+        data = self.read(addr, size, str(path))
         if Path(path).suffix != ".dat":
             write_atomically(path, data)
         elif dat_format == "hex":
@@ -152,6 +211,7 @@ def _as_u8(data) -> np.ndarray:
 def fill_pattern(pattern: str, addr: int, size: int, seed: int = 0) -> np.ndarray:
     """The bytes a ``mem_init`` pattern writes over ``[addr, addr+size)``."""
     name = pattern.upper()
+    check_extent(size, f"mem_init {pattern}")
     if name == "ALL_ZERO":
         return np.zeros(size, dtype=np.uint8)
     if name == "ONES":
@@ -427,22 +487,30 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
     return None, data
 
 
-def load_image(path: str | Path) -> tuple[int, bytes]:
+def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:
     """Read a memory image: raw binary, record ``.dat`` or hex ``.dat``.
 
     Returns (base offset of the data, bytes); raw and hex files start at 0.
     """
     path = Path(path)
     if path.suffix != ".dat":
-        return 0, path.read_bytes()
+        return 0, _read_bytes(path, limits)
     head = _read_text(path)[:4096]
     if "offset" in head and "payload" in head:
         records = read_record_dat(path)
-        buf = bytearray(record_dat_extent(records))
+        buf = bytearray(check_extent(record_dat_extent(records), f"{path}: records", limits))
         for off, payload in records:
             buf[off : off + len(payload)] = payload
         return 0, bytes(buf)
     return 0, read_hex_dat(path)
+
+
+def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    try:
+        check_extent(path.stat().st_size, str(path), limits)
+        return path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def _read_text(path: Path) -> str:

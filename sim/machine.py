@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .configs import HardwareConfig, get_config
-from .dram import Memory
+from .dram import DEFAULT_LIMITS, Memory, MemoryLimits
 from .engines import ENGINES, Engine
 from .errors import SimError
 from .regfile import Block, RegisterFile
@@ -57,12 +57,13 @@ class LayerContext:
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
-    def __init__(self, config: HardwareConfig | str = "nv_full"):
+    def __init__(self, config: HardwareConfig | str = "nv_full",
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.config = get_config(config) if isinstance(config, str) else config
         self.regfile = RegisterFile(self.config.address_map)
         bits = self.config.address_bits
-        self.pri_mem = Memory("pri_mem", bits)
-        self.sec_mem = Memory("sec_mem", bits) if self.config.secondary_memory else None
+        self.pri_mem = Memory("pri_mem", bits, limits)
+        self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
@@ -148,6 +149,12 @@ class Machine:
         mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
         return bool(self.interrupt_status() & ~mask)
 
+    def interrupt_sources(self) -> tuple[str, ...]:
+        """Interrupt sources of ``S_INTR_STATUS_0`` (SDP, CDMA_DAT, CACC, ...), as named there."""
+        fields = self._glb("S_INTR_STATUS_0").fields
+        names = (f.name.rpartition("_DONE_STATUS")[0] for f in fields)
+        return tuple(dict.fromkeys(n for n in names if n))
+
     def interrupt_set(self, source: str, group: int) -> bool:
         f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")
         return bool(self.interrupt_status() >> f.lsb & 1)
@@ -156,6 +163,12 @@ class Machine:
         reg = self._glb("S_INTR_STATUS_0")
         f = reg.field(f"{source}_DONE_STATUS{group}")
         self.regfile.poke(reg, self.regfile.peek(reg) & ~(1 << f.lsb))
+
+    def clear_interrupts(self) -> None:
+        """Clear every status bit that is not masked (what a handler saw, it clears)."""
+        reg = self._glb("S_INTR_STATUS_0")
+        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
     # -- execution ------------------------------------------------------------
     def busy(self) -> bool:

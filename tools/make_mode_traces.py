@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sim.conv.program_modes import program_image, program_sdp_output, program_winograd
 from sim.dma.weights import winograd_weights
 from sim.machine import Machine
+from sim.program.conv_modes import program_image, program_winograd
+from sim.program.sdp import program_sdp_output
 
 ROOT = Path(__file__).resolve().parents[1] / "traces" / "nv_full"
 OUT_ADDR = 0x400000

@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 import regs
-from sim.conv.program import program, set_reg
 from sim.dram import format_record_dat
 from sim.machine import Machine
+from sim.program.conv import program
+from sim.program.registers import set_reg
 
 ROOT = Path(__file__).resolve().parents[1] / "traces"
 REGMAP = regs.load()

@@ -17,6 +17,9 @@ def build_parser() -> argparse.ArgumentParser:
                "plain lines otherwise, on stderr), the --json results and the --junit XML")
     p.add_argument("root")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="stop a trace after this long and report it as an error (each trace "
+                        "then runs in a worker process, so a crash is reported too)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="run on a Dask distributed cluster (e.g. tcp://host:8786; workers need "
                         "nvdla-sim and the traces at the same paths; the [cluster] extra)")
@@ -31,4 +34,4 @@ def main(argv: list[str]) -> int:
 
     args = parse_args(build_parser(), argv)
     return regress(Path(args.root), jobs=args.jobs, json_path=args.json, junit_path=args.junit,
-                   config=args.config, scheduler=args.scheduler)
+                   config=args.config, timeout=args.timeout, scheduler=args.scheduler)

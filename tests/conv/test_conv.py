@@ -10,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sim.conv.program import run_conv
 from sim.errors import ConfigurationError
+from sim.program.conv import run_conv
 
 
 def reference_conv(x, w, stride, dilation, pad, pad_value, out_hw):
@@ -114,8 +114,9 @@ def test_cdma_convertor_int8(offset, scale, trunc):
 
 def test_invalid_precision_pair_is_rejected():
     from sim.conv.layer import decode_layer
-    from sim.conv.program import UNITS, program, set_reg
     from sim.machine import LayerContext, Machine
+    from sim.program.conv import UNITS, program
+    from sim.program.registers import set_reg
 
     m = Machine("nv_full")
     x = np.zeros((4, 2, 2), np.int8)
@@ -159,8 +160,9 @@ def test_compression_needs_the_feature():
 
 def _layer_with_flags(m, x, w, **flags):
     from sim.conv.layer import decode_layer
-    from sim.conv.program import UNITS, program, set_reg
     from sim.machine import LayerContext
+    from sim.program.conv import UNITS, program
+    from sim.program.registers import set_reg
 
     program(m, x, w, precision="int8")
     set_reg(m, "NVDLA_CDMA", "D_MISC_CFG_0", in_precision=0, proc_precision=0, **flags)
@@ -195,8 +197,9 @@ def test_weight_reuse_uses_the_weights_kept_in_cbuf():
 
 def test_line_packed_flag_must_match_the_stride():
     from sim.conv.layer import decode_layer
-    from sim.conv.program import UNITS, program, set_reg
     from sim.machine import LayerContext, Machine
+    from sim.program.conv import UNITS, program
+    from sim.program.registers import set_reg
 
     m = Machine("nv_small")
     program(m, np.zeros((8, 3, 4), np.int8), np.zeros((1, 8, 1, 1), np.int8), precision="int8")

@@ -8,7 +8,7 @@ fp32 of the exact sum, whatever the internal order.
 import numpy as np
 import pytest
 
-from sim.conv.program import run_conv
+from sim.program.conv import run_conv
 
 from .test_conv import reference_conv
 

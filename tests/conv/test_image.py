@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from sim.conv.image import image_values
-from sim.conv.program_modes import program_image, run_mode
 from sim.dma.pixel import pixel_format
 from sim.dram import Memory
 from sim.errors import ConfigurationError
+from sim.program.conv_modes import program_image, run_mode
 
 # Table 33, in register-code order
 FORMATS = [

@@ -6,12 +6,13 @@ import pytest
 
 from sim.conv.engine import compute_layer
 from sim.conv.layer import decode_layer
-from sim.conv.program import UNITS, program, run_conv, set_reg
-from sim.conv.program_modes import program_winograd, run_mode
 from sim.dma.feature import pack_feature
 from sim.dma.weights import winograd_weights
 from sim.errors import ConfigurationError
 from sim.machine import LayerContext, Machine
+from sim.program.conv import UNITS, program, run_conv
+from sim.program.conv_modes import program_winograd, run_mode
+from sim.program.registers import set_reg
 
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]])
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]])

@@ -4,7 +4,8 @@ SDP_RDMA NaN/Inf input counters, the NaN output counter and fp16/int16 outputs."
 import numpy as np
 import pytest
 
-from .harness import counter, run_sdp
+from sim.program.sdp import counter, run_sdp
+
 from .reference import fp16_input, is_fp16_inf, is_fp16_nan, round_half_away, to_fp16_bits
 
 SHAPE = (12, 2, 3)

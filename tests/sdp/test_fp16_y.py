@@ -4,7 +4,8 @@ per-channel operands at int16 precision (16-byte operand atoms)."""
 import numpy as np
 import pytest
 
-from .harness import OPERAND_BASE, counter, put, run_sdp
+from sim.program.sdp import OPERAND_BASE, counter, put, run_sdp
+
 from .reference import fp16_input, out_cvt, to_fp16_bits, x_stage
 
 RNG = np.random.default_rng(21)
@@ -86,8 +87,7 @@ def test_one_byte_per_channel_operand_int16():
     m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
     m.run()
     from sim.dma import read_feature
-
-    from .harness import DST
+    from sim.program.sdp import DST
     got = read_feature(m.memory(1), DST, shape, "int16", 32, 2 * 32, 4 * 32)
     want = np.array([[[out_cvt(x_stage(int(cube[c, h, w]), 0, int(mul[c]), mul_bypass=0,
                                        mul_shift=3), 0, 1, 0, 16)[0] for w in range(2)]

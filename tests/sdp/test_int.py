@@ -4,7 +4,8 @@ convertor and its saturation counter, against the reference of reference.py."""
 import numpy as np
 import pytest
 
-from .harness import counter, run_sdp
+from sim.program.sdp import counter, run_sdp
+
 from .reference import out_cvt, x_stage
 
 SHAPE = (20, 3, 5)  # channels not a multiple of the atom

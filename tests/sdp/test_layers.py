@@ -8,9 +8,9 @@ from sim.chains import SDP, SDP_RDMA
 from sim.dma import read_feature
 from sim.errors import ConfigurationError
 from sim.machine import LayerContext, Machine
+from sim.program.sdp import DST, PREC, counter, put, run_sdp
 from sim.sdp.engine import process_sdp
 
-from .harness import DST, PREC, counter, put, run_sdp
 from .reference import out_cvt, x_stage
 
 CUBE8 = np.arange(-40, 40, dtype=np.int8)[:48].reshape(16, 1, 3)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from sim.machine import Machine
+from sim.program.sdp import counter, put, run_sdp
 
-from .harness import counter, put, run_sdp
 from .reference import lut, out_cvt, sat, y_core, y_cvt
 
 LE = [100 * k + 7 for k in range(65)]

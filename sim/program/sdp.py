@@ -1,28 +1,29 @@
-"""Program a standalone SDP layer on a Machine, run it and read its output."""
+"""Program a standalone SDP layer on a Machine, run it and read its output (tests, benchmarks).
+
+:func:`run_sdp` writes the input cube and any operand streams, programs
+SDP_RDMA and SDP (X1, X2, Y, LUT, output convertor) and runs the layer;
+:func:`program_x`, :func:`program_y` and :func:`program_lut` program one
+stage from a dict of field values over defaults that bypass it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from sim.dma import pack_feature, read_feature
-from sim.dma.operands import operand_format, pack_operand
-from sim.machine import Machine
+from ..dma import pack_feature, read_feature
+from ..dma.operands import operand_format, pack_operand
+from ..machine import Machine
+from .registers import PRECISION_CODES, write_fields
 
 SRC, DST = 0x8000_0000, 0x8040_0000
 OPERAND_BASE = {"bs": 0x8100_0000, "bn": 0x8200_0000, "ew": 0x8300_0000}
 DMA_NAME = {"bs": "BRDMA", "bn": "NRDMA", "ew": "ERDMA"}
-PREC = {"int8": 0, "int16": 1, "fp16": 2}
+PREC = PRECISION_CODES
 USE = {"mul": 0, "alu": 1, "both": 2}
 
 
-def put(m: Machine, name: str, **fields) -> None:
-    """Write register ``name`` with the given fields (others zero)."""
-    reg = m.regfile.register(name)
-    word = 0
-    for key, value in fields.items():
-        f = reg.field(key.upper())
-        word |= (int(value) & ((1 << f.width) - 1)) << f.lsb
-    m.write_reg(name, word)
+put = write_fields  # the short name the SDP tests use
+SDP = "NVDLA_SDP"
 
 
 X_DEFAULT = dict(bypass=1, alu_bypass=1, alu_algo=0, alu_src=0, alu_operand=0, alu_shift=0,
@@ -181,3 +182,30 @@ def counter(m: Machine, name: str, unit: str = "NVDLA_SDP") -> int:
     """A read-only counter of the group that just ran (group 0)."""
     reg = m.regfile.register(f"{unit}.{name}")
     return m.regfile.peek(reg, 0)
+
+
+def program_sdp_output(m: Machine, addr: int, shape, precision: str, *, winograd=False,
+                       atom_bytes: int | None = None) -> tuple[int, int]:
+    """SDP on the fly writing CACC's (K, H, W) cube unchanged; returns (line, surface) strides."""
+    k, h, w = shape
+    atom = atom_bytes or m.config.atom_bytes
+    line = w * atom
+    surface = line * h
+    code = PRECISION_CODES[precision]
+    put(m, f"{SDP}.D_DATA_CUBE_WIDTH_0", width=w - 1)
+    put(m, f"{SDP}.D_DATA_CUBE_HEIGHT_0", height=h - 1)
+    put(m, f"{SDP}.D_DATA_CUBE_CHANNEL_0", channel=k - 1)
+    put(m, f"{SDP}.D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=addr)
+    put(m, f"{SDP}.D_DST_LINE_STRIDE_0", dst_line_stride=line)
+    put(m, f"{SDP}.D_DST_SURFACE_STRIDE_0", dst_surface_stride=surface)
+    put(m, f"{SDP}.D_DST_DMA_CFG_0", dst_ram_type=1)
+    put(m, f"{SDP}.D_DP_BS_CFG_0", bs_bypass=1, bs_alu_bypass=1, bs_mul_bypass=1,
+        bs_relu_bypass=1)
+    put(m, f"{SDP}.D_DP_BN_CFG_0", bn_bypass=1, bn_alu_bypass=1, bn_mul_bypass=1,
+        bn_relu_bypass=1)
+    put(m, f"{SDP}.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
+        ew_lut_bypass=1)
+    put(m, f"{SDP}.D_FEATURE_MODE_CFG_0", flying_mode=1, winograd=int(bool(winograd)))
+    put(m, f"{SDP}.D_DATA_FORMAT_0", proc_precision=code, out_precision=code)
+    put(m, f"{SDP}.D_CVT_SCALE_0", cvt_scale=1)
+    return line, surface

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conv.image import chroma_x_offset
+from ..conv.modes import special_mode
 from ..dma.feature import pack_feature
 from ..dma.pixel import PIXEL_FORMATS, pack_pixels, pixel_format
 from ..dma.weights import pack_weight_image, pack_weight_winograd
 from ..machine import LayerContext, Machine
-from .image import chroma_x_offset
-from .modes import special_mode
-from .program import CODES, set_reg
+from .registers import PRECISION_CODES as CODES
+from .registers import set_reg
 
 UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
 IN_ADDR, UV_ADDR, WT_ADDR = 0x100000, 0x180000, 0x200000
@@ -190,34 +191,6 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     set_reg(m, CS, "D_BANK_0", data_bank=7, weight_bank=7)
     _common_tail(m, code, k, out_w, out_h, truncate, conv_mode=1)
     return out_w, out_h
-
-
-def program_sdp_output(m: Machine, addr: int, shape, precision: str, *, winograd=False,
-                       atom_bytes: int | None = None) -> tuple[int, int]:
-    """SDP on the fly writing CACC's (K, H, W) cube unchanged; returns (line, surface) strides."""
-    k, h, w = shape
-    atom = atom_bytes or m.config.atom_bytes
-    line = w * atom
-    surface = line * h
-    code = CODES[precision]
-    sdp = "NVDLA_SDP"
-    set_reg(m, sdp, "D_DATA_CUBE_WIDTH_0", width=w - 1)
-    set_reg(m, sdp, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
-    set_reg(m, sdp, "D_DATA_CUBE_CHANNEL_0", channel=k - 1)
-    set_reg(m, sdp, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=addr)
-    set_reg(m, sdp, "D_DST_LINE_STRIDE_0", dst_line_stride=line)
-    set_reg(m, sdp, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=surface)
-    set_reg(m, sdp, "D_DST_DMA_CFG_0", dst_ram_type=1)
-    set_reg(m, sdp, "D_DP_BS_CFG_0", bs_bypass=1, bs_alu_bypass=1, bs_mul_bypass=1,
-            bs_relu_bypass=1)
-    set_reg(m, sdp, "D_DP_BN_CFG_0", bn_bypass=1, bn_alu_bypass=1, bn_mul_bypass=1,
-            bn_relu_bypass=1)
-    set_reg(m, sdp, "D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
-            ew_lut_bypass=1)
-    set_reg(m, sdp, "D_FEATURE_MODE_CFG_0", flying_mode=1, winograd=int(bool(winograd)))
-    set_reg(m, sdp, "D_DATA_FORMAT_0", proc_precision=code, out_precision=code)
-    set_reg(m, sdp, "D_CVT_SCALE_0", cvt_scale=1)
-    return line, surface
 
 
 def run_mode(config: str, program_fn, *args, **kw):

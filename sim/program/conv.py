@@ -10,24 +10,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..conv.engine import compute_layer
+from ..conv.layer import decode_layer
 from ..dma.feature import pack_feature
 from ..dma.weights import compress_weights, group_bytes, pack_weight_dc, weight_group_size
 from ..machine import LayerContext, Machine
-from .engine import compute_layer
-from .layer import decode_layer
+from .registers import PRECISION_CODES as CODES
+from .registers import set_reg
 
 UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
-CODES = {"int8": 0, "int16": 1, "fp16": 2}
 IN_ADDR, WT_ADDR, WMB_ADDR, WGS_ADDR = 0x100000, 0x200000, 0x300000, 0x380000
-
-
-def set_reg(m: Machine, unit: str, reg: str, **fields) -> None:
-    r = m.regfile.regmap.by_name(f"{unit}.{reg}")
-    word = 0
-    for name, value in fields.items():
-        f = r.field(name.upper())
-        word |= (int(value) & ((1 << f.width) - 1)) << f.lsb
-    m.write_reg(f"{unit}.{reg}", word)
 
 
 def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=(1, 1),
