@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..conv.program import set_reg
 from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import FeatureLayout, feature_layout, read_feature
 from ..errors import SimError
 from ..machine import Machine
+from ..program.bdma import launch_bdma
+from ..program.registers import set_reg
 from .data import random_cube
 from .spec import LayerSpec, Spec
 
@@ -105,7 +106,7 @@ class GenMachine(Machine):
         self.last_counters = {}
         for unit in units:
             if unit == "NVDLA_BDMA":  # BDMA: queued operations run when their group launches
-                self.set(unit, "CFG_LAUNCH0_0", grp0_launch=1)
+                launch_bdma(self)
             else:
                 self.set(unit, "D_OP_ENABLE_0", op_en=1)
         raised = []

@@ -24,12 +24,13 @@ from pathlib import Path
 
 from ..configs import CONFIGS, HardwareConfig, get_config
 from ..errors import SimError
+from ..program.pdp import METHODS
 
 UNITS = ("conv", "sdp", "pdp", "cdp", "bdma")
 PRECISIONS = ("int8", "int16", "fp16")
 SPECIALS = ("nan", "inf", "-inf", "denormal", "max", "-max", "zero")
 ALU_ALGOS = {"max": 0, "min": 1, "sum": 2}
-POOLING = {"average": 0, "max": 1, "min": 2}
+POOLING = tuple(METHODS)  # pooling methods (sim.program.pdp)
 CONV_MODES = ("direct", "winograd", "image")
 
 # keys each unit accepts (besides unit, name, input, precision, data)
@@ -42,7 +43,7 @@ UNIT_KEYS = {
     "bdma": {"line_bytes", "lines", "surfaces", "src", "dst"},
 }
 COMMON_KEYS = {"unit", "name", "input", "precision", "data"}
-STAGE_KEYS = {"alu", "alu_operand", "alu_shift", "mul", "mul_shift", "relu", "prelu"}
+STAGE_KEYS = {"alu", "alu_operand", "alu_shift", "mul", "mul_shift", "relu", "prelu", "lut"}
 FLY_SDP_KEYS = {"bias", "mul", "mul_shift", "relu", "cvt", "out_precision"}
 FLY_PDP_KEYS = {"method", "kernel", "stride", "pad", "pad_value"}
 DATA_KEYS = {"low", "high", "specials", "fraction"}

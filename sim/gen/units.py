@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dma.operands import operand_format, pack_operand
+from ..dma.feature import feature_layout
+from ..dma.operands import pack_operand
 from ..dma.weights import winograd_weights
+from ..program.bdma import program_bdma_copy
+from ..program.cdp import linear_lut, program_cdp
+from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
+from ..program.sdp import program_sdp_core, program_sdp_input
 from .build import Output, input_cube, output_region, padded
 from .data import random_cube
 from .spec import (
@@ -27,12 +32,11 @@ from .spec import (
     integer,
 )
 
-CODES = {"int8": 0, "int16": 1, "fp16": 2}
 SDP, SDP_RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
 PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
 CONV_ENABLE = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
-STAGES = {"x1": ("bs", "BRDMA", "BS"), "x2": ("bn", "NRDMA", "BN"), "y": ("ew", "ERDMA", "EW")}
+STAGES = {"x1": "bs", "x2": "bn", "y": "ew"}  # spec name -> register prefix
 
 
 def _fp16_bits(value: float) -> int:
@@ -76,7 +80,9 @@ def _out_precision(layer, cfg, value, proc: str, key: str = "out_precision") -> 
 
 def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> None:
     """Program one of X1 (BS), X2 (BN), Y (EW), operands from registers or memory."""
-    p, dma, P = STAGES[key]
+    from ..program.sdp import operand_spec_format, program_operand, program_x, program_y
+
+    p = STAGES[key]
     table = check_keys(layer, key, table, STAGE_KEYS)
     if key == "y" and table and not m.config.sdp_ew:
         raise layer.fail("y", f"{m.config.name} has no SDP Y (EW) stage")
@@ -85,102 +91,69 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
         choice(layer, f"{key}.alu", alu, tuple(ALU_ALGOS))
     alu_src = table.get("alu_operand", 0) == "memory" and alu is not None
     mul_src = mul == "memory"
-    memory = [u for u, on in (("alu", alu_src), ("mul", mul_src)) if on]
-    relu = bool(table.get("relu", False))
-    prelu = bool(table.get("prelu", False))
+    relu, prelu, lut = (bool(table.get(k, False)) for k in ("relu", "prelu", "lut"))
     if prelu and mul is None:
         raise layer.fail(f"{key}.prelu", "PReLU needs a multiplier (mul)")
-    bypass = not table
-    fields = {f"{p}_bypass": int(bypass), f"{p}_alu_bypass": int(alu is None),
-              f"{p}_alu_algo": ALU_ALGOS.get(alu, 0), f"{p}_mul_bypass": int(mul is None),
-              f"{p}_mul_prelu": int(prelu)}
+    fields = dict(bypass=int(not table), alu_bypass=int(alu is None),
+                  alu_algo=ALU_ALGOS.get(alu, 0), alu_src=int(alu_src), mul_bypass=int(mul is None),
+                  mul_src=int(mul_src), prelu=int(prelu))
+    wide = 32 if key == "y" else 16  # operand register width
+    if alu is not None and not alu_src:
+        fields["alu_operand"] = _operand_value(layer, f"{key}.alu_operand",
+                                               table.get("alu_operand", 0), proc, wide)
+    if mul is not None and not mul_src:
+        fields["mul_operand"] = _operand_value(layer, f"{key}.mul", mul, proc, wide)
+    shift = integer(layer, f"{key}.mul_shift", table.get("mul_shift", 0), 0, 255)
     if key == "y":
-        fields[f"{p}_lut_bypass"] = 1
         if relu:
             raise layer.fail("y.relu", "the Y stage has no ReLU (use x1 or x2)")
+        if lut:
+            _lut(m, layer, proc, rng)
+        program_y(m, {**fields, "lut_bypass": int(not lut), "truncate": shift})
     else:
-        fields[f"{p}_relu_bypass"] = int(not relu)
-    m.set(SDP, f"D_DP_{P}_CFG_0", **fields)
-    alu_cfg = {f"{p}_alu_src": int(alu_src)}
-    mul_cfg = {f"{p}_mul_src": int(mul_src)}
-    if key == "y":
-        alu_cfg[f"{p}_alu_cvt_bypass"] = 1
-        mul_cfg[f"{p}_mul_cvt_bypass"] = 1
-    else:
-        alu_cfg[f"{p}_alu_shift_value"] = integer(layer, f"{key}.alu_shift",
-                                                  table.get("alu_shift", 0), 0, 63)
-        mul_cfg[f"{p}_mul_shift_value"] = integer(layer, f"{key}.mul_shift",
-                                                  table.get("mul_shift", 0), 0, 255)
-    m.set(SDP, f"D_DP_{P}_ALU_CFG_0", **alu_cfg)
-    m.set(SDP, f"D_DP_{P}_MUL_CFG_0", **mul_cfg)
-    if key == "y":
-        m.set(SDP, "D_DP_EW_TRUNCATE_VALUE_0",
-              ew_truncate=integer(layer, "y.mul_shift", table.get("mul_shift", 0), 0, 255))
-    if alu is not None and not alu_src:
-        m.set(SDP, f"D_DP_{P}_ALU_SRC_VALUE_0", **{f"{p}_alu_operand": _operand_value(
-            layer, f"{key}.alu_operand", table.get("alu_operand", 0), proc,
-            32 if key == "y" else 16)})
-    if mul is not None and not mul_src:
-        m.set(SDP, f"D_DP_{P}_MUL_SRC_VALUE_0", **{f"{p}_mul_operand": _operand_value(
-            layer, f"{key}.mul", mul, proc, 32 if key == "y" else 16)})
-    low = dma.lower()
+        if lut:
+            raise layer.fail(f"{key}.lut", "only the Y stage has the LUT")
+        program_x(m, p, {**fields, "relu_bypass": int(not relu), "mul_shift": shift,
+                         "alu_shift": integer(layer, f"{key}.alu_shift",
+                                              table.get("alu_shift", 0), 0, 63)})
+    memory = [u for u, on in (("alu", alu_src), ("mul", mul_src)) if on]
     if not memory:
         if key != "y" or m.config.sdp_ew:
-            m.set(SDP_RDMA, f"D_{dma}_CFG_0", **{f"{low}_disable": 1})
+            program_operand(m, p, None, proc)
         return
     use = "both" if len(memory) == 2 else memory[0]
-    size = 1 if proc == "int8" else 2
-    fmt = operand_format("bn" if use == "both" else "bias", proc, size,
-                         2 if use == "both" else 1, False)
+    spec = {"use": use, "size": 1 if proc == "int8" else 2}
     shape = (2, channels) if use == "both" else (channels,)
     if proc == "fp16":
-        values = rng.uniform(-2, 2, shape).astype(np.float16).view(np.uint16)
+        spec["array"] = rng.uniform(-2, 2, shape).astype(np.float16).view(np.uint16)
     else:
-        values = rng.integers(-100 if size == 2 else -32, 101 if size == 2 else 33,
-                              shape).astype(np.int8 if size == 1 else np.int16)
-    data, lay = pack_operand(values, fmt, m.config)
-    addr = alloc.take(lay.extent)
-    m.load(addr, data)
-    m.set(SDP_RDMA, f"D_{dma}_CFG_0", **{f"{low}_disable": 0,
-          f"{low}_data_use": {"mul": 0, "alu": 1, "both": 2}[use],
-          f"{low}_data_size": size - 1, f"{low}_data_mode": 0, f"{low}_ram_type": 1})
-    m.set(SDP_RDMA, f"D_{P}_BASE_ADDR_LOW_0", **{f"{P.lower()}_base_addr_low": addr})
-    m.set(SDP_RDMA, f"D_{P}_LINE_STRIDE_0", **{f"{P.lower()}_line_stride": lay.line_stride})
-    m.set(SDP_RDMA, f"D_{P}_SURFACE_STRIDE_0",
-          **{f"{P.lower()}_surface_stride": lay.surface_stride})
+        limit = 32 if proc == "int8" else 100
+        spec["array"] = rng.integers(-limit, limit + 1, shape).astype(
+            np.int8 if proc == "int8" else np.int16)
+    _, lay = pack_operand(spec["array"], operand_spec_format(spec, proc), m.config)
+    spec["addr"] = alloc.take(lay.extent)
+    program_operand(m, p, spec, proc)
 
 
-def _sdp_core(m, shape, out: Output | None, proc: str, out_prec: str, cvt, flying: bool,
-              to_pdp: bool = False, winograd: bool = False, nan_to_zero: bool = False) -> None:
-    c, h, w = shape
-    m.set(SDP, "D_DATA_CUBE_WIDTH_0", width=w - 1)
-    m.set(SDP, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
-    m.set(SDP, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
-    if out is not None:
-        m.set(SDP, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=out.addr)
-        m.set(SDP, "D_DST_LINE_STRIDE_0", dst_line_stride=out.layout.line_stride)
-        m.set(SDP, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=out.layout.surface_stride)
-        m.set(SDP, "D_DST_DMA_CFG_0", dst_ram_type=1)
-    m.set(SDP, "D_FEATURE_MODE_CFG_0", flying_mode=int(flying), output_dst=int(to_pdp),
-          winograd=int(winograd), nan_to_zero=int(nan_to_zero))
-    m.set(SDP, "D_DATA_FORMAT_0", proc_precision=CODES[proc], out_precision=CODES[out_prec])
-    m.set(SDP, "D_CVT_OFFSET_0", cvt_offset=cvt[0] & 0xFFFFFFFF)
-    m.set(SDP, "D_CVT_SCALE_0", cvt_scale=cvt[1] & 0xFFFF)
-    m.set(SDP, "D_CVT_SHIFT_0", cvt_shift=cvt[2])
-    m.set(SDP, "D_PERF_ENABLE_0", perf_dma_en=1, perf_lut_en=1, perf_sat_en=1,
-          perf_nan_inf_count_en=1)
+def _lut(m, layer, proc: str, rng) -> None:
+    """A linear-mode LUT over the Y stage's input range: LE a smooth curve, LO a ramp.
 
+    LE spans [-2^k, 2^k) in 64 intervals, LO the same range in 256 (k = 8 for
+    int8, 16 for int16); values outside fall to the under/overflow paths.
+    """
+    from ..program.sdp import program_lut
 
-def _read_dma(m, unit: str, shape, src: int, lay) -> None:
-    """The input cube of an SDP_RDMA or CDP_RDMA (same register names): size, address, strides."""
-    c, h, w = shape
-    m.set(unit, "D_DATA_CUBE_WIDTH_0", width=w - 1)
-    m.set(unit, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
-    m.set(unit, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
-    m.set(unit, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=src)
-    m.set(unit, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
-    m.set(unit, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
-    m.set(unit, "D_SRC_DMA_CFG_0", src_ram_type=1)
+    m.config.require("sdp_lut", layer.where("y.lut"))
+    if proc == "fp16":
+        raise layer.fail("y.lut", "gen builds LUTs for int8/int16 processing")
+    k = 8 if proc == "int8" else 16
+    x = np.arange(65) / 16.0 - 2.0
+    le = np.round(12000 * np.tanh(x)).astype(np.int64)
+    lo = np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
+    span = {"le_start": -(1 << k) & 0xFFFFFFFF, "le_end": 1 << k,
+            "lo_start": -(1 << k) & 0xFFFFFFFF, "lo_end": 1 << k}
+    program_lut(m, {"le_function": 1, "le_index_select": k + 1 - 6,
+                    "lo_index_select": k + 1 - 8, **span}, le, lo)
 
 
 def build_sdp(m, layer, alloc, rng, outputs):
@@ -189,38 +162,30 @@ def build_sdp(m, layer, alloc, rng, outputs):
     m.select_group([SDP, SDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     c, h, w = cube.shape
-    if isinstance(layer.input, tuple):
-        from ..dma.feature import pack_feature
-
-        data, _ = pack_feature(cube, m.config, precision=proc)
-        m.load(src, data)
+    _load_random_input(m, layer, cube, src)
     out = output_region(m, alloc, (c, h, w), out_prec)
-    _read_dma(m, SDP_RDMA, (c, h, w), src, lay)
-    m.set(SDP_RDMA, "D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=CODES[proc],
-          proc_precision=CODES[proc], out_precision=CODES[out_prec])
-    m.set(SDP_RDMA, "D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)
+    program_sdp_input(m, (c, h, w), (src, lay), proc, out_prec)
     channels = padded(c, proc, m.config.atom_bytes)
     for key in ("x1", "x2", "y"):
         _stage(m, layer, alloc, rng, key, layer.get(key), proc, channels)
-    _sdp_core(m, (c, h, w), out, proc, out_prec, _cvt(layer, "cvt", layer.get("cvt")), False,
-              nan_to_zero=bool(layer.get("nan_to_zero", False)))
+    program_sdp_core(m, (c, h, w), proc, out_prec, dst=(out.addr, out.layout),
+                     cvt=_cvt(layer, "cvt", layer.get("cvt")),
+                     nan_to_zero=bool(layer.get("nan_to_zero", False)))
     return out, (SDP, SDP_RDMA)
+
+
+def _load_random_input(m, layer, cube, src: int) -> None:
+    """A layer's own (not chained) input cube goes to memory packed."""
+    if isinstance(layer.input, tuple):
+        from ..dma.feature import pack_feature
+
+        m.load(src, pack_feature(cube, m.config, precision=layer.precision)[0])
 
 
 # -- PDP ------------------------------------------------------------------------------------
 
-def _recip(kernel: int, precision: str) -> int:
-    """RECIP_KERNEL_* for a kernel size: 1/k with 16 fraction bits, or fp17 for fp16."""
-    if precision != "fp16":
-        return 0x10000 // kernel
-    from ..num.ops import fp32_to_fp17
-
-    bits = int(np.array([1.0 / kernel], dtype=np.float32).view(np.uint32)[0])
-    return int(fp32_to_fp17(bits))
-
-
-def _pooling(layer, table, shape) -> dict:
-    """Validated pooling options and the output size."""
+def _pooling(layer, table, shape) -> tuple[Pooling, tuple]:
+    """Validated pooling options and the output cube (C, H', W')."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
@@ -233,81 +198,22 @@ def _pooling(layer, table, shape) -> dict:
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
     pad_value = integer(layer, "pad_value", pad_value, -(1 << 15), (1 << 15) - 1)
-    ow = (w + left + right - kw) // sw + 1
-    oh = (h + top + bottom - kh) // sh + 1
-    if ow < 1 or oh < 1 or w + left + right < kw or h + top + bottom < kh:
+    if w + left + right < kw or h + top + bottom < kh:
         raise layer.fail("kernel", f"a {kh}x{kw} kernel does not fit the padded {h}x{w} input")
-    return dict(method=method, kernel=(kh, kw), stride=(sh, sw), pad=(left, right, top, bottom),
-                pad_value=pad_value, out=(c, oh, ow))
-
-
-def _pdp_core(m, layer, pool: dict, shape, out: Output, flying: bool, src=None) -> None:
-    c, h, w = shape
-    _, oh, ow = pool["out"]
-    kh, kw = pool["kernel"]
-    sh, sw = pool["stride"]
-    left, right, top, bottom = pool["pad"]
-    code = CODES[layer.precision]
-    m.set(PDP, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
-    m.set(PDP, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)
-    m.set(PDP, "D_DATA_CUBE_IN_CHANNEL_0", cube_in_channel=c - 1)
-    m.set(PDP, "D_DATA_CUBE_OUT_WIDTH_0", cube_out_width=ow - 1)
-    m.set(PDP, "D_DATA_CUBE_OUT_HEIGHT_0", cube_out_height=oh - 1)
-    m.set(PDP, "D_DATA_CUBE_OUT_CHANNEL_0", cube_out_channel=c - 1)
-    m.set(PDP, "D_OPERATION_MODE_CFG_0", pooling_method=POOLING[pool["method"]],
-          flying_mode=int(not flying), split_num=0)
-    m.set(PDP, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(bool(layer.get("nan_to_zero", False))))
-    m.set(PDP, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
-    m.set(PDP, "D_PARTIAL_WIDTH_OUT_0", partial_width_out_first=ow - 1)
-    m.set(PDP, "D_POOLING_KERNEL_CFG_0", kernel_width=kw - 1, kernel_height=kh - 1,
-          kernel_stride_width=sw - 1, kernel_stride_height=sh - 1)
-    m.set(PDP, "D_RECIP_KERNEL_WIDTH_0", recip_kernel_width=_recip(kw, layer.precision))
-    m.set(PDP, "D_RECIP_KERNEL_HEIGHT_0", recip_kernel_height=_recip(kh, layer.precision))
-    m.set(PDP, "D_POOLING_PADDING_CFG_0", pad_left=left, pad_top=top, pad_right=right,
-          pad_bottom=bottom)
-    for n in range(1, 8):  # the sum of n padded elements, as firmware programs it
-        m.set(PDP, f"D_POOLING_PADDING_VALUE_{n}_CFG_0",
-              **{f"pad_value_{n}x": (n * pool["pad_value"]) & 0x7FFFF})
-    if src is not None:
-        addr, lay = src
-        m.set(PDP, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=addr)
-        m.set(PDP, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
-        m.set(PDP, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
-    m.set(PDP, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=out.addr)
-    m.set(PDP, "D_DST_LINE_STRIDE_0", dst_line_stride=out.layout.line_stride)
-    m.set(PDP, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=out.layout.surface_stride)
-    m.set(PDP, "D_DST_RAM_CFG_0", dst_ram_type=1)
-    m.set(PDP, "D_DATA_FORMAT_0", input_data=code)
+    pool = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), pad_value)
+    return pool, (c, *pool.out_size(h, w))
 
 
 def build_pdp(m, layer, alloc, rng, outputs):
     m.select_group([PDP, PDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
-    c, h, w = cube.shape
-    pool = _pooling(layer, layer.options, (c, h, w))
-    if isinstance(layer.input, tuple):
-        from ..dma.feature import pack_feature
-
-        data, _ = pack_feature(cube, m.config, precision=layer.precision)
-        m.load(src, data)
-    out = output_region(m, alloc, pool["out"], layer.precision)
-    kh, kw = pool["kernel"]
-    sh, sw = pool["stride"]
-    m.set(PDP_RDMA, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
-    m.set(PDP_RDMA, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)
-    m.set(PDP_RDMA, "D_DATA_CUBE_IN_CHANNEL_0", cube_in_channel=c - 1)
-    m.set(PDP_RDMA, "D_FLYING_MODE_0", flying_mode=1)
-    m.set(PDP_RDMA, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=src)
-    m.set(PDP_RDMA, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
-    m.set(PDP_RDMA, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
-    m.set(PDP_RDMA, "D_SRC_RAM_CFG_0", src_ram_type=1)
-    m.set(PDP_RDMA, "D_DATA_FORMAT_0", input_data=CODES[layer.precision])
-    m.set(PDP_RDMA, "D_OPERATION_MODE_CFG_0", split_num=0)
-    m.set(PDP_RDMA, "D_POOLING_KERNEL_CFG_0", kernel_width=kw - 1,
-          kernel_stride_width=sw - 1)
-    m.set(PDP_RDMA, "D_POOLING_PADDING_CFG_0", pad_width=pool["pad"][0])
-    m.set(PDP_RDMA, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
-    _pdp_core(m, layer, pool, (c, h, w), out, False, (src, lay))
+    shape = cube.shape
+    pool, out_shape = _pooling(layer, layer.options, shape)
+    _load_random_input(m, layer, cube, src)
+    out = output_region(m, alloc, out_shape, layer.precision)
+    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
+    program_pdp(m, shape, layer.precision, pool, (out.addr, out.layout), src=(src, lay),
+                nan_to_zero=bool(layer.get("nan_to_zero", False)))
     return out, (PDP, PDP_RDMA)
 
 
@@ -318,52 +224,17 @@ def build_cdp(m, layer, alloc, rng, outputs):
         raise layer.fail("precision", "gen builds CDP layers in int8/int16 (fp16 LUTs are "
                          "not generated yet)")
     m.select_group([CDP, CDP_RDMA])
-    window = layer.get("window", 5)
-    choice(layer, "window", window, (3, 5, 7, 9))
+    window = choice(layer, "window", layer.get("window", 5), (3, 5, 7, 9))
     datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
     datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
-    c, h, w = cube.shape
-    if isinstance(layer.input, tuple):
-        from ..dma.feature import pack_feature
-
-        data, _ = pack_feature(cube, m.config, precision=layer.precision)
-        m.load(src, data)
-    out = output_region(m, alloc, (c, h, w), layer.precision)
-    bits = 9 if layer.precision == "int8" else 17  # the input convertor's width
-    max_sum = window * (1 << (bits - 1)) ** 2
-    le_sel = max(0, (max_sum >> 6).bit_length())
-    lo_sel = max(0, (max_sum >> 8).bit_length())
-    le = 16000 - (16000 // 80) * np.arange(65)  # a decreasing line: 1/sqrt-like enough
-    lo = 16000 - (16000 // 320) * np.arange(257)
-    _read_dma(m, CDP_RDMA, (c, h, w), src, lay)
-    m.set(CDP_RDMA, "D_DATA_FORMAT_0", input_data=CODES[layer.precision])
-    for table_id, table in ((0, le), (1, lo)):
-        m.set(CDP, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id, lut_access_type=1)
-        for value in table:
-            m.set(CDP, "S_LUT_ACCESS_DATA_0", lut_data=int(value) & 0xFFFF)
-    m.set(CDP, "S_LUT_CFG_0", lut_le_function=1)
-    m.set(CDP, "S_LUT_INFO_0", lut_le_index_offset=0, lut_le_index_select=le_sel,
-          lut_lo_index_select=lo_sel)
-    m.set(CDP, "S_LUT_LE_START_LOW_0", lut_le_start_low=0)
-    m.set(CDP, "S_LUT_LE_END_LOW_0", lut_le_end_low=(64 << le_sel) & 0xFFFFFFFF)
-    m.set(CDP, "S_LUT_LO_START_LOW_0", lut_lo_start_low=0)
-    m.set(CDP, "S_LUT_LO_END_LOW_0", lut_lo_end_low=(256 << lo_sel) & 0xFFFFFFFF)
-    m.set(CDP, "D_FUNC_BYPASS_0", sqsum_bypass=int(bool(layer.get("sqsum_bypass", False))),
-          mul_bypass=int(bool(layer.get("mul_bypass", False))))
-    m.set(CDP, "D_LRN_CFG_0", normalz_len=(window - 3) // 2)
-    m.set(CDP, "D_DATA_FORMAT_0", input_data_type=CODES[layer.precision])
-    m.set(CDP, "D_DATIN_OFFSET_0", datin_offset=datin[0] & 0xFFFF)
-    m.set(CDP, "D_DATIN_SCALE_0", datin_scale=datin[1] & 0xFFFF)
-    m.set(CDP, "D_DATIN_SHIFTER_0", datin_shifter=datin[2])
-    m.set(CDP, "D_DATOUT_OFFSET_0", datout_offset=datout[0] & 0xFFFFFFFF)
-    m.set(CDP, "D_DATOUT_SCALE_0", datout_scale=datout[1] & 0xFFFF)
-    m.set(CDP, "D_DATOUT_SHIFTER_0", datout_shifter=datout[2])
-    m.set(CDP, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=out.addr)
-    m.set(CDP, "D_DST_LINE_STRIDE_0", dst_line_stride=out.layout.line_stride)
-    m.set(CDP, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=out.layout.surface_stride)
-    m.set(CDP, "D_DST_DMA_CFG_0", dst_ram_type=1)
-    m.set(CDP, "D_PERF_ENABLE_0", dma_en=1, lut_en=1)
+    _load_random_input(m, layer, cube, src)
+    out = output_region(m, alloc, cube.shape, layer.precision)
+    program_cdp(m, cube.shape, layer.precision, (src, lay), (out.addr, out.layout),
+                window=window, datin=datin, datout=datout,
+                lut=linear_lut(layer.precision, window),
+                sqsum_bypass=bool(layer.get("sqsum_bypass", False)),
+                mul_bypass=bool(layer.get("mul_bypass", False)))
     return out, (CDP, CDP_RDMA)
 
 
@@ -389,22 +260,9 @@ def build_bdma(m, layer, alloc, rng, outputs):
     src = alloc.take(size, mems["src"])
     m.load(src, rng.integers(0, 256, size, dtype=np.uint8), mems["src"])
     out = Output(mems["dst"], alloc.take(size, mems["dst"]), size)
-    b = "NVDLA_BDMA"  # address and stride fields hold bits 31:5: write whole words
-    m.write_reg(f"{b}.CFG_SRC_ADDR_LOW_0", src & 0xFFFFFFFF)
-    m.write_reg(f"{b}.CFG_SRC_ADDR_HIGH_0", src >> 32)
-    m.write_reg(f"{b}.CFG_DST_ADDR_LOW_0", out.addr & 0xFFFFFFFF)
-    m.write_reg(f"{b}.CFG_DST_ADDR_HIGH_0", out.addr >> 32)
-    m.set(b, "CFG_LINE_0", size=line // 32 - 1)
-    m.set(b, "CFG_CMD_0", src_ram_type=int(mems["src"] == "pri_mem"),
-          dst_ram_type=int(mems["dst"] == "pri_mem"))
-    m.set(b, "CFG_LINE_REPEAT_0", number=lines - 1)
-    m.write_reg(f"{b}.CFG_SRC_LINE_0", line)
-    m.write_reg(f"{b}.CFG_DST_LINE_0", line)
-    m.set(b, "CFG_SURF_REPEAT_0", number=surfaces - 1)
-    m.write_reg(f"{b}.CFG_SRC_SURF_0", line * lines)
-    m.write_reg(f"{b}.CFG_DST_SURF_0", line * lines)
-    m.set(b, "CFG_OP_0", en=1)
-    return out, (b,)
+    program_bdma_copy(m, src, out.addr, line_bytes=line, lines=lines, surfaces=surfaces,
+                      src_mem=mems["src"], dst_mem=mems["dst"])
+    return out, ("NVDLA_BDMA",)
 
 
 # -- convolution ----------------------------------------------------------------------------
@@ -419,16 +277,20 @@ def _truncate(layer, c, r, s, dmax, wmax) -> int:
 
 
 def build_conv(m, layer, alloc, rng, outputs):
-    from ..conv.program import program
-    from ..conv.program_modes import program_image, program_winograd
+    from ..program.conv import program
+    from ..program.conv_modes import program_image, program_winograd
 
     cfg = m.config
     mode = choice(layer, "mode", layer.get("mode", "direct"), CONV_MODES)
     if mode == "winograd":
         cfg.require("winograd", layer.where("mode"))
-    if layer.get("batch", 1) != 1:
-        raise layer.fail("batch", "gen builds batch 1 convolutions (batches are not generated "
-                         "yet)")
+    batch = integer(layer, "batch", layer.get("batch", 1), 1, 32)
+    if batch > 1:
+        cfg.require("batch", layer.where("batch"))
+        if batch > cfg.max_batch:
+            raise layer.fail("batch", f"{batch} batches exceed {cfg.name}'s {cfg.max_batch}")
+        if mode != "direct" or not isinstance(layer.input, tuple):
+            raise layer.fail("batch", "batches need a direct convolution of a random input")
     proc = layer.precision
     units = list(CONV_ENABLE) + [SDP]
     fly_sdp = check_keys(layer, "sdp", layer.get("sdp"), FLY_SDP_KEYS)
@@ -459,6 +321,11 @@ def build_conv(m, layer, alloc, rng, outputs):
             raise layer.fail("input", f"{fmt.name} has {fmt.channels} channels, not {c}")
         image = rng.integers(0, 256, (c, h, w)).astype(np.uint8)
         cube = None
+    elif batch > 1:
+        c, h, w = layer.input
+        cube = random_cube(rng, (batch, c, h, w), proc, layer.get("data"), "conv")
+        lay = feature_layout((c, h, w), proc, cfg.atom_bytes)
+        src = alloc.take(lay.extent * batch)
     else:
         cube, src, lay = input_cube(m, layer, alloc, rng, outputs, "conv")
         c, h, w = cube.shape
@@ -479,7 +346,7 @@ def build_conv(m, layer, alloc, rng, outputs):
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
                              max(abs(v) for v in (_wrange(proc))))
     truncate = integer(layer, "truncate", truncate, 0, 31)
-    _check_cbuf(layer, cfg, c, h, w, k, r, s, proc, mode)
+    _check_cbuf(layer, cfg, c, h * batch, w, k, r, s, proc, mode)
     if mode == "winograd":
         w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
         wt_addr = alloc.take(w4.size * 2 + 4096)
@@ -495,10 +362,12 @@ def build_conv(m, layer, alloc, rng, outputs):
                                      wt_addr=wt_addr)
     else:
         wt_addr = alloc.take(-(-wt.size * (1 if proc == "int8" else 2) // 128) * 128 + 128)
-        program(m, cube, wt, precision=proc, stride=(sx, sy), dilation=(dx, dy), pad=pad,
-                pad_value=pad_value, truncate=truncate,
+        program(m, cube if batch == 1 else cube[0], wt, precision=proc, stride=(sx, sy),
+                dilation=(dx, dy), pad=pad, pad_value=pad_value, truncate=truncate,
                 nan_to_zero=bool(layer.get("nan_to_zero", False)), in_addr=src,
                 wt_addr=wt_addr)
+        if batch > 1:
+            _batches(m, cube, src, lay, proc)
     out_prec = _out_precision(layer, cfg, fly_sdp.get("out_precision"), proc,
                               "sdp.out_precision")
     shape = (k, out_h, out_w)
@@ -518,17 +387,35 @@ def build_conv(m, layer, alloc, rng, outputs):
             continue
         _stage(m, layer, alloc, rng, key, table, proc, padded(k, proc, cfg.atom_bytes))
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
+    winograd = mode == "winograd"
     if fly_pdp is None:
-        out = output_region(m, alloc, shape, out_prec)
-        _sdp_core(m, shape, out, proc, out_prec, cvt, True, winograd=mode == "winograd")
+        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec)
+        program_sdp_core(m, shape, proc, out_prec, dst=(out.addr, out.layout), cvt=cvt,
+                         flying=True, winograd=winograd)
         return out, tuple(units)
+    if batch > 1:
+        raise layer.fail("pdp", "the PDP on the fly takes one batch")
     pdp_layer = _PoolView(layer, out_prec)
-    pool = _pooling(pdp_layer, fly_pdp, shape)
-    out = output_region(m, alloc, pool["out"], out_prec)
-    _sdp_core(m, shape, None, proc, out_prec, cvt, True, to_pdp=True,
-              winograd=mode == "winograd")
-    _pdp_core(m, pdp_layer, pool, shape, out, True)
+    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape)
+    out = output_region(m, alloc, out_shape, out_prec)
+    program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
+                     winograd=winograd)
+    program_pdp(m, shape, out_prec, pool, (out.addr, out.layout))
     return out, (PDP, *units[:-1])
+
+
+def _batches(m, cube, src: int, lay, proc: str) -> None:
+    """Batches 1.. of a direct convolution's input, and the batch registers."""
+    from ..dma.feature import pack_feature
+
+    for n in range(1, cube.shape[0]):
+        data, _ = pack_feature(cube[n], m.config, precision=proc)
+        m.load(src + n * lay.extent, data)
+    batches = cube.shape[0] - 1
+    m.set("NVDLA_CDMA", "D_BATCH_NUMBER_0", batches=batches)
+    m.write_reg("NVDLA_CDMA.D_BATCH_STRIDE_0", lay.extent)
+    m.set("NVDLA_CSC", "D_BATCH_NUMBER_0", batches=batches)
+    m.set("NVDLA_CACC", "D_BATCH_NUMBER_0", batches=batches)
 
 
 class _PoolView:

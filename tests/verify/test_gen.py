@@ -102,6 +102,9 @@ ILLEGAL = [
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\ny = { alu = "sum" }',
      r"\.y: nv_small has no SDP Y"),
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
+    ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
+    ("nv_small", 'unit = "sdp"\ninput = [8, 4, 4]\nx1 = { lut = true }',
+     r"\.x1\.lut: only the Y stage has the LUT"),
     ("nv_small", 'unit = "conv"\ninput = [8, 2, 2]\nkernel = [5, 5]',
      r"\.kernel: a 5x5 kernel .* does not fit"),
     ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nmethod = "median"',
@@ -169,6 +172,8 @@ def sdp_layers(draw):
              "x2": draw(stage)}
     if prec != "fp16":
         layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
+        if draw(st.booleans()):
+            layer["y"] = {"lut": True}
     return "nv_full", layer
 
 
@@ -202,6 +207,8 @@ def conv_layers(draw):
              "kernels": draw(st.integers(1, 12)), "kernel": [r, s],
              "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
              "sdp": {"relu": draw(st.booleans())}}
+    if config == "nv_full":
+        layer["batch"] = draw(st.integers(1, 3))
     return config, layer
 
 
