@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import EXIT_FAIL, EXIT_OK, parse_args
+from . import EXIT_FAIL, EXIT_OK, int_arg, parse_args
 
 HELP = "compare the memory a device produced with a trace and localise differences"
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("actual", help="memory the device under test produced (file or folder)")
     p.add_argument("--config", help="hardware configuration (default: from the folder name)")
     p.add_argument("--layer", type=int, help="report only the bytes layer N wrote (0 = first)")
-    p.add_argument("--base", type=_int, help="address of the first byte of a file that "
+    p.add_argument("--base", type=int_arg, help="address of the first byte of a file that "
                    "does not state its own (raw binary, plain hex)")
     p.add_argument("--json", help="write the full report as JSON to this file")
     p.add_argument("--png", help="write heatmaps of the differences to this PNG file "

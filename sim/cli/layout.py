@@ -37,18 +37,12 @@ from ..dma.elements import precision_of, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
 from ..dram import check_extent
 from ..errors import SimError
+from . import int_arg
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
 OPERAND_FORMATS = ("bias", "prelu", "bn", "ew")
 FOREIGN_FORMATS = tuple(foreign.FOREIGN_PRECISION)
 HELP = "convert .npy arrays to/from NVDLA memory images"
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -79,13 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="C,H,W (features, pixels), K,C,R,S (weights), C (per channel)")
         p.add_argument("--config", default="nv_full", help="hardware configuration")
         p.add_argument("--precision", choices=("int8", "int16", "fp16"))
-        p.add_argument("--line-stride", type=_int)
-        p.add_argument("--surface-stride", type=_int)
-        p.add_argument("--batch-stride", type=_int)
+        p.add_argument("--line-stride", type=int_arg)
+        p.add_argument("--surface-stride", type=int_arg)
+        p.add_argument("--batch-stride", type=int_arg)
         p.add_argument("--transpose", action="store_true",
                        help="dvsdk only: DHWC instead of DWHC")
-        p.add_argument("--x-offset", type=_int, default=0, help="pixel X offset")
-        p.add_argument("--uv-line-stride", type=_int, help="chroma plane line stride")
+        p.add_argument("--x-offset", type=int_arg, default=0, help="pixel X offset")
+        p.add_argument("--uv-line-stride", type=int_arg, help="chroma plane line stride")
         p.add_argument("--post-extension", type=int, choices=(1, 2, 4), default=1,
                        help="weight-img channel post-extension")
         p.add_argument("--per-element", action="store_true", help="bias/ew: per-element data")
