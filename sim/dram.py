@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,20 +26,68 @@ PAGE_SIZE = 1 << PAGE_BITS
 PAGE_MASK = PAGE_SIZE - 1
 
 
+@dataclass(frozen=True)
+class MemoryLimits:
+    """What one simulated memory may cost the host, so no input can exhaust it.
+
+    ``access``: the most bytes one DMA transfer, fill, load, dump or CRC may
+    cover (a register programming a terabyte cube stops here, before any
+    allocation); ``resident``: the most bytes of pages a memory may hold.
+    """
+
+    access: int = 256 << 20
+    resident: int = 2 << 30
+
+
+DEFAULT_LIMITS = MemoryLimits()
+
+
+class MemoryFault(SimError):
+    """A memory access outside the address space, or beyond the simulator's limits."""
+
+
+def check_extent(size: int, what: str, limits: MemoryLimits = DEFAULT_LIMITS) -> int:
+    """Raise before allocating ``size`` bytes that a single access may not cover."""
+    if size < 0:
+        raise MemoryFault(f"{what}: negative size {size}")
+    if size > limits.access:
+        raise MemoryFault(f"{what}: {size:#x} bytes exceed the simulator's limit of "
+                          f"{limits.access:#x} bytes per access")
+    return size
+
+
 class Memory:
     """Sparse byte-addressable memory."""
 
-    def __init__(self, name: str = "pri_mem", address_bits: int = 64):
+    def __init__(self, name: str = "pri_mem", address_bits: int = 64,
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.name = name
+        self.address_bits = address_bits
         self.limit = 1 << address_bits
+        self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
+        # (addr, size, what) read by the running layer's DMAs; None outside a layer
+        self._layer_reads: list[tuple[int, int, str]] | None = None
+        # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
+        self.observer = None
 
     # -- bounds -------------------------------------------------------------
-    def _check(self, addr: int, size: int) -> None:
+    def check(self, addr: int, size: int, what: str = "", access: str = "access") -> None:
+        """Raise a MemoryFault naming ``what`` (a register, a trace line) unless the range is valid.
+
+        The range must lie in the configuration's address space and within the
+        simulator's per-access limit.
+        """
+        prefix = f"{what}: " if what else ""
         if addr < 0 or size < 0 or addr + size > self.limit:
-            raise SimError(
-                f"{self.name}: access {addr:#x}+{size:#x} is outside the memory "
-                f"(limit {self.limit:#x})"
+            raise MemoryFault(
+                f"{prefix}{access} {addr:#x}+{size:#x} is outside {self.name} "
+                f"({self.address_bits}-bit address space)"
+            )
+        if size > self.limits.access:
+            raise MemoryFault(
+                f"{prefix}{access} {addr:#x}+{size:#x} exceeds the simulator's limit of "
+                f"{self.limits.access:#x} bytes per access"
             )
 
     def _chunks(self, addr: int, size: int):
@@ -50,10 +100,57 @@ class Memory:
             yield page, off, done, n
             done += n
 
+    def _reserve(self, addr: int, size: int, what: str) -> None:
+        """Refuse a write that would make the memory hold more than its resident limit."""
+        if not size:
+            return
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        new = sum(1 for p in range(first, last + 1) if p not in self._pages)
+        if (len(self._pages) + new) * PAGE_SIZE > self.limits.resident:
+            prefix = f"{what}: " if what else ""
+            raise MemoryFault(f"{prefix}write {addr:#x}+{size:#x} would make {self.name} hold "
+                              f"more than the simulator's limit of {self.limits.resident:#x} bytes")
+
+    # -- a layer's reads, so that an output overlapping its own input stops -----
+    def begin_layer(self) -> None:
+        self._layer_reads = []
+
+    def end_layer(self) -> None:
+        self._layer_reads = None
+
+    def _record_read(self, addr: int, size: int, what: str) -> None:
+        if self._layer_reads is not None and size:
+            self._layer_reads.append((addr, size, what))
+
+    def _check_overlap(self, addr: int, size: int, what: str) -> None:
+        """A layer's DMA write into bytes the same layer reads is refused.
+
+        NVDLA streams: its write DMA runs while the read DMAs still fetch, so
+        an output overlapping the input gives a result that depends on request
+        order and latency; the hardware documents none.  The simulator (which
+        reads a whole cube before writing) stops instead of guessing.
+        """
+        for start, n, source in self._layer_reads or ():
+            if addr < start + n and start < addr + size:
+                prefix = f"{what}: " if what else ""
+                raise MemoryFault(
+                    f"{prefix}write {addr:#x}+{size:#x} overlaps this layer's input "
+                    f"{source + ' ' if source else ''}{start:#x}+{n:#x} in {self.name} "
+                    "(the result would depend on DMA timing)")
+
     # -- access -------------------------------------------------------------
-    def read_array(self, addr: int, size: int) -> np.ndarray:
-        """A copy of ``size`` bytes at ``addr`` as a uint8 array."""
-        self._check(addr, size)
+    def read_array(self, addr: int, size: int, what: str = "") -> np.ndarray:
+        """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0)."""
+        self.check(addr, size, what, "read")
+        self._record_read(addr, size, what)
+        return self._copy_out(addr, size)
+
+    def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
+        """The bytes a partial write keeps (a write DMA's gaps): not an input of the layer."""
+        self.check(addr, size, what, "write")
+        return self._copy_out(addr, size)
+
+    def _copy_out(self, addr: int, size: int) -> np.ndarray:
         out = np.zeros(size, dtype=np.uint8)
         for page, off, pos, n in self._chunks(addr, size):
             data = self._pages.get(page)
@@ -61,58 +158,64 @@ class Memory:
                 out[pos : pos + n] = data[off : off + n]
         return out
 
-    def read(self, addr: int, size: int) -> bytes:
-        return self.read_array(addr, size).tobytes()
+    def read(self, addr: int, size: int, what: str = "") -> bytes:
+        return self.read_array(addr, size, what).tobytes()
 
-    def write(self, addr: int, data) -> None:
+    def write(self, addr: int, data, what: str = "") -> None:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
         buf = _as_u8(data)
-        self._check(addr, buf.size)
+        self.check(addr, buf.size, what, "write")
+        self._check_overlap(addr, buf.size, what)
+        self._reserve(addr, buf.size, what)
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)
             if dst is None:
                 dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
             dst[off : off + n] = buf[pos : pos + n]
+        if self.observer is not None:
+            self.observer.wrote(self, addr, buf.size)
 
-    def gather(self, addr: int, offsets: np.ndarray) -> np.ndarray:
+    def gather(self, addr: int, offsets: np.ndarray, what: str = "") -> np.ndarray:
         """Bytes at ``addr + offsets`` (any shape), for strided DMA reads."""
         offsets = np.asarray(offsets, dtype=np.int64)
         if offsets.size == 0:
             return np.zeros(offsets.shape, dtype=np.uint8)
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1)
+        window = self.read_array(addr + lo, hi - lo + 1, what)
         return window[offsets - lo]
 
-    def scatter(self, addr: int, offsets: np.ndarray, values: np.ndarray) -> None:
+    def scatter(self, addr: int, offsets: np.ndarray, values: np.ndarray, what: str = "") -> None:
         """Write ``values`` (uint8) at ``addr + offsets``, leaving other bytes as they are."""
         offsets = np.asarray(offsets, dtype=np.int64).ravel()
         values = _as_u8(values)
         if offsets.size == 0:
             return
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1)
+        window = self.read_for_update(addr + lo, hi - lo + 1, what)
         window[offsets - lo] = values
-        self.write(addr + lo, window)
+        self.write(addr + lo, window, what)
 
-    def crc32(self, addr: int, size: int) -> int:
+    def crc32(self, addr: int, size: int, what: str = "") -> int:
         """CRC-32 (zlib polynomial) of a range, as the trace checks compute it."""
+        self.check(addr, size, what, "CRC")
         crc = 0
         step = 1 << 20
         for start in range(addr, addr + size, step):
             crc = zlib.crc32(self.read(start, min(step, addr + size - start)), crc)
         return crc & 0xFFFFFFFF
 
-    def fill(self, addr: int, size: int, pattern: str, seed: int = 0) -> None:
+    def fill(self, addr: int, size: int, pattern: str, seed: int = 0, what: str = "") -> None:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
-        self.write(addr, fill_pattern(pattern, addr, size, seed))
+        self.check(addr, size, what, "fill")
+        self.write(addr, fill_pattern(pattern, addr, size, seed), what)
 
     def load_file(self, addr: int, path: str | Path) -> int:
         """Load a memory image (raw binary, record or hex ``.dat``) at ``addr``.
 
         Returns the number of bytes loaded.
         """
-        _, data = load_image(path)
-        self.write(addr, data)
+        _, data = load_image(path, self.limits)
+        self.write(addr, data, str(path))
         return len(data)
 
     def dump_file(self, addr: int, size: int, path: str | Path, dat_format: str = "hex") -> None:
@@ -122,7 +225,7 @@ class Memory:
         player's dump) or ``records`` (nv_small's ``{offset, size, payload}``);
         any other name gets raw binary.
         """
-        data = self.read(addr, size)
+        data = self.read(addr, size, str(path))
         if Path(path).suffix != ".dat":
             write_atomically(path, data)
         elif dat_format == "hex":
@@ -148,6 +251,7 @@ def _as_u8(data) -> np.ndarray:
 def fill_pattern(pattern: str, addr: int, size: int, seed: int = 0) -> np.ndarray:
     """The bytes a ``mem_init`` pattern writes over ``[addr, addr+size)``."""
     name = pattern.upper()
+    check_extent(size, f"mem_init {pattern}")
     if name == "ALL_ZERO":
         return np.zeros(size, dtype=np.uint8)
     if name == "ONES":
@@ -275,22 +379,213 @@ def write_atomically(path: str | Path, content: bytes | str) -> None:
         raise
 
 
-def load_image(path: str | Path) -> tuple[int, bytes]:
+# -- memory files for RTL benches ------------------------------------------------
+
+#: dump format -> file suffix: NVDLA's hex ``.dat`` (the trace player's dump),
+#: raw binary, plain hex words (one a line) and ``$readmemh`` images (``@`` word
+#: addresses).  Words are little-endian: the byte at the lowest address is the
+#: least significant byte of its word.
+MEMORY_FILE_FORMATS = {"dat": ".dat", "bin": ".bin", "hex": ".hex", "readmemh": ".mem"}
+_TEXT_SUFFIXES = (".hex", ".mem", ".vmh", ".txt", ".readmemh")
+_HEADER = re.compile(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+_HEADER_SIZE = re.compile(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def check_word_bytes(word_bytes: int) -> int:
+    if word_bytes < 1 or word_bytes > 128:
+        raise SimError(f"word width {word_bytes} bytes: expected 1..128")
+    return word_bytes
+
+
+def format_words(data: bytes, word_bytes: int) -> list[str]:
+    """Little-endian hex words of ``data`` (the last word zero-padded)."""
+    check_word_bytes(word_bytes)
+    pad = -len(data) % word_bytes
+    raw = np.frombuffer(bytes(data) + bytes(pad), dtype=np.uint8)
+    rows = raw.reshape(-1, word_bytes)[:, ::-1]  # most significant byte first
+    text = rows.tobytes().hex()
+    digits = 2 * word_bytes
+    return [text[i : i + digits] for i in range(0, len(text), digits)]
+
+
+def format_memory_file(addr: int, data: bytes, fmt: str = "dat", word_bytes: int = 1,
+                       ram: str = "dram") -> bytes | str:
+    """The content of a memory file of format ``fmt`` (see MEMORY_FILE_FORMATS).
+
+    ``hex`` and ``readmemh`` start with a ``//`` comment naming the start
+    address and size (``$readmemh`` ignores comments); a ``readmemh`` image
+    whose address is not word aligned starts at the word holding ``addr``,
+    zero-filled before it.
+    """
+    if fmt == "dat":
+        return format_hex_dat(addr, data, ram)
+    if fmt == "bin":
+        return bytes(data)
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    head = (f"// nvdla-sim memory {ram} start_address={addr:#x} size={len(data):#x} "
+            f"word_bytes={word_bytes}")
+    if fmt == "hex":
+        return "\n".join([head] + format_words(data, word_bytes)) + "\n"
+    lead = addr % word_bytes
+    words = format_words(bytes(lead) + bytes(data), word_bytes)
+    return "\n".join([head, f"@{(addr - lead) // word_bytes:x}"] + words) + "\n"
+
+
+def memory_file_name(name: str, fmt: str) -> str:
+    """``name`` with the suffix of dump format ``fmt``."""
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    return str(Path(name).with_suffix(MEMORY_FILE_FORMATS[fmt]))
+
+
+def write_memory_file(path: str | Path, addr: int, data: bytes, fmt: str = "dat",
+                      word_bytes: int = 1, ram: str = "dram") -> None:
+    write_atomically(path, format_memory_file(addr, data, fmt, word_bytes, ram))
+
+
+def _read_words(path: Path) -> tuple[int | None, bytes]:
+    """A plain hex or ``$readmemh`` file: words, ``@`` word addresses, ``//`` comments."""
+    text = _read_text(path)
+    base = size = None
+    chunks: dict[int, bytearray] = {}
+    pos = None  # word address where the current run started (None before any @)
+    width = None
+    flat = bytearray()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        code, _, comment = line.partition("//")
+        if base is None and (m := _HEADER.search(comment)):
+            base = int(m.group(1), 0)
+            if (s := _HEADER_SIZE.search(comment)):
+                size = int(s.group(1), 0)
+        for tok in code.replace("_", "").split():
+            if tok.startswith("@"):
+                try:
+                    pos = int(tok[1:], 16)  # a run of words starts here
+                except ValueError:
+                    raise SimError(f"{path}:{lineno}: {tok!r} is not a word address") from None
+                continue
+            if len(tok) % 2:
+                tok = "0" + tok
+            if width is None:
+                width = len(tok) // 2
+            if len(tok) // 2 > width:
+                raise SimError(f"{path}:{lineno}: word {tok!r} is wider than {width} bytes")
+            try:
+                word = bytes.fromhex(tok.rjust(2 * width, "0"))[::-1]
+            except ValueError:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a hex word") from None
+            if pos is None:
+                flat += word
+            else:
+                chunks.setdefault(pos, bytearray()).extend(word)
+    if not chunks:
+        return base, bytes(flat[:size] if size is not None else flat)
+    if flat:
+        raise SimError(f"{path}: words before the first @address")
+    return _assemble_words(path, chunks, width, base, size)
+
+
+def _assemble_words(path, chunks, width, base, size):
+    starts = sorted(chunks)
+    lo = starts[0] * width
+    hi = max(s * width + len(chunks[s]) for s in starts)
+    buf = bytearray(hi - lo)
+    for s in chunks:  # in file order: a later run overwrites an earlier one
+        buf[s * width - lo : s * width - lo + len(chunks[s])] = chunks[s]
+    if base is None:
+        return lo, bytes(buf)
+    if base < lo:
+        raise SimError(f"{path}: start_address {base:#x} is below the first @address")
+    data = bytes(buf[base - lo :])
+    return base, data[:size] if size is not None else data
+
+
+def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
+    """Read a memory image of any format nvdla-sim writes or RTL benches use.
+
+    Returns (byte address of the first byte or None when the file does not
+    say, bytes): NVDLA hex ``.dat`` (address in its header), record ``.dat``
+    (None), plain hex / ``$readmemh`` text (``.hex``, ``.mem``, ``.vmh``,
+    ``.txt``: ``@`` word addresses or our ``start_address=`` comment) and raw
+    binary (anything else: None).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in _TEXT_SUFFIXES:
+        return _read_words(path)
+    if suffix != ".dat":
+        try:
+            return None, path.read_bytes()
+        except OSError as exc:
+            raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    head = _read_text(path)[:4096]
+    _, data = load_image(path)
+    m = _HEADER.search(head)
+    if m and "payload" not in head:
+        return int(m.group(1), 0), data
+    return None, data
+
+
+def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -> Path:
+    """Write a folder of files (a generated trace, a loadable's outputs) whole or not at all.
+
+    The files go to a hidden sibling folder first, which then replaces
+    ``folder`` by two renames (an existing folder is moved aside and removed
+    only once the new one is in place), so a reader never sees a half-written
+    trace and an interrupted run leaves the previous folder or a ``.old``
+    copy of it, never a mix.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise SimError(f"{folder}: {name!r} is not a plain file name")
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    old = None
+    try:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            (tmp / name).write_bytes(data)
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.old."))
+            os.replace(folder, old / folder.name)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not folder.exists():
+            os.replace(old / folder.name, folder)  # put the previous folder back
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
+
+
+def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:
     """Read a memory image: raw binary, record ``.dat`` or hex ``.dat``.
 
     Returns (base offset of the data, bytes); raw and hex files start at 0.
     """
     path = Path(path)
     if path.suffix != ".dat":
-        return 0, path.read_bytes()
+        return 0, _read_bytes(path, limits)
     head = _read_text(path)[:4096]
     if "offset" in head and "payload" in head:
         records = read_record_dat(path)
-        buf = bytearray(record_dat_extent(records))
+        buf = bytearray(check_extent(record_dat_extent(records), f"{path}: records", limits))
         for off, payload in records:
             buf[off : off + len(payload)] = payload
         return 0, bytes(buf)
     return 0, read_hex_dat(path)
+
+
+def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    try:
+        check_extent(path.stat().st_size, str(path), limits)
+        return path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
 
 
 def _read_text(path: Path) -> str:

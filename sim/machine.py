@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .configs import HardwareConfig, get_config
-from .dram import Memory
+from .configs import UNIT_FEATURES, HardwareConfig, get_config
+from .dram import DEFAULT_LIMITS, Memory, MemoryFault, MemoryLimits
 from .engines import ENGINES, Engine
-from .errors import SimError
+from .errors import ConfigurationError, SimError
 from .regfile import Block, RegisterFile
 
 RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
@@ -46,8 +46,9 @@ class LayerContext:
         """Decoded snapshot of ``unit``'s executing group."""
         return self.machine.regfile.snapshot(unit, self.groups[unit])
 
-    def memory(self, ram_type: int) -> Memory:
-        return self.machine.memory(ram_type)
+    def memory(self, ram_type: int, what: str = "") -> Memory:
+        """The memory a RAM_TYPE field selects; ``what`` names the field in errors."""
+        return self.machine.memory(ram_type, what)
 
     def set_counter(self, unit: str, register: str, value: int) -> None:
         """Store a counter/status value in ``unit``'s group at layer end."""
@@ -57,12 +58,13 @@ class LayerContext:
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
-    def __init__(self, config: HardwareConfig | str = "nv_full"):
+    def __init__(self, config: HardwareConfig | str = "nv_full",
+                 limits: MemoryLimits = DEFAULT_LIMITS):
         self.config = get_config(config) if isinstance(config, str) else config
         self.regfile = RegisterFile(self.config.address_map)
         bits = self.config.address_bits
-        self.pri_mem = Memory("pri_mem", bits)
-        self.sec_mem = Memory("sec_mem", bits) if self.config.secondary_memory else None
+        self.pri_mem = Memory("pri_mem", bits, limits)
+        self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
@@ -70,17 +72,20 @@ class Machine:
         # each step raises one, as a bench waiting for them one by one sees them
         self._deferred: list[tuple[str, int]] = []
         self.layers_run = 0
+        self.observer = None  # told when a layer starts and ends (sim.diff.record)
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
-    def memory(self, ram_type: int | str) -> Memory:
+    def memory(self, ram_type: int | str, what: str = "") -> Memory:
+        prefix = f"{what}: " if what else ""
         if ram_type in (RAM_MC, "pri_mem", "pri", "mc", "1"):
             return self.pri_mem
         if ram_type in (RAM_CV, "sec_mem", "sec", "cv"):
             if self.sec_mem is None:
-                raise SimError(f"{self.config.name} has no secondary memory (CV-SRAM)")
+                raise ConfigurationError(f"{prefix}{self.config.name} has no secondary memory "
+                                         "(CV-SRAM)")
             return self.sec_mem
-        raise SimError(f"unknown memory {ram_type!r}")
+        raise SimError(f"{prefix}unknown memory {ram_type!r}")
 
     def load(self, addr: int, data, ram: int | str = RAM_MC) -> None:
         self.memory(ram).write(addr, data)
@@ -100,6 +105,9 @@ class Machine:
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
         r = self._reg(reg)
+        feature = UNIT_FEATURES.get(r.unit)
+        if feature:  # a block this configuration does not have
+            self.config.require(feature, r.full_name)
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             self._raise_bits(value & r.mask(self.config.address_map, ("wo",)))
             return
@@ -147,6 +155,12 @@ class Machine:
         mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
         return bool(self.interrupt_status() & ~mask)
 
+    def interrupt_sources(self) -> tuple[str, ...]:
+        """Interrupt sources of ``S_INTR_STATUS_0`` (SDP, CDMA_DAT, CACC, ...), as named there."""
+        fields = self._glb("S_INTR_STATUS_0").fields
+        names = (f.name.rpartition("_DONE_STATUS")[0] for f in fields)
+        return tuple(dict.fromkeys(n for n in names if n))
+
     def interrupt_set(self, source: str, group: int) -> bool:
         f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")
         return bool(self.interrupt_status() >> f.lsb & 1)
@@ -155,6 +169,12 @@ class Machine:
         reg = self._glb("S_INTR_STATUS_0")
         f = reg.field(f"{source}_DONE_STATUS{group}")
         self.regfile.poke(reg, self.regfile.peek(reg) & ~(1 << f.lsb))
+
+    def clear_interrupts(self) -> None:
+        """Clear every status bit that is not masked (what a handler saw, it clears)."""
+        reg = self._glb("S_INTR_STATUS_0")
+        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
     # -- execution ------------------------------------------------------------
     def busy(self) -> bool:
@@ -173,7 +193,11 @@ class Machine:
             if groups is None:
                 continue
             ctx = LayerContext(self, groups)
-            engine.run(ctx)
+            if self.observer is not None:
+                self.observer.layer_begin(self.layers_run, engine, ctx)
+            self._run_layer(engine, ctx)
+            if self.observer is not None:
+                self.observer.layer_end()
             self._finish(engine, ctx)
             self.layers_run += 1
             return True
@@ -186,6 +210,26 @@ class Machine:
             if not self.step():
                 break
         return self.layers_run - start
+
+    def _memories(self) -> list[Memory]:
+        return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
+
+    def _run_layer(self, engine: Engine, ctx: LayerContext) -> None:
+        """Run one layer; a DMA fault names the unit when the reader did not."""
+        watch = engine.refuses_overlap
+        for mem in self._memories():
+            if watch:
+                mem.begin_layer()
+        try:
+            engine.run(ctx)
+        except MemoryFault as exc:
+            msg = str(exc)
+            if msg.startswith("NVDLA_"):
+                raise
+            raise MemoryFault(f"{'/'.join(ctx.groups) or engine.name}: DMA {msg}") from None
+        finally:
+            for mem in self._memories():
+                mem.end_layer()
 
     def _by_launch_order(self):
         def rank(engine):

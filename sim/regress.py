@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
 from .configs import CONFIGS
 from .dram import write_atomically
 from .errors import SimError
+from .pool import InProcess, WorkerPool
+from .progress import Progress
 from .trace.player import TraceResult, run_trace
 
 STATUSES = ("pass", "fail", "error")
+SAVE_EVERY = 1.0  # seconds between rewrites of the JSON/JUnit files while running
 
 
 def _is_trace_dir(path: Path) -> bool:
@@ -43,46 +45,73 @@ def _run_one(item) -> TraceResult:
     return run_trace(path, override or config, name=name)
 
 
-def _progress(done: int, total: int, counts: dict, out) -> None:
-    if not out.isatty():
-        return
-    width = 30
-    filled = width * done // max(total, 1)
-    bar = "#" * filled + "-" * (width - filled)
-    summary = " ".join(f"{k} {counts[k]}" for k in STATUSES)
-    out.write(f"\r[{bar}] {done}/{total} {summary}")
-    out.flush()
+def _describe(item) -> tuple[str, str]:
+    config, path, override = item
+    return f"{path.parent.name}/{path.name}", override or config or "?"
 
 
-def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None) -> int:
+def make_backend(jobs: int = 1, timeout: float | None = None, scheduler=None):
+    """A Dask cluster when ``scheduler`` is given; in this process when serial without a
+    timeout; else a pool of worker processes."""
+    if scheduler is not None:
+        from .cluster import ClusterBackend
+
+        return ClusterBackend(scheduler, _run_one, _describe, timeout)
+    if jobs <= 1 and timeout is None:
+        return InProcess(_run_one)
+    return WorkerPool(_run_one, _describe, jobs, timeout)
+
+
+def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None,
+            timeout: float | None = None, scheduler=None, backend=None) -> int:
+    """Run every trace under ``root``; 0 all pass, 1 otherwise, 130 interrupted.
+
+    ``scheduler``: a Dask scheduler address or cluster (:mod:`sim.cluster`).
+
+    The JSON and JUnit files are rewritten (atomically) as traces finish, so
+    an interrupted or killed regression leaves the results it had.
+    """
     items = [(cfg, path, config) for cfg, path in discover(root)]
     if not items:
         raise SimError(f"{root}: no traces found (expected <config>/<test>/ folders)")
-    results: list[TraceResult] = []
+    if timeout is not None and timeout <= 0:
+        raise SimError(f"--timeout {timeout:g}: must be a positive number of seconds")
+    backend = backend or make_backend(jobs, timeout, scheduler)
+    done: dict[int, TraceResult] = {}
     counts = dict.fromkeys(STATUSES, 0)
     start = time.perf_counter()
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for result in pool.map(_run_one, items):
-                results.append(result)
+    last_save = start - SAVE_EVERY  # the first result is saved at once
+    interrupted = False
+
+    def save(final: bool) -> None:
+        ordered = [done[i] for i in sorted(done)]
+        if json_path:
+            write_json(json_path, ordered, complete=final and not interrupted)
+        if junit_path:
+            write_junit(junit_path, ordered)
+
+    with Progress(len(items)) as bar:
+        try:
+            for index, result in backend.results(items):
+                done[index] = result
                 counts[result.status] += 1
-                _progress(len(results), len(items), counts, sys.stderr)
-    else:
-        for item in items:
-            result = _run_one(item)
-            results.append(result)
-            counts[result.status] += 1
-            _progress(len(results), len(items), counts, sys.stderr)
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
+                bar.step(f"{result.status} {result.name} ({result.seconds:.1f}s)",
+                         " ".join(f"{k} {counts[k]}" for k in STATUSES))
+                if time.perf_counter() - last_save > SAVE_EVERY:
+                    save(False)
+                    last_save = time.perf_counter()
+        except KeyboardInterrupt:
+            interrupted = True
+            backend.close()
+    results = [done[i] for i in sorted(done)]
     for r in results:
         if r.status != "pass":
             print(f"{r.status.upper():5} {r.name}: {r.message}")
     print_table(results, time.perf_counter() - start)
-    if json_path:
-        write_json(json_path, results)
-    if junit_path:
-        write_junit(junit_path, results)
+    save(True)
+    if interrupted:
+        print(f"interrupted: {len(results)} of {len(items)} traces ran", file=sys.stderr)
+        return 130
     return 0 if counts["fail"] == counts["error"] == 0 else 1
 
 
@@ -98,8 +127,9 @@ def print_table(results: list[TraceResult], seconds: float, out=None) -> None:
     print(f"{'total':24} {total[0]:6} {total[1]:6} {total[2]:6}   ({seconds:.1f}s)", file=out)
 
 
-def write_json(path, results: list[TraceResult]) -> None:
+def write_json(path, results: list[TraceResult], complete: bool = True) -> None:
     doc = {
+        "complete": complete,
         "passed": sum(r.status == "pass" for r in results),
         "failed": sum(r.status == "fail" for r in results),
         "errors": sum(r.status == "error" for r in results),

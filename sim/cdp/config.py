@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..configs import FP16, INT8, INT16
+from ..dma.precision import check_precision
 from ..errors import ConfigurationError
 from ..num.lut import (
     N_PARAMS,
@@ -69,10 +70,12 @@ class CdpConfig:
         fmt = cdp.input_data_type
         if fmt not in PRECISIONS:
             raise ConfigurationError(f"NVDLA_CDP.D_DATA_FORMAT_0: reserved INPUT_DATA_TYPE {fmt}")
-        if rdma.input_data != fmt:
+        if rdma.input_data not in PRECISIONS:
             raise ConfigurationError(
-                f"NVDLA_CDP_RDMA.D_DATA_FORMAT_0: INPUT_DATA {rdma.input_data} differs from "
-                f"NVDLA_CDP.D_DATA_FORMAT_0 INPUT_DATA_TYPE {fmt}")
+                f"NVDLA_CDP_RDMA.D_DATA_FORMAT_0: reserved INPUT_DATA {rdma.input_data}")
+        check_precision("cdp", PRECISIONS[rdma.input_data], PRECISIONS[fmt],
+                        "NVDLA_CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input) vs "
+                        "NVDLA_CDP.D_DATA_FORMAT_0.INPUT_DATA_TYPE (output)")
         precision = PRECISIONS[fmt]
         hw.require_precision(precision, "NVDLA_CDP.D_DATA_FORMAT_0")
         return cls(

@@ -49,7 +49,9 @@ class CdpEngine(Engine):
         atom = ctx.config.atom_bytes
         group = elements_per_atom(cfg.precision, atom)
         shape = (-(-cfg.channels // group) * group, cfg.height, cfg.width)
-        raw = read_feature(ctx.memory(cfg.src_ram), cfg.src_addr, shape, cfg.precision, atom,
+        src_mem = ctx.memory(cfg.src_ram, "NVDLA_CDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
+        dst_mem = ctx.memory(cfg.dst_ram, "NVDLA_CDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
+        raw = read_feature(src_mem, cfg.src_addr, shape, cfg.precision, atom,
                            cfg.src_line_stride, cfg.src_surface_stride,
                            what="NVDLA_CDP_RDMA.D_SRC_BASE_ADDR")
         settings = LrnSettings(
@@ -61,7 +63,7 @@ class CdpEngine(Engine):
         out, counters = normalize(raw.reshape(shape[0], -1), cfg.channels, settings, le, lo,
                                   cfg.lut)
         result = out.astype(element_dtype(cfg.precision)).reshape(shape)
-        write_feature(ctx.memory(cfg.dst_ram), cfg.dst_addr, result, cfg.precision, atom,
+        write_feature(dst_mem, cfg.dst_addr, result, cfg.precision, atom,
                       cfg.dst_line_stride, cfg.dst_surface_stride,
                       what="NVDLA_CDP.D_DST_BASE_ADDR")
         for name, value in counters.items():

@@ -21,6 +21,8 @@ EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 SUBCOMMANDS = {
     "run": "run",
     "regress": "regress",
+    "diff": "diff",
+    "gen": "gen",
     "fp": "fp",
     "layout": "layout",
 }
@@ -29,6 +31,14 @@ SUBCOMMANDS = {
 def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """Parse a subcommand's arguments (argparse exits 2 on a usage error)."""
     return parser.parse_args(argv)
+
+
+def int_arg(text: str) -> int:
+    """An argparse type: a decimal or 0x/0b/0o integer."""
+    try:
+        return int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def _module(name: str):

@@ -51,7 +51,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="nvdla-sim fp",
         description="Run one NVDLA floating-point primitive on raw bit patterns.",
-        epilog="operations: " + " ".join(ops.BINARY_OPS + ops.UNARY_OPS),
+        epilog="operations: " + " ".join(ops.BINARY_OPS + ops.UNARY_OPS)
+        + ". writes: the operands and the result (hex and decimal) on stdout",
     )
     parser.add_argument("op", help="operation, e.g. fp16_add or fp32_to_fp16")
     parser.add_argument("operands", nargs="+", metavar="A", help="bit pattern (0x..., decimal)")

@@ -35,19 +35,14 @@ from ..dma import foreign, operands, pixel, weights
 from ..dma.align import LayoutError
 from ..dma.elements import precision_of, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
+from ..dram import check_extent
 from ..errors import SimError
+from . import int_arg
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
 OPERAND_FORMATS = ("bias", "prelu", "bn", "ew")
 FOREIGN_FORMATS = tuple(foreign.FOREIGN_PRECISION)
 HELP = "convert .npy arrays to/from NVDLA memory images"
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
 def _shape(text: str) -> tuple[int, ...]:
@@ -61,12 +56,14 @@ def _shape(text: str) -> tuple[int, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    writes = ("writes: OUTPUT: pack a memory image (raw binary, or record .dat when the name "
+              "ends in .dat), unpack a .npy array")
     parser = argparse.ArgumentParser(prog="nvdla-sim layout",
-                                     description=__doc__.splitlines()[0])
+                                     description=__doc__.splitlines()[0], epilog=writes)
     sub = parser.add_subparsers(dest="action", required=True)
     for action in ("pack", "unpack"):
         p = sub.add_parser(action, help=f"{action} an array {'to' if action == 'pack' else 'from'}"
-                           " a memory image")
+                           " a memory image", epilog=writes)
         p.add_argument("format", help="feature, a pixel format, weight-*, bias, prelu, bn, ew, "
                        "dvsdk, kneron-4w4c8b, kneron-1w16c8b, kneron-16w1c8b")
         p.add_argument("input")
@@ -76,13 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
                            help="C,H,W (features, pixels), K,C,R,S (weights), C (per channel)")
         p.add_argument("--config", default="nv_full", help="hardware configuration")
         p.add_argument("--precision", choices=("int8", "int16", "fp16"))
-        p.add_argument("--line-stride", type=_int)
-        p.add_argument("--surface-stride", type=_int)
-        p.add_argument("--batch-stride", type=_int)
+        p.add_argument("--line-stride", type=int_arg)
+        p.add_argument("--surface-stride", type=int_arg)
+        p.add_argument("--batch-stride", type=int_arg)
         p.add_argument("--transpose", action="store_true",
                        help="dvsdk only: DHWC instead of DWHC")
-        p.add_argument("--x-offset", type=_int, default=0, help="pixel X offset")
-        p.add_argument("--uv-line-stride", type=_int, help="chroma plane line stride")
+        p.add_argument("--x-offset", type=int_arg, default=0, help="pixel X offset")
+        p.add_argument("--uv-line-stride", type=int_arg, help="chroma plane line stride")
         p.add_argument("--post-extension", type=int, choices=(1, 2, 4), default=1,
                        help="weight-img channel post-extension")
         p.add_argument("--per-element", action="store_true", help="bias/ew: per-element data")
@@ -171,8 +168,19 @@ def _pack(args, cfg, array: np.ndarray) -> np.ndarray:
     return np.concatenate([luma, planes[1]])
 
 
+def _check_shape_fits(shape, data: np.ndarray) -> None:
+    """Every layout stores an element in at least one byte: refuse, before allocating
+    anything, a --shape the image cannot hold (a 2^31-wide cube, a typo)."""
+    elements = int(np.prod([int(d) for d in shape], dtype=object))
+    if elements > data.size:
+        raise LayoutError(f"--shape {','.join(map(str, shape))} has {elements} elements; the "
+                          f"image holds only {data.size} bytes")
+    check_extent(elements, f"--shape {','.join(map(str, shape))}")
+
+
 def _unpack(args, cfg, data: np.ndarray) -> np.ndarray:
     name, shape = args.format, args.shape
+    _check_shape_fits(shape, data)
     if name == "feature":
         precision = args.precision or "int8"
         batch = shape[0] if len(shape) == 4 else 1
@@ -237,7 +245,9 @@ def _run_foreign(args, name: str) -> int:
         raw = foreign.pack_foreign(name, _load_npy(args.input), args.transpose)
         write_image(args.output, np.frombuffer(raw, dtype=np.uint8))
     else:
-        _save_npy(args.output, foreign.unpack_foreign(name, read_image(args.input), args.shape,
+        data = read_image(args.input)  # foreign layouts compare sizes themselves
+        check_extent(int(np.prod(args.shape, dtype=object)), f"--shape {args.shape}")
+        _save_npy(args.output, foreign.unpack_foreign(name, data, args.shape,
                                                       args.transpose))
     return 0
 

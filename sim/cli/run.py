@@ -25,16 +25,52 @@ def print_result(result, out=None) -> None:
           f"({result.seconds:.2f}s) {result.message}", file=out)
 
 
+def explain_failure(path, config, out=None) -> None:
+    """Where a failing trace's output differs from its golden dump_mem files (sim.diff)."""
+    from ..diff import explain_mismatch
+
+    out = out or sys.stdout
+    try:
+        report = explain_mismatch(path, config)
+    except SimError as exc:
+        print(f"      (cannot localise the difference: {exc})", file=out)
+        return
+    if report is None:  # CRC checks only: no expected bytes to compare with
+        return
+    for line in report.summary_lines()[1:]:
+        print(f"      {line}", file=out)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nvdla-sim run", description=HELP,
-        epilog="writes: the --json results file and, with --dump-dir, the checked memory "
-               "regions; exit 0 all pass, 1 a check failed, 2 invalid input")
+        epilog="writes: the --json results file and, with --dump-dir, every checked memory "
+               "region (dump_mem: its file name; check_crc: crc_<address>) in --dump-format; "
+               "a failing dump_mem check prints the differing elements (layer, unit, coordinates); "
+               "exit 0 all pass, 1 a check failed, 2 invalid input")
     p.add_argument("path", nargs="?", help="trace folder or file (default: bundled examples)")
     p.add_argument("--config", help="hardware configuration (default: from the folder name)")
     p.add_argument("--json", help="write results as JSON to this file")
     p.add_argument("--dump-dir", help="write the checked memory regions here")
+    add_dump_options(p)
     return p
+
+
+def add_dump_options(p: argparse.ArgumentParser) -> None:
+    """--dump-format and --word-bytes (run and gen)."""
+    from ..dram import MEMORY_FILE_FORMATS
+
+    p.add_argument("--dump-format", choices=tuple(MEMORY_FILE_FORMATS), default="dat",
+                   help="dat: NVDLA hex .dat; bin: raw binary; hex: one word a line; "
+                        "readmemh: $readmemh image with @word addresses (.mem)")
+    p.add_argument("--word-bytes", type=int, default=1,
+                   help="bytes per word of hex/readmemh dumps (little-endian words; default 1)")
+
+
+def check_dump_options(args) -> None:
+    from ..dram import check_word_bytes
+
+    check_word_bytes(args.word_bytes)
 
 
 def _items(path_arg):
@@ -68,13 +104,17 @@ def main(argv: list[str]) -> int:
         from ..configs import get_config
 
         get_config(args.config)  # an unknown name is invalid input
+    check_dump_options(args)
     dump_dir = Path(args.dump_dir) if args.dump_dir else None
     results = []
     for config, path in items:
         name = path.name if path.is_dir() else path.parent.name
-        result = run_trace(path, args.config or config, dump_dir, name=name)
+        result = run_trace(path, args.config or config, dump_dir, name=name,
+                           dump_format=args.dump_format, word_bytes=args.word_bytes)
         results.append(result)
         print_result(result)
+        if result.status == "fail":
+            explain_failure(path, args.config or config)
     if args.json:
         write_json(args.json, results)
     if len(results) == 1 and results[0].status == "error":

@@ -84,7 +84,7 @@ def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
 def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     """The input cube (N, C, H, W) as the CSC sees it, and the CDMA data counters."""
     atom = ctx.config.atom_bytes
-    mem = ctx.memory(layer.in_ram)
+    mem = ctx.memory(layer.in_ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     counters = {}
     if layer.precision == FP16:
         raw = _raw_atoms(mem, layer, atom)
@@ -115,7 +115,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
 def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     """Weights (K, C, R, S) in element dtype, and the CDMA weight counters."""
     cfg = ctx.config
-    mem = ctx.memory(layer.weight_ram)
+    mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
     kernel_bytes = layer.byte_per_kernel
     fetched = mem.read_array(layer.weight_addr, layer.weight_bytes)

@@ -334,7 +334,7 @@ def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
     """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
     atom = ctx.config.atom_bytes
     fmt = layer.fmt
-    mem = ctx.memory(layer.ram)
+    mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     values, bits = image_values(mem, fmt, layer.addrs, layer.line_strides, layer.width,
                                 layer.height, layer.x_offset, layer.in_precision, atom)
     counters = {}

@@ -195,7 +195,7 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
 
 def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     """The CDMA's framed, stride-folded cube (C_ext, H_ext, W_ext) and its data counters."""
-    mem = ctx.memory(layer.ram)
+    mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     cube = read_feature(mem, layer.addr, (layer.padded_channels, layer.height, layer.width),
                         layer.precision, ctx.config.atom_bytes, layer.line_stride,
                         layer.surf_stride, 0, 1, what=f"{CDMA} input cube")

@@ -27,6 +27,7 @@ import numpy as np
 from ..chains import PDP, PDP_RDMA, pdp_input_on_the_fly
 from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
+from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError, NotImplementedFeature
 from ..num import flush_nans, inf_mask, nan_mask
@@ -137,9 +138,9 @@ def padded_channels(channels: int, precision: int, atom_bytes: int) -> int:
 def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarray]:
     """PDP_RDMA: each split's input sub-cube (C padded to whole atoms, H, W)."""
     rdma = ctx.regs(PDP_RDMA)
-    if precision_of(rdma, PDP_RDMA, ctx.config) != cfg.precision:
-        raise ConfigurationError("NVDLA_PDP_RDMA.D_DATA_FORMAT_0: INPUT_DATA differs from "
-                                 "NVDLA_PDP.D_DATA_FORMAT_0")
+    check_precision("pdp", PRECISIONS[precision_of(rdma, PDP_RDMA, ctx.config)],
+                    PRECISIONS[cfg.precision], "NVDLA_PDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA "
+                    "(input) vs NVDLA_PDP.D_DATA_FORMAT_0.INPUT_DATA (output): INPUT_DATA differs")
     for field in ("cube_in_width", "cube_in_height", "cube_in_channel", "split_num"):
         if getattr(rdma, field) != getattr(pdp, field):
             raise ConfigurationError(f"NVDLA_PDP_RDMA {field.upper()} {getattr(rdma, field)} "
@@ -152,7 +153,7 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
     atom = ctx.config.atom_bytes
     prec = PRECISIONS[cfg.precision]
     channels = padded_channels(rdma.cube_in_channel + 1, cfg.precision, atom)
-    mem = ctx.memory(rdma.src_ram_type)
+    mem = ctx.memory(rdma.src_ram_type, "NVDLA_PDP_RDMA.D_SRC_RAM_CFG_0.SRC_RAM_TYPE")
     base = rdma.address("src_base_addr")
     cubes = []
     for start, width in cols:
@@ -169,7 +170,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
     atom = ctx.config.atom_bytes
     prec = PRECISIONS[cfg.precision]
     dtype = element_dtype(prec)
-    mem = ctx.memory(pdp.dst_ram_type)
+    mem = ctx.memory(pdp.dst_ram_type, "NVDLA_PDP.D_DST_RAM_CFG_0.DST_RAM_TYPE")
     base = pdp.address("dst_base_addr")
     height = pdp.cube_out_height + 1
     nan_out = 0

@@ -25,14 +25,16 @@ IN_ADDR, WT_ADDR, WMB_ADDR, WGS_ADDR = 0x100000, 0x200000, 0x300000, 0x380000
 def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=(1, 1),
             dilation=(1, 1), pad=(0, 0, 0, 0), pad_value: int = 0, truncate: int = 0,
             cvt=None, nan_to_zero: bool = False, entries: int | None = None,
-            out_size=None, compressed: bool = False, strides=None, in_ram: int = 1) -> None:
+            out_size=None, compressed: bool = False, strides=None, in_ram: int = 1,
+            in_addr: int = IN_ADDR, wt_addr: int = WT_ADDR) -> None:
     """Write the cube and weights to memory and program the registers (group 0).
 
     ``x`` is (C, H, W) in element dtype, ``w`` (K, C, R, S); ``pad`` is
     (left, right, top, bottom); ``cvt`` is (offset, scale, truncate) or None;
     ``compressed`` stores sparse-compressed weights (data, WMB, WGS);
     ``strides`` is (line, surface) for an unpacked cube (None: packed) and
-    ``in_ram`` the cube's RAM_TYPE (1 MC, 0 CV-SRAM).
+    ``in_ram`` the cube's RAM_TYPE (1 MC, 0 CV-SRAM); ``in_addr``/``wt_addr``
+    where the cube and the weights go.
     """
     cfg = m.config
     c, h, wd = x.shape
@@ -40,7 +42,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     line, surf = strides if strides is not None else (None, None)
     data, layout = pack_feature(x, cfg, precision=precision, line_stride=line,
                                 surface_stride=surf, fill=0x5A)
-    m.load(IN_ADDR, data, in_ram)
+    m.load(in_addr, data, in_ram)
     cd, cs, ca = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
     stream = pack_weight_dc(w, precision, cfg)
     bpe = 1 if precision == "int8" else 2
@@ -48,11 +50,11 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     if compressed:
         groups = group_bytes(w.shape[0], kernel_bytes, weight_group_size(precision, cfg))
         comp = compress_weights(stream, precision, groups)
-        m.load(WT_ADDR, comp.data)
+        m.load(wt_addr, comp.data)
         m.load(WMB_ADDR, comp.wmb)
         m.load(WGS_ADDR, comp.wgs)
     else:
-        m.load(WT_ADDR, stream)
+        m.load(wt_addr, stream)
     left, right, top, bottom = pad
     sx, sy = stride
     dx, dy = dilation
@@ -72,7 +74,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     set_reg(m, cd, "D_DATAIN_SIZE_1_0", datain_channel=c - 1)
     set_reg(m, cd, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=wd - 1, datain_height_ext=h - 1)
     set_reg(m, cd, "D_DAIN_RAM_TYPE_0", datain_ram_type=in_ram)
-    set_reg(m, cd, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=IN_ADDR)
+    set_reg(m, cd, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=in_addr)
     set_reg(m, cd, "D_LINE_STRIDE_0", line_stride=layout.line_stride)
     set_reg(m, cd, "D_SURF_STRIDE_0", surf_stride=layout.surface_stride)
     set_reg(m, cd, "D_DAIN_MAP_0", line_packed=int(layout.line_stride == layout.line_bytes),
@@ -81,7 +83,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     set_reg(m, cd, "D_WEIGHT_SIZE_0_0", byte_per_kernel=kernel_bytes - 1)
     set_reg(m, cd, "D_WEIGHT_SIZE_1_0", weight_kernel=k - 1)
     set_reg(m, cd, "D_WEIGHT_RAM_TYPE_0", weight_ram_type=1)
-    set_reg(m, cd, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=WT_ADDR)
+    set_reg(m, cd, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=wt_addr)
     set_reg(m, cd, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
     if compressed:
         set_reg(m, cd, "D_WEIGHT_FORMAT_0", weight_format=1)

@@ -36,13 +36,14 @@ def _common_tail(m: Machine, code: int, k: int, out_w: int, out_h: int, truncate
     set_reg(m, CA, "D_CLIP_CFG_0", clip_truncate=truncate)
 
 
-def _weights(m: Machine, stream: np.ndarray, kernels: int, kernel_bytes: int) -> int:
-    m.load(WT_ADDR, stream)
+def _weights(m: Machine, stream: np.ndarray, kernels: int, kernel_bytes: int,
+             addr: int = WT_ADDR) -> int:
+    m.load(addr, stream)
     wbytes = -(-kernels * kernel_bytes // 128) * 128
     set_reg(m, CD, "D_WEIGHT_SIZE_0_0", byte_per_kernel=kernel_bytes - 1)
     set_reg(m, CD, "D_WEIGHT_SIZE_1_0", weight_kernel=kernels - 1)
     set_reg(m, CD, "D_WEIGHT_RAM_TYPE_0", weight_ram_type=1)
-    set_reg(m, CD, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=WT_ADDR)
+    set_reg(m, CD, "D_WEIGHT_ADDR_LOW_0", weight_addr_low=addr)
     set_reg(m, CD, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
     set_reg(m, CS, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
     return wbytes
@@ -51,7 +52,9 @@ def _weights(m: Machine, stream: np.ndarray, kernels: int, kernel_bytes: int) ->
 def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, precision: str,
                   in_precision: str | None = None, x_offset: int = 0, sign_override=False,
                   cvt=None, mean=None, stride=(1, 1), pad=(0, 0, 0, 0), pad_value=0,
-                  csc_pad_value=None, post_extension: int = 1, truncate: int = 0) -> tuple:
+                  csc_pad_value=None, post_extension: int = 1, truncate: int = 0,
+                  in_addr: int = IN_ADDR, uv_addr: int = UV_ADDR,
+                  wt_addr: int = WT_ADDR) -> tuple:
     """Program an image-input layer; returns the output size (W', H').
 
     ``image`` is (C, H, W) in the component dtype of :mod:`sim.dma.pixel`,
@@ -72,9 +75,9 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
         strides = (layout.line_strides[0], uv_layout.line_strides[1])
     else:
         strides = (layout.line_strides[0], 0)
-    m.load(IN_ADDR, planes[0])
+    m.load(in_addr, planes[0])
     if f.planes == 2:
-        m.load(UV_ADDR, planes[1])
+        m.load(uv_addr, planes[1])
     left, right, top, bottom = pad
     sx, sy = stride
     out_w = (wd + left + right - s) // sx + 1
@@ -92,8 +95,8 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
     set_reg(m, CD, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=wd - 1, datain_height_ext=h - 1)
     set_reg(m, CD, "D_PIXEL_OFFSET_0", pixel_x_offset=x_offset)
     set_reg(m, CD, "D_DAIN_RAM_TYPE_0", datain_ram_type=1)
-    set_reg(m, CD, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=IN_ADDR)
-    set_reg(m, CD, "D_DAIN_ADDR_LOW_1_0", datain_addr_low_1=UV_ADDR if f.planes == 2 else 0)
+    set_reg(m, CD, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=in_addr)
+    set_reg(m, CD, "D_DAIN_ADDR_LOW_1_0", datain_addr_low_1=uv_addr if f.planes == 2 else 0)
     set_reg(m, CD, "D_LINE_STRIDE_0", line_stride=strides[0])
     set_reg(m, CD, "D_LINE_UV_STRIDE_0", uv_line_stride=strides[1])
     set_reg(m, CD, "D_ENTRY_PER_SLICE_0", entries=entries - 1)
@@ -112,7 +115,7 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
     set_reg(m, CD, "D_BANK_0", data_bank=7, weight_bank=7)
     ext = s * c
     _weights(m, pack_weight_image(w, precision, cfg, post_extension=post_extension), k,
-             r * s * c * bpe)
+             r * s * c * bpe, wt_addr)
     set_reg(m, CS, "D_MISC_CFG_0", in_precision=in_code, proc_precision=code)
     set_reg(m, CS, "D_DATAIN_FORMAT_0", datain_format=1)
     set_reg(m, CS, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=wd - 1, datain_height_ext=h - 1)
@@ -135,7 +138,8 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
 def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: str,
                      stride=(1, 1), pad=(0, 0, 0, 0), pad_value: int = 0, out_size=None,
                      pra_truncate: int = 0, truncate: int = 0,
-                     nan_to_zero: bool = False) -> tuple:
+                     nan_to_zero: bool = False, in_addr: int = IN_ADDR,
+                     wt_addr: int = WT_ADDR) -> tuple:
     """Program a Winograd layer; returns the output size (W', H').
 
     ``x`` is (C, H, W) in element dtype; ``w4`` the transformed weights
@@ -146,7 +150,7 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     c, h, wd = x.shape
     k, c_ext = w4.shape[:2]
     data, layout = pack_feature(x, cfg, precision=precision)
-    m.load(IN_ADDR, data)
+    m.load(in_addr, data)
     left, right, top, bottom = pad
     sx, sy = stride
     ext_w, ext_h = (left + wd + right) // sx, (top + h + bottom) // sy
@@ -162,7 +166,7 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     set_reg(m, CD, "D_DATAIN_SIZE_1_0", datain_channel=c - 1)
     set_reg(m, CD, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=ext_w - 1, datain_height_ext=ext_h - 1)
     set_reg(m, CD, "D_DAIN_RAM_TYPE_0", datain_ram_type=1)
-    set_reg(m, CD, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=IN_ADDR)
+    set_reg(m, CD, "D_DAIN_ADDR_LOW_0_0", datain_addr_low_0=in_addr)
     set_reg(m, CD, "D_LINE_STRIDE_0", line_stride=layout.line_stride)
     set_reg(m, CD, "D_SURF_STRIDE_0", surf_stride=layout.surface_stride)
     set_reg(m, CD, "D_DAIN_MAP_0", line_packed=1, surf_packed=1)
@@ -173,7 +177,7 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     set_reg(m, CD, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
     set_reg(m, CD, "D_BANK_0", data_bank=7, weight_bank=7)
     set_reg(m, CD, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
-    _weights(m, pack_weight_winograd(w4, precision, cfg), k, 16 * c_ext * bpe)
+    _weights(m, pack_weight_winograd(w4, precision, cfg), k, 16 * c_ext * bpe, wt_addr)
     set_reg(m, CS, "D_MISC_CFG_0", conv_mode=1, in_precision=code, proc_precision=code)
     set_reg(m, CS, "D_DATAIN_FORMAT_0")
     set_reg(m, CS, "D_DATAIN_SIZE_EXT_0_0", datain_width_ext=ext_w - 1, datain_height_ext=ext_h - 1)

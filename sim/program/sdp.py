@@ -102,19 +102,31 @@ def program_lut(m, cfg: dict | None, le=None, lo=None) -> None:
                f"lut_{t}_slope_oflow_shift": c[f"{t}_slope_oflow_shift"]})
 
 
-def _program_operand(m, name: str, spec: dict | None, proc: str) -> None:
+def operand_spec_format(spec: dict, proc: str):
+    """The :class:`~sim.dma.operands.OperandFormat` an operand ``spec`` asks for."""
+    use = spec["use"]
+    size = spec.get("size", 1 if proc == "int8" else 2)
+    return operand_format("bn" if use == "both" else "bias", proc, size,
+                          2 if use == "both" else 1, spec.get("per_element", False))
+
+
+def program_operand(m, name: str, spec: dict | None, proc: str) -> None:
+    """BRDMA/NRDMA/ERDMA of stage ``name`` (bs, bn, ew): disabled when ``spec`` is None.
+
+    ``spec``: ``use`` (mul, alu, both), ``array`` (C or 2, C values), optional
+    ``size`` (bytes per component), ``per_element`` and ``addr`` (where the
+    operand data go; default OPERAND_BASE[name]).
+    """
     dma = DMA_NAME[name]
     low = dma.lower()
     if spec is None:
         put(m, f"NVDLA_SDP_RDMA.D_{dma}_CFG_0", **{f"{low}_disable": 1})
         return
     use = spec["use"]
-    size = spec.get("size", 1 if proc == "int8" else 2)
-    per_element = spec.get("per_element", False)
-    fmt = operand_format("bn" if use == "both" else "bias", proc, size,
-                         2 if use == "both" else 1, per_element)
+    fmt = operand_spec_format(spec, proc)
+    size, per_element = fmt.data_size, spec.get("per_element", False)
     data, layout = pack_operand(spec["array"], fmt, m.config)
-    addr = OPERAND_BASE[name]
+    addr = spec.get("addr", OPERAND_BASE[name])
     m.load(addr, data)
     put(m, f"NVDLA_SDP_RDMA.D_{dma}_CFG_0", **{f"{low}_disable": 0, f"{low}_data_use": USE[use],
         f"{low}_data_size": size - 1, f"{low}_data_mode": int(per_element),
@@ -151,7 +163,7 @@ def run_sdp(config: str, cube, *, in_prec: str, out_prec: str, proc_prec: str | 
     put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)
     operands = operands or {}
     for name in ("bs", "bn", "ew"):
-        _program_operand(m, name, operands.get(name), proc)
+        program_operand(m, name, operands.get(name), proc)
     m.write_reg("NVDLA_SDP.D_DST_BASE_ADDR_LOW_0", DST)
     m.write_reg("NVDLA_SDP.D_DST_LINE_STRIDE_0", out_layout.line_stride)
     m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", out_layout.surface_stride)
@@ -209,3 +221,42 @@ def program_sdp_output(m: Machine, addr: int, shape, precision: str, *, winograd
     put(m, f"{SDP}.D_DATA_FORMAT_0", proc_precision=code, out_precision=code)
     put(m, f"{SDP}.D_CVT_SCALE_0", cvt_scale=1)
     return line, surface
+
+
+def program_sdp_core(m, shape, proc: str, out: str, *, dst: tuple | None = None,
+                     cvt=(0, 1, 0), flying: bool = False, to_pdp: bool = False,
+                     winograd: bool = False, nan_to_zero: bool = False) -> None:
+    """The SDP's cube, write DMA (``dst`` = (address, FeatureLayout), batches from the
+    layout) or PDP output, precisions, output convertor (offset, scale, shift), counters."""
+    c, h, w = shape
+    put(m, f"{SDP}.D_DATA_CUBE_WIDTH_0", width=w - 1)
+    put(m, f"{SDP}.D_DATA_CUBE_HEIGHT_0", height=h - 1)
+    put(m, f"{SDP}.D_DATA_CUBE_CHANNEL_0", channel=c - 1)
+    batch = 1
+    if dst is not None:
+        addr, lay = dst
+        batch = lay.batch
+        put(m, f"{SDP}.D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=addr)
+        put(m, f"{SDP}.D_DST_LINE_STRIDE_0", dst_line_stride=lay.line_stride)
+        put(m, f"{SDP}.D_DST_SURFACE_STRIDE_0", dst_surface_stride=lay.surface_stride)
+        put(m, f"{SDP}.D_DST_DMA_CFG_0", dst_ram_type=1)
+        if batch > 1:
+            m.write_reg(f"{SDP}.D_DST_BATCH_STRIDE_0", lay.batch_stride)
+    put(m, f"{SDP}.D_FEATURE_MODE_CFG_0", flying_mode=int(flying), output_dst=int(to_pdp),
+        winograd=int(winograd), nan_to_zero=int(nan_to_zero), batch_number=batch - 1)
+    put(m, f"{SDP}.D_DATA_FORMAT_0", proc_precision=PREC[proc], out_precision=PREC[out])
+    put(m, f"{SDP}.D_CVT_OFFSET_0", cvt_offset=cvt[0] & 0xFFFFFFFF)
+    put(m, f"{SDP}.D_CVT_SCALE_0", cvt_scale=cvt[1] & 0xFFFF)
+    put(m, f"{SDP}.D_CVT_SHIFT_0", cvt_shift=cvt[2])
+    put(m, f"{SDP}.D_PERF_ENABLE_0", perf_dma_en=1, perf_lut_en=1, perf_sat_en=1,
+        perf_nan_inf_count_en=1)
+
+
+def program_sdp_input(m, shape, src: tuple, proc: str, out: str) -> None:
+    """SDP_RDMA reading the input cube (C, H, W) at ``src`` = (address, FeatureLayout)."""
+    from .registers import feature_source
+
+    feature_source(m, "NVDLA_SDP_RDMA", shape, *src)
+    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=PREC[proc],
+        proc_precision=PREC[proc], out_precision=PREC[out])
+    put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)

@@ -58,7 +58,7 @@ def layer_of(ctx):
 
 
 def _read_input(ctx, layer, cp: int) -> np.ndarray:
-    mem = ctx.memory(layer.src_ram_type)
+    mem = ctx.memory(layer.src_ram_type, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
     atom = ctx.config.atom_bytes
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.in_precision, atom), atom,
@@ -120,7 +120,7 @@ def run_sdp(ctx, lut: LutRam, cube=None) -> None:
         return
     if not layer.writes_memory:
         return
-    mem = ctx.memory(layer.dst_ram_type)
+    mem = ctx.memory(layer.dst_ram_type, "NVDLA_SDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.out_precision, atom), atom,
                                       layer.dst_line_stride, layer.dst_surface_stride)

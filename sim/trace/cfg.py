@@ -86,7 +86,9 @@ def _unquote(text: str, where: str) -> str:
 
 
 def _convert(cmd: str, a: list[str], where: str) -> Op:
-    num = lambda s, what="number": parse_int(s, where, what)  # noqa: E731
+    def num(text: str, what: str = "number") -> int:
+        return parse_int(text, where, what, 32 if what in ("register value", "CRC") else 64)
+
     if cmd == "reg_write":
         return Op("reg_write", (a[0], num(a[1], "register value")), where)
     if cmd == "reg_read":
@@ -94,7 +96,8 @@ def _convert(cmd: str, a: list[str], where: str) -> Op:
     if cmd == "poll_reg_equal":
         return Op("poll_reg", (a[0], 0xFFFFFFFF, num(a[1], "register value")), where)
     if cmd == "intr_notify":
-        return Op("intr_notify", (a[0], a[1] if len(a) > 1 else ""), where)
+        # intr_notify([SOURCE_GROUP,] sync_id): without a source it waits for any interrupt
+        return Op("intr_notify", (a[0], a[1]) if len(a) > 1 else ("", a[0]), where)
     if cmd in ("sync_notify", "sync_wait", "check_nothing"):
         return Op("nop", tuple(a), where)
     if cmd == "mem_load":

@@ -19,11 +19,16 @@ class Op:
         return SimError(f"{self.where}: {reason}")
 
 
-def parse_int(text: str, where: str, what: str = "number") -> int:
+def parse_int(text: str, where: str, what: str = "number", bits: int = 64) -> int:
+    """A non-negative C-style integer (``0x..``, decimal) that fits ``bits`` bits."""
+    text = text.strip()
     try:
-        return int(text.strip(), 0)
+        value = int(text, 0)
     except ValueError:
-        raise SimError(f"{where}: {text.strip()!r} is not a valid {what}") from None
+        raise SimError(f"{where}: {text[:40]!r} is not a valid {what}") from None
+    if value < 0 or value >> bits:
+        raise SimError(f"{where}: {what} {text[:40]} does not fit in {bits} unsigned bits")
+    return value
 
 
 def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:

@@ -14,12 +14,13 @@ from pathlib import Path
 
 from ..configs import CONFIGS
 from ..dram import (
-    fill_pattern,
-    format_hex_dat,
+    DEFAULT_LIMITS,
+    MemoryLimits,
+    memory_file_name,
     read_hex_dat,
     read_record_dat,
     record_dat_extent,
-    write_atomically,
+    write_memory_file,
 )
 from ..errors import CheckFailed, SimError
 from ..machine import Machine
@@ -78,11 +79,15 @@ def guess_config(trace_file: Path) -> str | None:
 
 
 class TracePlayer:
-    def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None):
+    def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None,
+                 limits: MemoryLimits = DEFAULT_LIMITS, dump_format: str = "dat",
+                 word_bytes: int = 1):
         self.trace_file = trace_file
         self.folder = trace_file.parent
-        self.machine = Machine(config)
+        self.machine = Machine(config, limits)
         self.dump_dir = dump_dir
+        self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
+        self.word_bytes = word_bytes
         self.checks = 0
 
     # -- helpers --------------------------------------------------------------
@@ -119,7 +124,8 @@ class TracePlayer:
     def _dump(self, name: str, addr: int, data: bytes) -> None:
         if self.dump_dir is not None:
             self.dump_dir.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.dump_dir / name, format_hex_dat(addr, data))
+            write_memory_file(self.dump_dir / memory_file_name(name, self.dump_format), addr,
+                              data, self.dump_format, self.word_bytes)
 
     # -- execution ------------------------------------------------------------
     def play(self) -> None:
@@ -164,17 +170,29 @@ class TracePlayer:
                 f"expected {want & mask:#x}"
             )
 
+    def _interrupt(self, op: Op, text: str) -> tuple[str, int]:
+        """``SDP_0``, ``cdma_dat_0`` ... -> (source as S_INTR_STATUS_0 names it, group).
+
+        NVIDIA's trace parser upper-cases the source, so any letter case names it.
+        """
+        name, _, group = text.strip().upper().rpartition("_")
+        sources = self.machine.interrupt_sources()
+        if not name or group not in ("0", "1"):
+            raise op.fail(f"bad interrupt name {text!r} (expected SOURCE_GROUP, e.g. SDP_0)")
+        if name not in sources:
+            raise op.fail(f"unknown interrupt source {text!r} (known: "
+                          f"{', '.join(s + '_0/1' for s in sources)})")
+        return name, int(group)
+
     def _op_intr_notify(self, op: Op) -> None:
         source = op.args[0]
-        name, _, group = source.rpartition("_")
-        if not name or group not in ("0", "1"):
-            raise op.fail(f"bad interrupt name {source!r} (expected e.g. SDP_0)")
-        g = int(group)
-        try:
-            self.machine.interrupt_set(name, g)
-        except KeyError:
-            raise op.fail(f"unknown interrupt source {name!r}") from None
         self.checks += 1
+        if not source:  # single shot: any interrupt, then clear what was raised
+            if not self._advance_until(self.machine.interrupt_pending):
+                raise CheckFailed(f"{op.where}: waiting for an interrupt, but the machine is idle")
+            self.machine.clear_interrupts()
+            return
+        name, g = self._interrupt(op, source)
         if not self._advance_until(lambda: self.machine.interrupt_set(name, g)):
             raise CheckFailed(f"{op.where}: interrupt {source} never raised (machine idle)")
         self.machine.clear_interrupt(name, g)  # as the bench's handler does
@@ -189,29 +207,28 @@ class TracePlayer:
         mem = self._memory(op, mem_name)
         if isinstance(size, str):
             size = record_dat_extent(read_record_dat(self._file(op, size)))
-        try:
-            mem.write(addr, fill_pattern(pattern, addr, size))
-        except SimError as exc:
-            raise op.fail(str(exc)) from None
+        mem.fill(addr, size, pattern, what=op.where)
 
     def _op_mem_load(self, op: Op) -> None:
         mem_name, addr, name = op.args
         mem = self._memory(op, mem_name)
         for offset, payload in read_record_dat(self._file(op, name)):
-            mem.write(addr + offset, payload)
+            mem.write(addr + offset, payload, op.where)
 
     def _op_load_hex(self, op: Op) -> None:
         addr, size, name = op.args
+        mem = self._txn_memory(addr)
+        mem.check(addr, size, op.where, "load_mem")
         data = read_hex_dat(self._file(op, name))
         if len(data) < size:
             data = data + bytes(size - len(data))  # the bench loads what the file holds
-        self._txn_memory(addr).write(addr, data[:size])
+        mem.write(addr, data[:size], op.where)
 
     def _op_check_crc(self, op: Op) -> None:
         _sync, mem_name, addr, size, want = op.args
         self.machine.run()
         mem = self._memory(op, mem_name)
-        got = mem.crc32(addr, size)
+        got = mem.crc32(addr, size, op.where)
         self.checks += 1
         self._dump(f"crc_{addr:#x}.dat", addr, mem.read(addr, size))
         if got != want:
@@ -224,7 +241,7 @@ class TracePlayer:
         addr, size, name = op.args
         self.machine.run()
         mem = self._txn_memory(addr)
-        got = mem.read(addr, size)
+        got = mem.read(addr, size, op.where)
         self._dump(name, addr, got)
         expected = read_hex_dat(self._file(op, name))
         self.checks += 1
@@ -240,7 +257,7 @@ class TracePlayer:
 
 def run_trace(
     path: str | Path, config: str | None = None, dump_dir: Path | None = None,
-    name: str | None = None,
+    name: str | None = None, dump_format: str = "dat", word_bytes: int = 1,
 ) -> TraceResult:
     """Run one trace; never raises for trace problems (they become the result)."""
     start = time.perf_counter()
@@ -252,7 +269,8 @@ def run_trace(
         cfg_name = config or guess_config(trace_file)
         if cfg_name is None:
             raise SimError(f"{path}: cannot tell the hardware configuration; pass --config")
-        player = TracePlayer(trace_file, cfg_name, dump_dir)
+        player = TracePlayer(trace_file, cfg_name, dump_dir, dump_format=dump_format,
+                             word_bytes=word_bytes)
         player.play()
         return TraceResult(display, cfg_name, "pass", f"{player.checks} checks",
                            time.perf_counter() - start, player.checks)

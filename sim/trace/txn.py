@@ -35,7 +35,8 @@ def parse_txn(path: str | Path) -> list[Op]:
             raise SimError(f"{where}: {cmd} takes {need} arguments, got {len(args)}")
 
         def num(i, what):
-            return parse_int(args[i], where, what)  # noqa: B023
+            bits = 64 if what in ("memory address", "size") else 32
+            return parse_int(args[i], where, what, bits)  # noqa: B023
 
         if cmd == "write_reg":
             ops.append(Op("reg_write", (csb_to_byte(num(0, "address")), num(1, "value")), where))
@@ -45,7 +46,7 @@ def parse_txn(path: str | Path) -> list[Op]:
         elif cmd == "wait":
             ops.append(Op("wait", (), where))
         elif cmd == "load_mem":
-            ops.append(Op("load_hex", (num(0, "address"), num(1, "size"), args[2]), where))
+            ops.append(Op("load_hex", (num(0, "memory address"), num(1, "size"), args[2]), where))
         else:
-            ops.append(Op("dump_mem", (num(0, "address"), num(1, "size"), args[2]), where))
+            ops.append(Op("dump_mem", (num(0, "memory address"), num(1, "size"), args[2]), where))
     return ops

@@ -1,0 +1,467 @@
+"""Per-unit layer builders for ``gen``: validate a layer's options, write its memory and
+registers on a :class:`~sim.gen.build.GenMachine`, and say which blocks to enable.
+
+Each ``build_<unit>(m, layer, alloc, rng, outputs)`` returns (the layer's
+:class:`~sim.gen.build.Output`, the blocks whose D_OP_ENABLE starts it, in the
+order firmware writes them: consumers first).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dma.feature import feature_layout
+from ..dma.operands import pack_operand
+from ..dma.weights import winograd_weights
+from ..program.bdma import program_bdma_copy
+from ..program.cdp import linear_lut, program_cdp
+from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
+from ..program.sdp import program_sdp_core, program_sdp_input
+from .build import Output, input_cube, output_region, padded
+from .data import random_cube
+from .spec import (
+    ALU_ALGOS,
+    CONV_MODES,
+    FLY_PDP_KEYS,
+    FLY_SDP_KEYS,
+    POOLING,
+    STAGE_KEYS,
+    check_keys,
+    choice,
+    dims,
+    integer,
+)
+
+SDP, SDP_RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
+PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
+CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
+CONV_ENABLE = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+STAGES = {"x1": "bs", "x2": "bn", "y": "ew"}  # spec name -> register prefix
+
+
+def _fp16_bits(value: float) -> int:
+    return int(np.array([value], dtype=np.float16).view(np.uint16)[0])
+
+
+def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
+    """A register operand: an integer for int8/int16 processing, a number for fp16."""
+    if proc == "fp16":
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise layer.fail(key, f"expected a number, got {value!r}")
+        return _fp16_bits(float(value))
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return integer(layer, key, value, lo, hi) & ((1 << bits) - 1)
+
+
+def _cvt(layer, key: str, value, default=(0, 1, 0)) -> tuple[int, int, int]:
+    """(offset, scale, shift) of an output convertor."""
+    if value is None:
+        return default
+    if not isinstance(value, (list, tuple)) or len(value) != 3:
+        raise layer.fail(key, f"expected [offset, scale, shift], got {value!r}")
+    offset = integer(layer, f"{key}[0]", value[0], -(1 << 31), (1 << 31) - 1)
+    scale = integer(layer, f"{key}[1]", value[1], -(1 << 15), (1 << 15) - 1)
+    shift = integer(layer, f"{key}[2]", value[2], 0, 63)
+    return offset, scale, shift
+
+
+# -- SDP ------------------------------------------------------------------------------------
+
+def _out_precision(layer, cfg, value, proc: str, key: str = "out_precision") -> str:
+    out = value or proc
+    choice(layer, key, out, ("int8", "int16", "fp16"))
+    if (proc == "fp16") != (out == "fp16"):
+        raise layer.fail(key, f"{proc} processing cannot write {out}: fp16 goes to fp16, "
+                         "integers to int8/int16")
+    if not cfg.supports(out):
+        raise layer.fail(key, f"{cfg.name} does not support {out}")
+    return out
+
+
+def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> None:
+    """Program one of X1 (BS), X2 (BN), Y (EW), operands from registers or memory."""
+    from ..program.sdp import operand_spec_format, program_operand, program_x, program_y
+
+    p = STAGES[key]
+    table = check_keys(layer, key, table, STAGE_KEYS)
+    if key == "y" and table and not m.config.sdp_ew:
+        raise layer.fail("y", f"{m.config.name} has no SDP Y (EW) stage")
+    alu, mul = table.get("alu"), table.get("mul")
+    if alu is not None:
+        choice(layer, f"{key}.alu", alu, tuple(ALU_ALGOS))
+    alu_src = table.get("alu_operand", 0) == "memory" and alu is not None
+    mul_src = mul == "memory"
+    relu, prelu, lut = (bool(table.get(k, False)) for k in ("relu", "prelu", "lut"))
+    if prelu and mul is None:
+        raise layer.fail(f"{key}.prelu", "PReLU needs a multiplier (mul)")
+    fields = dict(bypass=int(not table), alu_bypass=int(alu is None),
+                  alu_algo=ALU_ALGOS.get(alu, 0), alu_src=int(alu_src), mul_bypass=int(mul is None),
+                  mul_src=int(mul_src), prelu=int(prelu))
+    wide = 32 if key == "y" else 16  # operand register width
+    if alu is not None and not alu_src:
+        fields["alu_operand"] = _operand_value(layer, f"{key}.alu_operand",
+                                               table.get("alu_operand", 0), proc, wide)
+    if mul is not None and not mul_src:
+        fields["mul_operand"] = _operand_value(layer, f"{key}.mul", mul, proc, wide)
+    shift = integer(layer, f"{key}.mul_shift", table.get("mul_shift", 0), 0, 255)
+    if key == "y":
+        if relu:
+            raise layer.fail("y.relu", "the Y stage has no ReLU (use x1 or x2)")
+        if lut:
+            _lut(m, layer, proc, rng)
+        program_y(m, {**fields, "lut_bypass": int(not lut), "truncate": shift})
+    else:
+        if lut:
+            raise layer.fail(f"{key}.lut", "only the Y stage has the LUT")
+        program_x(m, p, {**fields, "relu_bypass": int(not relu), "mul_shift": shift,
+                         "alu_shift": integer(layer, f"{key}.alu_shift",
+                                              table.get("alu_shift", 0), 0, 63)})
+    memory = [u for u, on in (("alu", alu_src), ("mul", mul_src)) if on]
+    if not memory:
+        if key != "y" or m.config.sdp_ew:
+            program_operand(m, p, None, proc)
+        return
+    use = "both" if len(memory) == 2 else memory[0]
+    spec = {"use": use, "size": 1 if proc == "int8" else 2}
+    shape = (2, channels) if use == "both" else (channels,)
+    if proc == "fp16":
+        spec["array"] = rng.uniform(-2, 2, shape).astype(np.float16).view(np.uint16)
+    else:
+        limit = 32 if proc == "int8" else 100
+        spec["array"] = rng.integers(-limit, limit + 1, shape).astype(
+            np.int8 if proc == "int8" else np.int16)
+    _, lay = pack_operand(spec["array"], operand_spec_format(spec, proc), m.config)
+    spec["addr"] = alloc.take(lay.extent)
+    program_operand(m, p, spec, proc)
+
+
+def _lut(m, layer, proc: str, rng) -> None:
+    """A linear-mode LUT over the Y stage's input range: LE a smooth curve, LO a ramp.
+
+    LE spans [-2^k, 2^k) in 64 intervals, LO the same range in 256 (k = 8 for
+    int8, 16 for int16); values outside fall to the under/overflow paths.
+    """
+    from ..program.sdp import program_lut
+
+    m.config.require("sdp_lut", layer.where("y.lut"))
+    if proc == "fp16":
+        raise layer.fail("y.lut", "gen builds LUTs for int8/int16 processing")
+    k = 8 if proc == "int8" else 16
+    x = np.arange(65) / 16.0 - 2.0
+    le = np.round(12000 * np.tanh(x)).astype(np.int64)
+    lo = np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
+    span = {"le_start": -(1 << k) & 0xFFFFFFFF, "le_end": 1 << k,
+            "lo_start": -(1 << k) & 0xFFFFFFFF, "lo_end": 1 << k}
+    program_lut(m, {"le_function": 1, "le_index_select": k + 1 - 6,
+                    "lo_index_select": k + 1 - 8, **span}, le, lo)
+
+
+def build_sdp(m, layer, alloc, rng, outputs):
+    proc = layer.precision
+    out_prec = _out_precision(layer, m.config, layer.get("out_precision"), proc)
+    m.select_group([SDP, SDP_RDMA])
+    cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
+    c, h, w = cube.shape
+    _load_random_input(m, layer, cube, src)
+    out = output_region(m, alloc, (c, h, w), out_prec)
+    program_sdp_input(m, (c, h, w), (src, lay), proc, out_prec)
+    channels = padded(c, proc, m.config.atom_bytes)
+    for key in ("x1", "x2", "y"):
+        _stage(m, layer, alloc, rng, key, layer.get(key), proc, channels)
+    program_sdp_core(m, (c, h, w), proc, out_prec, dst=(out.addr, out.layout),
+                     cvt=_cvt(layer, "cvt", layer.get("cvt")),
+                     nan_to_zero=bool(layer.get("nan_to_zero", False)))
+    return out, (SDP, SDP_RDMA)
+
+
+def _load_random_input(m, layer, cube, src: int) -> None:
+    """A layer's own (not chained) input cube goes to memory packed."""
+    if isinstance(layer.input, tuple):
+        from ..dma.feature import pack_feature
+
+        m.load(src, pack_feature(cube, m.config, precision=layer.precision)[0])
+
+
+# -- PDP ------------------------------------------------------------------------------------
+
+def _pooling(layer, table, shape) -> tuple[Pooling, tuple]:
+    """Validated pooling options and the output cube (C, H', W')."""
+    c, h, w = shape
+    method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
+    kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
+    sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
+    left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
+    if left >= kw or right >= kw or top >= kh or bottom >= kh:
+        raise layer.fail("pad", f"padding {[left, right, top, bottom]} must be smaller than "
+                         f"the kernel {[kh, kw]} on each side")
+    pad_value = table.get("pad_value", 0)
+    if layer.precision == "fp16" and pad_value != 0:
+        raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
+    pad_value = integer(layer, "pad_value", pad_value, -(1 << 15), (1 << 15) - 1)
+    if w + left + right < kw or h + top + bottom < kh:
+        raise layer.fail("kernel", f"a {kh}x{kw} kernel does not fit the padded {h}x{w} input")
+    pool = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), pad_value)
+    return pool, (c, *pool.out_size(h, w))
+
+
+def build_pdp(m, layer, alloc, rng, outputs):
+    m.select_group([PDP, PDP_RDMA])
+    cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
+    shape = cube.shape
+    pool, out_shape = _pooling(layer, layer.options, shape)
+    _load_random_input(m, layer, cube, src)
+    out = output_region(m, alloc, out_shape, layer.precision)
+    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
+    program_pdp(m, shape, layer.precision, pool, (out.addr, out.layout), src=(src, lay),
+                nan_to_zero=bool(layer.get("nan_to_zero", False)))
+    return out, (PDP, PDP_RDMA)
+
+
+# -- CDP ------------------------------------------------------------------------------------
+
+def build_cdp(m, layer, alloc, rng, outputs):
+    if layer.precision == "fp16":
+        raise layer.fail("precision", "gen builds CDP layers in int8/int16 (fp16 LUTs are "
+                         "not generated yet)")
+    m.select_group([CDP, CDP_RDMA])
+    window = choice(layer, "window", layer.get("window", 5), (3, 5, 7, 9))
+    datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
+    datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
+    cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
+    _load_random_input(m, layer, cube, src)
+    out = output_region(m, alloc, cube.shape, layer.precision)
+    program_cdp(m, cube.shape, layer.precision, (src, lay), (out.addr, out.layout),
+                window=window, datin=datin, datout=datout,
+                lut=linear_lut(layer.precision, window),
+                sqsum_bypass=bool(layer.get("sqsum_bypass", False)),
+                mul_bypass=bool(layer.get("mul_bypass", False)))
+    return out, (CDP, CDP_RDMA)
+
+
+# -- BDMA -----------------------------------------------------------------------------------
+
+def build_bdma(m, layer, alloc, rng, outputs):
+    cfg = m.config
+    if not cfg.bdma:
+        raise layer.fail("unit", f"{cfg.name} has no BDMA")
+    line = integer(layer, "line_bytes", layer.get("line_bytes", 64), 32, 8192)
+    if line % 32:
+        raise layer.fail("line_bytes", f"{line} is not a multiple of 32 (BDMA moves 32-byte "
+                         "atoms)")
+    lines = integer(layer, "lines", layer.get("lines", 4), 1, 8192)
+    surfaces = integer(layer, "surfaces", layer.get("surfaces", 1), 1, 8192)
+    mems = {}
+    for key in ("src", "dst"):
+        ram = choice(layer, key, layer.get(key, "mc"), ("mc", "cv"))
+        if ram == "cv" and not cfg.secondary_memory:
+            raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
+        mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
+    size = line * lines * surfaces
+    src = alloc.take(size, mems["src"])
+    m.load(src, rng.integers(0, 256, size, dtype=np.uint8), mems["src"])
+    out = Output(mems["dst"], alloc.take(size, mems["dst"]), size)
+    program_bdma_copy(m, src, out.addr, line_bytes=line, lines=lines, surfaces=surfaces,
+                      src_mem=mems["src"], dst_mem=mems["dst"])
+    return out, ("NVDLA_BDMA",)
+
+
+# -- convolution ----------------------------------------------------------------------------
+
+def _truncate(layer, c, r, s, dmax, wmax) -> int:
+    """CACC truncation that keeps the accumulator's typical values in the output range."""
+    if layer.precision == "fp16":
+        return 0
+    bits = 8 if layer.precision == "int8" else 16
+    typical = int(np.sqrt(c * r * s)) * dmax * wmax
+    return max(0, typical.bit_length() - (bits - 1) + 1)
+
+
+def build_conv(m, layer, alloc, rng, outputs):
+    from ..program.conv import program
+    from ..program.conv_modes import program_image, program_winograd
+
+    cfg = m.config
+    mode = choice(layer, "mode", layer.get("mode", "direct"), CONV_MODES)
+    if mode == "winograd":
+        cfg.require("winograd", layer.where("mode"))
+    batch = integer(layer, "batch", layer.get("batch", 1), 1, 32)
+    if batch > 1:
+        cfg.require("batch", layer.where("batch"))
+        if batch > cfg.max_batch:
+            raise layer.fail("batch", f"{batch} batches exceed {cfg.name}'s {cfg.max_batch}")
+        if mode != "direct" or not isinstance(layer.input, tuple):
+            raise layer.fail("batch", "batches need a direct convolution of a random input")
+    proc = layer.precision
+    units = list(CONV_ENABLE) + [SDP]
+    fly_sdp = check_keys(layer, "sdp", layer.get("sdp"), FLY_SDP_KEYS)
+    fly_pdp = layer.get("pdp")
+    if fly_pdp is not None:
+        fly_pdp = check_keys(layer, "pdp", fly_pdp, FLY_PDP_KEYS)
+        units.append(PDP)
+    m.select_group(units + [SDP_RDMA])
+    k = integer(layer, "kernels", layer.get("kernels", 8), 1, 8192)
+    r, s = dims(layer, "kernel", layer.get("kernel", [3, 3]), 2, 1, 32)
+    sy, sx = dims(layer, "stride", layer.get("stride", [1, 1]), 2, 1, 8)
+    dy, dx = dims(layer, "dilation", layer.get("dilation", [1, 1]), 2, 1, 32)
+    pad = tuple(dims(layer, "pad", layer.get("pad", 0), 4, 0, 31))
+    left, right, top, bottom = pad
+    pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
+                        (1 << 15) - 1)
+    if mode == "image":
+        if isinstance(layer.input, str):
+            raise layer.fail("input", "image input reads pixels from memory, not a chained "
+                             "feature cube")
+        from ..dma.pixel import pixel_format
+
+        fmt = pixel_format(layer.get("pixel_format", "T_A8B8G8R8"))
+        if fmt.dtype != np.uint8:
+            raise layer.fail("pixel_format", "gen builds 8-bit pixel formats")
+        c, h, w = layer.input
+        if c != fmt.channels:
+            raise layer.fail("input", f"{fmt.name} has {fmt.channels} channels, not {c}")
+        image = rng.integers(0, 256, (c, h, w)).astype(np.uint8)
+        cube = None
+    elif batch > 1:
+        c, h, w = layer.input
+        cube = random_cube(rng, (batch, c, h, w), proc, layer.get("data"), "conv")
+        lay = feature_layout((c, h, w), proc, cfg.atom_bytes)
+        src = alloc.take(lay.extent * batch)
+    else:
+        cube, src, lay = input_cube(m, layer, alloc, rng, outputs, "conv")
+        c, h, w = cube.shape
+    if mode == "winograd" and ((r, s) != (3, 3) or (sy, sx) != (1, 1) or (dy, dx) != (1, 1)):
+        raise layer.fail("kernel", "Winograd convolution takes 3x3 kernels, stride 1, no "
+                         "dilation")
+    ext_w = (s - 1) * dx + 1
+    ext_h = (r - 1) * dy + 1
+    out_w = (w + left + right - ext_w) // sx + 1
+    out_h = (h + top + bottom - ext_h) // sy + 1
+    if w + left + right < ext_w or h + top + bottom < ext_h:
+        raise layer.fail("kernel", f"a {r}x{s} kernel (dilated {ext_h}x{ext_w}) does not fit "
+                         f"the padded {h}x{w} input")
+    wt = random_cube(rng, (k, c, r, s), proc, None, "weight")
+    lo, hi = _ranges(layer, proc)
+    truncate = layer.get("truncate")
+    if truncate is None:
+        truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
+                             max(abs(v) for v in (_wrange(proc))))
+    truncate = integer(layer, "truncate", truncate, 0, 31)
+    _check_cbuf(layer, cfg, c, h * batch, w, k, r, s, proc, mode)
+    if mode == "winograd":
+        w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
+        wt_addr = alloc.take(w4.size * 2 + 4096)
+        out_w, out_h = program_winograd(m, cube, w4, precision=proc, pad=pad,
+                                        pad_value=pad_value, truncate=truncate, in_addr=src,
+                                        wt_addr=wt_addr)
+    elif mode == "image":
+        in_addr = alloc.take(h * w * 4 * 2 + 4096)
+        wt_addr = alloc.take(wt.size * 8 + 4096)
+        out_w, out_h = program_image(m, image, wt, fmt=fmt.name, precision=proc,
+                                     cvt=(128, 1, 0), stride=(sx, sy), pad=pad,
+                                     pad_value=pad_value, truncate=truncate, in_addr=in_addr,
+                                     wt_addr=wt_addr)
+    else:
+        wt_addr = alloc.take(-(-wt.size * (1 if proc == "int8" else 2) // 128) * 128 + 128)
+        program(m, cube if batch == 1 else cube[0], wt, precision=proc, stride=(sx, sy),
+                dilation=(dx, dy), pad=pad, pad_value=pad_value, truncate=truncate,
+                nan_to_zero=bool(layer.get("nan_to_zero", False)), in_addr=src,
+                wt_addr=wt_addr)
+        if batch > 1:
+            _batches(m, cube, src, lay, proc)
+    out_prec = _out_precision(layer, cfg, fly_sdp.get("out_precision"), proc,
+                              "sdp.out_precision")
+    shape = (k, out_h, out_w)
+    bias = fly_sdp.get("bias")
+    mul = fly_sdp.get("mul")
+    x1 = {}
+    if bias is not None:
+        x1.update(alu="sum", alu_operand=bias)
+    if mul is not None:
+        x1.update(mul=mul, mul_shift=fly_sdp.get("mul_shift", 0))
+    if fly_sdp.get("relu"):
+        x1["relu"] = True
+    for key, table in (("x1", x1), ("x2", {}), ("y", {})):
+        if key == "y" and not cfg.sdp_ew:
+            m.set(SDP, "D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
+                  ew_lut_bypass=1)
+            continue
+        _stage(m, layer, alloc, rng, key, table, proc, padded(k, proc, cfg.atom_bytes))
+    cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
+    winograd = mode == "winograd"
+    if fly_pdp is None:
+        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec)
+        program_sdp_core(m, shape, proc, out_prec, dst=(out.addr, out.layout), cvt=cvt,
+                         flying=True, winograd=winograd)
+        return out, tuple(units)
+    if batch > 1:
+        raise layer.fail("pdp", "the PDP on the fly takes one batch")
+    pdp_layer = _PoolView(layer, out_prec)
+    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape)
+    out = output_region(m, alloc, out_shape, out_prec)
+    program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
+                     winograd=winograd)
+    program_pdp(m, shape, out_prec, pool, (out.addr, out.layout))
+    return out, (PDP, *units[:-1])
+
+
+def _batches(m, cube, src: int, lay, proc: str) -> None:
+    """Batches 1.. of a direct convolution's input, and the batch registers."""
+    from ..dma.feature import pack_feature
+
+    for n in range(1, cube.shape[0]):
+        data, _ = pack_feature(cube[n], m.config, precision=proc)
+        m.load(src + n * lay.extent, data)
+    batches = cube.shape[0] - 1
+    m.set("NVDLA_CDMA", "D_BATCH_NUMBER_0", batches=batches)
+    m.write_reg("NVDLA_CDMA.D_BATCH_STRIDE_0", lay.extent)
+    m.set("NVDLA_CSC", "D_BATCH_NUMBER_0", batches=batches)
+    m.set("NVDLA_CACC", "D_BATCH_NUMBER_0", batches=batches)
+
+
+class _PoolView:
+    """A conv layer seen as the PDP it feeds: its keys are under ``pdp.``."""
+
+    def __init__(self, layer, precision: str):
+        self._layer = layer
+        self.precision = precision
+        self.options = layer.get("pdp")
+
+    def fail(self, key, rule):
+        return self._layer.fail(f"pdp.{key}", rule)
+
+    def where(self, key):
+        return self._layer.where(f"pdp.{key}")
+
+    def get(self, key, default=None):
+        return self.options.get(key, default)
+
+
+def _ranges(layer, proc):
+    from .data import RANGES
+
+    data = layer.get("data") or {}
+    lo, hi = RANGES[proc]["conv"]
+    return (data.get("low") if data.get("low") is not None else lo,
+            data.get("high") if data.get("high") is not None else hi)
+
+
+def _wrange(proc):
+    from .data import RANGES
+
+    return RANGES[proc]["weight"]
+
+
+def _check_cbuf(layer, cfg, c, h, w, k, r, s, proc, mode) -> None:
+    """The input and weights must fit the CBUF banks the programming uses (8 + 8)."""
+    bpe = 1 if proc == "int8" else 2
+    bank = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    banks = min(8, cfg.cbuf_bank_count // 2)
+    atoms = -(-c * bpe // cfg.atom_bytes)
+    data = h * w * atoms * cfg.atom_bytes
+    weights = k * c * r * s * bpe * (16 / 9 if mode == "winograd" else 1)
+    if data > banks * bank:
+        raise layer.fail("input", f"the input ({data} bytes) does not fit {banks} CBUF banks "
+                         f"of {bank} bytes on {cfg.name}")
+    if weights > banks * bank:
+        raise layer.fail("kernels", f"the weights ({int(weights)} bytes) do not fit {banks} "
+                         f"CBUF banks of {bank} bytes on {cfg.name}")

@@ -1,0 +1,100 @@
+"""Program a PDP layer: pooling from memory (PDP_RDMA) or on the fly behind the SDP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .registers import PRECISION_CODES, set_reg
+
+PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
+METHODS = {"average": 0, "max": 1, "min": 2}  # POOLING_METHOD
+
+
+@dataclass(frozen=True)
+class Pooling:
+    method: str  # average | max | min
+    kernel: tuple[int, int]  # (height, width)
+    stride: tuple[int, int]  # (height, width)
+    pad: tuple[int, int, int, int]  # (left, right, top, bottom)
+    pad_value: int  # the value of one padded element (int8/int16)
+
+    def out_size(self, height: int, width: int) -> tuple[int, int]:
+        """(H', W') of the pooled cube."""
+        left, right, top, bottom = self.pad
+        return ((height + top + bottom - self.kernel[0]) // self.stride[0] + 1,
+                (width + left + right - self.kernel[1]) // self.stride[1] + 1)
+
+
+def recip(kernel: int, precision: str) -> int:
+    """RECIP_KERNEL_* for a kernel size: 1/k with 16 fraction bits, or an fp17 for fp16."""
+    if precision != "fp16":
+        return 0x10000 // kernel
+    from ..num.ops import fp32_to_fp17
+
+    return int(fp32_to_fp17(int(np.array([1.0 / kernel], dtype=np.float32).view(np.uint32)[0])))
+
+
+def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tuple | None = None,
+                nan_to_zero: bool = False) -> None:
+    """PDP registers of a one-split layer.
+
+    ``shape`` is the input (C, H, W); ``dst`` and ``src`` are (address,
+    FeatureLayout); no ``src`` means the input comes on the fly from the SDP.
+    """
+    c, h, w = shape
+    oh, ow = pool.out_size(h, w)
+    (kh, kw), (sh, sw) = pool.kernel, pool.stride
+    left, right, top, bottom = pool.pad
+    set_reg(m, PDP, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
+    set_reg(m, PDP, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)
+    set_reg(m, PDP, "D_DATA_CUBE_IN_CHANNEL_0", cube_in_channel=c - 1)
+    set_reg(m, PDP, "D_DATA_CUBE_OUT_WIDTH_0", cube_out_width=ow - 1)
+    set_reg(m, PDP, "D_DATA_CUBE_OUT_HEIGHT_0", cube_out_height=oh - 1)
+    set_reg(m, PDP, "D_DATA_CUBE_OUT_CHANNEL_0", cube_out_channel=c - 1)
+    set_reg(m, PDP, "D_OPERATION_MODE_CFG_0", pooling_method=METHODS[pool.method],
+            flying_mode=int(src is not None), split_num=0)
+    set_reg(m, PDP, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
+    set_reg(m, PDP, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
+    set_reg(m, PDP, "D_PARTIAL_WIDTH_OUT_0", partial_width_out_first=ow - 1)
+    set_reg(m, PDP, "D_POOLING_KERNEL_CFG_0", kernel_width=kw - 1, kernel_height=kh - 1,
+            kernel_stride_width=sw - 1, kernel_stride_height=sh - 1)
+    set_reg(m, PDP, "D_RECIP_KERNEL_WIDTH_0", recip_kernel_width=recip(kw, precision))
+    set_reg(m, PDP, "D_RECIP_KERNEL_HEIGHT_0", recip_kernel_height=recip(kh, precision))
+    set_reg(m, PDP, "D_POOLING_PADDING_CFG_0", pad_left=left, pad_top=top, pad_right=right,
+            pad_bottom=bottom)
+    for n in range(1, 8):  # the sum of n padded elements, as firmware programs it
+        set_reg(m, PDP, f"D_POOLING_PADDING_VALUE_{n}_CFG_0",
+                **{f"pad_value_{n}x": (n * pool.pad_value) & 0x7FFFF})
+    if src is not None:
+        addr, lay = src
+        set_reg(m, PDP, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=addr)
+        set_reg(m, PDP, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
+        set_reg(m, PDP, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
+    addr, lay = dst
+    set_reg(m, PDP, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=addr)
+    set_reg(m, PDP, "D_DST_LINE_STRIDE_0", dst_line_stride=lay.line_stride)
+    set_reg(m, PDP, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=lay.surface_stride)
+    set_reg(m, PDP, "D_DST_RAM_CFG_0", dst_ram_type=1)
+    set_reg(m, PDP, "D_DATA_FORMAT_0", input_data=PRECISION_CODES[precision])
+
+
+def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> None:
+    """PDP_RDMA reading the input cube (C, H, W) at ``src`` = (address, FeatureLayout)."""
+    c, h, w = shape
+    addr, lay = src
+    set_reg(m, PDP_RDMA, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
+    set_reg(m, PDP_RDMA, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)
+    set_reg(m, PDP_RDMA, "D_DATA_CUBE_IN_CHANNEL_0", cube_in_channel=c - 1)
+    set_reg(m, PDP_RDMA, "D_FLYING_MODE_0", flying_mode=1)
+    set_reg(m, PDP_RDMA, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=addr)
+    set_reg(m, PDP_RDMA, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
+    set_reg(m, PDP_RDMA, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
+    set_reg(m, PDP_RDMA, "D_SRC_RAM_CFG_0", src_ram_type=1)
+    set_reg(m, PDP_RDMA, "D_DATA_FORMAT_0", input_data=PRECISION_CODES[precision])
+    set_reg(m, PDP_RDMA, "D_OPERATION_MODE_CFG_0", split_num=0)
+    set_reg(m, PDP_RDMA, "D_POOLING_KERNEL_CFG_0", kernel_width=pool.kernel[1] - 1,
+            kernel_stride_width=pool.stride[1] - 1)
+    set_reg(m, PDP_RDMA, "D_POOLING_PADDING_CFG_0", pad_width=pool.pad[0])
+    set_reg(m, PDP_RDMA, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)

@@ -1,0 +1,111 @@
+"""Regression robustness: --timeout, crashed workers, Ctrl-C leaving valid JSON/JUnit."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+from sim.pool import WorkerPool
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A BDMA trace: copies 64 bytes (fast) or, with many line/surface repeats, runs for seconds.
+BDMA_TXN = """\
+load_mem 0x80000000 0x40 src.dat
+write_reg 0xffff1000 0x80000000
+write_reg 0xffff1002 0x80001000
+write_reg 0xffff1004 0x1
+write_reg 0xffff1005 0x3
+write_reg 0xffff1006 {lines:#x}
+write_reg 0xffff1007 0x0
+write_reg 0xffff1008 0x0
+write_reg 0xffff1009 {surfaces:#x}
+write_reg 0xffff100a 0x0
+write_reg 0xffff100b 0x0
+write_reg 0xffff100c 0x1
+write_reg 0xffff100d 0x1
+wait
+"""
+
+
+def make_tree(root: Path, fast: int, slow: int) -> Path:
+    """``fast`` quick traces (named first) and ``slow`` ones that run for many seconds."""
+    for i in range(fast + slow):
+        is_slow = i >= fast
+        folder = root / "nv_full" / (f"{'b_slow' if is_slow else 'a_fast'}_{i}")
+        folder.mkdir(parents=True)
+        text = BDMA_TXN.format(lines=0xFFF if is_slow else 0, surfaces=0x3FF if is_slow else 0)
+        (folder / "input.txn").write_text(text)
+        (folder / "src.dat").write_text(" ".join(f"0x{b:02x}" for b in range(64)) + "\n")
+    return root
+
+
+def test_timeout_reports_an_error_and_the_regress_goes_on(tmp_path, capsys):
+    root = make_tree(tmp_path / "root", fast=2, slow=1)
+    code = main(["regress", str(root), "--timeout", "3", "--json", str(tmp_path / "r.json"),
+                 "--junit", str(tmp_path / "r.xml")])
+    assert code == 1
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert (doc["passed"], doc["errors"], doc["complete"]) == (2, 1, True)
+    slow = [t for t in doc["traces"] if t["status"] == "error"]
+    assert slow[0]["name"] == "nv_full/b_slow_2" and "timed out" in slow[0]["message"]
+    suite = ET.parse(tmp_path / "r.xml").getroot()
+    assert suite.get("tests") == "3" and suite.get("errors") == "1"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_dying_worker_is_reported_and_replaced(jobs):
+    pool = WorkerPool(os._exit, lambda item: (f"t{item}", "nv_full"), jobs=jobs)
+    results = dict(pool.results([3, 4, 5]))
+    assert sorted(results) == [0, 1, 2]
+    for index, code in enumerate([3, 4, 5]):
+        r = results[index]
+        assert r.status == "error" and f"exit code {code}" in r.message, r.message
+
+
+def test_pool_timeout_kills_only_the_slow_item():
+    pool = WorkerPool(time.sleep, lambda item: (f"t{item}", "nv_full"), jobs=1, timeout=1.5)
+    results = dict(pool.results([60, 0]))
+    assert results[0].status == "error" and "timed out" in results[0].message
+    assert results[1] is None  # time.sleep(0) ran in the replacement worker
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_leaves_valid_json_and_junit(tmp_path, jobs):
+    root = make_tree(tmp_path / "root", fast=2, slow=2)
+    out_json, out_xml = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "regress", str(root), "-j", jobs,
+         "--json", str(out_json), "--junit", str(out_xml)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the first result is saved as soon as it is known
+        if out_json.exists() and json.loads(out_json.read_text())["passed"] >= 1:
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("no result ever appeared in the JSON file")
+    time.sleep(2)  # the other fast trace finishes; the slow ones run for many seconds
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    doc = json.loads(out_json.read_text())
+    assert doc["complete"] is False and doc["passed"] == 2
+    assert {t["name"] for t in doc["traces"]} >= {"nv_full/a_fast_0", "nv_full/a_fast_1"}
+    suite = ET.parse(out_xml).getroot()
+    assert int(suite.get("tests")) == len(doc["traces"])
+
+
+def test_timeout_must_be_positive(tmp_path, capsys):
+    root = make_tree(tmp_path / "root", fast=1, slow=0)
+    assert main(["regress", str(root), "--timeout", "0"]) == 2
+    assert "--timeout" in capsys.readouterr().err

@@ -1,0 +1,159 @@
+"""nvdla-sim diff: corrupted dumps are localised to exactly the corrupted elements."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+from sim.diff import diff_trace
+from sim.diff.simulate import simulate
+from sim.dram import read_hex_dat, write_memory_file
+
+from .conftest import EXAMPLES
+
+INT8_TRACE = EXAMPLES / "nv_small" / "sdp_4x5x12_bias_relu_cvt_int8"
+FP16_TRACE = EXAMPLES / "nv_full" / "sdp_3x5x12_mul_relu_fp16"
+
+
+def output_of(trace):
+    """(region, output write) of a one-layer trace, from the simulator's own record."""
+    sim = simulate(trace)
+    (region,) = sim.regions
+    (write,) = [w for w in sim.writes if w.layout is not None and w.layer == 0]
+    return region, write
+
+
+def corrupt(trace, tmp_path, pick, flip=0x10, fmt="bin"):
+    """Write the trace's expected region with the elements ``pick`` chooses xor-ed.
+
+    Returns (ACTUAL path, set of corrupted (n, c, h, w)).
+    """
+    region, write = output_of(trace)
+    lay = write.layout
+    data = bytearray(region.simulated)
+    chosen = set()
+    for c in range(write.channels):
+        for h in range(lay.height):
+            for w in range(lay.width):
+                if pick(c, h, w):
+                    off = write.addr + lay.offset(c, h, w) - region.addr
+                    data[off] ^= flip
+                    chosen.add((0, c, h, w))
+    path = tmp_path / ("actual." + fmt)
+    write_memory_file(path, region.addr, bytes(data), fmt)
+    return path, chosen
+
+
+CORRUPTIONS = {
+    "one element": (lambda c, h, w: (c, h, w) == (9, 2, 3), "one element"),
+    "whole channel": (lambda c, h, w: c == 5, "whole channel: n0 c5"),
+    "one row": (lambda c, h, w: h == 1, "whole row: n0 h1"),
+    "bit across a surface": (lambda c, h, w: c < 8, "whole surface: n0 s0"),
+}
+
+
+@pytest.mark.parametrize("name", CORRUPTIONS)
+def test_diff_names_corrupted_elements(tmp_path, name):
+    pick, pattern = CORRUPTIONS[name]
+    actual, chosen = corrupt(INT8_TRACE, tmp_path, pick, flip=0x40 if "bit" in name else 0x11)
+    report = diff_trace(INT8_TRACE, actual)
+    got = {(e.n, e.c, e.h, e.w) for e in report.elements}
+    assert got == chosen
+    assert not report.byte_diffs
+    lines = "\n".join(report.summary_lines())
+    assert pattern in lines
+    if "bit" in name:
+        assert "bit 6 flipped in every differing element" in lines
+    for e in report.elements:
+        assert e.cube.layer == 0 and e.cube.unit == "SDP"
+        assert e.expected ^ e.actual == (0x40 if "bit" in name else 0x11)
+
+
+def _png_cells(png, panel):
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)[..., :3]
+    s = panel["scale"]
+    cells = set()
+    for h in range(panel["height"]):
+        for w in range(panel["width"]):
+            y, x = panel["y"] + h * s + s // 2, panel["x"] + w * s + s // 2
+            if not np.allclose(image[y, x], 0.88, atol=0.01):
+                cells.add((h, w))
+    return cells
+
+
+@pytest.mark.parametrize("name", CORRUPTIONS)
+def test_png_shows_corrupted_cells(tmp_path, name):
+    pytest.importorskip("matplotlib")
+    pick, _ = CORRUPTIONS[name]
+    actual, chosen = corrupt(INT8_TRACE, tmp_path, pick)
+    png, js = tmp_path / "diff.png", tmp_path / "diff.json"
+    assert main(["diff", str(INT8_TRACE), str(actual), "--png", str(png),
+                 "--json", str(js)]) == 1
+    doc = json.loads(js.read_text())
+    panels = doc["png_panels"]
+    assert {(p["batch"], p["surface"]) for p in panels} == {(0, 0), (0, 1)}
+    for panel in panels:
+        group = 8  # nv_small int8: 8 channels per surface
+        want = {(h, w) for n, c, h, w in chosen if c // group == panel["surface"]}
+        assert _png_cells(png, panel) == want
+    assert len(doc["elements"]) == len(chosen)
+
+
+def test_identical_and_formats(tmp_path):
+    region, _ = output_of(INT8_TRACE)
+    folder = tmp_path / "dut"
+    folder.mkdir()
+    # named like run --dump-dir names a CRC region, $readmemh 4-byte words
+    write_memory_file(folder / "crc_0x80100000.mem", region.addr, region.simulated,
+                      "readmemh", 4)
+    assert main(["diff", str(INT8_TRACE), str(folder)]) == 0
+
+
+def test_fp16_values_named(tmp_path):
+    region, write = output_of(FP16_TRACE)
+    lay = write.layout
+    data = bytearray(region.simulated)
+    specials = {(0, 0, 0): 0x7E00, (1, 2, 4): 0xFC00, (11, 2, 0): 0x0001}
+    for (c, h, w), bits in specials.items():
+        off = write.addr + lay.offset(c, h, w) - region.addr
+        data[off : off + 2] = bits.to_bytes(2, "little")
+    path = tmp_path / "expected.bin"  # named like the dump_mem file: no address needed
+    path.write_bytes(bytes(data))
+    report = diff_trace(FP16_TRACE, path)
+    got = {(e.c, e.h, e.w): e.as_json()["actual"] for e in report.elements}
+    assert got == {(0, 0, 0): "NaN", (1, 2, 4): "-Inf", (11, 2, 0): "5.96046e-08 (denormal)"}
+    assert all(e.cube.precision == "fp16" for e in report.elements)
+
+
+def test_layer_filter_and_errors(tmp_path, capsys):
+    actual, _ = corrupt(INT8_TRACE, tmp_path, lambda c, h, w: c == 0)
+    assert main(["diff", str(INT8_TRACE), str(actual), "--layer", "0"]) == 1
+    assert main(["diff", str(INT8_TRACE), str(actual), "--layer", "3"]) == 2
+    assert "--layer 3" in capsys.readouterr().err
+    assert main(["diff", str(INT8_TRACE), str(tmp_path / "missing")]) == 2
+    far = tmp_path / "far.bin"
+    far.write_bytes(bytes(16))
+    assert main(["diff", str(INT8_TRACE), str(far), "--base", "0x10"]) == 2
+    assert "none of the checked regions" in capsys.readouterr().err
+
+
+def test_failing_run_localises(tmp_path, capsys):
+    """A dump_mem trace whose golden file is wrong: run names the element."""
+    trace = tmp_path / "nv_full" / "pdp"
+    trace.mkdir(parents=True)
+    src = EXAMPLES / "nv_full" / "pdp_7x9x12_3x3s2_pad_ave_int16"
+    for f in src.iterdir():
+        (trace / f.name).write_bytes(f.read_bytes())
+    region, write = output_of(trace)
+    golden = bytearray(read_hex_dat(trace / "expected.dat"))
+    off = write.addr + write.layout.offset(7, 2, 3) - region.addr
+    golden[off + 1] ^= 0x80
+    write_memory_file(trace / "expected.dat", region.addr, bytes(golden))
+    assert main(["run", str(trace)]) == 1
+    out = capsys.readouterr().out
+    assert "layer 0 PDP" in out
+    assert "n0 s0 h2 w3 c7" in out
+    assert "bit 15 flipped" in out

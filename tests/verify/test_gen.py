@@ -1,0 +1,242 @@
+"""nvdla-sim gen: example specs, random valid specs per unit, illegal requests."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sim.cli import main
+from sim.dram import read_hex_dat, read_memory_file
+from sim.errors import SimError
+from sim.gen import generate
+from sim.trace.player import run_trace
+
+SPECS = sorted((Path(__file__).resolve().parents[2] / "examples" / "specs").glob("*.toml"))
+UNITS = ("conv", "sdp", "pdp", "cdp", "bdma")
+
+
+def _config_of(spec: Path) -> str:
+    for line in spec.read_text().splitlines():
+        if line.startswith("config"):
+            return line.split('"')[1]
+    raise AssertionError(f"{spec} names no config")
+
+
+def test_examples_cover_every_unit():
+    text = "\n".join(s.read_text() for s in SPECS)
+    for unit in UNITS:
+        assert f'unit = "{unit}"' in text
+    assert any(s.read_text().count("[[layer]]") >= 3 for s in SPECS)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s.stem for s in SPECS])
+def test_example_spec_passes_run(tmp_path, spec):
+    folder = tmp_path / _config_of(spec) / spec.stem
+    assert main(["gen", str(spec), "-o", str(folder)]) == 0
+    for trace in (folder / f"{spec.stem}.cfg", folder / "input.txn"):
+        assert main(["run", str(trace)]) == 0
+
+
+def _regions(dump: Path) -> dict:
+    out = {}
+    for path in dump.iterdir():
+        addr, data = read_memory_file(path)
+        out[addr] = data
+    return out
+
+
+@pytest.mark.parametrize("spec", [s for s in SPECS if "network" in s.stem or "bdma" in s.stem],
+                         ids=lambda s: s.stem)
+def test_cfg_and_txn_give_the_same_bytes(tmp_path, spec):
+    folder = tmp_path / _config_of(spec) / spec.stem
+    generate(spec, folder)
+    dumps = {}
+    for kind, trace in (("cfg", folder / f"{spec.stem}.cfg"), ("txn", folder / "input.txn")):
+        assert main(["run", str(trace), "--dump-dir", str(tmp_path / kind)]) == 0
+        dumps[kind] = _regions(tmp_path / kind)
+    assert dumps["cfg"] == dumps["txn"]
+    assert len(dumps["cfg"]) == spec.read_text().count("[[layer]]")
+
+
+def test_fp16_specials_in_the_input(tmp_path):
+    spec = next(s for s in SPECS if s.stem == "sdp_fp16")
+    folder = tmp_path / "nv_full" / "sdp"
+    generate(spec, folder, fmt="txn")
+    raw = np.frombuffer(read_hex_dat(folder / "layer0_in1.dat"), dtype=np.uint16)
+    for bits in (0x7C00, 0xFC00, 0x7BFF, 0xFBFF):
+        assert (raw == bits).any(), hex(bits)
+    assert ((raw & 0x7C00) == 0x7C00).sum() > ((raw == 0x7C00) | (raw == 0xFC00)).sum()  # NaN
+    assert (((raw & 0x7C00) == 0) & ((raw & 0x3FF) != 0)).any()  # denormals
+
+
+def test_dump_formats_for_rtl(tmp_path):
+    spec = next(s for s in SPECS if s.stem == "pdp_int8")
+    folder = tmp_path / "nv_small" / "pdp"
+    assert main(["gen", str(spec), "-o", str(folder), "--format", "txn", "--dump-format",
+                 "readmemh", "--word-bytes", "8"]) == 0
+    addr, data = read_memory_file(folder / "layer0_out.mem")
+    assert data == read_hex_dat(folder / "layer0_out.dat")
+    assert (folder / "layer0_in1.mem").is_file()
+
+
+def _write(tmp_path, body: str, config="nv_small") -> Path:
+    path = tmp_path / "spec.toml"
+    path.write_text(f'config = "{config}"\n[[layer]]\n{body}\n')
+    return path
+
+
+ILLEGAL = [
+    ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nprecision = "int16"',
+     r"layer 0 \(layer0\)\.precision: nv_small does not support int16"),
+    ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nkernel = [2, 2]\npad = [2, 0, 0, 0]',
+     r"layer 0 \(layer0\)\.pad: .*smaller than the kernel"),
+    ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nfoo = 1', r"layer0\)\.foo: a sdp layer has"),
+    ("nv_small", 'unit = "sdp"\ninput = "conv9"', r"\.input: 'conv9' is not an earlier layer"),
+    ("nv_full", 'unit = "bdma"\nline_bytes = 48', r"\.line_bytes: 48 is not a multiple of 32"),
+    ("nv_small", 'unit = "conv"\nmode = "winograd"\ninput = [8, 8, 8]',
+     r"\.mode: nv_small has no winograd"),
+    ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\ndata = { specials = ["nan"] }',
+     r"\.data\.specials: .*need precision fp16"),
+    ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\ny = { alu = "sum" }',
+     r"\.y: nv_small has no SDP Y"),
+    ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
+    ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
+    ("nv_small", 'unit = "sdp"\ninput = [8, 4, 4]\nx1 = { lut = true }',
+     r"\.x1\.lut: only the Y stage has the LUT"),
+    ("nv_small", 'unit = "conv"\ninput = [8, 2, 2]\nkernel = [5, 5]',
+     r"\.kernel: a 5x5 kernel .* does not fit"),
+    ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nmethod = "median"',
+     r"\.method: 'median' is not one of"),
+    ("nv_small", 'unit = "conv"\ninput = [64, 64, 64]', r"\.input: the input .* CBUF"),
+]
+
+
+@pytest.mark.parametrize("config, body, message", ILLEGAL)
+def test_illegal_requests_name_field_and_rule(tmp_path, capsys, config, body, message):
+    spec = _write(tmp_path, body, config)
+    with pytest.raises(SimError, match=message):
+        generate(spec, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_yaml_spec(tmp_path):
+    pytest.importorskip("yaml")
+    path = tmp_path / "spec.yaml"
+    path.write_text("config: nv_small\nlayer:\n  - unit: pdp\n    input: [8, 4, 6]\n"
+                    "    method: min\n")
+    result = generate(path, tmp_path / "nv_small" / "y", fmt="cfg")
+    assert run_trace(result.traces[0]).status == "pass"
+
+
+def test_existing_folder_needs_force(tmp_path):
+    spec = next(s for s in SPECS if s.stem == "pdp_int8")
+    folder = tmp_path / "nv_small" / "p"
+    generate(spec, folder, fmt="cfg")
+    with pytest.raises(SimError, match="--force"):
+        generate(spec, folder, fmt="cfg")
+    generate(spec, folder, fmt="txn", force=True)
+    assert sorted(p.name for p in folder.iterdir())[-1] == "layer0_out.dat"
+
+
+# -- random valid specs, one strategy per unit ---------------------------------------------
+
+def _cube(c=(1, 20), h=(1, 9), w=(1, 9)):
+    return st.tuples(st.integers(*c), st.integers(*h), st.integers(*w))
+
+
+def _toml(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }"
+    return repr(value)
+
+
+@st.composite
+def sdp_layers(draw):
+    prec = draw(st.sampled_from(["int8", "int16", "fp16"]))
+    stage = st.fixed_dictionaries({}, optional={
+        "alu": st.sampled_from(["sum", "max", "min"]),
+        "alu_operand": st.integers(-50, 50) if prec != "fp16" else st.sampled_from([0.5, -1.0]),
+        "mul": st.integers(-8, 8) if prec != "fp16" else st.sampled_from([1.5, "memory"]),
+        "relu": st.booleans()})
+    layer = {"unit": "sdp", "precision": prec, "input": draw(_cube()), "x1": draw(stage),
+             "x2": draw(stage)}
+    if prec != "fp16":
+        layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
+        if draw(st.booleans()):
+            layer["y"] = {"lut": True}
+    return "nv_full", layer
+
+
+@st.composite
+def pdp_layers(draw):
+    config = draw(st.sampled_from(["nv_small", "nv_full"]))
+    prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16", "fp16"]))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    c, h, w = draw(_cube(h=(kh, 10), w=(kw, 10)))
+    layer = {"unit": "pdp", "precision": prec, "input": [c, h, w],
+             "method": draw(st.sampled_from(["max", "min", "average"])), "kernel": [kh, kw],
+             "stride": [draw(st.integers(1, 3)), draw(st.integers(1, 3))]}
+    return config, layer
+
+
+@st.composite
+def cdp_layers(draw):
+    config = draw(st.sampled_from(["nv_small", "nv_full"]))
+    prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16"]))
+    return config, {"unit": "cdp", "precision": prec, "input": list(draw(_cube())),
+                    "window": draw(st.sampled_from([3, 5, 7, 9]))}
+
+
+@st.composite
+def conv_layers(draw):
+    config = draw(st.sampled_from(["nv_small", "nv_full"]))
+    prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16", "fp16"]))
+    r, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    c, h, w = draw(_cube(c=(1, 12), h=(r, 8), w=(s, 8)))
+    layer = {"unit": "conv", "precision": prec, "input": [c, h, w],
+             "kernels": draw(st.integers(1, 12)), "kernel": [r, s],
+             "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
+             "sdp": {"relu": draw(st.booleans())}}
+    if config == "nv_full":
+        layer["batch"] = draw(st.integers(1, 3))
+    return config, layer
+
+
+@st.composite
+def bdma_layers(draw):
+    return "nv_full", {"unit": "bdma", "line_bytes": 32 * draw(st.integers(1, 4)),
+                       "lines": draw(st.integers(1, 4)), "surfaces": draw(st.integers(1, 3)),
+                       "src": draw(st.sampled_from(["mc", "cv"])),
+                       "dst": draw(st.sampled_from(["mc", "cv"]))}
+
+
+STRATEGIES = {"sdp": sdp_layers(), "pdp": pdp_layers(), "cdp": cdp_layers(),
+              "conv": conv_layers(), "bdma": bdma_layers()}
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_random_valid_specs_pass(tmp_path_factory, unit):
+    @settings(max_examples=5, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(case=STRATEGIES[unit], seed=st.integers(0, 1000))
+    def check(case, seed):
+        config, layer = case
+        root = tmp_path_factory.mktemp(unit)
+        spec = root / "spec.toml"
+        spec.write_text(f'config = "{config}"\nseed = {seed}\n[[layer]]\n'
+                        + "\n".join(f"{k} = {_toml(v)}" for k, v in layer.items()) + "\n")
+        result = generate(spec, root / config / "t")  # gen replays what it wrote
+        for trace in result.traces:
+            assert run_trace(trace).status == "pass"
+
+    check()
