@@ -1,7 +1,7 @@
 """Regenerate the image-input and Winograd example traces bundled in traces/nv_full/.
 
 Inputs are seeded random data; weights and feature cubes are laid out by
-sim.dma, the register sequence by sim.conv.program_modes (recorded from a
+sim.dma, the register sequence by sim.program.conv_modes (recorded from a
 Machine that is never run).  The expected output of every example is
 computed here by an independent numpy model of the layer (pixel decoding,
 convertor, padding, convolution, CACC truncation, SDP pass-through
