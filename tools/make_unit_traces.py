@@ -133,17 +133,23 @@ def windows(xp: np.ndarray, k: tuple[int, int], stride: tuple[int, int]) -> np.n
 # -- SDP -------------------------------------------------------------------------------
 
 
+def sdp_cube(m: Recorder, unit: str, side: str, shape, addr: int, line: int, surf: int) -> None:
+    """The cube size and the ``side`` ("src"/"dst") address, strides and RAM (MC) of a block."""
+    c, h, w = shape
+    m.set(unit, "D_DATA_CUBE_WIDTH_0", width=w - 1)
+    m.set(unit, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
+    m.set(unit, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
+    s = side.upper()
+    m.set(unit, f"D_{s}_BASE_ADDR_LOW_0", **{f"{side}_base_addr_low": addr})
+    m.set(unit, f"D_{s}_LINE_STRIDE_0", **{f"{side}_line_stride": line})
+    m.set(unit, f"D_{s}_SURFACE_STRIDE_0", **{f"{side}_surface_stride": surf})
+    m.set(unit, f"D_{s}_DMA_CFG_0", **{f"{side}_ram_type": 1})
+
+
 def sdp_rdma_program(m: Recorder, shape, prec: int, src: int, line: int, surf: int) -> None:
     """SDP_RDMA reading the input cube from memory (no operand streams)."""
-    c, h, w = shape
     r = "SDP_RDMA"
-    m.set(r, "D_DATA_CUBE_WIDTH_0", width=w - 1)
-    m.set(r, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
-    m.set(r, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
-    m.set(r, "D_SRC_BASE_ADDR_LOW_0", src_base_addr_low=src)
-    m.set(r, "D_SRC_LINE_STRIDE_0", src_line_stride=line)
-    m.set(r, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=surf)
-    m.set(r, "D_SRC_DMA_CFG_0", src_ram_type=1)
+    sdp_cube(m, r, "src", shape, src, line, surf)
     m.set(r, "D_BRDMA_CFG_0", brdma_disable=1)
     m.set(r, "D_NRDMA_CFG_0", nrdma_disable=1)
     m.set(r, "D_ERDMA_CFG_0", erdma_disable=1)
@@ -155,15 +161,8 @@ def sdp_program(m: Recorder, shape, prec: int, dst: int, line: int, surf: int, *
                 regs: list, cvt=(0, 1, 0), flying: int = 0) -> None:
     """SDP core and write DMA: X1 (BS) configured by ``bs`` fields and ``regs``, X2 and Y
     bypassed, output convertor ``cvt`` = (offset, scale, shift)."""
-    c, h, w = shape
     s = "SDP"
-    m.set(s, "D_DATA_CUBE_WIDTH_0", width=w - 1)
-    m.set(s, "D_DATA_CUBE_HEIGHT_0", height=h - 1)
-    m.set(s, "D_DATA_CUBE_CHANNEL_0", channel=c - 1)
-    m.set(s, "D_DST_BASE_ADDR_LOW_0", dst_base_addr_low=dst)
-    m.set(s, "D_DST_LINE_STRIDE_0", dst_line_stride=line)
-    m.set(s, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=surf)
-    m.set(s, "D_DST_DMA_CFG_0", dst_ram_type=1)
+    sdp_cube(m, s, "dst", shape, dst, line, surf)
     fields = dict(bs_bypass=0, bs_alu_bypass=1, bs_alu_algo=0, bs_mul_bypass=1, bs_mul_prelu=0,
                   bs_relu_bypass=1)
     m.set(s, "D_DP_BS_CFG_0", **(fields | bs))
