@@ -45,7 +45,7 @@ from ..errors import ConfigurationError
 from ..jit import njit
 from ..num.fpcore import fp_add, fp_max, fp_mul
 from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
-from ..num.rounding import shift_right_round, sign_extend
+from ..num.rounding import shift_right_round, sign_extend, x86_int32
 
 AVERAGE, MAX, MIN = 0, 1, 2
 METHODS = {AVERAGE: "average", MAX: "max", MIN: "min"}
@@ -195,16 +195,8 @@ def _average(acc, fp, rw, rh):
     """Scale a window sum by the reciprocals of the kernel width and height."""
     if fp:
         return fp17_to_fp16_bits(fp_mul(fp_mul(acc, rw, 6, 10), rh, 6, 10))
-    acc = _c_int32(shift_right_round(acc * rw, 16))
-    return _c_int32(shift_right_round(acc * rh, 16))
-
-
-@njit
-def _c_int32(v):
-    """A double -> int32_t conversion as x86 does it (out of range: INT32_MIN)."""
-    if v > 0x7FFFFFFF or v < -0x80000000:
-        return np.int64(-0x80000000)
-    return v
+    acc = x86_int32(shift_right_round(acc * rw, 16))
+    return x86_int32(shift_right_round(acc * rh, 16))
 
 
 @njit(inline="always")
