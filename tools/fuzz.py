@@ -28,6 +28,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -309,8 +310,25 @@ def normalise(message: str, work: Path) -> str:
     return text[:160]
 
 
+class Hang(Exception):
+    """An input ran longer than --hang seconds (raised by SIGALRM in the input's code)."""
+
+
+def _alarm(signum, frame):
+    raise Hang("input still running after the --hang limit")
+
+
+def _bounded(seconds: float, target, *args) -> None:
+    """Run one input; SIGALRM stops it (as a Hang) after ``seconds``."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        target(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def run(iterations: int, seed: int, shared: Path, play_every: int, crash_dir: Path,
-        progress: bool = True, slow_after: float = 2.0) -> dict:
+        progress: bool = True, slow_after: float = 2.0, hang_after: float = 60.0) -> dict:
     corpus = Corpus([REPO / "traces", shared / "nvdla-traces", shared / "oracle-traces"])
     rng = random.Random(seed)
     counts = collections.Counter()
@@ -320,6 +338,7 @@ def run(iterations: int, seed: int, shared: Path, play_every: int, crash_dir: Pa
     multiline = 0
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
     names = [n for n in TARGETS if getattr(corpus, n, True)]
+    signal.signal(signal.SIGALRM, _alarm)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=shm, prefix="nvdla-fuzz-") as tmp:
         work = Path(tmp)
@@ -330,14 +349,14 @@ def run(iterations: int, seed: int, shared: Path, play_every: int, crash_dir: Pa
             counts[name] += 1
             began = time.perf_counter()
             try:
-                target(rng, corpus, work)
+                _bounded(hang_after, target, rng, corpus, work)
                 counts["accepted"] += 1
             except (SimError, CheckFailed) as exc:
                 msg = str(exc)
                 if "\n" in msg.strip():
                     multiline += 1
                 errors[normalise(msg, work)] += 1
-            except Exception:  # a crash: keep its traceback and a way to replay it
+            except Exception:  # a crash or a hang: keep its traceback and a way to replay it
                 crashes.append((name, seed, i, traceback.format_exc()))
                 crash_dir.mkdir(parents=True, exist_ok=True)
                 case = crash_dir / f"crash_{len(crashes):04d}_{name}"
@@ -366,7 +385,9 @@ def main(argv=None) -> int:
     p.add_argument("--crash-dir", type=Path, default=Path("fuzz-crashes"))
     p.add_argument("--errors", type=int, default=60, help="distinct errors to list")
     p.add_argument("--slow", type=float, default=2.0,
-                   help="seconds after which a parser input counts as a hang (saved, reported)")
+                   help="seconds after which a parser input counts as slow (saved, reported)")
+    p.add_argument("--hang", type=float, default=60.0,
+                   help="seconds after which any input is stopped and reported as a crash")
     p.add_argument("--memory-limit", type=float, default=6.0,
                    help="GiB of address space this process may use: an input that makes the "
                         "simulator allocate more is a crash (MemoryError), not an OOM kill")
@@ -374,7 +395,7 @@ def main(argv=None) -> int:
     limit = int(args.memory_limit * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     r = run(args.iterations, args.seed, args.shared, args.play_every, args.crash_dir,
-            slow_after=args.slow)
+            slow_after=args.slow, hang_after=args.hang)
     print(f"inputs {r['inputs']} in {r['seconds']:.0f}s; crashes {len(r['crashes'])}; "
           f"multi-line errors {r['multiline']}; slow parses {len(r['slow'])}; "
           f"distinct errors {len(r['errors'])}")
