@@ -105,7 +105,7 @@ def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             for name, value in rec.counters:
                 reg = m.regfile.register(name)
                 lines.append(f"read_reg {_csb(m, reg):#010x} 0xffffffff {value:#010x} # {name}")
-            name = f"{prefix}layer{layer}_out.dat"
+            name = f"layer{layer}_out.dat"  # no prefix: the cfg has no output files
             files[name] = format_hex_dat(out.addr, rec.expected,
                                          "dram" if out.memory == "pri_mem" else "cvsram")
             lines.append(f"dump_mem {out.addr:#x} {out.size:#x} {name}")
