@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 from timing import best_of
 
-from sim.conv.engine import compute_layer
+from sim.conv.direct import compute_direct_layer as compute_layer
 from sim.conv.layer import decode_layer
 from sim.machine import LayerContext, Machine
 from sim.program.conv import UNITS, program

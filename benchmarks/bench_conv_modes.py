@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 from timing import best_of
 
-from sim.conv.modes import special_mode
+from sim.conv.modes import compute_conv_layer
 from sim.dma.weights import winograd_weights
 from sim.machine import LayerContext, Machine
 from sim.program.conv_modes import UNITS, program_image, program_winograd
@@ -24,7 +24,7 @@ def layer_runner(program_fn, *args, **kw):
     m = Machine("nv_full")
     program_fn(m, *args, **kw)
     ctx = LayerContext(m, {u: 0 for u in UNITS})
-    return lambda: special_mode(ctx)(ctx)
+    return lambda: compute_conv_layer(ctx)
 
 
 def matmul_time(repeat, k, crs, pixels):

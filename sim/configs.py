@@ -114,6 +114,16 @@ CONFIGS: dict[str, HardwareConfig] = {
 }
 
 
+# Register blocks present only where the configuration has the feature: a write to one
+# of their registers on another configuration is an error naming the register.
+UNIT_FEATURES = {
+    "NVDLA_BDMA": "bdma",
+    "NVDLA_RBK": "rubik",
+    "NVDLA_PDP": "pdp", "NVDLA_PDP_RDMA": "pdp",
+    "NVDLA_CDP": "cdp", "NVDLA_CDP_RDMA": "cdp",
+}
+
+
 def get_config(name: str) -> HardwareConfig:
     try:
         return CONFIGS[name]

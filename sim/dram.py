@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass
@@ -65,6 +66,8 @@ class Memory:
         self.limit = 1 << address_bits
         self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
+        # (addr, size, what) read by the running layer's DMAs; None outside a layer
+        self._layer_reads: list[tuple[int, int, str]] | None = None
         # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
         self.observer = None
 
@@ -108,10 +111,46 @@ class Memory:
             raise MemoryFault(f"{prefix}write {addr:#x}+{size:#x} would make {self.name} hold "
                               f"more than the simulator's limit of {self.limits.resident:#x} bytes")
 
+    # -- a layer's reads, so that an output overlapping its own input stops -----
+    def begin_layer(self) -> None:
+        self._layer_reads = []
+
+    def end_layer(self) -> None:
+        self._layer_reads = None
+
+    def _record_read(self, addr: int, size: int, what: str) -> None:
+        if self._layer_reads is not None and size:
+            self._layer_reads.append((addr, size, what))
+
+    def _check_overlap(self, addr: int, size: int, what: str) -> None:
+        """A layer's DMA write into bytes the same layer reads is refused.
+
+        NVDLA streams: its write DMA runs while the read DMAs still fetch, so
+        an output overlapping the input gives a result that depends on request
+        order and latency; the hardware documents none.  The simulator (which
+        reads a whole cube before writing) stops instead of guessing.
+        """
+        for start, n, source in self._layer_reads or ():
+            if addr < start + n and start < addr + size:
+                prefix = f"{what}: " if what else ""
+                raise MemoryFault(
+                    f"{prefix}write {addr:#x}+{size:#x} overlaps this layer's input "
+                    f"{source + ' ' if source else ''}{start:#x}+{n:#x} in {self.name} "
+                    "(the result would depend on DMA timing)")
+
     # -- access -------------------------------------------------------------
     def read_array(self, addr: int, size: int, what: str = "") -> np.ndarray:
         """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0)."""
         self.check(addr, size, what, "read")
+        self._record_read(addr, size, what)
+        return self._copy_out(addr, size)
+
+    def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
+        """The bytes a partial write keeps (a write DMA's gaps): not an input of the layer."""
+        self.check(addr, size, what, "write")
+        return self._copy_out(addr, size)
+
+    def _copy_out(self, addr: int, size: int) -> np.ndarray:
         out = np.zeros(size, dtype=np.uint8)
         for page, off, pos, n in self._chunks(addr, size):
             data = self._pages.get(page)
@@ -126,6 +165,7 @@ class Memory:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
         buf = _as_u8(data)
         self.check(addr, buf.size, what, "write")
+        self._check_overlap(addr, buf.size, what)
         self._reserve(addr, buf.size, what)
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)
@@ -151,7 +191,7 @@ class Memory:
         if offsets.size == 0:
             return
         lo, hi = int(offsets.min()), int(offsets.max())
-        window = self.read_array(addr + lo, hi - lo + 1, what)
+        window = self.read_for_update(addr + lo, hi - lo + 1, what)
         window[offsets - lo] = values
         self.write(addr + lo, window, what)
 
@@ -485,6 +525,41 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
     if m and "payload" not in head:
         return int(m.group(1), 0), data
     return None, data
+
+
+def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -> Path:
+    """Write a folder of files (a generated trace, a loadable's outputs) whole or not at all.
+
+    The files go to a hidden sibling folder first, which then replaces
+    ``folder`` by two renames (an existing folder is moved aside and removed
+    only once the new one is in place), so a reader never sees a half-written
+    trace and an interrupted run leaves the previous folder or a ``.old``
+    copy of it, never a mix.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise SimError(f"{folder}: {name!r} is not a plain file name")
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    old = None
+    try:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            (tmp / name).write_bytes(data)
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.old."))
+            os.replace(folder, old / folder.name)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not folder.exists():
+            os.replace(old / folder.name, folder)  # put the previous folder back
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder
 
 
 def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:

@@ -14,6 +14,8 @@ class Engine:
     name = "?"
     units: tuple = ()  # register blocks this engine may consume
     idle_status: dict = {}  # "NVDLA_X.REG_0" -> value a status register reads when idle
+    # a layer's write DMA may not touch bytes its read DMAs fetch (sim.dram explains why)
+    refuses_overlap: bool = True
 
     def ready(self, machine) -> dict | None:
         """``{unit: group}`` of the layer to run now, or None."""

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .configs import HardwareConfig, get_config
-from .dram import DEFAULT_LIMITS, Memory, MemoryLimits
+from .configs import UNIT_FEATURES, HardwareConfig, get_config
+from .dram import DEFAULT_LIMITS, Memory, MemoryFault, MemoryLimits
 from .engines import ENGINES, Engine
-from .errors import SimError
+from .errors import ConfigurationError, SimError
 from .regfile import Block, RegisterFile
 
 RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
@@ -46,8 +46,9 @@ class LayerContext:
         """Decoded snapshot of ``unit``'s executing group."""
         return self.machine.regfile.snapshot(unit, self.groups[unit])
 
-    def memory(self, ram_type: int) -> Memory:
-        return self.machine.memory(ram_type)
+    def memory(self, ram_type: int, what: str = "") -> Memory:
+        """The memory a RAM_TYPE field selects; ``what`` names the field in errors."""
+        return self.machine.memory(ram_type, what)
 
     def set_counter(self, unit: str, register: str, value: int) -> None:
         """Store a counter/status value in ``unit``'s group at layer end."""
@@ -75,14 +76,16 @@ class Machine:
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
-    def memory(self, ram_type: int | str) -> Memory:
+    def memory(self, ram_type: int | str, what: str = "") -> Memory:
+        prefix = f"{what}: " if what else ""
         if ram_type in (RAM_MC, "pri_mem", "pri", "mc", "1"):
             return self.pri_mem
         if ram_type in (RAM_CV, "sec_mem", "sec", "cv"):
             if self.sec_mem is None:
-                raise SimError(f"{self.config.name} has no secondary memory (CV-SRAM)")
+                raise ConfigurationError(f"{prefix}{self.config.name} has no secondary memory "
+                                         "(CV-SRAM)")
             return self.sec_mem
-        raise SimError(f"unknown memory {ram_type!r}")
+        raise SimError(f"{prefix}unknown memory {ram_type!r}")
 
     def load(self, addr: int, data, ram: int | str = RAM_MC) -> None:
         self.memory(ram).write(addr, data)
@@ -102,6 +105,9 @@ class Machine:
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
         r = self._reg(reg)
+        feature = UNIT_FEATURES.get(r.unit)
+        if feature:  # a block this configuration does not have
+            self.config.require(feature, r.full_name)
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             self._raise_bits(value & r.mask(self.config.address_map, ("wo",)))
             return
@@ -189,7 +195,7 @@ class Machine:
             ctx = LayerContext(self, groups)
             if self.observer is not None:
                 self.observer.layer_begin(self.layers_run, engine, ctx)
-            engine.run(ctx)
+            self._run_layer(engine, ctx)
             if self.observer is not None:
                 self.observer.layer_end()
             self._finish(engine, ctx)
@@ -204,6 +210,26 @@ class Machine:
             if not self.step():
                 break
         return self.layers_run - start
+
+    def _memories(self) -> list[Memory]:
+        return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
+
+    def _run_layer(self, engine: Engine, ctx: LayerContext) -> None:
+        """Run one layer; a DMA fault names the unit when the reader did not."""
+        watch = engine.refuses_overlap
+        for mem in self._memories():
+            if watch:
+                mem.begin_layer()
+        try:
+            engine.run(ctx)
+        except MemoryFault as exc:
+            msg = str(exc)
+            if msg.startswith("NVDLA_"):
+                raise
+            raise MemoryFault(f"{'/'.join(ctx.groups) or engine.name}: DMA {msg}") from None
+        finally:
+            for mem in self._memories():
+                mem.end_layer()
 
     def _by_launch_order(self):
         def rank(engine):

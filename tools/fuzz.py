@@ -26,6 +26,7 @@ import contextlib
 import io
 import random
 import re
+import resource
 import shutil
 import sys
 import tempfile
@@ -355,7 +356,12 @@ def main(argv=None) -> int:
                    help="run a whole mutated trace on the machine every N inputs (0: never)")
     p.add_argument("--crash-dir", type=Path, default=Path("fuzz-crashes"))
     p.add_argument("--errors", type=int, default=60, help="distinct errors to list")
+    p.add_argument("--memory-limit", type=float, default=6.0,
+                   help="GiB of address space this process may use: an input that makes the "
+                        "simulator allocate more is a crash (MemoryError), not an OOM kill")
     args = p.parse_args(argv)
+    limit = int(args.memory_limit * (1 << 30))
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     r = run(args.iterations, args.seed, args.shared, args.play_every, args.crash_dir)
     print(f"inputs {r['inputs']} in {r['seconds']:.0f}s; crashes {len(r['crashes'])}; "
           f"multi-line errors {r['multiline']}; distinct errors {len(r['errors'])}")

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sim.dram import write_folder_atomically
+
 ROOT = Path(__file__).resolve().parents[1] / "traces"
 
 # nvdlav1 register byte addresses (BDMA block at 0x4000, GLB at 0x0)
@@ -36,7 +38,6 @@ def hex_lines(data: bytes) -> str:
 def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line, src_surf,
                  dst_surf, seed):
     folder = ROOT / "nv_full" / name
-    folder.mkdir(parents=True, exist_ok=True)
     line_bytes = line_atoms * 32
     src_extent = (surfaces - 1) * src_surf + (lines - 1) * src_line + line_bytes
     dst_extent = (surfaces - 1) * dst_surf + (lines - 1) * dst_line + line_bytes
@@ -46,8 +47,7 @@ def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line
         for line in range(lines):
             a, b = s * src_surf + line * src_line, s * dst_surf + line * dst_line
             expected[b : b + line_bytes] = data[a : a + line_bytes]
-    (folder / "src.dat").write_text(hex_lines(data.tobytes()))
-    (folder / "dst.dat").write_text(hex_lines(expected.tobytes()))
+    files = {"src.dat": hex_lines(data.tobytes()), "dst.dat": hex_lines(expected.tobytes())}
     regs = [
         ("CFG_SRC_ADDR_LOW_0", src), ("CFG_SRC_ADDR_HIGH_0", 0),
         ("CFG_DST_ADDR_LOW_0", dst), ("CFG_DST_ADDR_HIGH_0", 0),
@@ -66,7 +66,8 @@ def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line
     out.append(f"read_reg {csb(GLB_INTR_STATUS)} 0x00000040 0x00000040 # BDMA_DONE_STATUS0")
     out.append(f"write_reg {csb(GLB_INTR_STATUS)} 0xffffffff # clear")
     out.append(f"dump_mem {dst:#x} {dst_extent:#x} dst.dat")
-    (folder / "input.txn").write_text("\n".join(out) + "\n")
+    files["input.txn"] = "\n".join(out) + "\n"
+    write_folder_atomically(folder, files)
 
 
 if __name__ == "__main__":

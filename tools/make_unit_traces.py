@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import regs
-from sim.dram import format_record_dat
+from sim.dram import format_record_dat, write_folder_atomically
 from sim.machine import Machine
 from sim.program.conv import program
 from sim.program.registers import set_reg
@@ -104,16 +104,12 @@ def write_cfg(name: str, title: str, m: Recorder, units: list[str], irq: str, ou
               expected: bytes) -> None:
     """nv_small .cfg: mem_init + mem_load inputs, registers by name, interrupt, CRC."""
     folder = ROOT / "nv_small" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        old.unlink()
+    files = {}
     lines = [f"// Example: {title}", f"// {HEADER}"]
-    files = 0
     for op in m.ops:
         if op[0] == "mem":
-            files += 1
-            fname = f"{name}_in{files}.dat"
-            (folder / fname).write_text(format_record_dat(op[2], record=32))
+            fname = f"{name}_in{len(files) + 1}.dat"
+            files[fname] = format_record_dat(op[2], record=32)
             lines.append(f"mem_init(pri_mem, {op[1]:#x}, {len(op[2]):#x}, ALL_ZERO);")
             lines.append(f'mem_load(pri_mem, {op[1]:#x}, "{fname}");')
     lines.append(f"mem_init(pri_mem, {out_addr:#x}, {len(expected):#x}, ALL_ZERO);")
@@ -125,23 +121,20 @@ def write_cfg(name: str, title: str, m: Recorder, units: list[str], irq: str, ou
     lines.append(f"intr_notify({irq}_0, sync_id_0);")
     lines.append(f"check_crc(sync_id_0, 1, {out_addr:#x}, {len(expected):#x}, "
                  f"{zlib.crc32(expected):#010x});")
-    (folder / f"{name}.cfg").write_text("\n".join(lines) + "\n")
+    files[f"{name}.cfg"] = "\n".join(lines) + "\n"
+    write_folder_atomically(folder, files)
 
 
 def write_txn(name: str, title: str, m: Recorder, units: list[str], out_addr: int,
               expected: bytes) -> None:
     """nv_full input.txn: load_mem inputs, write_reg by nvdlav1 address, wait, dump_mem."""
     folder = ROOT / "nv_full" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        old.unlink()
+    files = {}
     lines = [f"# Example: {title}", f"# {HEADER}"]
-    files = 0
     for op in m.ops:
         if op[0] == "mem":
-            files += 1
-            fname = f"in{files}.dat"
-            (folder / fname).write_text(hex_lines(op[2]))
+            fname = f"in{len(files) + 1}.dat"
+            files[fname] = hex_lines(op[2])
             lines.append(f"load_mem {op[1]:#x} {len(op[2]):#x} {fname}")
     for op in m.ops:
         if op[0] == "reg":
@@ -152,8 +145,9 @@ def write_txn(name: str, title: str, m: Recorder, units: list[str], out_addr: in
                      f"# NVDLA_{unit}.D_OP_ENABLE_0")
     lines.append("wait")
     lines.append(f"dump_mem {out_addr:#x} {len(expected):#x} expected.dat")
-    (folder / "expected.dat").write_text(hex_lines(expected))
-    (folder / "input.txn").write_text("\n".join(lines) + "\n")
+    files["expected.dat"] = hex_lines(expected)
+    files["input.txn"] = "\n".join(lines) + "\n"
+    write_folder_atomically(folder, files)
 
 
 # -- independent model: integer helpers (precision.rst) ------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..dram import check_extent
 from ..engine import Engine
 
 FIFO_DEPTH = 20
@@ -53,18 +54,25 @@ class BdmaCopy:
         )
 
     def execute(self, machine) -> None:
-        src_mem = machine.memory(self.src_ram)
-        dst_mem = machine.memory(self.dst_ram)
+        src_mem = machine.memory(self.src_ram, f"{UNIT}.CFG_CMD_0.SRC_RAM_TYPE")
+        dst_mem = machine.memory(self.dst_ram, f"{UNIT}.CFG_CMD_0.DST_RAM_TYPE")
+        total = self.surfaces * self.lines * self.line_bytes
+        check_extent(total, f"{UNIT}: a copy of {self.surfaces} surfaces x {self.lines} lines "
+                     f"x {self.line_bytes} bytes", src_mem.limits)
         for s in range(self.surfaces):
             for line in range(self.lines):
                 src = self.src + s * self.src_surf_stride + line * self.src_line_stride
                 dst = self.dst + s * self.dst_surf_stride + line * self.dst_line_stride
-                dst_mem.write(dst, src_mem.read_array(src, self.line_bytes))
+                data = src_mem.read_array(src, self.line_bytes, f"{UNIT}.CFG_SRC_ADDR")
+                dst_mem.write(dst, data, f"{UNIT}.CFG_DST_ADDR")
 
 
 class BdmaEngine(Engine):
     name = "BDMA"
     units = (UNIT,)
+    # BDMA is a copy engine: it moves one line at a time, in order (a copy whose
+    # destination overlaps its source sees the lines it already wrote)
+    refuses_overlap = False
 
     def __init__(self):
         self.queue: list[BdmaCopy] = []  # operations not yet in a launched group

@@ -12,8 +12,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..configs import FP16, INT8, INT16
+from ..dma.precision import check_precision
 from ..errors import ConfigurationError
-from .lut import lut_params
+from ..num.lut import (
+    N_PARAMS,
+    P_EXPONENT,
+    P_HYBRID_PRI,
+    P_LE_END,
+    P_LE_OFFSET,
+    P_LE_OSCALE,
+    P_LE_OSHIFT,
+    P_LE_SELECT,
+    P_LE_START,
+    P_LE_USCALE,
+    P_LE_USHIFT,
+    P_LO_END,
+    P_LO_OSCALE,
+    P_LO_OSHIFT,
+    P_LO_SELECT,
+    P_LO_START,
+    P_LO_USCALE,
+    P_LO_USHIFT,
+    P_OFLOW_PRI,
+    P_UFLOW_PRI,
+)
+from ..num.rounding import sign_extend
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
 WINDOWS = {0: 3, 1: 5, 2: 7, 3: 9}
@@ -39,7 +62,7 @@ class CdpConfig:
     nan_to_zero: bool
     datin: tuple  # (offset, scale, shifter) raw register values
     datout: tuple
-    lut: np.ndarray  # parameter vector of sim.cdp.lut
+    lut: np.ndarray  # parameter vector of the lookup kernels (lut_params)
 
     @classmethod
     def from_blocks(cls, cdp, rdma, hw) -> CdpConfig:
@@ -47,10 +70,12 @@ class CdpConfig:
         fmt = cdp.input_data_type
         if fmt not in PRECISIONS:
             raise ConfigurationError(f"NVDLA_CDP.D_DATA_FORMAT_0: reserved INPUT_DATA_TYPE {fmt}")
-        if rdma.input_data != fmt:
+        if rdma.input_data not in PRECISIONS:
             raise ConfigurationError(
-                f"NVDLA_CDP_RDMA.D_DATA_FORMAT_0: INPUT_DATA {rdma.input_data} differs from "
-                f"NVDLA_CDP.D_DATA_FORMAT_0 INPUT_DATA_TYPE {fmt}")
+                f"NVDLA_CDP_RDMA.D_DATA_FORMAT_0: reserved INPUT_DATA {rdma.input_data}")
+        check_precision("cdp", PRECISIONS[rdma.input_data], PRECISIONS[fmt],
+                        "NVDLA_CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input) vs "
+                        "NVDLA_CDP.D_DATA_FORMAT_0.INPUT_DATA_TYPE (output)")
         precision = PRECISIONS[fmt]
         hw.require_precision(precision, "NVDLA_CDP.D_DATA_FORMAT_0")
         return cls(
@@ -74,3 +99,38 @@ class CdpConfig:
             datout=(cdp.datout_offset, cdp.datout_scale, cdp.datout_shifter),
             lut=lut_params(cdp, precision),
         )
+
+
+def lut_params(blk, precision: str) -> np.ndarray:
+    """The kernels' parameter vector from a decoded NVDLA_CDP block.
+
+    Field widths follow NVDLA's C-model: 38-bit start/end values (6 high
+    bits), 16-bit signed slope scales, 5-bit slope shifts read as signed
+    (-16..15), an 8-bit signed LE index offset.  The index selects are read as
+    6-bit signed numbers for int8 data, 7-bit for int16 and 8-bit for fp16.
+    For fp16 the low 32 bits of start/end are fp32 bit patterns.
+    """
+    p = np.zeros(N_PARAMS, np.int64)
+    p[P_EXPONENT] = int(blk.lut_le_function == 0)
+    p[P_UFLOW_PRI] = blk.lut_uflow_priority
+    p[P_OFLOW_PRI] = blk.lut_oflow_priority
+    p[P_HYBRID_PRI] = blk.lut_hybrid_priority
+    for slot, stem in ((P_LE_START, "le_start"), (P_LE_END, "le_end"),
+                       (P_LO_START, "lo_start"), (P_LO_END, "lo_end")):
+        high = getattr(blk, f"lut_{stem}_high")
+        low = getattr(blk, f"lut_{stem}_low")
+        value = sign_extend((high << 32) | low, 38)
+        p[slot] = low if precision == "fp16" else value
+    p[P_LE_OFFSET] = sign_extend(blk.lut_le_index_offset, 8)
+    select_bits = {"int8": 6, "int16": 7, "fp16": 8}[precision]
+    p[P_LE_SELECT] = sign_extend(blk.lut_le_index_select, select_bits)
+    p[P_LO_SELECT] = sign_extend(blk.lut_lo_index_select, select_bits)
+    p[P_LE_USCALE] = sign_extend(blk.lut_le_slope_uflow_scale, 16)
+    p[P_LE_OSCALE] = sign_extend(blk.lut_le_slope_oflow_scale, 16)
+    p[P_LO_USCALE] = sign_extend(blk.lut_lo_slope_uflow_scale, 16)
+    p[P_LO_OSCALE] = sign_extend(blk.lut_lo_slope_oflow_scale, 16)
+    p[P_LE_USHIFT] = sign_extend(blk.lut_le_slope_uflow_shift, 5)
+    p[P_LE_OSHIFT] = sign_extend(blk.lut_le_slope_oflow_shift, 5)
+    p[P_LO_USHIFT] = sign_extend(blk.lut_lo_slope_uflow_shift, 5)
+    p[P_LO_OSHIFT] = sign_extend(blk.lut_lo_slope_oflow_shift, 5)
+    return p

@@ -3,7 +3,7 @@
 One layer reads a W x H x C feature cube through CDP_RDMA, normalizes each
 pixel across channels (:mod:`sim.cdp.lrn`) and writes a cube of the same
 size and precision.  The LUT RAM is programmed through S_LUT_ACCESS_CFG/DATA
-(:class:`sim.cdp.lut.LutRam`), which this engine intercepts; the tables in
+(:class:`sim.num.lut.LutRam`), which this engine intercepts; the tables in
 force when the layer runs are used.
 
 The whole last atom of each pixel is read and written, so the channels that
@@ -19,12 +19,9 @@ from ..chains import CDP, CDP_RDMA
 from ..dma import read_feature, write_feature
 from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
+from ..num.lut import LutRam
 from .config import CdpConfig
 from .lrn import LrnSettings, normalize
-from .lut import LutRam
-
-ACCESS_CFG = "S_LUT_ACCESS_CFG_0"
-ACCESS_DATA = "S_LUT_ACCESS_DATA_0"
 
 
 class CdpEngine(Engine):
@@ -32,7 +29,7 @@ class CdpEngine(Engine):
     units = (CDP, CDP_RDMA)
 
     def __init__(self):
-        self.lut_ram = LutRam()
+        self.lut_ram = LutRam(cfg_readback="address", past_end="ignore")
 
     def ready(self, machine):
         if not machine.regfile.is_armed(CDP):
@@ -41,24 +38,10 @@ class CdpEngine(Engine):
 
     # -- LUT RAM access ----------------------------------------------------------
     def on_write(self, machine, reg, value: int) -> bool:
-        if reg.unit != CDP:
-            return False
-        if reg.name == ACCESS_CFG:
-            self.lut_ram.configure(value)
-            return False  # the register file keeps the word too
-        if reg.name == ACCESS_DATA:
-            self.lut_ram.write(value)
-            return True
-        return False
+        return reg.unit == CDP and self.lut_ram.on_write(reg.name, value)
 
     def on_read(self, machine, reg):
-        if reg.unit != CDP:
-            return None
-        if reg.name == ACCESS_CFG:
-            return self.lut_ram.read_cfg()
-        if reg.name == ACCESS_DATA:
-            return self.lut_ram.read()
-        return None
+        return self.lut_ram.on_read(reg.name) if reg.unit == CDP else None
 
     # -- layer ------------------------------------------------------------------
     def run(self, ctx):
@@ -66,7 +49,9 @@ class CdpEngine(Engine):
         atom = ctx.config.atom_bytes
         group = elements_per_atom(cfg.precision, atom)
         shape = (-(-cfg.channels // group) * group, cfg.height, cfg.width)
-        raw = read_feature(ctx.memory(cfg.src_ram), cfg.src_addr, shape, cfg.precision, atom,
+        src_mem = ctx.memory(cfg.src_ram, "NVDLA_CDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
+        dst_mem = ctx.memory(cfg.dst_ram, "NVDLA_CDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
+        raw = read_feature(src_mem, cfg.src_addr, shape, cfg.precision, atom,
                            cfg.src_line_stride, cfg.src_surface_stride,
                            what="NVDLA_CDP_RDMA.D_SRC_BASE_ADDR")
         settings = LrnSettings(
@@ -78,7 +63,7 @@ class CdpEngine(Engine):
         out, counters = normalize(raw.reshape(shape[0], -1), cfg.channels, settings, le, lo,
                                   cfg.lut)
         result = out.astype(element_dtype(cfg.precision)).reshape(shape)
-        write_feature(ctx.memory(cfg.dst_ram), cfg.dst_addr, result, cfg.precision, atom,
+        write_feature(dst_mem, cfg.dst_addr, result, cfg.precision, atom,
                       cfg.dst_line_stride, cfg.dst_surface_stride,
                       what="NVDLA_CDP.D_DST_BASE_ADDR")
         for name, value in counters.items():

@@ -4,7 +4,7 @@ For every pixel and every channel ``c`` of the (atom-padded) cube::
 
     a[c]   = input_convertor(x[c])                       sim.num.cdp_icvt
     s[c]   = sum(a[c+j]**2 for j in -n..n)               exact squares, window sum
-    l[c]   = LUT(s[c])                                   sim.cdp.lut
+    l[c]   = LUT(s[c])                                   sim.num.lut
     y[c]   = output_convertor(l[c] * a[c])               sim.num.cdp_ocvt
 
 with a window of 2n+1 = 3, 5, 7 or 9 channels (``D_LRN_CFG``);
@@ -30,11 +30,16 @@ from numba import prange
 
 import sim.num as num
 from sim.jit import njit
+from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
+from sim.num.lut import (
+    COUNTER_NAMES,
+    lookup_fp,
+    lookup_int,
+)
 
 from ..configs import FP16, INT8
-from .lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_fp, lookup_int
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
 _CODES = {INT8: PRECISION_INT8, "int16": PRECISION_INT16, FP16: PRECISION_FP16}
@@ -55,14 +60,15 @@ class LrnSettings:
 
 
 @njit(parallel=True)
-def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
+def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes):
     """Window sum of squares, lookup and product for the centre rows of ``a``.
+
+    ``outcomes`` receives each element's lookup outcome (its counter index).
 
     The squares of the 17-bit convertor outputs are exact int64 products
     (sim.num.cdp_sq's integer case), formed here to keep the loop in one pass.
     """
     rows, pixels = y.shape
-    n_uflow = n_oflow = n_hybrid = n_le = n_lo = 0
     for px in prange(pixels):
         for c in range(rows):
             k = c + HALO
@@ -73,24 +79,14 @@ def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
                 for j in range(k - half, k + half + 1):
                     s += a[j, px] * a[j, px]
             value, which = lookup_int(s, le, lo, p)
-            n_uflow += which == UFLOW
-            n_oflow += which == OFLOW
-            n_hybrid += which == HYBRID
-            n_le += which == LE_HIT
-            n_lo += which == LO_HIT
+            outcomes[c, px] = which
             y[c, px] = value if mul_bypass else value * a[k, px]
-    counters[UFLOW] += n_uflow
-    counters[OFLOW] += n_oflow
-    counters[HYBRID] += n_hybrid
-    counters[LE_HIT] += n_le
-    counters[LO_HIT] += n_lo
 
 
 @njit(parallel=True)
-def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, counters):
+def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes):
     """fp32 window sum, LUT and fp17 product; ``y`` receives fp17 patterns."""
     rows, pixels = y.shape
-    n_uflow = n_oflow = n_hybrid = n_le = n_lo = 0
     for px in prange(pixels):
         for c in range(rows):
             k = c + HALO
@@ -101,27 +97,13 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, count
                 for j in range(2, half + 1):
                     s = fp_add(s, fp_add(sq[k - j, px], sq[k + j, px], 8, 23), 8, 23)
             value, which = lookup_fp(s, le, lo, p)
-            n_uflow += which == UFLOW
-            n_oflow += which == OFLOW
-            n_hybrid += which == HYBRID
-            n_le += which == LE_HIT
-            n_lo += which == LO_HIT
+            outcomes[c, px] = which
             if mul_bypass:
                 centre = x32[k, px]
                 centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
                 y[c, px] = x17[k, px] if centre_nan else value
             else:
                 y[c, px] = fp_mul(x17[k, px], value, 6, 10)
-    counters[UFLOW] += n_uflow
-    counters[OFLOW] += n_oflow
-    counters[HYBRID] += n_hybrid
-    counters[LE_HIT] += n_le
-    counters[LO_HIT] += n_lo
-
-
-def _sext(v, bits):
-    """The low ``bits`` bits of each value, read as two's complement."""
-    return (np.asarray(v, np.int64) << (64 - bits)) >> (64 - bits)
 
 
 def _extend(x: np.ndarray, channels: int, pad: int) -> np.ndarray:
@@ -143,7 +125,7 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     """LRN of ``x`` (raw elements, shape (channels padded to whole atoms, pixels)).
 
     ``le``/``lo`` are the LUT tables, ``lut`` the parameter vector of
-    :func:`sim.cdp.lut.lut_params`.  Returns the output elements (same shape,
+    :func:`sim.cdp.config.lut_params`.  Returns the output elements (same shape,
     raw values: int8/int16 values or fp16 bit patterns) and the counters by
     register name.
     """
@@ -151,30 +133,28 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     rows, pixels = x.shape
     code = _CODES[s.precision]
     half = (s.window - 1) // 2
-    counters = np.zeros(len(COUNTER_NAMES), np.int64)
     y = np.zeros((rows, pixels), np.int64)
+    outcomes = np.zeros((rows, pixels), np.int8)
     found = {}
     if s.precision == FP16:
         bits = x & 0xFFFF
-        special = (bits & 0x7C00) == 0x7C00
-        found["D_NAN_INPUT_NUM_0"] = int(np.count_nonzero(special & ((bits & 0x3FF) != 0)))
-        found["D_INF_INPUT_NUM_0"] = int(np.count_nonzero(special & ((bits & 0x3FF) == 0)))
+        found["D_NAN_INPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(bits)))
+        found["D_INF_INPUT_NUM_0"] = int(np.count_nonzero(num.inf_mask(bits)))
         ext = _extend(bits, channels, 0)
         if s.nan_to_zero:
-            ext[((ext & 0x7C00) == 0x7C00) & ((ext & 0x3FF) != 0)] = 0
+            ext = num.flush_nans(ext)
         x17 = num.fp16_to_fp17(ext.astype(np.uint16)).astype(np.int64)
         x32 = num.fp17_to_fp32(x17.astype(np.uint32)).astype(np.int64)
         sq = x32 if s.sqsum_bypass else num.fp32_mul(x32, x32).astype(np.int64)
-        _window_fp(x17, x32, sq, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, counters)
+        _window_fp(x17, x32, sq, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, outcomes)
         out = num.cdp_ocvt(data_in=y.astype(np.uint64), alu_in=0, mul_in=0, truncate=0,
                            precision=code)["out"].astype(np.int64)
-        nan = ((out & 0x7C00) == 0x7C00) & ((out & 0x3FF) != 0)
-        found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(nan))
+        found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(out)))
         found["D_OUT_SATURATION_0"] = 0
     else:
         int8 = s.precision == INT8
         offset, scale, shifter = s.datin
-        pad = int(_sext(offset, 8 if int8 else 16))
+        pad = int(sign_extend_array(offset, 8 if int8 else 16))
         ext = _extend(x, channels, pad)
         if int8:
             raw = _pairs(ext.reshape(-1), 8)
@@ -185,11 +165,11 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         a = np.empty(ext.shape, np.int64)
         if int8:
             lanes = a.reshape(-1, 2)
-            lanes[:, 0] = _sext(icvt, 9)
-            lanes[:, 1] = _sext(icvt >> 9, 9)
+            lanes[:, 0] = sign_extend_array(icvt, 9)
+            lanes[:, 1] = sign_extend_array(icvt >> 9, 9)
         else:
-            a.reshape(-1)[:] = _sext(icvt, 18)
-        _window_int(a, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, counters)
+            a.reshape(-1)[:] = sign_extend_array(icvt, 18)
+        _window_int(a, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, outcomes)
         offset, scale, shifter = s.datout
         data = _pairs(y.reshape(-1), 25) if int8 else y.reshape(-1) & ((1 << 33) - 1)
         res = num.cdp_ocvt(data_in=data.astype(np.uint64), alu_in=offset, mul_in=scale,
@@ -198,16 +178,17 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         sat = res["sat"].astype(np.int64)
         if int8:
             out = np.empty((rows, pixels), np.int64)
-            out.reshape(-1, 2)[:, 0] = _sext(o, 8)
-            out.reshape(-1, 2)[:, 1] = _sext(o >> 8, 8)
+            out.reshape(-1, 2)[:, 0] = sign_extend_array(o, 8)
+            out.reshape(-1, 2)[:, 1] = sign_extend_array(o >> 8, 8)
             saturated = int(np.count_nonzero(sat & 1) + np.count_nonzero(sat & 2))
             saturated += phantom_saturations(rows * pixels, s.throughput)
         else:
-            out = _sext(o, 16).reshape(rows, pixels)
+            out = sign_extend_array(o, 16).reshape(rows, pixels)
             saturated = int(np.count_nonzero(sat))
         found["D_NAN_INPUT_NUM_0"] = found["D_INF_INPUT_NUM_0"] = 0
         found["D_NAN_OUTPUT_NUM_0"] = 0
         found["D_OUT_SATURATION_0"] = saturated
+    counters = np.bincount(outcomes.ravel(), minlength=len(COUNTER_NAMES))
     found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
     return out, found
 

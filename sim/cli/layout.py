@@ -35,6 +35,7 @@ from ..dma import foreign, operands, pixel, weights
 from ..dma.align import LayoutError
 from ..dma.elements import precision_of, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
+from ..dram import check_extent
 from ..errors import SimError
 from . import int_arg
 
@@ -167,8 +168,19 @@ def _pack(args, cfg, array: np.ndarray) -> np.ndarray:
     return np.concatenate([luma, planes[1]])
 
 
+def _check_shape_fits(shape, data: np.ndarray) -> None:
+    """Every layout stores an element in at least one byte: refuse, before allocating
+    anything, a --shape the image cannot hold (a 2^31-wide cube, a typo)."""
+    elements = int(np.prod([int(d) for d in shape], dtype=object))
+    if elements > data.size:
+        raise LayoutError(f"--shape {','.join(map(str, shape))} has {elements} elements; the "
+                          f"image holds only {data.size} bytes")
+    check_extent(elements, f"--shape {','.join(map(str, shape))}")
+
+
 def _unpack(args, cfg, data: np.ndarray) -> np.ndarray:
     name, shape = args.format, args.shape
+    _check_shape_fits(shape, data)
     if name == "feature":
         precision = args.precision or "int8"
         batch = shape[0] if len(shape) == 4 else 1
@@ -233,7 +245,9 @@ def _run_foreign(args, name: str) -> int:
         raw = foreign.pack_foreign(name, _load_npy(args.input), args.transpose)
         write_image(args.output, np.frombuffer(raw, dtype=np.uint8))
     else:
-        _save_npy(args.output, foreign.unpack_foreign(name, read_image(args.input), args.shape,
+        data = read_image(args.input)  # foreign layouts compare sizes themselves
+        check_extent(int(np.prod(args.shape, dtype=object)), f"--shape {args.shape}")
+        _save_npy(args.output, foreign.unpack_foreign(name, data, args.shape,
                                                       args.transpose))
     return 0
 

@@ -28,10 +28,9 @@ from ..dma.weights import (
     weight_group_size,
 )
 from ..errors import ConfigurationError, SimError
+from ..num import flush_nans, inf_mask, nan_mask
 from ..num.blocks import cdma_cvt
-from .layer import CDMA, ConvLayer
-
-_PRECISION_CODE = {INT8: 0, "int16": 1, FP16: 2}
+from .layer import CDMA, PRECISION_CODES, ConvLayer
 
 
 class Cbuf:
@@ -72,14 +71,6 @@ class Cbuf:
         self.weights = (layer.banks, *weights) if layer.skip_weight_release else None
 
 
-def fp16_nan_mask(bits: np.ndarray) -> np.ndarray:
-    return ((bits & 0x7C00) == 0x7C00) & ((bits & 0x03FF) != 0)
-
-
-def fp16_inf_mask(bits: np.ndarray) -> np.ndarray:
-    return (bits & 0x7FFF) == 0x7C00
-
-
 def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
     """Every fp16 lane of every atom the CDMA reads (padding lanes included)."""
     group = atom // 2
@@ -93,17 +84,17 @@ def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
 def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     """The input cube (N, C, H, W) as the CSC sees it, and the CDMA data counters."""
     atom = ctx.config.atom_bytes
-    mem = ctx.memory(layer.in_ram)
+    mem = ctx.memory(layer.in_ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     counters = {}
     if layer.precision == FP16:
         raw = _raw_atoms(mem, layer, atom)
         if layer.batches == 1:
             raw = raw[None]
-        counters["D_NAN_INPUT_DATA_NUM_0"] = int(fp16_nan_mask(raw).sum())
-        counters["D_INF_INPUT_DATA_NUM_0"] = int(fp16_inf_mask(raw).sum())
+        counters["D_NAN_INPUT_DATA_NUM_0"] = int(nan_mask(raw).sum())
+        counters["D_INF_INPUT_DATA_NUM_0"] = int(inf_mask(raw).sum())
         cube = raw[:, : layer.channels]
         if layer.nan_to_zero:
-            cube = np.where(fp16_nan_mask(cube), np.uint16(0), cube)
+            cube = flush_nans(cube)
         return np.ascontiguousarray(cube), counters
     cube = read_feature(mem, layer.in_addr, (layer.channels, layer.in_height, layer.in_width),
                         layer.precision, atom, layer.line_stride, layer.surf_stride,
@@ -111,7 +102,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     if layer.batches == 1:
         cube = cube[None]
     if layer.cvt_enable:
-        code = _PRECISION_CODE[layer.precision]
+        code = PRECISION_CODES[layer.precision]
         out = cdma_cvt(data_in=cube.astype(np.int64), alu_in=layer.cvt_offset,
                        mul_in=layer.cvt_scale, in_precision=code, out_precision=code,
                        truncate=layer.cvt_truncate)["out"]
@@ -124,7 +115,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
 def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     """Weights (K, C, R, S) in element dtype, and the CDMA weight counters."""
     cfg = ctx.config
-    mem = ctx.memory(layer.weight_ram)
+    mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
     kernel_bytes = layer.byte_per_kernel
     fetched = mem.read_array(layer.weight_addr, layer.weight_bytes)
@@ -144,6 +135,6 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     counters = {}
     if layer.precision == FP16:
         bits = fetched[: fetched.size & ~1].view("<u2")
-        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = int(fp16_nan_mask(bits).sum())
-        counters["D_INF_INPUT_WEIGHT_NUM_0"] = int(fp16_inf_mask(bits).sum())
+        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = int(nan_mask(bits).sum())
+        counters["D_INF_INPUT_WEIGHT_NUM_0"] = int(inf_mask(bits).sum())
     return weights, counters

@@ -48,26 +48,29 @@ from ..dma.align import LayoutError
 from ..dma.pixel import PIXEL_FORMATS, PixelFormat, read_pixels
 from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
-from ..errors import ConfigurationError, SimError
-from ..num import cdma_cvt
-from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
-from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
-from .mac_int import cacc_truncate, conv_sum
-from .modes import layer_counters
+from ..errors import ConfigurationError
+from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
+from ..num.arrays import sign_extend_array
+from ..num.mac import cacc_round_int32
+from .cdma import fetch_weights
+from .layer import (
+    CACC,
+    CDMA,
+    CSC,
+    PRECISION_CODES,
+    ConvLayer,
+    check_equal,
+    check_proc_precision,
+    check_weight_bytes,
+    layer_counters,
+    pad_element,
+    precision_of,
+    weight_layer,
+)
+from .mac_fp16 import conv_fp16
+from .mac_int import conv_sum
 
-_CODE = {INT8: 0, INT16: 1, FP16: 2}
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
-
-
-def _precision(code: int, what: str) -> str:
-    try:
-        return PRECISIONS[code]
-    except KeyError:
-        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
-
-
-def is_image_input(ctx) -> bool:
-    return bool(ctx.regs(CDMA).datain_format)
 
 
 @dataclass(frozen=True)
@@ -129,17 +132,12 @@ def decode_image_layer(ctx) -> ImageLayer:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: PIXEL_MAPPING {cdma.pixel_mapping} is "
                                  "reserved (pitch linear only)")
     fmt = _pixel_format(cdma.pixel_format)
-    in_prec = _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
-    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    in_prec = precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
+    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
     check_precision("conv", IMAGE_FP16 if in_prec == FP16 else IMAGE_INT, proc,
                     f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
-    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
-                      (cacc, CACC)):
-        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
-        if p != proc:
-            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
-                                     f"the CDMA's {proc}")
+    check_proc_precision(ctx, proc)
     cvt = bool(cdma.cvt_en)
     if not cvt and in_prec != proc:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: converting {in_prec} pixels to {proc} "
@@ -154,7 +152,6 @@ def decode_image_layer(ctx) -> ImageLayer:
                                  f"channel(s), not {channels}")
     width, height = cdma.datain_width + 1, cdma.datain_height + 1
     pad = cdma.reg("D_ZERO_PADDING_0")
-    kernels = cdma.weight_kernel + 1
     ext_channels = csc.weight_channel_ext + 1
     kernel_height = csc.weight_height_ext + 1
     if csc.weight_width_ext != 0:
@@ -180,24 +177,12 @@ def decode_image_layer(ctx) -> ImageLayer:
     out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
     out_h = csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1
 
-    weights = ConvLayer(
-        precision=proc, batches=1, in_width=width, in_height=height, channels=ext_channels,
-        in_ram=cdma.datain_ram_type, in_addr=0,
-        line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False, cvt_offset=0,
-        cvt_scale=0, cvt_truncate=0, nan_to_zero=False, kernels=kernels, kernel_width=1,
-        kernel_height=kernel_height, byte_per_kernel=cdma.byte_per_kernel + 1,
-        weight_ram=cdma.weight_ram_type,
-        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
-        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
-        compressed=bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format),
-        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
-        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
-        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes, stride_x=stride_x, stride_y=stride_y,
-        dilation_x=1, dilation_y=1, pad_left=0, pad_top=pad.pad_top,
+    weights = weight_layer(
+        ctx, proc, in_width=width, in_height=height, channels=ext_channels,
+        in_ram=cdma.datain_ram_type, kernel_height=kernel_height, stride_x=stride_x,
+        stride_y=stride_y, pad_top=pad.pad_top,
         pad_value=csc.reg("D_ZERO_PADDING_VALUE_0").pad_value, out_width=out_w,
-        out_height=out_h, clip_truncate=cacc.clip_truncate)
-    if weights.compressed:
-        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
+        out_height=out_h)
     layer = ImageLayer(
         fmt=fmt, in_precision=in_prec, precision=proc, width=width, height=height,
         channels=channels, x_offset=cdma.pixel_x_offset,
@@ -238,18 +223,14 @@ def _cross_check(layer: ImageLayer, cdma, csc, cacc, bpe: int) -> None:
         (f"{CDMA}.D_CONV_STRIDE_0 CONV_Y_STRIDE", cdma.conv_y_stride + 1, layer.stride_y),
         (f"{CSC}.D_ZERO_PADDING_0 PAD_TOP", csc.reg("D_ZERO_PADDING_0").pad_top, layer.pad_top),
     )
-    for name, got, want in pairs:
-        if got != want:
-            raise ConfigurationError(f"{name}: {got} does not match {want}")
+    check_equal(pairs)
     kernel_bytes = layer.weights.channels * layer.kernel_height * bpe
     if layer.weights.byte_per_kernel != kernel_bytes:
         raise ConfigurationError(
             f"{CDMA}.D_WEIGHT_SIZE_0_0: BYTE_PER_KERNEL {layer.weights.byte_per_kernel} is not "
             f"{layer.kernel_width}x{layer.kernel_height}x{layer.channels} elements "
             f"({kernel_bytes} bytes)")
-    if not layer.weights.compressed and layer.weights.weight_bytes < layer.kernels * kernel_bytes:
-        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {layer.weights.weight_bytes} bytes "
-                                 f"cannot hold {layer.kernels} kernels of {kernel_bytes} bytes")
+    check_weight_bytes(layer.weights, kernel_bytes)
     for axis, size, before, after, k, stride, out in (
         ("width", layer.width, layer.pad_left, layer.pad_right, layer.kernel_width,
          layer.stride_x, layer.out_width),
@@ -264,11 +245,6 @@ def _cross_check(layer: ImageLayer, cdma, csc, cacc, bpe: int) -> None:
 
 
 # -- CDMA ---------------------------------------------------------------------
-
-def _sext(values: np.ndarray, bits: int) -> np.ndarray:
-    v = values.astype(np.int64) & ((1 << bits) - 1)
-    return np.where(v >> (bits - 1), v - (1 << bits), v)
-
 
 def pixel_components(raw: np.ndarray, fmt: PixelFormat) -> tuple[np.ndarray, int]:
     """The 8- or 16-bit container values (int64, unsigned) the CDMA converts, and their width.
@@ -297,9 +273,10 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
     fp16_pixels = fmt.dtype == np.float16
     if layer.cvt_enable:
         if fp16_pixels:
-            data = _sext(values, 16)  # the C-model hands fp16 bits over as a signed 16-bit value
+            # the C-model hands fp16 bits over as a signed 16-bit value
+            data = sign_extend_array(values, 16)
         elif layer.sign_override:
-            data = _sext(values, bits)
+            data = sign_extend_array(values, bits)
         else:
             data = values
         if layer.means is None:
@@ -307,7 +284,8 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
         else:
             alu = np.array([layer.means[min(c, 3)] for c in range(values.shape[0])], np.int64)
         out = cdma_cvt(data_in=data, alu_in=alu[:, None, None], mul_in=layer.cvt_scale,
-                       in_precision=_CODE[layer.in_precision], out_precision=_CODE[proc],
+                       in_precision=PRECISION_CODES[layer.in_precision],
+                       out_precision=PRECISION_CODES[proc],
                        truncate=layer.cvt_truncate)["out"].astype(np.int64)
     else:
         out = values
@@ -326,8 +304,8 @@ def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, li
     for y in range(layer.height):
         line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded)
         bits = line.view("<u2")[layer.x_offset * bpp // 2:]
-        nan += int(fp16_nan_mask(bits).sum())
-        inf += int(fp16_inf_mask(bits).sum())
+        nan += int(nan_mask(bits).sum())
+        inf += int(inf_mask(bits).sum())
     return nan, inf
 
 
@@ -356,7 +334,7 @@ def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
     """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
     atom = ctx.config.atom_bytes
     fmt = layer.fmt
-    mem = ctx.memory(layer.ram)
+    mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     values, bits = image_values(mem, fmt, layer.addrs, layer.line_strides, layer.width,
                                 layer.height, layer.x_offset, layer.in_precision, atom)
     counters = {}
@@ -368,22 +346,13 @@ def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
         counters["D_NAN_INPUT_DATA_NUM_0"] = nan
         counters["D_INF_INPUT_DATA_NUM_0"] = inf
         if layer.nan_to_zero:
-            values = np.where(fp16_nan_mask(values), 0, values)
+            values = flush_nans(values)
     cube = convert_pixels(values, bits, fmt, layer)
     c, h, w = cube.shape
     framed = np.empty((c, h, layer.pad_left + w + layer.pad_right), dtype=cube.dtype)
     framed[...] = pad_element(layer.cdma_pad_value, layer.precision)
     framed[:, :, layer.pad_left: layer.pad_left + w] = cube
     return framed, counters
-
-
-def pad_element(value: int, precision: str):
-    """A pad register value as an element: low byte for int8, 16 bits otherwise."""
-    if precision == INT8:
-        return np.uint8(value & 0xFF).view(np.int8)
-    if precision == INT16:
-        return np.uint16(value & 0xFFFF).view(np.int16)
-    return np.uint16(value & 0xFFFF)
 
 
 def fetch_image_weights(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
@@ -468,14 +437,10 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,
                    in_height=layer.out_height, kernel_width=1, kernel_height=1, stride_x=1,
                    stride_y=1, pad_top=0, pad_left=0)
-    try:
-        if layer.precision == FP16:
-            from .mac_fp16 import conv_fp16
-            out = conv_fp16(data, wts, flat, lanes)
-        else:
-            acc = conv_sum(data, wts, flat)
-            out, saturated = cacc_truncate(acc, flat.clip_truncate)
-            counters[(CACC, "D_OUT_SATURATION_0")] = saturated
-    except LayoutError as exc:  # pragma: no cover - defensive
-        raise SimError(str(exc)) from None
+    if layer.precision == FP16:
+        out = conv_fp16(data, wts, flat, lanes)
+    else:
+        acc = conv_sum(data, wts, flat)
+        out, saturated = cacc_round_int32(acc, flat.clip_truncate)
+        counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out[0], counters

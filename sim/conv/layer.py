@@ -16,21 +16,72 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..configs import FP16, INT8, INT16
 from ..dma.precision import check_precision
-from ..errors import ConfigurationError, NotImplementedFeature
+from ..errors import ConfigurationError
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
+PRECISION_CODES = {name: code for code, name in PRECISIONS.items()}
 CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
                                     "NVDLA_CACC")
 MAX_CLIP_TRUNCATE = 16  # CACC: a 48-bit accumulator delivers 32 bits
 
+# The layer's mode, decoded from the registers (:func:`conv_mode`)
+DIRECT, IMAGE, WINOGRAD = "direct", "image", "winograd"
 
-def _precision(code: int, what: str) -> str:
+CDMA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0", "D_NAN_INPUT_WEIGHT_NUM_0",
+                 "D_INF_INPUT_WEIGHT_NUM_0")
+
+
+def conv_mode(ctx) -> str:
+    """IMAGE when the CDMA reads pixels, WINOGRAD when any block is in Winograd mode, else DIRECT.
+
+    The mode-specific decoders check that the blocks agree.
+    """
+    if ctx.regs(CDMA).datain_format:
+        return IMAGE
+    if any(ctx.regs(unit).conv_mode for unit in (CDMA, CSC, CMAC_A, CMAC_B, CACC)):
+        return WINOGRAD
+    return DIRECT
+
+
+def layer_counters(data_counters: dict, weight_counters: dict) -> dict:
+    """Every CDMA NaN/Inf counter and CACC's saturation count of a layer (0 unless found)."""
+    found = {**data_counters, **weight_counters}
+    counters = {(CDMA, name): found.get(name, 0) for name in CDMA_COUNTERS}
+    counters[(CACC, "D_OUT_SATURATION_0")] = 0
+    return counters
+
+
+def precision_of(code: int, what: str) -> str:
+    """The precision a 2-bit precision field names (``what`` names the field for errors)."""
     try:
         return PRECISIONS[code]
     except KeyError:
         raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
+
+
+def check_proc_precision(ctx, proc: str) -> None:
+    """CSC, CMAC_A, CMAC_B and CACC must process in the CDMA's precision ``proc``."""
+    for unit in (CSC, CMAC_A, CMAC_B, CACC):
+        p = precision_of(ctx.regs(unit).proc_precision, f"{unit}.D_MISC_CFG_0")
+        if p != proc:
+            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
+                                     f"the CDMA's {proc}")
+
+
+def pad_element(value: int, precision: str):
+    """A pad register value as an element: low byte for int8, 16 bits otherwise.
+
+    int8/int16 give signed numpy scalars, fp16 its bit pattern (uint16).
+    """
+    if precision == INT8:
+        return np.uint8(value & 0xFF).view(np.int8)
+    if precision == INT16:
+        return np.uint16(value & 0xFFFF).view(np.int16)
+    return np.uint16(value & 0xFFFF)
 
 
 @dataclass(frozen=True)
@@ -94,36 +145,79 @@ class ConvLayer:
         return cube if self.batches == 1 else (self.batches, *cube)
 
 
+def check_equal(pairs) -> None:
+    """Each (register field name, programmed value, value the layer needs) must agree."""
+    for name, got, want in pairs:
+        if got != want:
+            raise ConfigurationError(f"{name}: {got} does not match {want}")
+
+
 def _check_equal(pairs, what: str) -> None:
     for name, a, b in pairs:
         if a != b:
             raise ConfigurationError(f"{what}: {name} {a} does not match {b}")
 
 
+def weight_fetch(ctx) -> dict:
+    """The CDMA's weight-fetch fields of a :class:`ConvLayer` (every convolution mode)."""
+    cdma = ctx.regs(CDMA)
+    compressed = bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format)
+    if compressed:
+        ctx.config.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
+    return dict(
+        byte_per_kernel=cdma.byte_per_kernel + 1,
+        weight_ram=cdma.weight_ram_type,
+        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
+        compressed=compressed,
+        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
+        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
+        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes,
+    )
+
+
+def weight_layer(ctx, precision: str, **geometry) -> ConvLayer:
+    """The weight fetch of an image-input or Winograd layer as a single-batch ConvLayer.
+
+    ``geometry`` gives the fields that describe the (pre-extended or
+    transformed) weight and output geometry; the input fields are neutral.
+    """
+    fields = dict(
+        precision=precision, batches=1, in_width=1, in_height=1, channels=1, in_ram=0,
+        in_addr=0, line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False,
+        cvt_offset=0, cvt_scale=0, cvt_truncate=0, nan_to_zero=False,
+        kernels=ctx.regs(CDMA).weight_kernel + 1, kernel_width=1, kernel_height=1,
+        stride_x=1, stride_y=1, dilation_x=1, dilation_y=1, pad_left=0, pad_top=0,
+        pad_value=0, out_width=1, out_height=1, clip_truncate=ctx.regs(CACC).clip_truncate,
+        **weight_fetch(ctx))
+    fields.update(geometry)
+    return ConvLayer(**fields)
+
+
+def check_weight_bytes(layer: ConvLayer, kernel_bytes: int) -> None:
+    """Uncompressed weights: D_WEIGHT_BYTES must hold every kernel."""
+    if not layer.compressed and layer.weight_bytes < layer.kernels * kernel_bytes:
+        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {layer.weight_bytes} bytes cannot "
+                                 f"hold {layer.kernels} kernels of {kernel_bytes} bytes")
+
+
 def decode_layer(ctx) -> ConvLayer:
-    """Decode and cross-check the layer's CDMA/CSC/CMAC/CACC register groups."""
+    """Decode and cross-check a direct-convolution layer's CDMA/CSC/CMAC/CACC register groups.
+
+    The engine dispatches on :func:`conv_mode`; this decoder sees DIRECT layers.
+    """
     cfg = ctx.config
     cdma, csc, cacc = ctx.regs(CDMA), ctx.regs(CSC), ctx.regs(CACC)
-    cmac_a, cmac_b = ctx.regs(CMAC_A), ctx.regs(CMAC_B)
+    if csc.datain_format:
+        raise ConfigurationError(f"{CSC}.D_DATAIN_FORMAT_0: PIXEL while {CDMA} reads a "
+                                 "feature cube")
 
-    for blk, unit in ((cdma, CDMA), (csc, CSC), (cmac_a, CMAC_A), (cmac_b, CMAC_B), (cacc, CACC)):
-        if blk.conv_mode != 0:
-            if not cfg.winograd:
-                raise ConfigurationError(f"{unit}.D_MISC_CFG_0: {cfg.name} has no Winograd mode")
-            raise NotImplementedFeature("CONV", "Winograd convolution")
-    if cdma.datain_format != 0 or csc.datain_format != 0:
-        raise NotImplementedFeature("CONV", "image (pixel) input")
-
-    in_prec = _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
-    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    in_prec = precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
+    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
     check_precision("conv", in_prec, proc, f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
-    for blk, unit in ((csc, CSC), (cmac_a, CMAC_A), (cmac_b, CMAC_B), (cacc, CACC)):
-        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
-        if p != proc:
-            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
-                                     f"the CDMA's {proc}")
-    if _precision(csc.in_precision, f"{CSC}.D_MISC_CFG_0") != in_prec:
+    check_proc_precision(ctx, proc)
+    if precision_of(csc.in_precision, f"{CSC}.D_MISC_CFG_0") != in_prec:
         raise ConfigurationError(f"{CSC}.D_MISC_CFG_0: IN_PRECISION does not match the CDMA's")
 
     batches = cdma.batches + 1
@@ -132,9 +226,6 @@ def decode_layer(ctx) -> ConvLayer:
         if batches > cfg.max_batch:
             raise ConfigurationError(f"{CDMA}.D_BATCH_NUMBER_0: {batches} batches exceed the "
                                      f"maximum {cfg.max_batch}")
-    compressed = bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format)
-    if compressed:
-        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
 
     kernels = cdma.weight_kernel + 1
     layer = ConvLayer(
@@ -156,14 +247,7 @@ def decode_layer(ctx) -> ConvLayer:
         kernels=kernels,
         kernel_width=csc.weight_width_ext + 1,
         kernel_height=csc.weight_height_ext + 1,
-        byte_per_kernel=cdma.byte_per_kernel + 1,
-        weight_ram=cdma.weight_ram_type,
-        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
-        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
-        compressed=compressed,
-        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
-        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
-        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes,
+        **weight_fetch(ctx),
         stride_x=csc.conv_x_stride_ext + 1,
         stride_y=csc.conv_y_stride_ext + 1,
         dilation_x=csc.x_dilation_ext + 1,
@@ -217,10 +301,7 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
             f"{CDMA}.D_WEIGHT_SIZE_0_0: BYTE_PER_KERNEL {layer.byte_per_kernel} is not "
             f"{layer.kernel_width}x{layer.kernel_height}x{layer.channels} elements "
             f"({kernel_bytes} bytes)")
-    total = layer.kernels * kernel_bytes
-    if not layer.compressed and layer.weight_bytes < total:
-        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {layer.weight_bytes} bytes cannot "
-                                 f"hold {layer.kernels} kernels of {kernel_bytes} bytes")
+    check_weight_bytes(layer, kernel_bytes)
     if csc.reg("D_WEIGHT_BYTES_0").weight_bytes != layer.weight_bytes:
         raise ConfigurationError(f"{CSC}.D_WEIGHT_BYTES_0 does not match {CDMA}.D_WEIGHT_BYTES_0")
 

@@ -15,7 +15,8 @@ bound is below 2**24, float64 below 2**53 (both exact for integers in that
 range), int64 otherwise.
 
 CACC then delivers ``saturate_int32(round_half_away(acc / 2**CLIP_TRUNCATE))``
-to the SDP and counts the saturated values (D_OUT_SATURATION).
+to the SDP and counts the saturated values (D_OUT_SATURATION):
+:func:`sim.num.mac.cacc_round_int32`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from ..errors import NotImplementedFeature
 from .layer import ConvLayer
 
 ACC_BITS = 48
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 def pad_value_of(layer: ConvLayer) -> int:
@@ -96,16 +96,3 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
         col = cols[b].astype(dtype, order="C").reshape(crs, pixels)
         out[b] = wf @ col
     return out.reshape(n, k, layer.out_height, layer.out_width)
-
-
-def cacc_truncate(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
-    """CACC delivery: round half away from zero by ``truncate`` bits, saturate to int32.
-
-    Returns the int32 cube and the number of saturated values.
-    """
-    if truncate:
-        half = np.int64(1 << (truncate - 1))
-        mag = (np.abs(acc) + half) >> truncate
-        acc = np.where(acc < 0, -mag, mag)
-    sat = int(np.count_nonzero((acc > INT32_MAX) | (acc < INT32_MIN)))
-    return np.clip(acc, INT32_MIN, INT32_MAX).astype(np.int32), sat

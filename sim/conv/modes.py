@@ -1,34 +1,34 @@
-"""Dispatch of the convolution modes other than direct feature input.
+"""The convolution layer of each mode: the dispatcher above direct, image-input and Winograd.
 
-:func:`special_mode` returns the function computing the layer -- image input
-(:mod:`sim.conv.image`) or Winograd (:mod:`sim.conv.winograd`) -- or None for
-direct convolution of a feature cube.  The function returns CACC's output
-cube for the SDP and the counters ``{(unit, register): value}``.
+:func:`compute_conv_layer` decodes the layer's mode (:func:`sim.conv.layer.conv_mode`) and
+runs the matching pipeline; each returns CACC's output cube for the SDP and the counters
+``{(unit, register): value}``.  Direct layers may reuse data and weights a previous layer
+left in the CBUF; image-input and Winograd layers leave nothing there for the next one.
 """
 
 from __future__ import annotations
 
-from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC
+import numpy as np
+
+from .cdma import Cbuf
+from .direct import compute_direct_layer
+from .image import compute_image_layer
+from .layer import DIRECT, IMAGE, WINOGRAD, conv_mode, decode_layer
+from .winograd import compute_winograd_layer
+
+SPECIAL_MODES = {IMAGE: compute_image_layer, WINOGRAD: compute_winograd_layer}
 
 
-def special_mode(ctx):
-    cdma = ctx.regs(CDMA)
-    if cdma.datain_format:
-        from .image import compute_image_layer
-        return compute_image_layer
-    if any(ctx.regs(unit).conv_mode for unit in (CDMA, CSC, CMAC_A, CMAC_B, CACC)):
-        from .winograd import compute_winograd_layer
-        return compute_winograd_layer
-    return None
+def compute_conv_layer(ctx, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict, Cbuf]:
+    """CACC's output cube, the layer's counters and what the CBUF holds afterwards.
 
-
-CDMA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0", "D_NAN_INPUT_WEIGHT_NUM_0",
-                 "D_INF_INPUT_WEIGHT_NUM_0")
-
-
-def layer_counters(data_counters: dict, weight_counters: dict) -> dict:
-    """Every CDMA NaN/Inf counter and CACC's saturation count of a layer (0 unless found)."""
-    found = {**data_counters, **weight_counters}
-    counters = {(CDMA, name): found.get(name, 0) for name in CDMA_COUNTERS}
-    counters[(CACC, "D_OUT_SATURATION_0")] = 0
-    return counters
+    The cube is (K, H', W'), or (N, K, H', W') for a direct layer of several batches.
+    """
+    mode = conv_mode(ctx)
+    if mode == DIRECT:
+        layer = decode_layer(ctx)
+        cbuf = cbuf or Cbuf()
+        out, counters = compute_direct_layer(ctx, layer, cbuf)
+        return (out if layer.batches > 1 else out[0]), counters, cbuf
+    out, counters = SPECIAL_MODES[mode](ctx)
+    return out, counters, Cbuf()

@@ -46,14 +46,36 @@ from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
 from ..errors import ConfigurationError, NotImplementedFeature
 from ..jit import njit
-from ..num import csc_cvt
-from .cdma import fetch_weights, fp16_inf_mask, fp16_nan_mask
-from .layer import CACC, CDMA, CMAC_A, CMAC_B, CSC, PRECISIONS, ConvLayer
-from .mac_fp16 import _SIGN_COMP, _sext, _split, booth_product, cacc_add, fp48_to_fp32
-from .mac_int import cacc_truncate
-from .modes import layer_counters
+from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
+from ..num.mac import (
+    MAC_NAN_EXP,
+    aligned_product,
+    cacc_accumulate,
+    cacc_round_int32,
+    cacc_to_fp32,
+    fp16_mac_operands,
+    lane_exponent,
+    mac_nan_block,
+)
+from ..num.rounding import sign_extend
+from .cdma import fetch_weights
+from .layer import (
+    CACC,
+    CDMA,
+    CMAC_A,
+    CMAC_B,
+    CSC,
+    PRECISION_CODES,
+    ConvLayer,
+    check_equal,
+    check_proc_precision,
+    check_weight_bytes,
+    layer_counters,
+    pad_element,
+    precision_of,
+    weight_layer,
+)
 
-_CODE = {INT8: 0, "int16": 1, FP16: 2}
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)  # output transform
 
 
@@ -90,19 +112,6 @@ class WinogradLayer:
         return self.weights.kernels
 
 
-def _precision(code: int, what: str) -> str:
-    try:
-        return PRECISIONS[code]
-    except KeyError:
-        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
-
-
-def _check(pairs) -> None:
-    for name, got, want in pairs:
-        if got != want:
-            raise ConfigurationError(f"{name}: {got} does not match {want}")
-
-
 def decode_winograd_layer(ctx) -> WinogradLayer:
     """Decode and cross-check a Winograd layer's CDMA/CSC/CMAC/CACC registers."""
     cfg = ctx.config
@@ -117,17 +126,12 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
                                      "in Winograd mode")
     if cdma.datain_format or csc.datain_format:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: Winograd needs feature input")
-    proc = _precision(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
-    if _precision(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0") != proc:
+    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    if precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0") != proc:
         raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: Winograd input must be in the "
                                  "processing precision")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
-    for blk, unit in ((csc, CSC), (ctx.regs(CMAC_A), CMAC_A), (ctx.regs(CMAC_B), CMAC_B),
-                      (cacc, CACC)):
-        p = _precision(blk.proc_precision, f"{unit}.D_MISC_CFG_0")
-        if p != proc:
-            raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
-                                     f"the CDMA's {proc}")
+    check_proc_precision(ctx, proc)
     for blk, unit in ((cdma, CDMA), (csc, CSC), (cacc, CACC)):
         if blk.reg("D_BATCH_NUMBER_0").batches:
             raise ConfigurationError(f"{unit}.D_BATCH_NUMBER_0: Winograd has no batch mode")
@@ -151,7 +155,7 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
     kernels = cdma.weight_kernel + 1
     out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
     out_h = csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1
-    _check((
+    check_equal((
         (f"{CDMA}.D_DATAIN_SIZE_EXT_0_0 DATAIN_WIDTH_EXT", cdma.datain_width_ext + 1, ext_w),
         (f"{CDMA}.D_DATAIN_SIZE_EXT_0_0 DATAIN_HEIGHT_EXT", cdma.datain_height_ext + 1, ext_h),
         (f"{CSC}.D_DATAIN_SIZE_EXT_0_0 DATAIN_WIDTH_EXT", csc.datain_width_ext + 1, ext_w),
@@ -175,25 +179,9 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
         raise ConfigurationError(
             f"{CSC}.D_DATAOUT_SIZE_0_0: Winograd output {out_w}x{out_h} must be even and leave "
             f"room for 4x4 tiles in the {ext_w}x{ext_h} extended input")
-    weights = ConvLayer(
-        precision=proc, batches=1, in_width=ext_w, in_height=ext_h, channels=ext_c, in_ram=0,
-        in_addr=0, line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False,
-        cvt_offset=0, cvt_scale=0, cvt_truncate=0, nan_to_zero=False, kernels=kernels,
-        kernel_width=4, kernel_height=4, byte_per_kernel=cdma.byte_per_kernel + 1,
-        weight_ram=cdma.weight_ram_type,
-        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
-        weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
-        compressed=bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format),
-        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
-        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
-        wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes, stride_x=1, stride_y=1, dilation_x=1,
-        dilation_y=1, pad_left=0, pad_top=0, pad_value=0, out_width=out_w, out_height=out_h,
-        clip_truncate=cacc.clip_truncate)
-    if weights.compressed:
-        cfg.require("weight_compression", f"{CDMA}.D_WEIGHT_FORMAT_0")
-    if weights.weight_bytes < kernels * weights.byte_per_kernel and not weights.compressed:
-        raise ConfigurationError(f"{CDMA}.D_WEIGHT_BYTES_0: {weights.weight_bytes} bytes cannot "
-                                 f"hold {kernels} kernels of {weights.byte_per_kernel} bytes")
+    weights = weight_layer(ctx, proc, in_width=ext_w, in_height=ext_h, channels=ext_c,
+                           kernel_width=4, kernel_height=4, out_width=out_w, out_height=out_h)
+    check_weight_bytes(weights, weights.byte_per_kernel)
     return WinogradLayer(
         precision=proc, width=width, height=height, channels=channels, padded_channels=padded,
         ram=cdma.datain_ram_type, addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
@@ -205,17 +193,9 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
         nan_to_zero=bool(cdma.nan_to_zero), clip_truncate=cacc.clip_truncate, weights=weights)
 
 
-def _pad_element(value: int, precision: str):
-    if precision == INT8:
-        return np.uint8(value & 0xFF).view(np.int8)
-    if precision == FP16:
-        return np.uint16(value & 0xFFFF)
-    return np.uint16(value & 0xFFFF).view(np.int16)
-
-
 def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     """The CDMA's framed, stride-folded cube (C_ext, H_ext, W_ext) and its data counters."""
-    mem = ctx.memory(layer.ram)
+    mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     cube = read_feature(mem, layer.addr, (layer.padded_channels, layer.height, layer.width),
                         layer.precision, ctx.config.atom_bytes, layer.line_stride,
                         layer.surf_stride, 0, 1, what=f"{CDMA} input cube")
@@ -223,15 +203,15 @@ def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     th = layer.pad_top + layer.height + layer.pad_bottom
     tw = layer.pad_left + layer.width + layer.pad_right
     framed = np.empty((cp, th, tw), dtype=cube.dtype)
-    framed[...] = _pad_element(layer.pad_value, layer.precision)
+    framed[...] = pad_element(layer.pad_value, layer.precision)
     framed[:, layer.pad_top: layer.pad_top + layer.height,
            layer.pad_left: layer.pad_left + layer.width] = cube
     counters = {}
     if layer.precision == FP16:
-        counters["D_NAN_INPUT_DATA_NUM_0"] = int(fp16_nan_mask(framed).sum())
-        counters["D_INF_INPUT_DATA_NUM_0"] = int(fp16_inf_mask(framed).sum())
+        counters["D_NAN_INPUT_DATA_NUM_0"] = int(nan_mask(framed).sum())
+        counters["D_INF_INPUT_DATA_NUM_0"] = int(inf_mask(framed).sum())
         if layer.nan_to_zero:
-            framed = np.where(fp16_nan_mask(framed), np.uint16(0), framed)
+            framed = flush_nans(framed)
     sx, sy = layer.stride_x, layer.stride_y
     ext = framed.reshape(cp, th // sy, sy, tw // sx, sx).transpose(2, 4, 0, 1, 3)
     return np.ascontiguousarray(ext.reshape(layer.ext_channels, th // sy, tw // sx)), counters
@@ -245,7 +225,7 @@ def pre_added_tiles(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
     tiles = ext[:, rows[:, None, :, None], cols[None, :, None, :]]  # (C, oh2, ow2, 4, 4)
     bits = tiles.reshape(*tiles.shape[:3], 16).view(np.uint16) if tiles.dtype != np.int8 \
         else (tiles.astype(np.int16).reshape(*tiles.shape[:3], 16).view(np.uint16))
-    return csc_cvt(data_in=bits, precision=_CODE[layer.precision],
+    return csc_cvt(data_in=bits, precision=PRECISION_CODES[layer.precision],
                    truncate=layer.pra_truncate)["out"]
 
 
@@ -261,7 +241,7 @@ def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -
 
 
 @njit
-def _winograd_fp16_kernel(d, w, sign_comp):
+def _winograd_fp16_kernel(d, w):
     """fp32 bit patterns (K, oh2, ow2, 4): CACC over 4-channel groups of CMAC operations.
 
     ``d`` (C, oh2, ow2, 16) pre-added fp16 bits, ``w`` (K, C, 16) fp16 bits.
@@ -270,8 +250,8 @@ def _winograd_fp16_kernel(d, w, sign_comp):
     n_k = w.shape[0]
     df = d.ravel()
     wf = w.ravel()
-    dz, dn, dsg, dm, de = _split(df)
-    wz, wn, wsg, wm, we = _split(wf)
+    dz, dn, dsg, dm, de = fp16_mac_operands(df)
+    wz, wn, wsg, wm, we = fp16_mac_operands(wf)
     lane_e = np.zeros(64, np.int64)
     phase1 = np.zeros(16, np.int64)
     phase2 = np.zeros(8, np.int64)
@@ -300,48 +280,43 @@ def _winograd_fp16_kernel(d, w, sign_comp):
                                 nan_bits = df[di]
                                 break
                     if nan_bits >= 0:
-                        nb = np.int64(nan_bits)
-                        mac_m = _sext((((nb >> 15) & 1) << 37) | ((nb & 0x3FF) << 27), 38)
+                        mac_m = mac_nan_block(nan_bits)
                         for o in range(4):
-                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], 63, mac_m)
+                            acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o], MAC_NAN_EXP,
+                                                                 mac_m)
                         continue
                     emax = 0
                     for lane in range(64):
                         p, c = lane // 4, g * 4 + lane % 4
                         wi = (k * n_c + c) * 16 + p
                         di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        if wz[wi] or dz[di]:
-                            lane_e[lane] = -1
-                            continue
-                        e = de[di] + we[wi]
+                        e = lane_exponent(dz[di], wz[wi], de[di], we[wi])
                         lane_e[lane] = e
                         if e > emax:
                             emax = e
                     for p in range(16):
                         phase1[p] = 0
                     for lane in range(64):
-                        e = lane_e[lane]
-                        if e < 0:
-                            continue
                         p, c = lane // 4, g * 4 + lane % 4
                         wi = (k * n_c + c) * 16 + p
                         di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        phase1[p] += booth_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
-                                                   (emax - e) * 4, sign_comp)
+                        phase1[p] += aligned_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
+                                                     lane_e[lane], emax)
                     for i in range(4):
-                        phase2[i] = _sext(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
-                        phase2[i + 4] = _sext(phase1[i + 4] - phase1[i + 8] - phase1[i + 12], 38)
+                        phase2[i] = sign_extend(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
+                        phase2[i + 4] = sign_extend(phase1[i + 4] - phase1[i + 8]
+                                                    - phase1[i + 12], 38)
                     for i in range(2):
-                        res[2 * i] = _sext(phase2[4 * i] + phase2[4 * i + 1] + phase2[4 * i + 2],
-                                           38)
-                        res[2 * i + 1] = _sext(phase2[4 * i + 1] - phase2[4 * i + 2]
-                                               - phase2[4 * i + 3], 38)
+                        res[2 * i] = sign_extend(phase2[4 * i] + phase2[4 * i + 1]
+                                                 + phase2[4 * i + 2], 38)
+                        res[2 * i + 1] = sign_extend(phase2[4 * i + 1] - phase2[4 * i + 2]
+                                                     - phase2[4 * i + 3], 38)
                     for o in range(4):
                         if res[o] != 0:
-                            acc_e[o], acc_m[o] = cacc_add(acc_e[o], acc_m[o], (emax * 4) & 63,
-                                                          res[o])
+                            acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o],
+                                                                 (emax * 4) & 63, res[o])
                 for o in range(4):
-                    out[k, y, x, o] = fp48_to_fp32(acc_e[o], acc_m[o])
+                    out[k, y, x, o] = cacc_to_fp32(acc_e[o], acc_m[o])
     return out
 
 
@@ -349,7 +324,7 @@ def winograd_fp16(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """fp32 bit patterns (K, H', W') of an fp16 Winograd layer."""
     w = np.ascontiguousarray(weights, dtype=np.uint16).reshape(weights.shape[0],
                                                                weights.shape[1], 16)
-    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w, _SIGN_COMP)
+    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w)
     k, oh2, ow2, _ = out.shape
     return out.reshape(k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
 
@@ -371,6 +346,6 @@ def compute_winograd_layer(ctx) -> tuple[np.ndarray, dict]:
     tiles = pre_added_tiles(ext, layer)
     if layer.precision == FP16:
         return winograd_fp16(tiles, weights), counters
-    out, saturated = cacc_truncate(winograd_int(tiles, weights, layer), layer.clip_truncate)
+    out, saturated = cacc_round_int32(winograd_int(tiles, weights, layer), layer.clip_truncate)
     counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out, counters

@@ -21,7 +21,9 @@ Public API (names other units rely on):
 * :func:`pack_feature`, :func:`unpack_feature` -- numpy arrays <-> bytes
 * :func:`gather_feature`, :func:`scatter_feature` -- on a flat uint8 buffer
 * :func:`read_feature`, :func:`write_feature` -- through a memory object with
-  ``read_array(addr, size)`` and ``write(addr, data)`` (e.g. ``sim.dram.Memory``)
+  ``read_array(addr, size, what)``, ``read_for_update(addr, size, what)`` (the
+  bytes a strided write keeps) and ``write(addr, data, what)`` (e.g.
+  ``sim.dram.Memory``; ``what`` names the register in errors)
 * :func:`fold_1x1` -- the 1x1xC surface-packed special case
 * :func:`padded_channels` -- channels rounded up to whole atoms
 """
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..dram import check_extent
 from .align import LayoutError, align_up, check_alignment
 from .elements import (
     as_bytes,
@@ -160,6 +163,8 @@ class FeatureLayout:
         if self.batch > 1 and self.batch_stride < self.atom_bytes:
             raise LayoutError(f"{prefix}batch stride {self.batch_stride:#x} is smaller than "
                               "an atom")
+        check_extent(self.extent, f"{what or kind}: cube of {self.width}x{self.height}x"
+                     f"{self.channels} (batch {self.batch})")
         return self
 
     def check_disjoint(self, what: str = "") -> None:
@@ -340,7 +345,7 @@ def read_feature(mem, addr: int, shape, precision: str, atom_bytes: int, line_st
     check_alignment("feature", atom_bytes, what, start=addr)
     layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
                             batch_stride, batch, what)
-    window = mem.read_array(addr, layout.extent)
+    window = mem.read_array(addr, layout.extent, what)
     return gather_feature(window, 0, layout, precision)
 
 
@@ -362,9 +367,9 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
     if layout.is_packed:
         window = np.empty(layout.extent, dtype=np.uint8)
     else:
-        window = mem.read_array(addr, layout.extent)
+        window = mem.read_for_update(addr, layout.extent, what)
     scatter_atoms(window, 0, layout, raw)
-    mem.write(addr, window)
+    mem.write(addr, window, what)
     observer = getattr(mem, "observer", None)
     if observer is not None:  # tell a recorder (sim.diff) which elements these bytes hold
         observer.wrote_feature(mem, addr, layout, precision, what)

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..configs import FP16, INT8, INT16
+from ..dram import check_extent
 from .align import LayoutError, align_up, check_alignment
 
 
@@ -204,6 +205,7 @@ def pixel_layout(fmt: PixelFormat, width: int, height: int, line_strides=None, x
             raise LayoutError(f"{what + ': ' if what else ''}plane {plane} line stride "
                               f"{stride:#x} is smaller than a line "
                               f"({layout.line_bytes(plane):#x} bytes)")
+        check_extent(layout.extent(plane), f"{what or fmt.name}: plane {plane}")
     return layout
 
 

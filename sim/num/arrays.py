@@ -46,3 +46,8 @@ def broadcast_fields(data_ndim: int, fields: dict, dtype=np.int64) -> tuple:
     arrays = np.broadcast_arrays(*arrays)
     shape = arrays[0].shape
     return shape, tuple(flat(a.astype(dtype, copy=False)) for a in arrays)
+
+
+def sign_extend_array(values, bits: int) -> np.ndarray:
+    """The low ``bits`` bits of each value read as two's complement (int64, vectorised)."""
+    return (np.asarray(values, np.int64) << (64 - bits)) >> (64 - bits)

@@ -18,6 +18,8 @@ to nearest, ties to even (``round_nearest_even``).
 
 import math
 
+import numpy as np
+
 from sim.jit import njit
 
 
@@ -135,3 +137,27 @@ def round_nearest_even(m, drop):
     if guard and (sticky or (kept & 1)):
         kept += 1
     return kept
+
+
+@njit
+def round_via_double(value, shift, bits):
+    """``saturate(round_half_away(value / 2**shift))`` computed as NVDLA's C-model does it.
+
+    The C-model's LUT arithmetic (CDP) rounds through an IEEE double:
+    ``value`` is converted to double (rounding beyond 53 bits), scaled by a
+    power of two (``shift`` may be negative) and 0.5 is added (or subtracted)
+    in double before truncation.  Magnitudes of 2**63 or more saturate first.
+    """
+    vf = np.float64(value)
+    positive = vf > 0
+    vf = vf / (2.0 ** shift)
+    hi = (1 << (bits - 1)) - 1
+    lo = -(1 << (bits - 1))
+    if abs(vf) >= 9223372036854775808.0:
+        return hi if positive else lo
+    out = np.int64(vf + 0.5) if positive else np.int64(vf - 0.5)
+    if out > hi:
+        return hi
+    if out < lo:
+        return lo
+    return out

@@ -27,6 +27,14 @@ from sim.num.fpcore import (
     fraction_to_float,
     int_to_float,
 )
+from sim.num.lut import (
+    KIND_HIT,
+    KIND_OFLOW,
+    KIND_UFLOW,
+    LE_ENTRIES,
+    LO_ENTRIES,
+    choose_table,
+)
 from sim.num.ops import (
     FP16,
     FP17,
@@ -54,8 +62,8 @@ ALU_MIN = 1
 ALU_SUM = 2
 ALU_EQL = 3
 
-LUT_LE_DEPTH = 65  # entries of the LE (exponent/linear) table
-LUT_LO_DEPTH = 257  # entries of the LO (linear) table
+LUT_LE_DEPTH = LE_ENTRIES  # entries of the LE (exponent/linear) table
+LUT_LO_DEPTH = LO_ENTRIES  # entries of the LO (linear) table
 LUT_FRACTION_BITS = 35
 LUT_INDEX_MAX = 511  # 9-bit index before the depth check
 
@@ -299,6 +307,14 @@ def _table_hit(uflow, index, fraction, depth):
 
 
 @njit
+def _kind(hit):
+    """The result kind (sim.num.lut) of a :func:`_table_hit` tuple."""
+    if hit[0]:
+        return KIND_UFLOW
+    return KIND_OFLOW if hit[1] else KIND_HIT
+
+
+@njit
 def sdp_y_idx_cell(r, o):
     x, le_start, lo_start = r[0], r[1], r[2]
     le_offset = sign_extend(r[3], 8)
@@ -317,14 +333,8 @@ def sdp_y_idx_cell(r, o):
 
     le_hit = not (le[0] or le[1])
     lo_hit = not (lo[0] or lo[1])
-    if le[0] and lo[0]:
-        use_lo = uflow_priority != 0
-    elif le[1] and lo[1]:
-        use_lo = oflow_priority != 0
-    elif le_hit == lo_hit:  # both hit, or one under- and one overflows
-        use_lo = hybrid_priority != 0
-    else:
-        use_lo = lo_hit
+    use_lo, _ = choose_table(_kind(le), _kind(lo), uflow_priority, oflow_priority,
+                             hybrid_priority)
     uflow, oflow, address, fraction = lo if use_lo else le
     if le_hit and lo_hit:
         uflow = oflow = False

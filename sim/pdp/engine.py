@@ -27,16 +27,16 @@ import numpy as np
 from ..chains import PDP, PDP_RDMA, pdp_input_on_the_fly
 from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
+from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError, NotImplementedFeature
+from ..num import flush_nans, inf_mask, nan_mask
 from .pooling import (
     FP16,
     METHODS,
     PRECISIONS,
     PoolConfig,
     check_windows,
-    flush_nan,
-    fp16_specials,
     pool_split,
 )
 
@@ -138,9 +138,9 @@ def padded_channels(channels: int, precision: int, atom_bytes: int) -> int:
 def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarray]:
     """PDP_RDMA: each split's input sub-cube (C padded to whole atoms, H, W)."""
     rdma = ctx.regs(PDP_RDMA)
-    if precision_of(rdma, PDP_RDMA, ctx.config) != cfg.precision:
-        raise ConfigurationError("NVDLA_PDP_RDMA.D_DATA_FORMAT_0: INPUT_DATA differs from "
-                                 "NVDLA_PDP.D_DATA_FORMAT_0")
+    check_precision("pdp", PRECISIONS[precision_of(rdma, PDP_RDMA, ctx.config)],
+                    PRECISIONS[cfg.precision], "NVDLA_PDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA "
+                    "(input) vs NVDLA_PDP.D_DATA_FORMAT_0.INPUT_DATA (output): INPUT_DATA differs")
     for field in ("cube_in_width", "cube_in_height", "cube_in_channel", "split_num"):
         if getattr(rdma, field) != getattr(pdp, field):
             raise ConfigurationError(f"NVDLA_PDP_RDMA {field.upper()} {getattr(rdma, field)} "
@@ -153,7 +153,7 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
     atom = ctx.config.atom_bytes
     prec = PRECISIONS[cfg.precision]
     channels = padded_channels(rdma.cube_in_channel + 1, cfg.precision, atom)
-    mem = ctx.memory(rdma.src_ram_type)
+    mem = ctx.memory(rdma.src_ram_type, "NVDLA_PDP_RDMA.D_SRC_RAM_CFG_0.SRC_RAM_TYPE")
     base = rdma.address("src_base_addr")
     cubes = []
     for start, width in cols:
@@ -170,7 +170,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
     atom = ctx.config.atom_bytes
     prec = PRECISIONS[cfg.precision]
     dtype = element_dtype(prec)
-    mem = ctx.memory(pdp.dst_ram_type)
+    mem = ctx.memory(pdp.dst_ram_type, "NVDLA_PDP.D_DST_RAM_CFG_0.DST_RAM_TYPE")
     base = pdp.address("dst_base_addr")
     height = pdp.cube_out_height + 1
     nan_out = 0
@@ -181,7 +181,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
         out = np.zeros((cube.shape[0], height, split.out_width), dtype=np.int64)
         pool_split(raw, out, 0, split.out_width, cfg, split.pad_left)
         if cfg.precision == FP16:
-            nan_out += fp16_specials(out)[0]
+            nan_out += int(np.count_nonzero(nan_mask(out)))
         write_feature(mem, base + split.out_start * atom, out.astype(dtype), prec, atom,
                       pdp.dst_line_stride, pdp.dst_surface_stride, what="NVDLA_PDP")
     counters["D_NAN_OUTPUT_NUM_0"] = nan_out
@@ -203,10 +203,10 @@ def run_layer(ctx, cube: np.ndarray | None = None) -> None:
         if cfg.precision == FP16:
             nan = inf = 0
             for i, c in enumerate(cubes):
-                n, f = fp16_specials(c)
-                nan, inf = nan + n, inf + f
+                nan += int(np.count_nonzero(nan_mask(c)))
+                inf += int(np.count_nonzero(inf_mask(c)))
                 if pdp.nan_to_zero:
-                    cubes[i] = flush_nan(c.astype(np.int64))
+                    cubes[i] = flush_nans(c.astype(np.int64))
             counters = {"D_NAN_INPUT_NUM_0": nan, "D_INF_INPUT_NUM_0": inf}
     pool_and_write(ctx, pdp, cfg, splits, cubes, counters)
 

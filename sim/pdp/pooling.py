@@ -296,21 +296,7 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
                   8 if cfg.precision == INT8 else 16)
 
 
-def fp16_specials(bits: np.ndarray) -> tuple[int, int]:
-    """(NaN count, Inf count) of fp16 patterns."""
-    bits = np.asarray(bits).astype(np.int64)
-    special = (bits & 0x7C00) == 0x7C00
-    nan = int(np.count_nonzero(special & ((bits & 0x3FF) != 0)))
-    return nan, int(np.count_nonzero(special)) - nan
-
-
-def flush_nan(bits: np.ndarray) -> np.ndarray:
-    """fp16 NaN patterns replaced by +0 (D_NAN_FLUSH_TO_ZERO)."""
-    nan = ((bits & 0x7C00) == 0x7C00) & ((bits & 0x3FF) != 0)
-    return np.where(nan, 0, bits)
-
-
 __all__ = [
     "AVERAGE", "MAX", "MIN", "INT8", "INT16", "FP16", "PoolConfig", "check_windows",
-    "output_extent", "pool_split", "fp16_specials", "flush_nan",
+    "output_extent", "pool_split",
 ]

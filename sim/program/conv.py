@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..conv.engine import compute_layer
+from ..conv.direct import compute_direct_layer
 from ..conv.layer import decode_layer
 from ..dma.feature import pack_feature
 from ..dma.weights import compress_weights, group_bytes, pack_weight_dc, weight_group_size
@@ -132,5 +132,5 @@ def run_conv(config: str, x, w, **kw):
     program(m, x, w, **kw)
     ctx = LayerContext(m, {u: 0 for u in UNITS})
     layer = decode_layer(ctx)
-    out, counters = compute_layer(ctx, layer)
+    out, counters = compute_direct_layer(ctx, layer)
     return out[0], counters

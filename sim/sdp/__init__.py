@@ -10,7 +10,7 @@ Modules:
 * :mod:`~sim.sdp.stages` -- one fused numba loop running X1, X2, Y (operand
   convertors, core, LUT) and the output convertor through :mod:`sim.num.sdp`;
 * :mod:`~sim.sdp.pipeline` -- that loop on a whole cube, with its counters;
-* :mod:`~sim.sdp.lut` -- the LE/LO LUT RAM behind S_LUT_ACCESS_CFG/DATA;
+* :class:`sim.num.lut.LutRam` -- the LE/LO LUT RAM behind S_LUT_ACCESS_CFG/DATA;
 * :mod:`~sim.sdp.engine` -- the engine (standalone layers) and
   :func:`~sim.sdp.engine.process_sdp`, the on-the-fly entry point CACC calls.
 """

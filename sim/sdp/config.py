@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..configs import FP16, INT8, INT16
+from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError, NotImplementedFeature
 from ..num.rounding import sign_extend
 
@@ -25,12 +26,10 @@ USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
 
 SDP, RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
 
-# Table 30 of format.rst: (input, output) pairs an offline SDP layer accepts.
-VALID_IN_OUT = {
-    (INT8, INT8), (INT8, INT16),
-    (INT16, INT8), (INT16, INT16), (INT16, FP16),
-    (FP16, INT16), (FP16, FP16),
-}
+
+def _valid_in_out(in_prec: str, out_prec: str) -> bool:
+    """format.rst Table 30 (sim.dma.precision): may SDP convert ``in_prec`` to ``out_prec``?"""
+    return pipeline_precision("sdp", in_prec, out_prec) is not None
 
 
 def _precision(code: int, what: str) -> str:
@@ -331,7 +330,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
                         f"{RDMA}.D_DATA_CUBE_{what.upper()}_0 ({getattr(rdma, what)}) differs "
                         f"from {SDP}.D_DATA_CUBE_{what.upper()}_0 ({getattr(s, what)})")
     if not flying:
-        if (in_precision, out) not in VALID_IN_OUT:
+        if not _valid_in_out(in_precision, out):
             raise ConfigurationError(
                 f"{RDMA}.D_FEATURE_MODE_CFG_0.IN_PRECISION={in_precision} with "
                 f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION={out} is an invalid SDP combination "
@@ -348,7 +347,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
             raise ConfigurationError(
                 f"{SDP}.D_FEATURE_MODE_CFG_0.WINOGRAD: Winograd output needs on-the-fly input")
     else:
-        if (proc, out) not in VALID_IN_OUT:
+        if not _valid_in_out(proc, out):
             raise ConfigurationError(
                 f"{SDP}.D_DATA_FORMAT_0: PROC_PRECISION={proc} with OUT_PRECISION={out} is an "
                 "invalid SDP combination (format.rst Table 30)")

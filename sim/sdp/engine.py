@@ -22,8 +22,8 @@ from ..dma.elements import elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
+from ..num.lut import LutRam
 from .config import decode
-from .lut import LutRam
 from .pipeline import run_pipeline
 from .rdma import read_operands
 
@@ -58,7 +58,7 @@ def layer_of(ctx):
 
 
 def _read_input(ctx, layer, cp: int) -> np.ndarray:
-    mem = ctx.memory(layer.src_ram_type)
+    mem = ctx.memory(layer.src_ram_type, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
     atom = ctx.config.atom_bytes
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.in_precision, atom), atom,
@@ -120,7 +120,7 @@ def run_sdp(ctx, lut: LutRam, cube=None) -> None:
         return
     if not layer.writes_memory:
         return
-    mem = ctx.memory(layer.dst_ram_type)
+    mem = ctx.memory(layer.dst_ram_type, "NVDLA_SDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.out_precision, atom), atom,
                                       layer.dst_line_stride, layer.dst_surface_stride)
@@ -183,7 +183,7 @@ class SdpEngine(Engine):
     units = (SDP, SDP_RDMA, PDP)
 
     def __init__(self):
-        self.lut = LutRam()
+        self.lut = LutRam(cfg_readback="word", past_end="clamp")
 
     def ready(self, machine):
         rf = machine.regfile
@@ -201,24 +201,10 @@ class SdpEngine(Engine):
         return out
 
     def on_write(self, machine, reg, value: int) -> bool:
-        if reg.unit != SDP:
-            return False
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            self.lut.configure(value)
-            return False  # the register file keeps the word too
-        if reg.name == "S_LUT_ACCESS_DATA_0":
-            self.lut.write_data(value)
-            return True
-        return False
+        return reg.unit == SDP and self.lut.on_write(reg.name, value)
 
     def on_read(self, machine, reg):
-        if reg.unit != SDP:
-            return None
-        if reg.name == "S_LUT_ACCESS_DATA_0":
-            return self.lut.read_data()
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            return self.lut.cfg_word()
-        return None
+        return self.lut.on_read(reg.name) if reg.unit == SDP else None
 
 
 __all__ = ["SdpEngine", "process_sdp", "run_sdp"]

@@ -35,8 +35,9 @@ def _stream(ctx, layer, dma, cp: int) -> np.ndarray:
             line = layer.width * atom
         if cp <= group:
             surface = layer.height * line
+    mem = ctx.memory(dma.ram_type, f"NVDLA_SDP_RDMA.D_{dma.prefix}_CFG_0.{dma.prefix}_RAM_TYPE")
     return read_sdp_operand(
-        ctx.memory(dma.ram_type), dma.address, precision=layer.proc_precision,
+        mem, dma.address, precision=layer.proc_precision,
         data_size=dma.data_size, components=comps, per_element=dma.per_element,
         channels=cp, height=layer.height, width=layer.width, atom_bytes=ctx.config.atom_bytes,
         line_stride=line, surface_stride=surface, what=what, use=_ALIGNMENT_USE[dma.prefix])

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from sim.cdp.config import lut_params
 from sim.cdp.lrn import LrnSettings, normalize
-from sim.cdp.lut import lut_params
 
 from .reference import Lut, Table, lrn_pixel, sext
 

@@ -3,17 +3,9 @@
 import numpy as np
 import pytest
 
-from sim.cdp.lut import (
-    HYBRID,
-    LE_HIT,
-    LO_HIT,
-    OFLOW,
-    UFLOW,
-    cmod_round,
-    lookup_int,
-    lut_params,
-)
+from sim.cdp.config import lut_params
 from sim.machine import Machine
+from sim.num.lut import HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
 
 from .reference import lookup_table
 from .test_lrn import reference_lut, registers
@@ -118,13 +110,3 @@ def test_index_select_sign_follows_the_precision():
     assert lut_params(blk, "int8")[9:11].tolist() == [-16, 16]
     assert lut_params(blk, "int16")[9:11].tolist() == [48, -48]
     assert lut_params(blk, "fp16")[9:11].tolist() == [48, 80]
-
-
-@pytest.mark.parametrize("value,shift,bits,want", [
-    (5, 1, 16, 3), (-5, 1, 16, -3), (4, 1, 16, 2), (3, -2, 16, 12),
-    (1 << 40, 0, 16, 32767), (-(1 << 40), 0, 16, -32768),
-    ((1 << 53) + 1, 0, 60, 1 << 53),  # the C-model rounds through a double
-    ((1 << 61) * 3, -4, 56, (1 << 55) - 1),  # beyond 2**63 saturates
-])
-def test_cmod_round(value, shift, bits, want):
-    assert cmod_round(value, shift, bits) == want

@@ -172,7 +172,7 @@ def _layer_with_flags(m, x, w, **flags):
 
 def test_weight_reuse_uses_the_weights_kept_in_cbuf():
     from sim.conv.cdma import Cbuf
-    from sim.conv.engine import compute_layer
+    from sim.conv.direct import compute_direct_layer as compute_layer
     from sim.machine import Machine
 
     rng = np.random.default_rng(3)

@@ -84,30 +84,3 @@ def test_fp16_nan_priority_flush_and_counters(flush):
     assert counters[(CDMA, "D_INF_INPUT_DATA_NUM_0")] == 1
     assert counters[(CDMA, "D_NAN_INPUT_WEIGHT_NUM_0")] == 1
     assert counters[(CDMA, "D_INF_INPUT_WEIGHT_NUM_0")] == 0
-
-
-def test_vectorisable_booth_matches_the_table_form():
-    from numba import njit
-
-    from sim.conv.mac_fp16 import _SIGN_COMP, booth_lane, booth_product
-
-    @njit
-    def mismatches(neg, wt, dat, sh, table):
-        bad = 0
-        for j in range(neg.size):
-            if booth_lane(neg[j], wt[j], dat[j], sh[j]) != booth_product(neg[j], wt[j], dat[j],
-                                                                         sh[j], table):
-                bad += 1
-        return bad
-
-    rng = np.random.default_rng(1)
-    n = 200_000
-    args = (rng.integers(0, 2, n), rng.integers(0, 1 << 14, n), rng.integers(0, 1 << 14, n),
-            rng.integers(0, 16, n) * 4)
-    assert mismatches(*args, _SIGN_COMP) == 0
-    # unshifted, the Booth tree gives the exact product
-    neg, wt, dat, _ = args
-    exact = np.where(neg == 1, -1, 1) * wt * dat
-    assert mismatches(neg, wt, dat, np.zeros(n, np.int64), _SIGN_COMP) == 0
-    assert all(booth_product(int(a), int(b), int(c), 0, _SIGN_COMP) == e
-               for a, b, c, e in zip(neg[:2000], wt[:2000], dat[:2000], exact[:2000], strict=True))

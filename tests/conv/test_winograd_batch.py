@@ -4,7 +4,7 @@ mode against single runs; features the configuration lacks."""
 import numpy as np
 import pytest
 
-from sim.conv.engine import compute_layer
+from sim.conv.direct import compute_direct_layer as compute_layer
 from sim.conv.layer import decode_layer
 from sim.dma.feature import pack_feature
 from sim.dma.weights import winograd_weights

@@ -1,12 +1,23 @@
-"""The CDP's lookup tables: LUT RAM access and the LE/LO lookup.
+"""NVDLA's lookup tables (SDP and CDP): the LUT RAM, table choice, and the CDP's lookup.
 
 Two tables hold 16-bit entries: LE ("linear or exponent", 65 entries) and
 LO ("linear only", 257 entries).  Software programs them through
 ``S_LUT_ACCESS_CFG`` (table, start address, read or write) followed by a
 stream of ``S_LUT_ACCESS_DATA`` accesses; the address advances after each
-access until it reaches the table's last entry, where it stays.
+access until it reaches the table's last entry, where it stays
+(:class:`LutRam`, one per unit).
 
-A lookup maps the window's square sum ``x`` to a value:
+A lookup of ``x`` in each table under- or overflows or hits; both tables are
+looked up and :func:`choose_table` picks the result: both underflow -> the
+UFLOW priority, both overflow -> the OFLOW priority, one hits -> that one,
+otherwise (both hit, or one under- and one overflows) -> the HYBRID priority
+(priority 1 = LO).  The outcome bumps one of ``D_PERF_LUT_{UFLOW, OFLOW,
+HYBRID, LE_HIT, LO_HIT}``.
+
+The index and interpolation datapaths differ between the units in NVDLA's
+C-model: the SDP's (35-bit fraction, golden-vector cells) is
+:func:`sim.num.sdp.sdp_y_idx` / :func:`sim.num.sdp.sdp_y_inp`; the CDP's is
+below (:func:`lookup_int`, :func:`lookup_fp`):
 
 * LE in exponent mode: ``i = floor(log2(x - start)) - index_offset``; the
   fraction is the position of ``x - start`` inside ``[2**k, 2**(k+1))``.
@@ -18,18 +29,10 @@ A lookup maps the window's square sum ``x`` to a value:
   slope measured from ``end``; otherwise a hit, interpolated between entries
   ``i`` and ``i+1`` with a 16-bit fraction.
 
-Both tables are looked up; the priorities choose when both under- or
-overflow or both hit, and each lookup bumps one of the counters
-``D_PERF_LUT_{UFLOW,OFLOW,HYBRID,LE_HIT,LO_HIT}``.
-
-Integer data (int8/int16) is looked up with integer arithmetic exactly as
-NVDLA's C-model does it, including its rounding helper, which works in IEEE
-double precision (:func:`cmod_round`).  fp16 data is looked up in fp32/fp17
-with the primitives of ``sim.num``.
-
-Note for the SDP: the SDP's LUT has the same table shapes and the same
-selection/priority rules but its own index and interpolation datapath; the
-RAM-access part (:class:`LutRam`) could be shared.
+Integer data (int8/int16) is looked up with integer arithmetic exactly as the
+C-model does it, including its rounding through IEEE doubles
+(:func:`sim.num.rounding.round_via_double`).  fp16 data is looked up in
+fp32/fp17 with the primitives of ``sim.num``.
 """
 
 from __future__ import annotations
@@ -46,42 +49,55 @@ from sim.num.ops import (
     fp32_to_fp17_bits,
     uint16_to_fp17_bits,
 )
-from sim.num.rounding import bit_length
+from sim.num.rounding import bit_length, round_via_double, sign_extend
 
 LE_ENTRIES = 65
 LO_ENTRIES = 257
 LE, LO = 0, 1
+ACCESS_CFG = "S_LUT_ACCESS_CFG_0"
+ACCESS_DATA = "S_LUT_ACCESS_DATA_0"
 
-# Lookup outcomes (the counter each one bumps)
+# Lookup outcomes (the counter each one bumps) and a table's own result kinds
 UFLOW, OFLOW, HYBRID, LE_HIT, LO_HIT = 0, 1, 2, 3, 4
 COUNTER_NAMES = (
     "D_PERF_LUT_UFLOW_0", "D_PERF_LUT_OFLOW_0", "D_PERF_LUT_HYBRID_0",
     "D_PERF_LUT_LE_HIT_0", "D_PERF_LUT_LO_HIT_0",
 )  # fmt: skip
-
-# Layout of the int64 parameter vector the kernels read (see LutParams.vector)
-P_EXPONENT, P_UFLOW_PRI, P_OFLOW_PRI, P_HYBRID_PRI = 0, 1, 2, 3
-P_LE_START, P_LE_END, P_LO_START, P_LO_END = 4, 5, 6, 7
-P_LE_OFFSET, P_LE_SELECT, P_LO_SELECT = 8, 9, 10
-P_LE_USCALE, P_LE_OSCALE, P_LO_USCALE, P_LO_OSCALE = 11, 12, 13, 14
-P_LE_USHIFT, P_LE_OSHIFT, P_LO_USHIFT, P_LO_OSHIFT = 15, 16, 17, 18
-N_PARAMS = 19
+KIND_UFLOW, KIND_OFLOW, KIND_HIT = 0, 1, 2
 
 
 class LutRam:
-    """The two tables and the access pointer behind S_LUT_ACCESS_CFG/DATA."""
+    """The two tables and the access pointer behind S_LUT_ACCESS_CFG/DATA.
 
-    def __init__(self):
+    The two units' register models differ in two details, kept as settings:
+    ``cfg_readback`` -- a read of S_LUT_ACCESS_CFG returns the current address
+    only (``"address"``, the CDP) or the whole configuration word with the
+    current address (``"word"``, the SDP); ``past_end`` -- an access while the
+    address lies past the table (a start address beyond it) is ignored and
+    reads 0 (``"ignore"``, the CDP) or goes to the last entry (``"clamp"``,
+    the SDP).
+    """
+
+    def __init__(self, cfg_readback: str = "address", past_end: str = "ignore"):
         self.tables = (np.zeros(LE_ENTRIES, np.int64), np.zeros(LO_ENTRIES, np.int64))
         self.table = LE
         self.addr = 0
         self.write_access = False
+        self.cfg_readback = cfg_readback
+        self.clamp = past_end == "clamp"
 
     def configure(self, value: int) -> None:
         """An S_LUT_ACCESS_CFG write: LUT_ADDR 9:0, TABLE_ID 16, ACCESS_TYPE 17."""
         self.addr = value & 0x3FF
         self.table = (value >> 16) & 1
         self.write_access = bool((value >> 17) & 1)
+
+    def _entry(self) -> int | None:
+        """The entry the address selects, or None past the table (``past_end="ignore"``)."""
+        size = self.tables[self.table].size
+        if self.addr < size:
+            return self.addr
+        return size - 1 if self.clamp else None
 
     def _advance(self) -> None:
         if self.addr < self.tables[self.table].size - 1:
@@ -91,100 +107,84 @@ class LutRam:
         """An S_LUT_ACCESS_DATA write (ignored unless the access type is WRITE)."""
         if not self.write_access:
             return
-        table = self.tables[self.table]
-        if self.addr < table.size:
-            table[self.addr] = _s16(value)
+        entry = self._entry()
+        if entry is not None:
+            self.tables[self.table][entry] = sign_extend(value & 0xFFFF, 16)
         self._advance()
 
     def read(self) -> int:
         """An S_LUT_ACCESS_DATA read (the entry, or 0 unless the access type is READ)."""
         if self.write_access:
             return 0
-        table = self.tables[self.table]
-        value = int(table[self.addr]) & 0xFFFF if self.addr < table.size else 0
+        entry = self._entry()
+        value = 0 if entry is None else int(self.tables[self.table][entry]) & 0xFFFF
         self._advance()
         return value
 
     def read_cfg(self) -> int:
-        """S_LUT_ACCESS_CFG as NVDLA's C-model returns it: the current address only."""
-        return self.addr
+        """An S_LUT_ACCESS_CFG read (see ``cfg_readback``)."""
+        if self.cfg_readback == "address":
+            return self.addr
+        return self.addr | (self.table << 16) | (int(self.write_access) << 17)
+
+    def on_write(self, register: str, value: int) -> bool:
+        """A CSB write to the unit's ``register``; True when the data port consumed it."""
+        if register == ACCESS_CFG:
+            self.configure(value)
+            return False  # the register file keeps the word too
+        if register == ACCESS_DATA:
+            self.write(value)
+            return True
+        return False
+
+    def on_read(self, register: str) -> int | None:
+        """The value of a CSB read of ``register``, or None when it is not a LUT port."""
+        if register == ACCESS_CFG:
+            return self.read_cfg()
+        if register == ACCESS_DATA:
+            return self.read()
+        return None
+
+    @property
+    def le(self) -> np.ndarray:
+        return self.tables[LE]
+
+    @property
+    def lo(self) -> np.ndarray:
+        return self.tables[LO]
 
     def snapshot(self) -> tuple[np.ndarray, np.ndarray]:
         return self.tables[LE].copy(), self.tables[LO].copy()
 
 
-def _s16(v: int) -> int:
-    v &= 0xFFFF
-    return v - 0x10000 if v & 0x8000 else v
+@njit
+def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
+    """(use LO, outcome) from the two tables' result kinds and the three priorities."""
+    if le_kind == KIND_UFLOW and lo_kind == KIND_UFLOW:
+        return uflow_lo != 0, UFLOW
+    if le_kind == KIND_OFLOW and lo_kind == KIND_OFLOW:
+        return oflow_lo != 0, OFLOW
+    le_hit = le_kind == KIND_HIT
+    lo_hit = lo_kind == KIND_HIT
+    if le_hit != lo_hit:
+        return lo_hit, (LO_HIT if lo_hit else LE_HIT)
+    return hybrid_lo != 0, HYBRID
 
 
-def _sext(v: int, bits: int) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
+# --- CDP lookup ----------------------------------------------------------------
 
-
-def lut_params(blk, precision: str) -> np.ndarray:
-    """The kernels' parameter vector from a decoded NVDLA_CDP block.
-
-    Field widths follow NVDLA's C-model: 38-bit start/end values (6 high
-    bits), 16-bit signed slope scales, 5-bit slope shifts read as signed
-    (-16..15), an 8-bit signed LE index offset.  The index selects are read as
-    6-bit signed numbers for int8 data, 7-bit for int16 and 8-bit for fp16.
-    For fp16 the low 32 bits of start/end are fp32 bit patterns.
-    """
-    p = np.zeros(N_PARAMS, np.int64)
-    p[P_EXPONENT] = int(blk.lut_le_function == 0)
-    p[P_UFLOW_PRI] = blk.lut_uflow_priority
-    p[P_OFLOW_PRI] = blk.lut_oflow_priority
-    p[P_HYBRID_PRI] = blk.lut_hybrid_priority
-    for slot, stem in ((P_LE_START, "le_start"), (P_LE_END, "le_end"),
-                       (P_LO_START, "lo_start"), (P_LO_END, "lo_end")):
-        high = getattr(blk, f"lut_{stem}_high")
-        low = getattr(blk, f"lut_{stem}_low")
-        value = _sext((high << 32) | low, 38)
-        p[slot] = low if precision == "fp16" else value
-    p[P_LE_OFFSET] = _sext(blk.lut_le_index_offset, 8)
-    select_bits = {"int8": 6, "int16": 7, "fp16": 8}[precision]
-    p[P_LE_SELECT] = _sext(blk.lut_le_index_select, select_bits)
-    p[P_LO_SELECT] = _sext(blk.lut_lo_index_select, select_bits)
-    p[P_LE_USCALE] = _s16(blk.lut_le_slope_uflow_scale)
-    p[P_LE_OSCALE] = _s16(blk.lut_le_slope_oflow_scale)
-    p[P_LO_USCALE] = _s16(blk.lut_lo_slope_uflow_scale)
-    p[P_LO_OSCALE] = _s16(blk.lut_lo_slope_oflow_scale)
-    p[P_LE_USHIFT] = _sext(blk.lut_le_slope_uflow_shift, 5)
-    p[P_LE_OSHIFT] = _sext(blk.lut_le_slope_oflow_shift, 5)
-    p[P_LO_USHIFT] = _sext(blk.lut_lo_slope_uflow_shift, 5)
-    p[P_LO_OSHIFT] = _sext(blk.lut_lo_slope_oflow_shift, 5)
-    return p
+# Layout of the int64 parameter vector the kernels read (see sim.cdp.config.lut_params)
+P_EXPONENT, P_UFLOW_PRI, P_OFLOW_PRI, P_HYBRID_PRI = 0, 1, 2, 3
+P_LE_START, P_LE_END, P_LO_START, P_LO_END = 4, 5, 6, 7
+P_LE_OFFSET, P_LE_SELECT, P_LO_SELECT = 8, 9, 10
+P_LE_USCALE, P_LE_OSCALE, P_LO_USCALE, P_LO_OSCALE = 11, 12, 13, 14
+P_LE_USHIFT, P_LE_OSHIFT, P_LO_USHIFT, P_LO_OSHIFT = 15, 16, 17, 18
+N_PARAMS = 19
 
 
 # --- integer lookup ----------------------------------------------------------
 
 INTERP_BITS = 56  # width of the interpolation/extrapolation term
-
-
-@njit
-def cmod_round(value, shift, bits):
-    """``saturate(round_half_away(value / 2**shift))`` as NVDLA's C-model computes it.
-
-    TODO(move to sim.num): the C-model's LUT arithmetic rounds through an
-    IEEE double: ``value`` is converted to double (rounding beyond 53 bits),
-    scaled by a power of two (``shift`` may be negative) and 0.5 is added in
-    double before truncation.  Magnitudes of 2**63 or more saturate first.
-    """
-    vf = np.float64(value)
-    positive = vf > 0
-    vf = vf / (2.0 ** shift)
-    hi = (1 << (bits - 1)) - 1
-    lo = -(1 << (bits - 1))
-    if abs(vf) >= 9223372036854775808.0:
-        return hi if positive else lo
-    out = np.int64(vf + 0.5) if positive else np.int64(vf - 0.5)
-    if out > hi:
-        return hi
-    if out < lo:
-        return lo
-    return out
 
 
 @njit
@@ -200,14 +200,14 @@ def _c_shift_left(x, n):
 
 @njit
 def _extrapolate(base, x, ref, scale, shift):
-    r = base + cmod_round((x - ref) * scale, shift, INTERP_BITS)
-    return cmod_round(r, 0, 16)
+    r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
+    return round_via_double(r, 0, 16)
 
 
 @njit
 def _interpolate(y0, y1, frac16):
-    r = y0 + cmod_round((y1 - y0) * frac16, 16, INTERP_BITS)
-    return cmod_round(r, 0, 16)
+    r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
+    return round_via_double(r, 0, 16)
 
 
 @njit
@@ -248,15 +248,9 @@ def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshif
 @njit
 def _select(le_val, le_kind, lo_val, lo_kind, p):
     """Choose between the LE and LO results; returns (value, counter index)."""
-    if le_kind == 0 and lo_kind == 0:
-        return (lo_val if p[P_UFLOW_PRI] else le_val), UFLOW
-    if le_kind == 1 and lo_kind == 1:
-        return (lo_val if p[P_OFLOW_PRI] else le_val), OFLOW
-    le_hit = le_kind == 2
-    lo_hit = lo_kind == 2
-    if le_hit != lo_hit:
-        return (le_val, LE_HIT) if le_hit else (lo_val, LO_HIT)
-    return (lo_val if p[P_HYBRID_PRI] else le_val), HYBRID
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
+                                   p[P_HYBRID_PRI])
+    return (lo_val if use_lo else le_val), outcome
 
 
 @njit

@@ -1,0 +1,58 @@
+"""Direct convolution of a feature cube: CDMA fetch (or CBUF reuse) -> CSC/CMAC -> CACC.
+
+int8/int16 go through :mod:`sim.conv.mac_int` (exact sums, CACC truncation);
+fp16 through :mod:`sim.conv.mac_fp16` (block-aligned MACs, 48-bit CACC, fp32 out).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..configs import FP16
+from ..errors import ConfigurationError
+from ..num.mac import cacc_round_int32
+from .cdma import Cbuf, fetch_feature, fetch_weights
+from .layer import CACC, CDMA, ConvLayer, layer_counters
+from .mac_fp16 import conv_fp16
+from .mac_int import conv_sum
+
+DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
+WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
+
+
+def _reused(kept, shape, what: str):
+    if kept is not None and kept[0].shape != shape:
+        raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: {what}_REUSE, but the CBUF holds a "
+                                 f"{kept[0].shape} cube and the layer needs {shape}")
+    return kept
+
+
+def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None
+                         ) -> tuple[np.ndarray, dict]:
+    """CACC's output cube (N, K, H', W') and the counters of the layer.
+
+    Counters map (unit, register) to value.  ``cbuf`` carries data and
+    weights a previous layer left in the CBUF (reuse/release flags).
+    """
+    cbuf = cbuf or Cbuf()
+    data = _reused(cbuf.reused_data(layer),
+                   (layer.batches, layer.channels, layer.in_height, layer.in_width), "DATA")
+    if data is None:
+        cube, found = fetch_feature(ctx, layer)
+        data = (cube, {name: found.get(name, 0) for name in DATA_COUNTERS})
+    kernels = _reused(cbuf.reused_weights(layer),
+                      (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width),
+                      "WEIGHT")
+    if kernels is None:
+        weights, found = fetch_weights(ctx, layer)
+        kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
+    cbuf.keep(layer, data, kernels)
+    cube, weights = data[0], kernels[0]
+    counters = layer_counters(data[1], kernels[1])
+    if layer.precision == FP16:
+        out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+    else:
+        acc = conv_sum(cube, weights, layer)
+        out, saturated = cacc_round_int32(acc, layer.clip_truncate)
+        counters[(CACC, "D_OUT_SATURATION_0")] = saturated
+    return out, counters

@@ -1,0 +1,44 @@
+"""Files the simulator writes appear whole or not at all (sim.dram's two helpers)."""
+
+import pytest
+
+from sim.dram import write_atomically, write_folder_atomically
+from sim.errors import SimError
+
+
+def test_folder_is_replaced_whole(tmp_path):
+    folder = tmp_path / "nv_full" / "t"
+    write_folder_atomically(folder, {"input.txn": "wait\n", "a.dat": b"\x01"})
+    write_folder_atomically(folder, {"input.txn": "wait\nwait\n"})
+    assert sorted(p.name for p in folder.iterdir()) == ["input.txn"]
+    assert (folder / "input.txn").read_text() == "wait\nwait\n"
+    assert [p.name for p in folder.parent.iterdir()] == ["t"]  # no temporary left
+
+
+@pytest.mark.parametrize("files", [
+    {"input.txn": "new\n", "b.dat": 42},  # fails after the first file is written
+    {"input.txn": "new\n", "../escape.dat": "x"},
+    {"": "x"},
+])
+def test_failed_write_keeps_the_previous_folder(tmp_path, files):
+    folder = tmp_path / "t"
+    write_folder_atomically(folder, {"input.txn": "old\n"})
+    with pytest.raises((SimError, TypeError, AttributeError)):
+        write_folder_atomically(folder, files)
+    assert (folder / "input.txn").read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["t"]
+    assert not (tmp_path.parent / "escape.dat").exists()
+
+
+def test_file_is_replaced_whole(tmp_path, monkeypatch):
+    path = tmp_path / "r.json"
+    write_atomically(path, "{}\n")
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("sim.dram.os.replace", fail)
+    with pytest.raises(OSError):
+        write_atomically(path, '{"partial": ')
+    assert path.read_text() == "{}\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

@@ -1,0 +1,129 @@
+"""The import graph of sim/: no cycle, and no unit package importing a layer above it.
+
+Imports are read with ``ast`` (every ``import`` statement in a file, also those
+inside functions), so the rules hold for lazy imports too.  Data flows one way:
+trace/firmware/CLI/program -> machine -> units -> sim/dma, sim/num; a unit
+package may stand on the shared floor (configs, engine interface, chains,
+errors, jit) and on other units, never on the machine or the layers that
+drive it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SIM = Path(__file__).resolve().parents[2] / "sim"
+UNITS = ("bdma", "conv", "sdp", "pdp", "cdp", "rubik", "dma", "num")
+ABOVE_UNITS = ("machine", "engines", "regress", "trace", "cli", "program", "firmware",
+               "runtime")
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` for every module of the package at ``root``."""
+    files = {module_name(root, p): p for p in root.rglob("*.py")}
+    graph = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    targets.add(sub if sub in files else base)
+        graph[name] = {t for t in targets if t in files and t != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a list of modules (first == last), or None."""
+    state = {}  # module -> 1 on the current path, 2 done
+    path = []
+
+    def visit(node):
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            found = visit(node)
+            if found:
+                return found
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]], top: str) -> list[tuple[str, str]]:
+    """(unit module, module above the units) pairs that break the layering."""
+    units = tuple(f"{top}.{u}" for u in UNITS)
+    above = tuple(f"{top}.{a}" for a in ABOVE_UNITS)
+
+    def inside(name, prefixes):
+        return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+    return sorted((src, dst) for src, targets in graph.items() if inside(src, units)
+                  for dst in targets if inside(dst, above))
+
+
+def test_sim_has_no_import_cycle():
+    assert find_cycle(import_graph(SIM)) is None
+
+
+def test_units_import_nothing_above_them():
+    assert upward_imports(import_graph(SIM), "sim") == []
+
+
+def _tree(tmp_path, files: dict) -> Path:
+    root = tmp_path / "sim"
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("files, cycle", [
+    ({"a.py": "from . import b\n", "b.py": "import sim.a\n"}, ["sim.a", "sim.b", "sim.a"]),
+    ({"conv/__init__.py": "", "conv/x.py": "def f():\n    from .y import g\n",
+      "conv/y.py": "from sim.conv.x import f\n"}, ["sim.conv.x", "sim.conv.y", "sim.conv.x"]),
+    ({"a.py": "from sim import b\n", "b.py": "import numpy\n"}, None),
+])
+def test_checker_finds_cycles(tmp_path, files, cycle):
+    assert find_cycle(import_graph(_tree(tmp_path, files))) == cycle
+
+
+@pytest.mark.parametrize("files, found", [
+    ({"machine.py": "", "conv/__init__.py": "", "conv/p.py": "from ..machine import M\n"},
+     [("sim.conv.p", "sim.machine")]),
+    ({"program/__init__.py": "", "program/conv.py": "", "num/__init__.py": "",
+      "num/x.py": "def f():\n    import sim.program.conv\n"},
+     [("sim.num.x", "sim.program.conv")]),
+    ({"machine.py": "from .conv import p\n", "conv/__init__.py": "", "conv/p.py": ""}, []),
+])
+def test_checker_finds_upward_imports(tmp_path, files, found):
+    assert upward_imports(import_graph(_tree(tmp_path, files)), "sim") == found

@@ -1,0 +1,77 @@
+"""sim.num.lut: the LUT RAM both units share and the table choice both lookups use."""
+
+import pytest
+
+from sim.num.lut import (
+    HYBRID,
+    KIND_HIT,
+    KIND_OFLOW,
+    KIND_UFLOW,
+    LE_ENTRIES,
+    LE_HIT,
+    LO_ENTRIES,
+    LO_HIT,
+    OFLOW,
+    UFLOW,
+    LutRam,
+    choose_table,
+)
+
+WRITE, LO_TABLE = 1 << 17, 1 << 16
+U, O, H = KIND_UFLOW, KIND_OFLOW, KIND_HIT
+
+
+# (LE kind, LO kind, priority that decides or None, outcome)
+CHOICES = [
+    (U, U, "uflow", UFLOW), (O, O, "oflow", OFLOW), (H, H, "hybrid", HYBRID),
+    (U, O, "hybrid", HYBRID), (O, U, "hybrid", HYBRID),
+    (H, U, None, LE_HIT), (H, O, None, LE_HIT), (U, H, None, LO_HIT), (O, H, None, LO_HIT),
+]
+
+
+@pytest.mark.parametrize("le, lo, decider, outcome", CHOICES)
+@pytest.mark.parametrize("priorities", [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (1, 1, 1)])
+def test_choose_table(le, lo, decider, outcome, priorities):
+    use_lo, got = choose_table(le, lo, *priorities)
+    want_lo = lo == H if decider is None else bool(
+        priorities[("uflow", "oflow", "hybrid").index(decider)])
+    assert (bool(use_lo), got) == (want_lo, outcome)
+
+
+@pytest.mark.parametrize("table, size", [(0, LE_ENTRIES), (LO_TABLE, LO_ENTRIES)])
+@pytest.mark.parametrize("past_end", ["ignore", "clamp"])
+def test_ram_writes_advance_and_stop_at_the_last_entry(table, size, past_end):
+    ram = LutRam(past_end=past_end)
+    ram.configure(WRITE | table | (size - 3))
+    for v in (0x8001, 2, 3, 4, 5):  # the last three land on the last entry
+        ram.write(v)
+    ram.configure(table | (size - 3))
+    assert [ram.read() for _ in range(4)] == [0x8001, 2, 5, 5]
+    t = ram.lo if table else ram.le
+    assert t[size - 3] == -0x7FFF  # entries are signed 16-bit values
+
+
+def test_ram_past_the_table_and_cfg_readback_follow_the_settings():
+    cdp = LutRam(cfg_readback="address", past_end="ignore")
+    sdp = LutRam(cfg_readback="word", past_end="clamp")
+    for ram in (cdp, sdp):
+        ram.configure(WRITE | 100)  # LE has 65 entries
+        ram.write(7)
+        ram.configure(100)
+    assert (cdp.read(), sdp.read()) == (0, 7)
+    assert cdp.le[-1] == 0 and sdp.le[-1] == 7
+    assert (cdp.read_cfg(), sdp.read_cfg()) == (100, 100)
+    sdp.configure(WRITE | LO_TABLE | 5)
+    assert sdp.read_cfg() == WRITE | LO_TABLE | 5
+
+
+def test_register_ports():
+    ram = LutRam()
+    assert ram.on_write("S_LUT_ACCESS_CFG_0", WRITE | 1) is False  # the register keeps it
+    assert ram.on_write("S_LUT_ACCESS_DATA_0", 0x1234) is True
+    assert ram.on_write("D_OP_ENABLE_0", 1) is False
+    assert ram.on_read("S_LUT_ACCESS_CFG_0") == 2
+    assert ram.on_read("D_OP_ENABLE_0") is None
+    ram.on_write("S_LUT_ACCESS_CFG_0", 1)
+    assert ram.on_read("S_LUT_ACCESS_DATA_0") == 0x1234
+    assert ram.on_read("S_LUT_ACCESS_DATA_0") == 0  # the next entry, never written

@@ -1,0 +1,150 @@
+"""sim.num.mac (fp16 CMAC + CACC) and the C-model's double rounding, against exact references.
+
+No golden vectors cover the MAC, so each primitive is checked against exact
+integer arithmetic: the Booth multiplier per product (exact unshifted, within
+one unit of the floor when shifted, exhaustive over small operands), the block
+dot product and the 48-bit accumulator on values whose fp32 result is exact.
+"""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from sim.jit import njit
+from sim.num.mac import (
+    CACC_NAN_EXP,
+    MAC_NAN_EXP,
+    SIGN_COMPENSATION,
+    booth_lane,
+    booth_product,
+    cacc_accumulate,
+    cacc_round_int32,
+    cacc_to_fp32,
+    fp16_block_dot,
+    fp16_mac_operands,
+    mac_nan_block,
+)
+from sim.num.rounding import round_via_double, sign_extend
+
+
+@njit
+def _mismatches(neg, wt, dat, shift, table):
+    """Lanes where the branch-free and the table form differ, or where the table
+    form is more than one unit from the floor of the exact shifted product."""
+    bad = 0
+    for j in range(neg.size):
+        p = booth_product(neg[j], wt[j], dat[j], shift[j], table)
+        if booth_lane(neg[j], wt[j], dat[j], shift[j]) != p:
+            bad += 1
+            continue
+        exact = (1 - 2 * neg[j]) * wt[j] * dat[j]
+        floor = exact >> shift[j] if shift[j] < 32 else 0
+        if shift[j] == 0 and p != exact:
+            bad += 1
+        elif abs(p - floor) > 1:
+            bad += 1
+    return bad
+
+
+def _grid(*axes):
+    return [a.ravel() for a in np.meshgrid(*axes, indexing="ij")]
+
+
+@pytest.mark.parametrize("case", ["random", "exhaustive_small", "unshifted"])
+def test_booth_product_against_exact_products(case):
+    if case == "random":
+        rng = np.random.default_rng(1)
+        n = 200_000
+        args = (rng.integers(0, 2, n), rng.integers(0, 1 << 14, n),
+                rng.integers(0, 1 << 14, n), rng.integers(0, 16, n) * 4)
+    elif case == "exhaustive_small":  # every 7-bit pair, both signs, every shift
+        r = np.arange(1 << 7)
+        args = _grid(np.arange(2), r << 7, r, np.arange(0, 64, 4))
+    else:  # the largest magnitudes, unshifted: the exact product
+        r = np.arange((1 << 14) - 128, 1 << 14)
+        args = _grid(np.arange(2), r, r, np.array([0]))
+    assert _mismatches(*[np.asarray(a, np.int64) for a in args], SIGN_COMPENSATION) == 0
+
+
+def fp16_bits(values):
+    return np.asarray(values, dtype=np.float16).view(np.uint16)
+
+
+def block_dot(data_bits, weight_bits):
+    ops_d = fp16_mac_operands(data_bits)
+    ops_w = fp16_mac_operands(weight_bits)
+    scratch = np.zeros(data_bits.size, np.int64)
+    return fp16_block_dot(ops_d[0], ops_d[2], ops_d[3], ops_d[4], ops_w[0], ops_w[2],
+                          ops_w[3], ops_w[4], 0, data_bits.size, scratch)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_block_dot_is_exact_when_lanes_share_the_block_exponent(seed):
+    """Integers 4..7 have exponent field 17 (17 >> 2 = 4): no lane is shifted."""
+    rng = np.random.default_rng(seed)
+    d = rng.integers(4, 8, 32) * rng.choice([-1, 1], 32)
+    w = rng.integers(4, 8, 32) * rng.choice([-1, 1], 32)
+    d[rng.random(32) < 0.2] = 0  # zero lanes contribute nothing
+    block_exp, total = block_dot(fp16_bits(d), fp16_bits(w))
+    assert block_exp == 8
+    # value = total * 2**(4E - 50); each product is d*w = sig_d*sig_w * 2**(e_d+e_w-30)
+    assert Fraction(int(total)) * Fraction(2) ** (4 * block_exp - 50) == int(np.dot(d, w))
+
+
+def accumulate(blocks):
+    exp = man = 0
+    for e, m in blocks:
+        exp, man = cacc_accumulate(exp, man, e, m)
+    return cacc_to_fp32(exp, man)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cacc_gives_the_fp32_of_exact_sums(seed):
+    """Blocks of small sums at two exponents (a 21-bit total): the fp32 result is exact."""
+    rng = np.random.default_rng(seed)
+    blocks = [(int(4 * rng.integers(10, 12)), int(rng.integers(-(1 << 12), 1 << 12)))
+              for _ in range(8)]
+    want = sum(Fraction(m) * Fraction(2) ** (e - 50) for e, m in blocks)
+    got = np.array([accumulate(blocks)], np.uint32).view(np.float32)[0]
+    assert Fraction(float(got)) == want
+
+
+def test_nan_block_wins_and_keeps_sign_and_fraction():
+    nan = 0xFE01  # negative NaN, fraction 0x201
+    bits = accumulate([(40, 1000), (MAC_NAN_EXP, mac_nan_block(nan)), (44, -5)])
+    assert bits == (1 << 31) | (0xFF << 23) | 0x201
+    exp, _ = cacc_accumulate(0, 0, MAC_NAN_EXP, mac_nan_block(0x7E00))
+    assert exp == CACC_NAN_EXP
+
+
+def round_half_away(q: Fraction) -> int:
+    return int(q + Fraction(1, 2)) if q >= 0 else -int(-q + Fraction(1, 2))
+
+
+@pytest.mark.parametrize("truncate", [0, 1, 5, 16])
+def test_cacc_round_int32_rounds_half_away_and_saturates(truncate):
+    rng = np.random.default_rng(truncate)
+    acc = np.concatenate([rng.integers(-(1 << 47), 1 << 47, 500), np.array([
+        3 << max(truncate - 1, 0), -(3 << max(truncate - 1, 0)), (1 << 31) << truncate,
+        -((1 << 31) << truncate) - 1, 0])]).astype(np.int64)
+    out, saturated = cacc_round_int32(acc, truncate)
+    want = [round_half_away(Fraction(int(a), 1 << truncate)) for a in acc]
+    clipped = [min(max(v, -(1 << 31)), (1 << 31) - 1) for v in want]
+    assert out.tolist() == clipped
+    assert saturated == sum(v != c for v, c in zip(want, clipped, strict=True))
+
+
+@pytest.mark.parametrize("value,shift,bits,want", [
+    (5, 1, 16, 3), (-5, 1, 16, -3), (4, 1, 16, 2), (3, -2, 16, 12),
+    (1 << 40, 0, 16, 32767), (-(1 << 40), 0, 16, -32768),
+    ((1 << 53) + 1, 0, 60, 1 << 53),  # the C-model rounds through a double
+    ((1 << 61) * 3, -4, 56, (1 << 55) - 1),  # beyond 2**63 saturates
+])
+def test_round_via_double(value, shift, bits, want):
+    assert round_via_double(value, shift, bits) == want
+
+
+def test_sign_extend_is_the_mac_field_reader():
+    assert [sign_extend(x, 38) for x in (0, (1 << 37) - 1, 1 << 37, (1 << 38) - 1)] == [
+        0, (1 << 37) - 1, -(1 << 37), -1]
