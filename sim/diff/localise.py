@@ -99,13 +99,16 @@ class ByteDiff:
     def owner(self) -> str:
         if self.write is None:
             return "never written"
-        return f"{self.write.label()}, byte {self.address - self.write.addr:#x} of the write"
+        w = self.write
+        part = f"write {w.part} at {w.addr:#x}" if w.layer is not None else "load"
+        return f"{w.label()}, {part}, byte {self.address - w.addr:#x}"
 
     def as_json(self) -> dict:
         w = self.write
         return {"memory": self.memory, "address": self.address, "expected": self.expected,
                 "actual": self.actual, "layer": None if w is None else w.layer,
                 "engine": None if w is None else w.engine, "unit": None if w is None else w.unit,
+                "write": None if w is None else w.part,
                 "offset": None if w is None else self.address - w.addr}
 
     def describe(self) -> str:
