@@ -65,6 +65,8 @@ def test_diff_names_corrupted_elements(tmp_path, name):
     assert pattern in lines
     if "bit" in name:
         assert "bit 6 flipped in every differing element" in lines
+    assert report.per_layer() == [{"layer": 0, "engine": "SDP", "unit": "SDP",
+                                   "elements": len(chosen), "bytes": 0}]
     for e in report.elements:
         assert e.cube.layer == 0 and e.cube.unit == "SDP"
         assert e.expected ^ e.actual == (0x40 if "bit" in name else 0x11)
