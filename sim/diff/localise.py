@@ -104,13 +104,16 @@ class ByteDiff:
     def owner(self) -> str:
         if self.write is None:
             return "never written"
-        return f"{self.write.label()}, byte {self.address - self.write.addr:#x} of the write"
+        w = self.write
+        part = f"write {w.part} at {w.addr:#x}" if w.layer is not None else "load"
+        return f"{w.label()}, {part}, byte {self.address - w.addr:#x}"
 
     def as_json(self) -> dict:
         w = self.write
         return {"memory": self.memory, "address": self.address, "expected": self.expected,
                 "actual": self.actual, "layer": None if w is None else w.layer,
                 "engine": None if w is None else w.engine, "unit": None if w is None else w.unit,
+                "write": None if w is None else w.part,
                 "offset": None if w is None else self.address - w.addr}
 
     def describe(self) -> str:
@@ -182,15 +185,6 @@ def build_cubes(writes: list[Write]) -> dict[int, tuple[Cube, int]]:
 
 # -- localisation -------------------------------------------------------------------
 
-def _element_bits(buf: np.ndarray, offset: int, size: int) -> int:
-    """Little-endian bits of the element at ``offset`` (bytes outside ``buf`` read as 0)."""
-    value = 0
-    for i in range(size):
-        if 0 <= offset + i < buf.size:
-            value |= int(buf[offset + i]) << (8 * i)
-    return value
-
-
 def compare_region(region, expected: bytes, actual: np.ndarray, known: np.ndarray,
                    writes: list[Write], cubes: dict, layer: int | None = None) -> RegionDiff:
     """Differences of one region, localised through the writes made before its check."""
@@ -223,28 +217,35 @@ def compare_region(region, expected: bytes, actual: np.ndarray, known: np.ndarra
         if (owner >= 0).all():
             break
     result = RegionDiff(region, int(offsets.size), int((~known).sum()))
-    seen = set()
-    for i in range(addrs.size):
+    if layer is not None:
+        layers = np.array([-2 if w.layer is None else w.layer for w in writes] + [-2])
+        keep = layers[owner] == layer  # owner -1 indexes the sentinel
+        addrs, offsets, owner, element = addrs[keep], offsets[keep], owner[keep], element[keep]
+    for i in np.flatnonzero(element < 0):
         w = writes[owner[i]] if owner[i] >= 0 else None
-        if layer is not None and (w is None or w.layer != layer):
-            continue
-        if element[i] < 0:
-            result.bytes.append(ByteDiff(w, region.memory, int(addrs[i]), int(exp[offsets[i]]),
-                                         int(actual[offsets[i]])))
-            continue
-        if (w.seq, element[i]) in seen:
-            continue
-        seen.add((w.seq, element[i]))
-        starts, coords = maps[w.seq]
-        start = w.addr + int(starts[element[i]])
-        n, c, h, x = (int(v) for v in coords[element[i]])
-        cube, w_off = cubes[w.seq]
-        eb = w.layout.element_bytes
-        off = start - region.addr
-        result.elements.append(ElementDiff(cube, start, n, c, h, x + w_off,
-                                           _element_bits(exp, off, eb),
-                                           _element_bits(actual, off, eb)))
+        result.bytes.append(ByteDiff(w, region.memory, int(addrs[i]), int(exp[offsets[i]]),
+                                     int(actual[offsets[i]])))
+    for seq in np.unique(owner[element >= 0]):
+        result.elements.extend(_elements(region, writes[seq], maps[seq], cubes[seq],
+                                         np.unique(element[owner == seq]), exp, actual))
     return result
+
+
+def _elements(region, w: Write, emap, cube_at, index: np.ndarray, exp, actual) -> list:
+    """ElementDiffs of the elements ``index`` (into ``emap``) of write ``w``."""
+    starts, coords = emap
+    cube, w_off = cube_at
+    start = w.addr + starts[index]
+    bits = [np.zeros(index.size, dtype=np.int64), np.zeros(index.size, dtype=np.int64)]
+    for b in range(w.layout.element_bytes):  # little-endian; bytes outside the region: 0
+        off = start - region.addr + b
+        inside = (off >= 0) & (off < exp.size)
+        for out, buf in zip(bits, (exp, actual), strict=True):
+            out[inside] |= buf[off[inside]].astype(np.int64) << (8 * b)
+    n, c, h, x = (coords[index, i].tolist() for i in range(4))
+    return [ElementDiff(cube, a, n_, c_, h_, x_ + w_off, e, v)
+            for a, n_, c_, h_, x_, e, v in zip(start.tolist(), n, c, h, x, bits[0].tolist(),
+                                               bits[1].tolist(), strict=True)]
 
 
 # -- patterns -----------------------------------------------------------------------

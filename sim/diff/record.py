@@ -30,6 +30,7 @@ class Write:
     layout: FeatureLayout | None = None  # a feature cube (write_feature), else raw bytes
     precision: str | None = None
     channels: int | None = None  # the cube's real channels (the layout may hold pad lanes)
+    part: int = 0  # index among the writes of its layer (a BDMA copy: one per line)
 
     @property
     def end(self) -> int:
@@ -65,6 +66,7 @@ class WriteRecorder:
         self._layer: int | None = None
         self._engine = "trace"
         self._ctx = None
+        self._parts = 0
         self.where = "trace"  # the trace line being played (set by the player)
 
     def attach(self, machine) -> WriteRecorder:
@@ -82,6 +84,7 @@ class WriteRecorder:
     # -- machine hooks -------------------------------------------------------------
     def layer_begin(self, index: int, engine, ctx) -> None:
         self._layer, self._engine, self._ctx = index, engine.name, ctx
+        self._parts = 0
 
     def layer_end(self) -> None:
         self._layer, self._engine, self._ctx = None, "trace", None
@@ -98,8 +101,11 @@ class WriteRecorder:
     # -- memory hooks ---------------------------------------------------------------
     def wrote(self, memory, addr: int, size: int) -> None:
         unit = self._engine if self._layer is not None else self.where
+        part = self._parts if self._layer is not None else 0
+        if self._layer is not None:
+            self._parts += 1
         self.writes.append(Write(len(self.writes), memory.name, addr, size, self._layer,
-                                 self._engine, unit))
+                                 self._engine, unit, part=part))
 
     def wrote_feature(self, memory, addr: int, layout: FeatureLayout, precision: str,
                       what: str) -> None:

@@ -16,6 +16,7 @@ from .localise import RegionDiff, build_cubes, compare_region, summarise_cube
 from .simulate import Simulation, simulate
 
 FIRST = 10  # differences printed per cube
+MAX_JSON = 200_000  # differences listed in the JSON report (counts are always complete)
 
 
 @dataclass
@@ -49,6 +50,20 @@ class DiffReport:
             groups.setdefault(e.cube.key, (e.cube, []))[1].append(e)
         return sorted(groups.values(), key=lambda g: (g[0].layer, g[0].addr))
 
+    def per_layer(self) -> list[dict]:
+        """Differing elements and other bytes per (layer, unit) that wrote them."""
+        counts: dict = {}
+        for e in self.elements:
+            key = (e.cube.layer, e.cube.engine, e.cube.unit)
+            counts.setdefault(key, [0, 0])[0] += 1
+        for b in self.byte_diffs:
+            w = b.write
+            key = (None, "-", "never written") if w is None else (w.layer, w.engine, w.unit)
+            counts.setdefault(key, [0, 0])[1] += 1
+        order = sorted(counts, key=lambda k: (k[0] is None, k[0] or 0, k[1], k[2]))
+        return [{"layer": k[0], "engine": k[1], "unit": k[2], "elements": counts[k][0],
+                 "bytes": counts[k][1]} for k in order]
+
     # -- output ---------------------------------------------------------------------
     def summary_lines(self) -> list[str]:
         sim = self.sim
@@ -71,6 +86,13 @@ class DiffReport:
             if r.missing_bytes:
                 text += f", {r.missing_bytes} byte(s) not in ACTUAL"
             lines.append(text)
+        per_layer = self.per_layer()
+        if per_layer:
+            lines.append("per layer: " + "; ".join(
+                f"{'trace load' if p['layer'] is None else 'layer ' + str(p['layer'])} "
+                f"{p['engine']}{'' if p['unit'] == p['engine'] else ' (' + p['unit'] + ')'}: "
+                f"{p['elements']} element(s), {p['bytes']} other byte(s)"
+                for p in per_layer))
         for cube, elements in self.cubes():
             summary = summarise_cube(cube, elements)
             lines.append(f"{cube.label()}: {len(elements)} element(s) differ")
@@ -114,9 +136,12 @@ class DiffReport:
                          "simulator_passes_check": r.region.trace_agrees,
                          "differing_bytes": r.differing_bytes,
                          "missing_bytes": r.missing_bytes} for r in self.regions],
+            "per_layer": self.per_layer(),
             "cubes": [summarise_cube(c, es) for c, es in self.cubes()],
-            "elements": [e.as_json() for e in self.elements],
-            "bytes": [b.as_json() for b in self.byte_diffs],
+            "elements": [e.as_json() for e in self.elements[:MAX_JSON]],
+            "elements_truncated": len(self.elements) > MAX_JSON,
+            "bytes": [b.as_json() for b in self.byte_diffs[:MAX_JSON]],
+            "bytes_truncated": len(self.byte_diffs) > MAX_JSON,
             "png_panels": self.panels,
         }
 

@@ -1,24 +1,22 @@
 """``nvdla-sim gen``: a complete trace folder from a small layer description.
 
 :func:`generate` reads a spec (:mod:`sim.gen.spec`), programs and runs each
-layer on a recording machine (:mod:`sim.gen.run`, :mod:`sim.gen.build`,
-:mod:`sim.gen.units`), writes the trace in NVIDIA's ``.cfg`` and/or ``input.txn`` syntax
+layer on a recording machine (:mod:`sim.gen.build`, :mod:`sim.gen.units`),
+writes the trace in NVIDIA's ``.cfg`` and/or ``input.txn`` syntax
 (:mod:`sim.gen.write`) with the simulator's results as expectations, and
 replays what it wrote to check that it passes.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..dram import write_atomically
+from ..dram import write_folder_atomically
 from ..errors import SimError
-from .run import build
+from .build import build
 from .spec import load_spec
-from .write import cfg_text, txn_text, write_memory_dumps
+from .write import cfg_text, memory_dumps, txn_text
 
 FORMATS = ("cfg", "txn", "both")
 
@@ -67,20 +65,10 @@ def generate(spec_path, out_dir, config: str | None = None, seed: int | None = N
         files["input.txn"] = text
         files.update(data)
         traces.append("input.txn")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-    try:
-        for name, content in files.items():
-            write_atomically(tmp / name, content)
-        if dump_format:
-            write_memory_dumps(m, records, tmp, dump_format, word_bytes)
-        _verify(tmp, traces, spec.config.name)
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    if dump_format:
+        files.update(memory_dumps(m, records, dump_format, word_bytes))
+    write_folder_atomically(out, files)
+    _verify(out, traces, spec.config.name)
     return Generated(out, [out / t for t in traces], len(records),
                      sorted(p.name for p in out.iterdir()))
 
@@ -96,7 +84,8 @@ def _spec_format(path) -> str | None:
 
 
 def _verify(folder: Path, traces: list[str], config: str) -> None:
-    """Replay every written trace: a generated trace that fails is a bug of ours."""
+    """Replay every written trace: a generated trace that fails is a bug of ours (the
+    folder stays for the bug report)."""
     from ..trace.player import run_trace
 
     for name in traces:

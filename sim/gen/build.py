@@ -13,30 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dma.elements import element_dtype, elements_per_atom
-from ..dma.feature import FeatureLayout, feature_layout, read_feature
 from ..errors import SimError
 from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
-from .data import random_cube
-from .spec import LayerSpec
+from . import units
+from .memory import Allocator, Output
+from .spec import LayerSpec, Spec
 
-BASE = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # NVIDIA's traces use these windows
-ALIGN = 0x100
-RAM = {"pri_mem": 1, "sec_mem": 0}  # RAM_TYPE: MC 1, CV-SRAM 0
 COUNTER_WORDS = ("NAN", "INF", "SATURATION", "LUT_")
-
-
-@dataclass
-class Output:
-    """What a layer wrote: a feature cube (chainable) or raw bytes (BDMA)."""
-
-    memory: str
-    addr: int
-    size: int
-    precision: str | None = None
-    layout: FeatureLayout | None = None
 
 
 @dataclass
@@ -46,18 +31,6 @@ class LayerRecord:
     interrupts: list = field(default_factory=list)  # (source, group)
     counters: list = field(default_factory=list)  # (register full name, value)
     expected: bytes = b""
-
-
-class Allocator:
-    """Non-overlapping regions, ALIGN-aligned, per memory."""
-
-    def __init__(self):
-        self.next = dict(BASE)
-
-    def take(self, size: int, memory: str = "pri_mem") -> int:
-        addr = self.next[memory]
-        self.next[memory] = -(-(addr + max(size, 1)) // ALIGN) * ALIGN
-        return addr
 
 
 class GenMachine(Machine):
@@ -127,44 +100,34 @@ class GenMachine(Machine):
         return raised
 
 
-# -- helpers the unit builders share ---------------------------------------------------------
-
-def input_cube(m: GenMachine, layer: LayerSpec, alloc: Allocator, rng, outputs: dict,
-               kind: str = "feature"):
-    """(elements (C, H, W), address, layout) of a layer's input, chained or random."""
-    cfg = m.config
-    atom = cfg.atom_bytes
-    if isinstance(layer.input, str):
-        src = outputs[layer.input].output
-        if src.layout is None:
-            raise layer.fail("input", f"{layer.input!r} writes raw bytes, not a feature cube")
-        if src.precision != layer.precision:
-            raise layer.fail("input", f"{layer.input!r} writes {src.precision} but this layer "
-                             f"reads {layer.precision}: set precision = \"{src.precision}\"")
-        if src.layout.batch != 1:
-            raise layer.fail("input", f"{layer.input!r} writes a batch of cubes")
-        lay = src.layout
-        cube = read_feature(m.memory(src.memory), src.addr, (lay.channels, lay.height,
-                                                             lay.width),
-                            layer.precision, atom, lay.line_stride, lay.surface_stride)
-        m.chained.add((src.memory, src.addr))
-        return cube, src.addr, lay
-    c, h, w = layer.input
-    cube = random_cube(rng, (c, h, w), layer.precision, layer.get("data"), kind)
-    lay = feature_layout((c, h, w), layer.precision, atom)
-    return cube, alloc.take(lay.extent), lay
-
-
-def output_region(m: GenMachine, alloc: Allocator, shape, precision: str,
-                  memory: str = "pri_mem") -> Output:
-    lay = feature_layout(shape, precision, m.config.atom_bytes)
-    return Output(memory, alloc.take(lay.extent, memory), lay.extent, precision, lay)
-
-
-def padded(channels: int, precision: str, atom: int) -> int:
-    group = elements_per_atom(precision, atom)
-    return -(-channels // group) * group
-
-
-def dtype_of(precision: str):
-    return element_dtype(precision)
+def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
+    """Program and run every layer of ``spec``; returns the machine and the layer records."""
+    m = GenMachine(spec.config)
+    alloc = Allocator()
+    rng = np.random.default_rng(spec.seed)
+    records: list[LayerRecord] = []
+    outputs: dict[str, LayerRecord] = {}
+    for layer in spec.layers:
+        m.ops.append(("comment", f"layer {layer.index} ({layer.name}): {layer.unit} "
+                      f"{layer.precision}"))
+        builder = getattr(units, f"build_{layer.unit}")
+        try:
+            output, enable = builder(m, layer, alloc, rng, outputs)
+            m.ops.append(("init", output.memory, output.addr, output.size))
+            interrupts = m.launch(enable)
+        except SimError as exc:
+            if str(exc).startswith("layer "):
+                raise
+            raise SimError(f"layer {layer.index} ({layer.name}): the simulator rejects this "
+                           f"layer: {exc}") from None
+        record = LayerRecord(layer, output, interrupts)
+        record.expected = m.memory(output.memory).read(output.addr, output.size)
+        for (unit, reg), value in sorted(m.last_counters.items()):
+            if any(word in reg for word in COUNTER_WORDS) and "STALL" not in reg:
+                record.counters.append((f"{unit}.{reg}", value & 0xFFFFFFFF))
+        m.ops.append(("check", record))
+        records.append(record)
+        outputs[layer.name] = record
+        if progress is not None:
+            progress.step(f"layer {layer.index} {layer.name} ({layer.unit})")
+    return m, records

@@ -17,8 +17,8 @@ from ..program.bdma import program_bdma_copy
 from ..program.cdp import linear_lut, program_cdp
 from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
-from .build import Output, input_cube, output_region, padded
 from .data import random_cube
+from .memory import Output, input_cube, output_region, padded
 from .spec import (
     ALU_ALGOS,
     CONV_MODES,

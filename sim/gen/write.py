@@ -14,9 +14,8 @@
 from __future__ import annotations
 
 import zlib
-from pathlib import Path
 
-from ..dram import format_hex_dat, format_record_dat, memory_file_name, write_memory_file
+from ..dram import format_hex_dat, format_memory_file, format_record_dat, memory_file_name
 
 GLB_STATUS = "NVDLA_GLB.S_INTR_STATUS_0"
 
@@ -105,25 +104,24 @@ def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             for name, value in rec.counters:
                 reg = m.regfile.register(name)
                 lines.append(f"read_reg {_csb(m, reg):#010x} 0xffffffff {value:#010x} # {name}")
-            name = f"{prefix}layer{layer}_out.dat"
+            name = f"layer{layer}_out.dat"  # no prefix: the cfg has no output files
             files[name] = format_hex_dat(out.addr, rec.expected,
                                          "dram" if out.memory == "pri_mem" else "cvsram")
             lines.append(f"dump_mem {out.addr:#x} {out.size:#x} {name}")
     return "\n".join(lines) + "\n", files
 
 
-def write_memory_dumps(m, records, folder: Path, fmt: str, word_bytes: int) -> list[Path]:
-    """Every input and expected output region as RTL memory files (``gen --dump-format``)."""
-    written = []
+def memory_dumps(m, records, fmt: str, word_bytes: int) -> dict:
+    """Every input and expected output region as RTL memory files (``gen --dump-format``):
+    {file name: content}, named ``layer<N>_in<M>`` and ``layer<N>_out``."""
+    files = {}
     for _layer, op, stem in _walk(m):
         if op[0] == "load":
             _, memory, addr, data = op
-            path = folder / memory_file_name(f"{stem}.dat", fmt)
-            write_memory_file(path, addr, data, fmt, word_bytes, memory)
-            written.append(path)
+            files[memory_file_name(f"{stem}.dat", fmt)] = format_memory_file(
+                addr, data, fmt, word_bytes, memory)
     for i, rec in enumerate(records):
         out = rec.output
-        path = folder / memory_file_name(f"layer{i}_out.dat", fmt)
-        write_memory_file(path, out.addr, rec.expected, fmt, word_bytes, out.memory)
-        written.append(path)
-    return written
+        files[memory_file_name(f"layer{i}_out.dat", fmt)] = format_memory_file(
+            out.addr, rec.expected, fmt, word_bytes, out.memory)
+    return files

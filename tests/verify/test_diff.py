@@ -65,6 +65,8 @@ def test_diff_names_corrupted_elements(tmp_path, name):
     assert pattern in lines
     if "bit" in name:
         assert "bit 6 flipped in every differing element" in lines
+    assert report.per_layer() == [{"layer": 0, "engine": "SDP", "unit": "SDP",
+                                   "elements": len(chosen), "bytes": 0}]
     for e in report.elements:
         assert e.cube.layer == 0 and e.cube.unit == "SDP"
         assert e.expected ^ e.actual == (0x40 if "bit" in name else 0x11)
@@ -157,3 +159,23 @@ def test_failing_run_localises(tmp_path, capsys):
     assert "layer 0 PDP" in out
     assert "n0 s0 h2 w3 c7" in out
     assert "bit 15 flipped" in out
+
+
+def test_bdma_bytes_name_the_line(tmp_path):
+    """A BDMA copy writes line by line: a differing byte names its line and offset."""
+    from sim.gen import generate
+
+    spec = EXAMPLES.parent / "examples" / "specs" / "bdma_copy.toml"
+    folder = tmp_path / "nv_full" / "bdma"
+    generate(spec, folder, fmt="txn", dump_format="bin")
+    region = simulate(folder).regions[0]
+    data = bytearray((folder / "layer0_out.bin").read_bytes())
+    line = 64  # the spec's line_bytes
+    data[3 * line + 5] ^= 0x80
+    (tmp_path / "layer0_out.bin").write_bytes(bytes(data))
+    report = diff_trace(folder, tmp_path / "layer0_out.bin")
+    assert not report.elements
+    (byte,) = report.byte_diffs
+    assert byte.address == region.addr + 3 * line + 5
+    assert (byte.write.layer, byte.write.engine, byte.write.part) == (0, "BDMA", 3)
+    assert byte.as_json()["offset"] == 5

@@ -1,0 +1,79 @@
+"""Memory of generated traces: non-overlapping regions, layer inputs and outputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dma.elements import elements_per_atom
+from ..dma.feature import FeatureLayout, feature_layout, read_feature
+from .data import random_cube
+
+BASE = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # NVIDIA's traces use these windows
+ALIGN = 0x100
+
+
+@dataclass
+class Output:
+    """What a layer wrote: a feature cube (chainable) or raw bytes (BDMA)."""
+
+    memory: str
+    addr: int
+    size: int
+    precision: str | None = None
+    layout: FeatureLayout | None = None
+
+
+class Allocator:
+    """Non-overlapping regions, ALIGN-aligned, per memory."""
+
+    def __init__(self):
+        self.next = dict(BASE)
+
+    def take(self, size: int, memory: str = "pri_mem") -> int:
+        addr = self.next[memory]
+        self.next[memory] = -(-(addr + max(size, 1)) // ALIGN) * ALIGN
+        return addr
+
+
+def input_cube(m, layer, alloc: Allocator, rng, outputs: dict,
+               kind: str = "feature"):
+    """(elements (C, H, W), address, layout) of a layer's input, chained or random.
+
+    ``outputs`` maps earlier layers' names to their records; a chained input is
+    read from the machine's memory and not loaded again by the trace.
+    """
+    cfg = m.config
+    atom = cfg.atom_bytes
+    if isinstance(layer.input, str):
+        src = outputs[layer.input].output
+        if src.layout is None:
+            raise layer.fail("input", f"{layer.input!r} writes raw bytes, not a feature cube")
+        if src.precision != layer.precision:
+            raise layer.fail("input", f"{layer.input!r} writes {src.precision} but this layer "
+                             f"reads {layer.precision}: set precision = \"{src.precision}\"")
+        if src.layout.batch != 1:
+            raise layer.fail("input", f"{layer.input!r} writes a batch of cubes")
+        lay = src.layout
+        cube = read_feature(m.memory(src.memory), src.addr, (lay.channels, lay.height,
+                                                             lay.width),
+                            layer.precision, atom, lay.line_stride, lay.surface_stride)
+        m.chained.add((src.memory, src.addr))
+        return cube, src.addr, lay
+    c, h, w = layer.input
+    cube = random_cube(rng, (c, h, w), layer.precision, layer.get("data"), kind)
+    lay = feature_layout((c, h, w), layer.precision, atom)
+    return cube, alloc.take(lay.extent), lay
+
+
+def output_region(m, alloc: Allocator, shape, precision: str,
+                  memory: str = "pri_mem") -> Output:
+    """A packed output cube (C, H, W) or (N, C, H, W) in a fresh region."""
+    lay = feature_layout(shape, precision, m.config.atom_bytes)
+    return Output(memory, alloc.take(lay.extent, memory), lay.extent, precision, lay)
+
+
+def padded(channels: int, precision: str, atom: int) -> int:
+    """``channels`` rounded up to whole atoms of ``precision``."""
+    group = elements_per_atom(precision, atom)
+    return -(-channels // group) * group
+
