@@ -142,24 +142,27 @@ def test_layout_inputs(fmt, dims, dtype, opts, value, precision, image):
 
 
 @pytest.fixture(scope="module")
-def bundled_cfg():
-    root = Path(__file__).resolve().parents[2] / "traces" / "nv_small"
-    return sorted(root.glob("*/*.cfg"))
+def bundled_traces():
+    root = Path(__file__).resolve().parents[2] / "traces"
+    return sorted(root.glob("nv_small/*/*.cfg")) + sorted(root.glob("nv_full/*/input.txn"))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
-def test_mutated_bundled_traces_run_or_stop_cleanly(bundled_cfg, data):
+def test_mutated_bundled_traces_run_or_stop_cleanly(bundled_traces, data):
     """Random register values in real traces: the machine stops with a SimError, never crashes."""
-    trace = data.draw(st.sampled_from(bundled_cfg))
+    trace = data.draw(st.sampled_from(bundled_traces))
     lines = trace.read_text().splitlines()
-    writes = [i for i, line in enumerate(lines) if line.startswith("reg_write(")]
+    writes = [i for i, line in enumerate(lines) if line.startswith(("reg_write(", "write_reg "))]
     for i in data.draw(st.lists(st.sampled_from(writes), min_size=1, max_size=4)):
-        name = lines[i].split("(", 1)[1].split(",", 1)[0]
         value = data.draw(st.one_of(st.integers(0, 0xFFFFFFFF), st.sampled_from([0, 1, 0x1FFF])))
-        lines[i] = f"reg_write({name}, {value:#x});"
+        if lines[i].startswith("reg_write("):
+            name = lines[i].split("(", 1)[1].split(",", 1)[0]
+            lines[i] = f"reg_write({name}, {value:#x});"
+        else:
+            lines[i] = f"write_reg {lines[i].split()[1]} {value:#x}"
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "nv_small" / trace.parent.name
+        folder = Path(tmp) / trace.parent.parent.name / trace.parent.name
         folder.mkdir(parents=True)
         for f in trace.parent.iterdir():
             (folder / f.name).symlink_to(f)
