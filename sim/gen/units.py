@@ -18,7 +18,7 @@ from ..program.cdp import linear_lut, program_cdp
 from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
 from .data import random_cube
-from .memory import Output, input_cube, output_region, padded
+from .memory import Output, input_cube, output_region, padded, reserve_extent, sdp_written
 from .spec import (
     ALU_ALGOS,
     CONV_MODES,
@@ -163,7 +163,8 @@ def build_sdp(m, layer, alloc, rng, outputs):
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     c, h, w = cube.shape
     _load_random_input(m, layer, cube, src)
-    out = output_region(m, alloc, (c, h, w), out_prec)
+    out = output_region(m, alloc, (c, h, w), out_prec,
+                        written=sdp_written(c, (proc, out_prec), m.config.atom_bytes))
     program_sdp_input(m, (c, h, w), (src, lay), proc, out_prec)
     channels = padded(c, proc, m.config.atom_bytes)
     for key in ("x1", "x2", "y"):
@@ -175,11 +176,14 @@ def build_sdp(m, layer, alloc, rng, outputs):
 
 
 def _load_random_input(m, layer, cube, src: int) -> None:
-    """A layer's own (not chained) input cube goes to memory packed."""
+    """A layer's own (not chained) input cube goes to memory packed, zeros after it up to
+    its reservation (an SDP reads whole atoms past the cube)."""
     if isinstance(layer.input, tuple):
         from ..dma.feature import pack_feature
 
-        m.load(src, pack_feature(cube, m.config, precision=layer.precision)[0])
+        data = pack_feature(cube, m.config, precision=layer.precision)[0]
+        full = reserve_extent(cube.shape, layer.precision, m.config.atom_bytes)
+        m.load(src, np.concatenate([data, np.zeros(full - data.size, np.uint8)]))
 
 
 # -- PDP ------------------------------------------------------------------------------------
@@ -305,8 +309,11 @@ def build_conv(m, layer, alloc, rng, outputs):
     dy, dx = dims(layer, "dilation", layer.get("dilation", [1, 1]), 2, 1, 32)
     pad = tuple(dims(layer, "pad", layer.get("pad", 0), 4, 0, 31))
     left, right, top, bottom = pad
-    pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
-                        (1 << 15) - 1)
+    if proc == "fp16":  # a number, programmed as its fp16 bit pattern
+        pad_value = _operand_value(layer, "pad_value", layer.get("pad_value", 0), proc)
+    else:
+        pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
+                            (1 << 15) - 1)
     if mode == "image":
         if isinstance(layer.input, str):
             raise layer.fail("input", "image input reads pixels from memory, not a chained "
@@ -389,7 +396,8 @@ def build_conv(m, layer, alloc, rng, outputs):
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
     winograd = mode == "winograd"
     if fly_pdp is None:
-        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec)
+        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec,
+                            written=sdp_written(k, (proc, out_prec), cfg.atom_bytes))
         program_sdp_core(m, shape, proc, out_prec, dst=(out.addr, out.layout), cvt=cvt,
                          flying=True, winograd=winograd)
         return out, tuple(units)

@@ -56,9 +56,10 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             files[name] = format_record_dat(data, record=32)
             lines.append(f"mem_init({memory}, {addr:#x}, {len(data):#x}, ALL_ZERO);")
             lines.append(f'mem_load({memory}, {addr:#x}, "{name}");')
-        elif kind == "init":
-            _, memory, addr, size = op
-            lines.append(f"mem_init({memory}, {addr:#x}, {size:#x}, ALL_ZERO);")
+        elif kind == "init":  # the output region and what is set aside after it
+            out = op[1]
+            lines.append(f"mem_init({out.memory}, {out.addr:#x}, "
+                         f"{max(out.reserved, out.size):#x}, ALL_ZERO);")
         elif kind == "reg":
             lines.append(f"reg_write({op[1].full_name}, {op[2]:#x});")
         elif kind == "intr":
@@ -89,6 +90,11 @@ def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             name = f"{prefix}{stem}.dat"
             files[name] = _hex_lines(data)
             lines.append(f"load_mem {addr:#x} {len(data):#x} {name}")
+        elif kind == "init" and op[1].slack:  # zero what a consumer may read past it
+            out = op[1]
+            name = f"{prefix}layer{layer}_slack.dat"
+            files[name] = _hex_lines(bytes(out.slack))
+            lines.append(f"load_mem {out.addr + out.size:#x} {out.slack:#x} {name}")
         elif kind == "reg":
             lines.append(f"write_reg {_csb(m, op[1]):#010x} {op[2]:#x} # {op[1].full_name}")
         elif kind == "intr":

@@ -171,6 +171,7 @@ def sdp_layers(draw):
     layer = {"unit": "sdp", "precision": prec, "input": draw(_cube()), "x1": draw(stage),
              "x2": draw(stage)}
     if prec != "fp16":
+        layer["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
         layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
         if draw(st.booleans()):
             layer["y"] = {"lut": True}
@@ -206,7 +207,10 @@ def conv_layers(draw):
     layer = {"unit": "conv", "precision": prec, "input": [c, h, w],
              "kernels": draw(st.integers(1, 12)), "kernel": [r, s],
              "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
+             "pad": draw(st.integers(0, 1)),
              "sdp": {"relu": draw(st.booleans())}}
+    if prec != "fp16" and config == "nv_full":
+        layer["sdp"]["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
     if config == "nv_full":
         layer["batch"] = draw(st.integers(1, 3))
     return config, layer
@@ -226,7 +230,7 @@ STRATEGIES = {"sdp": sdp_layers(), "pdp": pdp_layers(), "cdp": cdp_layers(),
 
 @pytest.mark.parametrize("unit", UNITS)
 def test_random_valid_specs_pass(tmp_path_factory, unit):
-    @settings(max_examples=5, deadline=None,
+    @settings(max_examples=6, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(case=STRATEGIES[unit], seed=st.integers(0, 1000))
     def check(case, seed):
