@@ -50,6 +50,14 @@ class HardwareConfig:
         if not getattr(self, feature):
             raise ConfigurationError(f"{what}: {self.name} has no {feature.replace('_', ' ')}")
 
+    def require_batches(self, batches: int, what: str) -> None:
+        """``what`` programs ``batches`` batches: more than one needs the batch feature."""
+        if batches > 1:
+            self.require("batch", what)
+            if batches > self.max_batch:
+                raise ConfigurationError(f"{what}: {batches} batches exceed {self.name}'s "
+                                         f"maximum {self.max_batch}")
+
     def require_precision(self, precision: str, what: str) -> None:
         if precision not in self.precisions:
             raise ConfigurationError(f"{what}: {self.name} does not support {precision}")

@@ -275,7 +275,7 @@ def fill_pattern(pattern: str, addr: int, size: int, seed: int = 0) -> np.ndarra
 
 _RECORD = re.compile(
     r"\{\s*offset\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
-    r"\s*payload\s*:\s*([^}]*)\}"
+    r"\s*payload\s*:\s*([^{}]*)\}"  # a payload never holds a brace: scans stay linear
 )
 
 

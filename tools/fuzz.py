@@ -28,6 +28,7 @@ import random
 import re
 import resource
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -105,6 +106,8 @@ def mutate_text(rng: random.Random, text: str, max_window: int = 40) -> str:
     if lines and max_window:
         start = rng.randrange(len(lines))
         lines = lines[start : start + rng.randrange(1, max_window + 1)]
+    if lines and rng.random() < 0.003:  # a long input: one line repeated (quadratic scans)
+        lines = lines + [mutate_line(rng, rng.choice(lines))] * rng.randrange(1000, 20000)
     for _ in range(rng.randrange(1, 4)):
         if not lines:
             lines.append("")
@@ -307,16 +310,35 @@ def normalise(message: str, work: Path) -> str:
     return text[:160]
 
 
+class Hang(Exception):
+    """An input ran longer than --hang seconds (raised by SIGALRM in the input's code)."""
+
+
+def _alarm(signum, frame):
+    raise Hang("input still running after the --hang limit")
+
+
+def _bounded(seconds: float, target, *args) -> None:
+    """Run one input; SIGALRM stops it (as a Hang) after ``seconds``."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        target(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
 def run(iterations: int, seed: int, shared: Path, play_every: int, crash_dir: Path,
-        progress: bool = True) -> dict:
+        progress: bool = True, slow_after: float = 2.0, hang_after: float = 60.0) -> dict:
     corpus = Corpus([REPO / "traces", shared / "nvdla-traces", shared / "oracle-traces"])
     rng = random.Random(seed)
     counts = collections.Counter()
     errors = collections.Counter()
     crashes = []
+    slow = []  # (target, input, seconds) of parser inputs slower than slow_after
     multiline = 0
     shm = Path("/dev/shm") if Path("/dev/shm").is_dir() else None
     names = [n for n in TARGETS if getattr(corpus, n, True)]
+    signal.signal(signal.SIGALRM, _alarm)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=shm, prefix="nvdla-fuzz-") as tmp:
         work = Path(tmp)
@@ -325,26 +347,32 @@ def run(iterations: int, seed: int, shared: Path, play_every: int, crash_dir: Pa
             target = t_play if name == "play" else TARGETS[name]
             state = rng.getstate()
             counts[name] += 1
+            began = time.perf_counter()
             try:
-                target(rng, corpus, work)
+                _bounded(hang_after, target, rng, corpus, work)
                 counts["accepted"] += 1
             except (SimError, CheckFailed) as exc:
                 msg = str(exc)
                 if "\n" in msg.strip():
                     multiline += 1
                 errors[normalise(msg, work)] += 1
-            except Exception:  # a crash: keep its traceback and a way to replay it
+            except Exception:  # a crash or a hang: keep its traceback and a way to replay it
                 crashes.append((name, seed, i, traceback.format_exc()))
                 crash_dir.mkdir(parents=True, exist_ok=True)
                 case = crash_dir / f"crash_{len(crashes):04d}_{name}"
                 shutil.copytree(work, case, dirs_exist_ok=True, symlinks=True)
                 (case / "traceback.txt").write_text(traceback.format_exc() + f"\nstate {state}\n")
+            took = time.perf_counter() - began
+            if took > slow_after and name != "play":  # a parser must stay linear
+                slow.append((name, i, took))
+                case = crash_dir / f"slow_{len(slow):04d}_{name}"
+                shutil.copytree(work, case, dirs_exist_ok=True, symlinks=True)
             if progress and (i + 1) % 10000 == 0:
                 rate = (i + 1) / (time.perf_counter() - start)
                 print(f"{i + 1} inputs, {len(crashes)} crashes, {len(errors)} distinct errors, "
                       f"{rate:.0f}/s", file=sys.stderr, flush=True)
     return {"inputs": iterations, "seconds": time.perf_counter() - start, "counts": counts,
-            "errors": errors, "crashes": crashes, "multiline": multiline}
+            "errors": errors, "crashes": crashes, "multiline": multiline, "slow": slow}
 
 
 def main(argv=None) -> int:
@@ -356,22 +384,30 @@ def main(argv=None) -> int:
                    help="run a whole mutated trace on the machine every N inputs (0: never)")
     p.add_argument("--crash-dir", type=Path, default=Path("fuzz-crashes"))
     p.add_argument("--errors", type=int, default=60, help="distinct errors to list")
+    p.add_argument("--slow", type=float, default=2.0,
+                   help="seconds after which a parser input counts as slow (saved, reported)")
+    p.add_argument("--hang", type=float, default=60.0,
+                   help="seconds after which any input is stopped and reported as a crash")
     p.add_argument("--memory-limit", type=float, default=6.0,
                    help="GiB of address space this process may use: an input that makes the "
                         "simulator allocate more is a crash (MemoryError), not an OOM kill")
     args = p.parse_args(argv)
     limit = int(args.memory_limit * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    r = run(args.iterations, args.seed, args.shared, args.play_every, args.crash_dir)
+    r = run(args.iterations, args.seed, args.shared, args.play_every, args.crash_dir,
+            slow_after=args.slow, hang_after=args.hang)
     print(f"inputs {r['inputs']} in {r['seconds']:.0f}s; crashes {len(r['crashes'])}; "
-          f"multi-line errors {r['multiline']}; distinct errors {len(r['errors'])}")
+          f"multi-line errors {r['multiline']}; slow parses {len(r['slow'])}; "
+          f"distinct errors {len(r['errors'])}")
     print("per target: " + ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items())))
     print("machine: " + ", ".join(f"{k} {v}" for k, v in sorted(STATS.items())))
     for msg, n in r["errors"].most_common(args.errors):
         print(f"{n:9}  {msg}")
     for name, seed, i, tb in r["crashes"][:20]:
         print(f"CRASH {name} seed {seed} input {i}: {tb.strip().splitlines()[-1]}")
-    return 1 if r["crashes"] or r["multiline"] else 0
+    for name, i, took in r["slow"][:20]:
+        print(f"SLOW {name} seed {args.seed} input {i}: {took:.1f}s")
+    return 1 if r["crashes"] or r["multiline"] or r["slow"] else 0
 
 
 if __name__ == "__main__":

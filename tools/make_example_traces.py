@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from recording import hex_lines
 
 from sim.dram import write_folder_atomically
 
@@ -28,11 +29,6 @@ GLB_INTR_STATUS = 0x000C
 
 def csb(byte_addr: int) -> str:
     return f"{0xFFFF0000 | (byte_addr >> 2):#010x}"
-
-
-def hex_lines(data: bytes) -> str:
-    return "\n".join(" ".join(f"0x{b:02x}" for b in data[i : i + 32])
-                     for i in range(0, len(data), 32)) + "\n"
 
 
 def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line, src_surf,

@@ -16,6 +16,7 @@ import sys
 from ..errors import SimError
 
 EXIT_OK, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 
 # subcommand -> module under sim.cli (imported only when that command runs)
 SUBCOMMANDS = {
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print("nvdla-sim: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except (OSError, json.JSONDecodeError) as exc:
         print(f"nvdla-sim: error: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -1,9 +1,10 @@
 """``nvdla-sim fp OP A [B]``: run one primitive by hand.
 
 Operands are raw bit patterns (``0x7c00``, ``31744``, ``0b...``).  The
-operands and the result are printed in hex and as the decimal value IEEE-754
+operands and the result are printed in hex, as the decimal value IEEE-754
 would read from the pattern (fp17: 1 sign, 6 exponent bits with bias 31,
-10 mantissa bits).  Remember that NVDLA arithmetic reads exponent-0 and
+10 mantissa bits) and as bit fields ``sign | exponent | mantissa``
+(:mod:`sim.num.bits`).  Remember that NVDLA arithmetic reads exponent-0 and
 all-ones-exponent patterns differently (see ``sim.num.rules``).
 """
 
@@ -11,33 +12,9 @@ import argparse
 import sys
 
 import sim.num.ops as ops
+from sim.num.bits import FORMATS, describe_fields, describe_value
 
 HELP = "evaluate one numerics primitive on raw bit patterns"
-
-# name -> (exponent bits, mantissa bits); uint16 is a plain integer
-_FORMATS = {"fp16": (5, 10), "fp17": (6, 10), "fp32": (8, 23), "uint16": (0, 16)}
-
-
-def describe(bits: int, fmt: str) -> str:
-    """``0x...`` and the decimal value of a pattern of format ``fmt``."""
-    E, M = _FORMATS[fmt]
-    digits = (M + 3) // 4 if E == 0 else (1 + E + M + 3) // 4
-    text = f"0x{bits:0{digits}x}"
-    if E == 0:
-        return f"{text} ({bits})"
-    sign = -1.0 if bits >> (E + M) & 1 else 1.0
-    expo = (bits >> M) & ((1 << E) - 1)
-    mant = bits & ((1 << M) - 1)
-    bias = (1 << (E - 1)) - 1
-    if expo == (1 << E) - 1:
-        value = "nan" if mant else ("-inf" if sign < 0 else "inf")
-        return f"{text} ({value})"
-    if expo == 0:
-        value = sign * mant * 2.0 ** (1 - bias - M)
-    else:
-        value = sign * (mant + (1 << M)) * 2.0 ** (expo - bias - M)
-    return f"{text} ({value:.9g})"
-
 
 def _operand_formats(op: str) -> tuple[list[str], str]:
     if op in ops.BINARY_OPS:
@@ -52,7 +29,7 @@ def main(argv: list[str]) -> int:
         prog="nvdla-sim fp",
         description="Run one NVDLA floating-point primitive on raw bit patterns.",
         epilog="operations: " + " ".join(ops.BINARY_OPS + ops.UNARY_OPS)
-        + ". writes: the operands and the result (hex and decimal) on stdout",
+        + ". writes: the operands and the result (hex, decimal, bit fields) on stdout",
     )
     parser.add_argument("op", help="operation, e.g. fp16_add or fp32_to_fp16")
     parser.add_argument("operands", nargs="+", metavar="A", help="bit pattern (0x..., decimal)")
@@ -70,7 +47,7 @@ def main(argv: list[str]) -> int:
         return 2
     values = []
     for text, fmt in zip(args.operands, formats, strict=True):
-        E, M = _FORMATS[fmt]
+        E, M = FORMATS[fmt]
         try:
             value = int(text, 0)
         except ValueError:
@@ -86,3 +63,8 @@ def main(argv: list[str]) -> int:
         print(f"{label}   = {describe(value, fmt)}")
     print(f"out = {describe(result, out_fmt)}")
     return 0
+
+
+def describe(value: int, fmt: str) -> str:
+    """Hex, decimal value and bit fields: ``0x7c00 (inf)  0 | 11111 | 0000000000``."""
+    return f"{describe_value(value, fmt)}  {describe_fields(value, fmt)}"

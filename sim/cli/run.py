@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SimError
-from . import EXIT_FAIL, EXIT_INVALID, EXIT_OK, parse_args
+from . import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, parse_args
 
 HELP = "run a trace (folder or file), or the bundled examples"
 
@@ -107,14 +107,21 @@ def main(argv: list[str]) -> int:
     check_dump_options(args)
     dump_dir = Path(args.dump_dir) if args.dump_dir else None
     results = []
-    for config, path in items:
-        name = path.name if path.is_dir() else path.parent.name
-        result = run_trace(path, args.config or config, dump_dir, name=name,
-                           dump_format=args.dump_format, word_bytes=args.word_bytes)
-        results.append(result)
-        print_result(result)
-        if result.status == "fail":
-            explain_failure(path, args.config or config)
+    try:
+        for config, path in items:
+            name = path.name if path.is_dir() else path.parent.name
+            result = run_trace(path, args.config or config, dump_dir, name=name,
+                               dump_format=args.dump_format, word_bytes=args.word_bytes)
+            results.append(result)
+            print_result(result)
+            if result.status == "fail":
+                explain_failure(path, args.config or config)
+    except KeyboardInterrupt:  # keep the results of the traces that finished
+        if args.json:
+            write_json(args.json, results, complete=False)
+        print(f"nvdla-sim: interrupted after {len(results)} of {len(items)} traces",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
     if args.json:
         write_json(args.json, results)
     if len(results) == 1 and results[0].status == "error":

@@ -221,11 +221,7 @@ def decode_layer(ctx) -> ConvLayer:
         raise ConfigurationError(f"{CSC}.D_MISC_CFG_0: IN_PRECISION does not match the CDMA's")
 
     batches = cdma.batches + 1
-    if batches > 1:
-        cfg.require("batch", f"{CDMA}.D_BATCH_NUMBER_0")
-        if batches > cfg.max_batch:
-            raise ConfigurationError(f"{CDMA}.D_BATCH_NUMBER_0: {batches} batches exceed the "
-                                     f"maximum {cfg.max_batch}")
+    cfg.require_batches(batches, f"{CDMA}.D_BATCH_NUMBER_0")
 
     kernels = cdma.weight_kernel + 1
     layer = ConvLayer(

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..configs import FP16
 from ..dma.elements import element_dtype
+from ..num.bits import describe_fields
 from .record import Write, element_map
 
 
@@ -80,10 +81,14 @@ class ElementDiff:
         p = self.cube.precision
         digits = 2 * element_dtype(p).itemsize
         pad = " (pad lane)" if self.pad_lane else ""
-        return (f"n{self.n} s{self.surface} h{self.h} w{self.w} c{self.c}{pad} "
+        text = (f"n{self.n} s{self.surface} h{self.h} w{self.w} c{self.c}{pad} "
                 f"@{self.address:#x}: expected {decode(self.expected, p)} "
                 f"(0x{self.expected:0{digits}x}), actual {decode(self.actual, p)} "
                 f"(0x{self.actual:0{digits}x})")
+        if p == FP16:  # which fields differ: sign | exponent | mantissa
+            text += (f" [{describe_fields(self.expected, p)} vs "
+                     f"{describe_fields(self.actual, p)}]")
+        return text
 
 
 @dataclass

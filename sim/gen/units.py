@@ -68,11 +68,13 @@ def _cvt(layer, key: str, value, default=(0, 1, 0)) -> tuple[int, int, int]:
 # -- SDP ------------------------------------------------------------------------------------
 
 def _out_precision(layer, cfg, value, proc: str, key: str = "out_precision") -> str:
+    from ..dma.precision import TABLE_NAMES, pipeline_precision
+
     out = value or proc
     choice(layer, key, out, ("int8", "int16", "fp16"))
-    if (proc == "fp16") != (out == "fp16"):
-        raise layer.fail(key, f"{proc} processing cannot write {out}: fp16 goes to fp16, "
-                         "integers to int8/int16")
+    if pipeline_precision("sdp", proc, out) is None:
+        raise layer.fail(key, f"the SDP cannot convert {proc} to {out} "
+                         f"({TABLE_NAMES['sdp']})")
     if not cfg.supports(out):
         raise layer.fail(key, f"{cfg.name} does not support {out}")
     return out
@@ -395,6 +397,9 @@ def build_conv(m, layer, alloc, rng, outputs):
         _stage(m, layer, alloc, rng, key, table, proc, padded(k, proc, cfg.atom_bytes))
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
     winograd = mode == "winograd"
+    if proc == "int8" and out_prec != "int8" and (batch > 1 or winograd):
+        raise layer.fail("sdp.out_precision", f"int8 processing with {out_prec} output does "
+                         "not support batch or Winograd mode")
     if fly_pdp is None:
         out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec,
                             written=sdp_written(k, (proc, out_prec), cfg.atom_bytes))

@@ -161,3 +161,14 @@ def round_via_double(value, shift, bits):
     if out < lo:
         return lo
     return out
+
+
+@njit
+def x86_int32(v):
+    """A C ``(int32_t)`` conversion of a double as x86 does it: out of range gives INT32_MIN.
+
+    ``v`` is an integer already (NVDLA's C-model converts a rounded double).
+    """
+    if v > 0x7FFFFFFF or v < -0x80000000:
+        return np.int64(-0x80000000)
+    return v

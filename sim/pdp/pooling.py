@@ -45,7 +45,7 @@ from ..errors import ConfigurationError
 from ..jit import njit
 from ..num.fpcore import fp_add, fp_max, fp_mul
 from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
-from ..num.rounding import shift_right_round, sign_extend
+from ..num.rounding import shift_right_round, sign_extend, x86_int32
 
 AVERAGE, MAX, MIN = 0, 1, 2
 METHODS = {AVERAGE: "average", MAX: "max", MIN: "min"}
@@ -146,9 +146,33 @@ def _pick(values, count, zero):
     return values[count - 1] if count > 0 else zero
 
 
-@njit
-def _int_row(x, c, h, ws, kw, W, pad_l, method, pv, acc_bits):
-    """Width pass of one window on row ``h`` (C-model line operation)."""
+@njit(inline="always")
+def _add(acc, v, first, pad_lo, pad_hi, fp, acc_bits, v_first):
+    """One average step: ``acc + v`` (or ``v`` first), plus the pad values it brings in.
+
+    Integers wrap to ``acc_bits``; fp16 data adds in fp17 (``v_first`` puts
+    the new value first in the fp17 sum, which decides a NaN's payload).
+    """
+    if not fp:
+        acc = v if first else acc + v
+        return sign_extend(acc + pad_lo + pad_hi, acc_bits)
+    if not first:
+        v = fp_add(v, acc, 6, 10) if v_first else fp_add(acc, v, 6, 10)
+    return fp_add(fp_add(v, pad_lo, 6, 10), pad_hi, 6, 10)
+
+
+@njit(inline="always")
+def _extreme(a, b, method, fp):
+    """Max (method 1) or min of two values: integers, or fp16 patterns (``a`` first)."""
+    if fp:
+        return fp_max(a, b, method == 1, 5, 10)
+    return max(a, b) if method == 1 else min(a, b)
+
+
+@njit(inline="always")
+def _window_row(x, c, h, ws, kw, W, pad_l, method, pv, fp, acc_bits):
+    """Width pass of one window on row ``h`` (C-model line operation): integer sum
+    or max/min, fp17 sum or fp16 max/min."""
     row = np.int64(0)
     for w in range(max(ws, 0), min(ws + kw, W)):
         kwi = w - ws
@@ -156,21 +180,34 @@ def _int_row(x, c, h, ws, kw, W, pad_l, method, pv, acc_bits):
         first = w == 0 or kwi == 0
         if method == 0:
             nl, nr = _pad_counts(w, kwi, kw, W, pad_l)
-            row = v if first else row + v
-            row = sign_extend(row + _pick(pv, nl, 0) + _pick(pv, nr, 0), acc_bits)
+            if fp:
+                v = fp16_to_fp17_bits(v)
+            row = _add(row, v, first, _pick(pv, nl, 0), _pick(pv, nr, 0), fp, acc_bits, False)
         elif first:
             row = v
-        elif method == 1:
-            row = max(row, v)
         else:
-            row = min(row, v)
+            row = _extreme(row, v, method, fp)
     return row
 
 
-@njit
-def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, rw, rh,
-              out_bits):
-    """Integer pooling of one split: ``out[:, :, col0 + ow]`` for every window."""
+@njit(inline="always")
+def _average(acc, fp, rw, rh):
+    """Scale a window sum by the reciprocals of the kernel width and height."""
+    if fp:
+        return fp17_to_fp16_bits(fp_mul(fp_mul(acc, rw, 6, 10), rh, 6, 10))
+    acc = x86_int32(shift_right_round(acc * rw, 16))
+    return x86_int32(shift_right_round(acc * rh, 16))
+
+
+@njit(inline="always")
+def _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, fp,
+          acc_bits, rw, rh, out_bits):
+    """Pooling of one split: ``out[:, :, col0 + ow]`` for every window; see the module doc.
+
+    ``pv_rows[n - 1]`` is the pad value n padded rows add to a column sum
+    (``zero_row`` for none); ``out_bits`` is the integer output width (fp16:
+    16-bit patterns).
+    """
     C, H, W = x.shape
     Hout = out.shape[1]
     n_out = out.shape[2] - col0
@@ -178,8 +215,8 @@ def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, 
     for c in range(C):
         for h in range(H):
             for ow in range(n_out):
-                rows[h, ow] = _int_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv,
-                                       acc_bits)
+                rows[h, ow] = _window_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv,
+                                          fp, acc_bits)
         for oh in range(Hout):
             hs = oh * sh - pad_t
             for ow in range(n_out):
@@ -190,87 +227,30 @@ def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, acc_bits, 
                     first = h == 0 or khi == 0
                     if method == 0:
                         nt, nb = _pad_counts(h, khi, kh, H, 1)
-                        acc = row if first else acc + row
-                        acc += sign_extend(_pick(pv, nt, 0) * kw, acc_bits)
-                        acc += sign_extend(_pick(pv, nb, 0) * kw, acc_bits)
-                        acc = sign_extend(acc, acc_bits)
-                    elif first:
-                        acc = row
-                    elif method == 1:
-                        acc = max(acc, row)
-                    else:
-                        acc = min(acc, row)
-                if method == 0:
-                    acc = _c_int32(shift_right_round(acc * rw, 16))
-                    acc = _c_int32(shift_right_round(acc * rh, 16))
-                out[c, oh, col0 + ow] = sign_extend(acc, out_bits)
-
-
-@njit
-def _c_int32(v):
-    """A double -> int32_t conversion as x86 does it (out of range: INT32_MIN)."""
-    if v > 0x7FFFFFFF or v < -0x80000000:
-        return np.int64(-0x80000000)
-    return v
-
-
-@njit
-def _fp16_row(x, c, h, ws, kw, W, pad_l, method, pv):
-    """Width pass of one window on row ``h``: fp17 sum, or fp16 max/min."""
-    row = np.int64(0)
-    want_max = method == 1
-    for w in range(max(ws, 0), min(ws + kw, W)):
-        kwi = w - ws
-        v = x[c, h, w]
-        first = w == 0 or kwi == 0
-        if method == 0:
-            nl, nr = _pad_counts(w, kwi, kw, W, pad_l)
-            v17 = fp16_to_fp17_bits(v)
-            row = v17 if first else fp_add(row, v17, 6, 10)
-            row = fp_add(fp_add(row, _pick(pv, nl, 0), 6, 10), _pick(pv, nr, 0), 6, 10)
-        elif first:
-            row = v
-        else:
-            row = fp_max(row, v, want_max, 5, 10)
-    return row
-
-
-@njit
-def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, kw_fp17, rw, rh):
-    """fp16 pooling of one split (patterns in, patterns out); see the module doc."""
-    C, H, W = x.shape
-    Hout = out.shape[1]
-    n_out = out.shape[2] - col0
-    want_max = method == 1
-    pv_rows = np.empty(7, dtype=np.int64)  # pad value for n rows: PADDING_VALUE_n * kw
-    for i in range(7):
-        pv_rows[i] = fp_mul(pv[i], kw_fp17, 6, 10)
-    zero_row = fp_mul(0, kw_fp17, 6, 10)
-    rows = np.empty((H, n_out), dtype=np.int64)
-    for c in range(C):
-        for h in range(H):
-            for ow in range(n_out):
-                rows[h, ow] = _fp16_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv)
-        for oh in range(Hout):
-            hs = oh * sh - pad_t
-            for ow in range(n_out):
-                acc = np.int64(0)
-                for h in range(max(hs, 0), min(hs + kh, H)):
-                    khi = h - hs
-                    row = rows[h, ow]
-                    first = h == 0 or khi == 0
-                    if method == 0:
-                        nt, nb = _pad_counts(h, khi, kh, H, 1)
-                        acc = row if first else fp_add(row, acc, 6, 10)
-                        acc = fp_add(acc, _pick(pv_rows, nt, zero_row), 6, 10)
-                        acc = fp_add(acc, _pick(pv_rows, nb, zero_row), 6, 10)
+                        acc = _add(acc, row, first, _pick(pv_rows, nt, zero_row),
+                                   _pick(pv_rows, nb, zero_row), fp, acc_bits, True)
                     elif first:
                         acc = row
                     else:
-                        acc = fp_max(row, acc, want_max, 5, 10)
+                        acc = _extreme(row, acc, method, fp)
                 if method == 0:
-                    acc = fp17_to_fp16_bits(fp_mul(fp_mul(acc, rw, 6, 10), rh, 6, 10))
-                out[c, oh, col0 + ow] = acc & 0xFFFF
+                    acc = _average(acc, fp, rw, rh)
+                out[c, oh, col0 + ow] = acc & 0xFFFF if fp else sign_extend(acc, out_bits)
+
+
+# One kernel per data type, so that ``fp`` is a constant the compiler folds away.
+@njit
+def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, acc_bits, rw,
+              rh, out_bits):
+    _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, 0, False, acc_bits,
+          rw, rh, out_bits)
+
+
+@njit
+def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, rw,
+               rh):
+    _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, True, 32,
+          rw, rh, 16)
 
 
 def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolConfig,
@@ -284,16 +264,19 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
     x = np.ascontiguousarray(x, dtype=np.int64)
     view = out[:, :, : col0 + n_out]
     pv = cfg.pad_array()
-    if cfg.precision == FP16:
-        _pool_fp16(x, view, col0, cfg.kernel_width, cfg.kernel_height, cfg.stride_width,
-                   cfg.stride_height, pad_left, cfg.pad_top, cfg.method, pv,
-                   KERNEL_WIDTH_FP17[cfg.kernel_width], cfg.recip_width & FP17_MASK,
-                   cfg.recip_height & FP17_MASK)
+    kw = cfg.kernel_width
+    geometry = (kw, cfg.kernel_height, cfg.stride_width, cfg.stride_height, pad_left,
+                cfg.pad_top, cfg.method)
+    if cfg.precision == FP16:  # pad values of whole rows: PADDING_VALUE_n * kw, in fp17
+        kw_fp17 = KERNEL_WIDTH_FP17[kw]
+        pv_rows = np.array([fp_mul(v, kw_fp17, 6, 10) for v in pv], dtype=np.int64)
+        _pool_fp16(x, view, col0, *geometry, pv, pv_rows, fp_mul(0, kw_fp17, 6, 10),
+                   cfg.recip_width & FP17_MASK, cfg.recip_height & FP17_MASK)
     else:
-        _pool_int(x, view, col0, cfg.kernel_width, cfg.kernel_height, cfg.stride_width,
-                  cfg.stride_height, pad_left, cfg.pad_top, cfg.method, pv,
-                  ACC_BITS[cfg.precision], cfg.recip_width, cfg.recip_height,
-                  8 if cfg.precision == INT8 else 16)
+        acc_bits = ACC_BITS[cfg.precision]
+        pv_rows = np.array([sign_extend(v * kw, acc_bits) for v in pv], dtype=np.int64)
+        _pool_int(x, view, col0, *geometry, pv, pv_rows, acc_bits, cfg.recip_width,
+                  cfg.recip_height, 8 if cfg.precision == INT8 else 16)
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..chains import CONV_UNITS
 from ..conv.direct import compute_direct_layer
 from ..conv.layer import decode_layer
 from ..dma.feature import pack_feature
@@ -18,8 +19,31 @@ from ..machine import LayerContext, Machine
 from .registers import PRECISION_CODES as CODES
 from .registers import set_reg
 
-UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
+CDMA = "NVDLA_CDMA"
+UNITS = CONV_UNITS  # the blocks of a convolution layer
 IN_ADDR, WT_ADDR, WMB_ADDR, WGS_ADDR = 0x100000, 0x200000, 0x300000, 0x380000
+
+
+def program_cdma_cvt(m: Machine, cvt) -> None:
+    """The CDMA data convertor: ``cvt`` = (offset, scale, truncate), or None (off)."""
+    if cvt is not None:
+        set_reg(m, CDMA, "D_CVT_CFG_0", cvt_en=1, cvt_truncate=cvt[2])
+        set_reg(m, CDMA, "D_CVT_OFFSET_0", cvt_offset=cvt[0])
+        set_reg(m, CDMA, "D_CVT_SCALE_0", cvt_scale=cvt[1])
+
+
+def program_cdma_frame(m: Machine, stride, pad, pad_value: int, nan_to_zero=None) -> None:
+    """CDMA stride, zero padding (left, right, top, bottom) and pad value, all CBUF banks,
+    and the NaN flush unless ``nan_to_zero`` is None."""
+    sx, sy = stride
+    left, right, top, bottom = pad
+    set_reg(m, CDMA, "D_CONV_STRIDE_0", conv_x_stride=sx - 1, conv_y_stride=sy - 1)
+    set_reg(m, CDMA, "D_ZERO_PADDING_0", pad_left=left, pad_right=right, pad_top=top,
+            pad_bottom=bottom)
+    set_reg(m, CDMA, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
+    set_reg(m, CDMA, "D_BANK_0", data_bank=7, weight_bank=7)
+    if nan_to_zero is not None:
+        set_reg(m, CDMA, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
 
 
 def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=(1, 1),
@@ -92,16 +116,8 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
         set_reg(m, cd, "D_WGS_ADDR_LOW_0", wgs_addr_low=WGS_ADDR)
         set_reg(m, cd, "D_WMB_BYTES_0", wmb_bytes=comp.wmb.size)
         set_reg(m, cs, "D_WMB_BYTES_0", wmb_bytes=comp.wmb.size)
-    if cvt is not None:
-        set_reg(m, cd, "D_CVT_CFG_0", cvt_en=1, cvt_truncate=cvt[2])
-        set_reg(m, cd, "D_CVT_OFFSET_0", cvt_offset=cvt[0])
-        set_reg(m, cd, "D_CVT_SCALE_0", cvt_scale=cvt[1])
-    set_reg(m, cd, "D_CONV_STRIDE_0", conv_x_stride=sx - 1, conv_y_stride=sy - 1)
-    set_reg(m, cd, "D_ZERO_PADDING_0", pad_left=left, pad_right=right, pad_top=top,
-            pad_bottom=bottom)
-    set_reg(m, cd, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
-    set_reg(m, cd, "D_BANK_0", data_bank=7, weight_bank=7)
-    set_reg(m, cd, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
+    program_cdma_cvt(m, cvt)
+    program_cdma_frame(m, stride, pad, pad_value, nan_to_zero)
 
     set_reg(m, cs, "D_MISC_CFG_0", in_precision=code, proc_precision=code)
     set_reg(m, cs, "D_DATAIN_FORMAT_0")

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..chains import CONV_UNITS
 from ..conv.image import chroma_x_offset
 from ..conv.modes import compute_conv_layer
 from ..dma.feature import pack_feature
 from ..dma.pixel import PIXEL_FORMATS, pack_pixels, pixel_format
 from ..dma.weights import pack_weight_image, pack_weight_winograd
 from ..machine import LayerContext, Machine
+from .conv import program_cdma_cvt, program_cdma_frame
 from .registers import PRECISION_CODES as CODES
 from .registers import set_reg
 
-UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC")
+UNITS = CONV_UNITS  # the blocks of a convolution layer
 IN_ADDR, UV_ADDR, WT_ADDR = 0x100000, 0x180000, 0x200000
 CD, CS, CA = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
 
@@ -100,19 +102,12 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
     set_reg(m, CD, "D_LINE_STRIDE_0", line_stride=strides[0])
     set_reg(m, CD, "D_LINE_UV_STRIDE_0", uv_line_stride=strides[1])
     set_reg(m, CD, "D_ENTRY_PER_SLICE_0", entries=entries - 1)
-    if cvt is not None:
-        set_reg(m, CD, "D_CVT_CFG_0", cvt_en=1, cvt_truncate=cvt[2])
-        set_reg(m, CD, "D_CVT_OFFSET_0", cvt_offset=cvt[0])
-        set_reg(m, CD, "D_CVT_SCALE_0", cvt_scale=cvt[1])
+    program_cdma_cvt(m, cvt)
     if mean is not None:
         set_reg(m, CD, "D_MEAN_FORMAT_0", mean_format=1)
         set_reg(m, CD, "D_MEAN_GLOBAL_0_0", mean_ry=mean[0], mean_gu=mean[1])
         set_reg(m, CD, "D_MEAN_GLOBAL_1_0", mean_bv=mean[2], mean_ax=mean[3])
-    set_reg(m, CD, "D_CONV_STRIDE_0", conv_x_stride=sx - 1, conv_y_stride=sy - 1)
-    set_reg(m, CD, "D_ZERO_PADDING_0", pad_left=left, pad_right=right, pad_top=top,
-            pad_bottom=bottom)
-    set_reg(m, CD, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
-    set_reg(m, CD, "D_BANK_0", data_bank=7, weight_bank=7)
+    program_cdma_frame(m, stride, pad, pad_value)
     ext = s * c
     _weights(m, pack_weight_image(w, precision, cfg, post_extension=post_extension), k,
              r * s * c * bpe, wt_addr)
@@ -171,12 +166,7 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     set_reg(m, CD, "D_SURF_STRIDE_0", surf_stride=layout.surface_stride)
     set_reg(m, CD, "D_DAIN_MAP_0", line_packed=1, surf_packed=1)
     set_reg(m, CD, "D_ENTRY_PER_SLICE_0", entries=max(entries, 1) - 1)
-    set_reg(m, CD, "D_CONV_STRIDE_0", conv_x_stride=sx - 1, conv_y_stride=sy - 1)
-    set_reg(m, CD, "D_ZERO_PADDING_0", pad_left=left, pad_right=right, pad_top=top,
-            pad_bottom=bottom)
-    set_reg(m, CD, "D_ZERO_PADDING_VALUE_0", pad_value=pad_value)
-    set_reg(m, CD, "D_BANK_0", data_bank=7, weight_bank=7)
-    set_reg(m, CD, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
+    program_cdma_frame(m, stride, pad, pad_value, nan_to_zero)
     _weights(m, pack_weight_winograd(w4, precision, cfg), k, 16 * c_ext * bpe, wt_addr)
     set_reg(m, CS, "D_MISC_CFG_0", conv_mode=1, in_precision=code, proc_precision=code)
     set_reg(m, CS, "D_DATAIN_FORMAT_0")

@@ -54,20 +54,14 @@ def program_y(m, cfg: dict | None) -> None:
     put(m, "NVDLA_SDP.D_DP_EW_CFG_0", ew_bypass=c["bypass"], ew_alu_bypass=c["alu_bypass"],
         ew_alu_algo=c["alu_algo"], ew_mul_bypass=c["mul_bypass"], ew_mul_prelu=c["prelu"],
         ew_lut_bypass=c["lut_bypass"])
-    put(m, "NVDLA_SDP.D_DP_EW_ALU_CFG_0", ew_alu_src=c["alu_src"],
-        ew_alu_cvt_bypass=c["alu_cvt_bypass"])
-    put(m, "NVDLA_SDP.D_DP_EW_ALU_SRC_VALUE_0", ew_alu_operand=c["alu_operand"])
-    put(m, "NVDLA_SDP.D_DP_EW_ALU_CVT_OFFSET_VALUE_0", ew_alu_cvt_offset=c["alu_cvt_offset"])
-    put(m, "NVDLA_SDP.D_DP_EW_ALU_CVT_SCALE_VALUE_0", ew_alu_cvt_scale=c["alu_cvt_scale"])
-    put(m, "NVDLA_SDP.D_DP_EW_ALU_CVT_TRUNCATE_VALUE_0",
-        ew_alu_cvt_truncate=c["alu_cvt_truncate"])
-    put(m, "NVDLA_SDP.D_DP_EW_MUL_CFG_0", ew_mul_src=c["mul_src"],
-        ew_mul_cvt_bypass=c["mul_cvt_bypass"])
-    put(m, "NVDLA_SDP.D_DP_EW_MUL_SRC_VALUE_0", ew_mul_operand=c["mul_operand"])
-    put(m, "NVDLA_SDP.D_DP_EW_MUL_CVT_OFFSET_VALUE_0", ew_mul_cvt_offset=c["mul_cvt_offset"])
-    put(m, "NVDLA_SDP.D_DP_EW_MUL_CVT_SCALE_VALUE_0", ew_mul_cvt_scale=c["mul_cvt_scale"])
-    put(m, "NVDLA_SDP.D_DP_EW_MUL_CVT_TRUNCATE_VALUE_0",
-        ew_mul_cvt_truncate=c["mul_cvt_truncate"])
+    for op in ("alu", "mul"):  # each operand: source, convertor, register value
+        OP = op.upper()
+        put(m, f"NVDLA_SDP.D_DP_EW_{OP}_CFG_0", **{f"ew_{op}_src": c[f"{op}_src"],
+            f"ew_{op}_cvt_bypass": c[f"{op}_cvt_bypass"]})
+        put(m, f"NVDLA_SDP.D_DP_EW_{OP}_SRC_VALUE_0", **{f"ew_{op}_operand": c[f"{op}_operand"]})
+        for part in ("offset", "scale", "truncate"):
+            put(m, f"NVDLA_SDP.D_DP_EW_{OP}_CVT_{part.upper()}_VALUE_0",
+                **{f"ew_{op}_cvt_{part}": c[f"{op}_cvt_{part}"]})
     put(m, "NVDLA_SDP.D_DP_EW_TRUNCATE_VALUE_0", ew_truncate=c["truncate"])
 
 

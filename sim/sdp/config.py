@@ -300,11 +300,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
     hw.require_precision(proc, f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION")
     hw.require_precision(out, f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION")
     batch = s.batch_number + 1
-    if batch > 1:
-        hw.require("batch", f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER")
-        if batch > hw.max_batch:
-            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER: {batch} batches "
-                                     f"exceed {hw.name}'s {hw.max_batch}")
+    hw.require_batches(batch, f"{SDP}.D_FEATURE_MODE_CFG_0.BATCH_NUMBER")
     winograd = bool(s.winograd)
     if winograd:
         hw.require("winograd", f"{SDP}.D_FEATURE_MODE_CFG_0.WINOGRAD")

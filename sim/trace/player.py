@@ -94,7 +94,7 @@ class TracePlayer:
     def _file(self, op: Op, name: str) -> Path:
         path = self.folder / name
         if not path.is_file():
-            raise op.fail(f"memory file {name} not found next to the trace")
+            raise op.fail(f"memory file {name!r} not found next to the trace")
         return path
 
     def _memory(self, op: Op, name: str):

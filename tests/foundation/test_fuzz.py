@@ -172,3 +172,12 @@ def test_mutated_bundled_traces_run_or_stop_cleanly(bundled_cfg, data):
 
 def test_check_failed_is_not_a_crash():
     assert not issubclass(CheckFailed, SimError)  # a failed check is its own outcome
+
+
+def test_unclosed_records_are_rejected_in_one_pass(tmp_path):
+    """Records whose closing brace is missing: a scan per record to the end of the file made
+    this take minutes (fuzz finding); the parser must stay linear."""
+    path = tmp_path / "m.dat"
+    path.write_text("{\n" + "{offset:0x0, size:1, payload:0x00 ,\n" * 20000)
+    with pytest.raises(SimError, match=r"m\.dat:2: not a memory record"):
+        read_record_dat(path)

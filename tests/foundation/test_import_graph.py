@@ -2,7 +2,7 @@
 
 Imports are read with ``ast`` (every ``import`` statement in a file, also those
 inside functions), so the rules hold for lazy imports too.  Data flows one way:
-trace/firmware/CLI/program -> machine -> units -> sim/dma, sim/num; a unit
+trace/firmware/CLI/program/gen/diff/regress -> machine -> units -> sim/dma, sim/num; a unit
 package may stand on the shared floor (configs, engine interface, chains,
 errors, jit) and on other units, never on the machine or the layers that
 drive it.
@@ -17,8 +17,8 @@ import pytest
 
 SIM = Path(__file__).resolve().parents[2] / "sim"
 UNITS = ("bdma", "conv", "sdp", "pdp", "cdp", "rubik", "dma", "num")
-ABOVE_UNITS = ("machine", "engines", "regress", "trace", "cli", "program", "firmware",
-               "runtime")
+ABOVE_UNITS = ("machine", "engines", "regress", "pool", "cluster", "progress", "trace", "cli",
+               "program", "gen", "diff", "firmware", "runtime", "loadable")
 
 
 def module_name(root: Path, path: Path) -> str:

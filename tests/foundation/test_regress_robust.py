@@ -109,3 +109,19 @@ def test_timeout_must_be_positive(tmp_path, capsys):
     root = make_tree(tmp_path / "root", fast=1, slow=0)
     assert main(["regress", str(root), "--timeout", "0"]) == 2
     assert "--timeout" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_run_keeps_the_finished_traces(tmp_path):
+    root = make_tree(tmp_path / "root", fast=2, slow=1)
+    out_json = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "run", str(root), "--json", str(out_json)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = [proc.stdout.readline(), proc.stdout.readline()]  # the two fast traces
+    assert all(line.startswith("PASS") for line in lines), lines
+    time.sleep(1)  # the slow trace is running
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    doc = json.loads(out_json.read_text())
+    assert doc["complete"] is False and doc["passed"] == 2 and len(doc["traces"]) == 2

@@ -1,4 +1,4 @@
-"""sim.num.mac (fp16 CMAC + CACC) and the C-model's double rounding, against exact references.
+"""sim.num.mac (fp16 CMAC + CACC) and the C-model's rounding helpers, against exact references.
 
 No golden vectors cover the MAC, so each primitive is checked against exact
 integer arithmetic: the Booth multiplier per product (exact unshifted, within
@@ -25,7 +25,7 @@ from sim.num.mac import (
     fp16_mac_operands,
     mac_nan_block,
 )
-from sim.num.rounding import round_via_double, sign_extend
+from sim.num.rounding import round_via_double, sign_extend, x86_int32
 
 
 @njit
@@ -148,3 +148,11 @@ def test_round_via_double(value, shift, bits, want):
 def test_sign_extend_is_the_mac_field_reader():
     assert [sign_extend(x, 38) for x in (0, (1 << 37) - 1, 1 << 37, (1 << 38) - 1)] == [
         0, (1 << 37) - 1, -(1 << 37), -1]
+
+
+@pytest.mark.parametrize("value,want", [
+    (0, 0), ((1 << 31) - 1, (1 << 31) - 1), (-(1 << 31), -(1 << 31)),
+    (1 << 31, -(1 << 31)), (-(1 << 31) - 1, -(1 << 31)), (1 << 40, -(1 << 31)),
+])
+def test_x86_int32(value, want):
+    assert x86_int32(value) == want

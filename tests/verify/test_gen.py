@@ -103,6 +103,10 @@ ILLEGAL = [
      r"\.y: nv_small has no SDP Y"),
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
     ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2\nsdp = { out_precision = "int16" }',
+     r"\.sdp\.out_precision: int8 processing with int16 output does not support batch"),
+    ("nv_full", 'unit = "sdp"\ninput = [8, 4, 4]\nprecision = "fp16"\nout_precision = "int8"',
+     r"\.out_precision: the SDP cannot convert fp16 to int8 \(format\.rst Table 30"),
     ("nv_small", 'unit = "sdp"\ninput = [8, 4, 4]\nx1 = { lut = true }',
      r"\.x1\.lut: only the Y stage has the LUT"),
     ("nv_small", 'unit = "conv"\ninput = [8, 2, 2]\nkernel = [5, 5]',
@@ -209,10 +213,10 @@ def conv_layers(draw):
              "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
              "pad": draw(st.integers(0, 1)),
              "sdp": {"relu": draw(st.booleans())}}
-    if prec != "fp16" and config == "nv_full":
-        layer["sdp"]["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
     if config == "nv_full":
         layer["batch"] = draw(st.integers(1, 3))
+    if prec != "fp16" and config == "nv_full" and layer.get("batch", 1) == 1:
+        layer["sdp"]["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
     return config, layer
 
 
