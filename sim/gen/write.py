@@ -46,7 +46,8 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
     """(the .cfg text, {file name: content}) of the recorded trace."""
     lines = [f"// {h}" for h in header]
     files = {}
-    for layer, op, stem in _walk(m):
+    sync = -1  # one sync id per interrupt, as NVIDIA's traces number them; a check waits
+    for _layer, op, stem in _walk(m):  # on its layer's last one
         kind = op[0]
         if kind == "comment":
             lines.append(f"// {op[1]}")
@@ -64,12 +65,13 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             lines.append(f"reg_write({op[1].full_name}, {op[2]:#x});")
         elif kind == "intr":
             _, source, group, _lsb = op
-            lines.append(f"intr_notify({source}_{group}, sync_id_{layer});")
+            sync += 1
+            lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
         elif kind == "check":
             rec = op[1]
             out = rec.output
             mem = "1" if out.memory == "pri_mem" else out.memory
-            lines.append(f"check_crc(sync_id_{layer}, {mem}, {out.addr:#x}, {out.size:#x}, "
+            lines.append(f"check_crc(sync_id_{sync}, {mem}, {out.addr:#x}, {out.size:#x}, "
                          f"{zlib.crc32(rec.expected) & 0xFFFFFFFF:#010x});")
             for name, value in rec.counters:
                 lines.append(f"poll_reg_equal({name}, {value:#x});")
