@@ -2,7 +2,7 @@
 registers on a :class:`~sim.gen.build.GenMachine`, and say which blocks to enable.
 
 Each ``build_<unit>(m, layer, alloc, rng, outputs)`` returns (the layer's
-:class:`~sim.gen.build.Output`, the blocks whose D_OP_ENABLE starts it, in the
+:class:`~sim.gen.memory.Output`, the blocks whose D_OP_ENABLE starts it, in the
 order firmware writes them: consumers first).
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..chains import CONV_UNITS
+from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
 from ..dma.operands import pack_operand
 from ..dma.weights import winograd_weights
@@ -35,12 +37,8 @@ from .spec import (
 SDP, SDP_RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
 PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
-CONV_ENABLE = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+CONV_ENABLE = tuple(reversed(CONV_UNITS))  # consumers first: CACC .. CDMA
 STAGES = {"x1": "bs", "x2": "bn", "y": "ew"}  # spec name -> register prefix
-
-
-def _fp16_bits(value: float) -> int:
-    return int(np.array([value], dtype=np.float16).view(np.uint16)[0])
 
 
 def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
@@ -48,7 +46,7 @@ def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
     if proc == "fp16":
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise layer.fail(key, f"expected a number, got {value!r}")
-        return _fp16_bits(float(value))
+        return int(float_to_fp16_bits(float(value)))
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return integer(layer, key, value, lo, hi) & ((1 << bits) - 1)
 
