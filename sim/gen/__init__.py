@@ -1,8 +1,8 @@
 """``nvdla-sim gen``: a complete trace folder from a small layer description.
 
 :func:`generate` reads a spec (:mod:`sim.gen.spec`), programs and runs each
-layer on a recording machine (:mod:`sim.gen.run`, :mod:`sim.gen.build`,
-:mod:`sim.gen.units`), writes the trace in NVIDIA's ``.cfg`` and/or ``input.txn`` syntax
+layer on a recording machine (:mod:`sim.gen.build`, :mod:`sim.gen.units`),
+writes the trace in NVIDIA's ``.cfg`` and/or ``input.txn`` syntax
 (:mod:`sim.gen.write`) with the simulator's results as expectations, and
 replays what it wrote to check that it passes.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..dram import write_folder_atomically
 from ..errors import SimError
-from .run import build
+from .build import build
 from .spec import load_spec
 from .write import cfg_text, memory_dumps, txn_text
 

@@ -1,4 +1,4 @@
-"""The recording machine gen programs and runs layers on (driven by :mod:`sim.gen.run`).
+"""Build a trace from a spec: program each layer on a recording Machine and run it.
 
 The :class:`GenMachine` records, in order, the memory it is given, every
 register write, the interrupts each layer raises and what the layer wrote
@@ -17,8 +17,9 @@ from ..errors import SimError
 from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
-from .memory import Output
-from .spec import LayerSpec
+from . import units
+from .memory import Allocator, Output
+from .spec import LayerSpec, Spec
 
 COUNTER_WORDS = ("NAN", "INF", "SATURATION", "LUT_")
 
@@ -97,3 +98,36 @@ class GenMachine(Machine):
         if not raised:
             raise SimError("the layer raised no interrupt (not launched)")
         return raised
+
+
+def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
+    """Program and run every layer of ``spec``; returns the machine and the layer records."""
+    m = GenMachine(spec.config)
+    alloc = Allocator()
+    rng = np.random.default_rng(spec.seed)
+    records: list[LayerRecord] = []
+    outputs: dict[str, LayerRecord] = {}
+    for layer in spec.layers:
+        m.ops.append(("comment", f"layer {layer.index} ({layer.name}): {layer.unit} "
+                      f"{layer.precision}"))
+        builder = getattr(units, f"build_{layer.unit}")
+        try:
+            output, enable = builder(m, layer, alloc, rng, outputs)
+            m.ops.append(("init", output))
+            interrupts = m.launch(enable)
+        except SimError as exc:
+            if str(exc).startswith("layer "):
+                raise
+            raise SimError(f"layer {layer.index} ({layer.name}): the simulator rejects this "
+                           f"layer: {exc}") from None
+        record = LayerRecord(layer, output, interrupts)
+        record.expected = m.memory(output.memory).read(output.addr, output.size)
+        for (unit, reg), value in sorted(m.last_counters.items()):
+            if any(word in reg for word in COUNTER_WORDS) and "STALL" not in reg:
+                record.counters.append((f"{unit}.{reg}", value & 0xFFFFFFFF))
+        m.ops.append(("check", record))
+        records.append(record)
+        outputs[layer.name] = record
+        if progress is not None:
+            progress.step(f"layer {layer.index} {layer.name} ({layer.unit})")
+    return m, records
