@@ -113,7 +113,7 @@ def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
         builder = getattr(units, f"build_{layer.unit}")
         try:
             output, enable = builder(m, layer, alloc, rng, outputs)
-            m.ops.append(("init", output.memory, output.addr, output.size))
+            m.ops.append(("init", output))
             interrupts = m.launch(enable)
         except SimError as exc:
             if str(exc).startswith("layer "):

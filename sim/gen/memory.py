@@ -21,6 +21,11 @@ class Output:
     size: int
     precision: str | None = None
     layout: FeatureLayout | None = None
+    reserved: int = 0  # bytes set aside (>= size): what a consumer may read past the cube
+
+    @property
+    def slack(self) -> int:
+        return max(self.reserved - self.size, 0)
 
 
 class Allocator:
@@ -62,14 +67,36 @@ def input_cube(m, layer, alloc: Allocator, rng, outputs: dict,
     c, h, w = layer.input
     cube = random_cube(rng, (c, h, w), layer.precision, layer.get("data"), kind)
     lay = feature_layout((c, h, w), layer.precision, atom)
-    return cube, alloc.take(lay.extent), lay
+    return cube, alloc.take(reserve_extent((c, h, w), layer.precision, atom)), lay
 
 
-def output_region(m, alloc: Allocator, shape, precision: str,
-                  memory: str = "pri_mem") -> Output:
-    """A packed output cube (C, H, W) or (N, C, H, W) in a fresh region."""
-    lay = feature_layout(shape, precision, m.config.atom_bytes)
-    return Output(memory, alloc.take(lay.extent, memory), lay.extent, precision, lay)
+def output_region(m, alloc: Allocator, shape, precision: str, memory: str = "pri_mem",
+                  written: int | None = None) -> Output:
+    """A packed output cube (C, H, W) or (N, C, H, W) in a fresh region.
+
+    ``written``: the channels the unit writes when it moves more whole atoms
+    than the cube needs (the SDP works in whole atoms of every precision
+    involved); the region, and so the trace's check, covers them.
+    """
+    atom = m.config.atom_bytes
+    lay = feature_layout(shape, precision, atom)
+    size = lay.extent
+    if written is not None and written > lay.channels:
+        size = feature_layout((*shape[:-3], written, *shape[-2:]), precision, atom).extent
+    reserved = max(size, reserve_extent(shape, precision, atom))
+    return Output(memory, alloc.take(reserved, memory), size, precision, lay, reserved)
+
+
+def reserve_extent(shape, precision: str, atom: int) -> int:
+    """Bytes to set aside for a cube: an SDP reading it moves whole atoms of every
+    precision it involves, so up to ``atom`` channels a surface (int8's group)."""
+    full = padded(shape[-3], "int8", atom)
+    return feature_layout((*shape[:-3], full, *shape[-2:]), precision, atom).extent
+
+
+def sdp_written(channels: int, precisions, atom: int) -> int:
+    """Channels an SDP layer writes: whole atoms of each precision it involves."""
+    return max(padded(channels, p, atom) for p in precisions)
 
 
 def padded(channels: int, precision: str, atom: int) -> int:

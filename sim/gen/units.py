@@ -2,7 +2,7 @@
 registers on a :class:`~sim.gen.build.GenMachine`, and say which blocks to enable.
 
 Each ``build_<unit>(m, layer, alloc, rng, outputs)`` returns (the layer's
-:class:`~sim.gen.build.Output`, the blocks whose D_OP_ENABLE starts it, in the
+:class:`~sim.gen.memory.Output`, the blocks whose D_OP_ENABLE starts it, in the
 order firmware writes them: consumers first).
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..chains import CONV_UNITS
+from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
 from ..dma.operands import pack_operand
 from ..dma.weights import winograd_weights
@@ -18,7 +20,7 @@ from ..program.cdp import linear_lut, program_cdp
 from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
 from .data import random_cube
-from .memory import Output, input_cube, output_region, padded
+from .memory import Output, input_cube, output_region, padded, reserve_extent, sdp_written
 from .spec import (
     ALU_ALGOS,
     CONV_MODES,
@@ -35,12 +37,8 @@ from .spec import (
 SDP, SDP_RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
 PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
-CONV_ENABLE = ("NVDLA_CACC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CSC", "NVDLA_CDMA")
+CONV_ENABLE = tuple(reversed(CONV_UNITS))  # consumers first: CACC .. CDMA
 STAGES = {"x1": "bs", "x2": "bn", "y": "ew"}  # spec name -> register prefix
-
-
-def _fp16_bits(value: float) -> int:
-    return int(np.array([value], dtype=np.float16).view(np.uint16)[0])
 
 
 def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
@@ -48,7 +46,7 @@ def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
     if proc == "fp16":
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise layer.fail(key, f"expected a number, got {value!r}")
-        return _fp16_bits(float(value))
+        return int(float_to_fp16_bits(float(value)))
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return integer(layer, key, value, lo, hi) & ((1 << bits) - 1)
 
@@ -68,11 +66,13 @@ def _cvt(layer, key: str, value, default=(0, 1, 0)) -> tuple[int, int, int]:
 # -- SDP ------------------------------------------------------------------------------------
 
 def _out_precision(layer, cfg, value, proc: str, key: str = "out_precision") -> str:
+    from ..dma.precision import TABLE_NAMES, pipeline_precision
+
     out = value or proc
     choice(layer, key, out, ("int8", "int16", "fp16"))
-    if (proc == "fp16") != (out == "fp16"):
-        raise layer.fail(key, f"{proc} processing cannot write {out}: fp16 goes to fp16, "
-                         "integers to int8/int16")
+    if pipeline_precision("sdp", proc, out) is None:
+        raise layer.fail(key, f"the SDP cannot convert {proc} to {out} "
+                         f"({TABLE_NAMES['sdp']})")
     if not cfg.supports(out):
         raise layer.fail(key, f"{cfg.name} does not support {out}")
     return out
@@ -163,7 +163,8 @@ def build_sdp(m, layer, alloc, rng, outputs):
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     c, h, w = cube.shape
     _load_random_input(m, layer, cube, src)
-    out = output_region(m, alloc, (c, h, w), out_prec)
+    out = output_region(m, alloc, (c, h, w), out_prec,
+                        written=sdp_written(c, (proc, out_prec), m.config.atom_bytes))
     program_sdp_input(m, (c, h, w), (src, lay), proc, out_prec)
     channels = padded(c, proc, m.config.atom_bytes)
     for key in ("x1", "x2", "y"):
@@ -175,11 +176,14 @@ def build_sdp(m, layer, alloc, rng, outputs):
 
 
 def _load_random_input(m, layer, cube, src: int) -> None:
-    """A layer's own (not chained) input cube goes to memory packed."""
+    """A layer's own (not chained) input cube goes to memory packed, zeros after it up to
+    its reservation (an SDP reads whole atoms past the cube)."""
     if isinstance(layer.input, tuple):
         from ..dma.feature import pack_feature
 
-        m.load(src, pack_feature(cube, m.config, precision=layer.precision)[0])
+        data = pack_feature(cube, m.config, precision=layer.precision)[0]
+        full = reserve_extent(cube.shape, layer.precision, m.config.atom_bytes)
+        m.load(src, np.concatenate([data, np.zeros(full - data.size, np.uint8)]))
 
 
 # -- PDP ------------------------------------------------------------------------------------
@@ -305,8 +309,11 @@ def build_conv(m, layer, alloc, rng, outputs):
     dy, dx = dims(layer, "dilation", layer.get("dilation", [1, 1]), 2, 1, 32)
     pad = tuple(dims(layer, "pad", layer.get("pad", 0), 4, 0, 31))
     left, right, top, bottom = pad
-    pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
-                        (1 << 15) - 1)
+    if proc == "fp16":  # a number, programmed as its fp16 bit pattern
+        pad_value = _operand_value(layer, "pad_value", layer.get("pad_value", 0), proc)
+    else:
+        pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
+                            (1 << 15) - 1)
     if mode == "image":
         if isinstance(layer.input, str):
             raise layer.fail("input", "image input reads pixels from memory, not a chained "
@@ -388,8 +395,12 @@ def build_conv(m, layer, alloc, rng, outputs):
         _stage(m, layer, alloc, rng, key, table, proc, padded(k, proc, cfg.atom_bytes))
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
     winograd = mode == "winograd"
+    if proc == "int8" and out_prec != "int8" and (batch > 1 or winograd):
+        raise layer.fail("sdp.out_precision", f"int8 processing with {out_prec} output does "
+                         "not support batch or Winograd mode")
     if fly_pdp is None:
-        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec)
+        out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec,
+                            written=sdp_written(k, (proc, out_prec), cfg.atom_bytes))
         program_sdp_core(m, shape, proc, out_prec, dst=(out.addr, out.layout), cvt=cvt,
                          flying=True, winograd=winograd)
         return out, tuple(units)

@@ -46,7 +46,8 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
     """(the .cfg text, {file name: content}) of the recorded trace."""
     lines = [f"// {h}" for h in header]
     files = {}
-    for layer, op, stem in _walk(m):
+    sync = -1  # one sync id per interrupt, as NVIDIA's traces number them; a check waits
+    for _layer, op, stem in _walk(m):  # on its layer's last one
         kind = op[0]
         if kind == "comment":
             lines.append(f"// {op[1]}")
@@ -56,19 +57,21 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             files[name] = format_record_dat(data, record=32)
             lines.append(f"mem_init({memory}, {addr:#x}, {len(data):#x}, ALL_ZERO);")
             lines.append(f'mem_load({memory}, {addr:#x}, "{name}");')
-        elif kind == "init":
-            _, memory, addr, size = op
-            lines.append(f"mem_init({memory}, {addr:#x}, {size:#x}, ALL_ZERO);")
+        elif kind == "init":  # the output region and what is set aside after it
+            out = op[1]
+            lines.append(f"mem_init({out.memory}, {out.addr:#x}, "
+                         f"{max(out.reserved, out.size):#x}, ALL_ZERO);")
         elif kind == "reg":
             lines.append(f"reg_write({op[1].full_name}, {op[2]:#x});")
         elif kind == "intr":
             _, source, group, _lsb = op
-            lines.append(f"intr_notify({source}_{group}, sync_id_{layer});")
+            sync += 1
+            lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
         elif kind == "check":
             rec = op[1]
             out = rec.output
             mem = "1" if out.memory == "pri_mem" else out.memory
-            lines.append(f"check_crc(sync_id_{layer}, {mem}, {out.addr:#x}, {out.size:#x}, "
+            lines.append(f"check_crc(sync_id_{sync}, {mem}, {out.addr:#x}, {out.size:#x}, "
                          f"{zlib.crc32(rec.expected) & 0xFFFFFFFF:#010x});")
             for name, value in rec.counters:
                 lines.append(f"poll_reg_equal({name}, {value:#x});")
@@ -89,6 +92,11 @@ def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             name = f"{prefix}{stem}.dat"
             files[name] = _hex_lines(data)
             lines.append(f"load_mem {addr:#x} {len(data):#x} {name}")
+        elif kind == "init" and op[1].slack:  # zero what a consumer may read past it
+            out = op[1]
+            name = f"{prefix}layer{layer}_slack.dat"
+            files[name] = _hex_lines(bytes(out.slack))
+            lines.append(f"load_mem {out.addr + out.size:#x} {out.slack:#x} {name}")
         elif kind == "reg":
             lines.append(f"write_reg {_csb(m, op[1]):#010x} {op[2]:#x} # {op[1].full_name}")
         elif kind == "intr":

@@ -179,3 +179,25 @@ def test_bdma_bytes_name_the_line(tmp_path):
     assert byte.address == region.addr + 3 * line + 5
     assert (byte.write.layer, byte.write.engine, byte.write.part) == (0, "BDMA", 3)
     assert byte.as_json()["offset"] == 5
+
+
+def test_pdp_split_columns_are_global(shared_dir, tmp_path):
+    """PDP split mode writes the output in pieces: columns are named in the whole cube."""
+    trace = shared_dir / "nvdla-traces" / "nv_small" / "pdp_16x6x16_4x2_split_max_int8_0"
+    if not trace.is_dir():
+        pytest.skip(f"{trace} is absent")
+    sim = simulate(trace)
+    (region,) = sim.regions
+    pieces = sorted((w for w in sim.writes if w.layout is not None), key=lambda w: w.addr)
+    assert len(pieces) > 1  # the trace does split
+    base, lay = pieces[0].addr, pieces[0].layout
+    width = sum(p.layout.width for p in pieces)
+    data = bytearray(region.simulated)
+    corrupted = {(3, 2, width - 2), (0, 0, 0)}
+    for c, h, w in corrupted:  # offsets in the whole (unsplit) cube
+        data[base + lay.offset(c, h, w) - region.addr] ^= 0x20
+    actual = tmp_path / "crc.bin"
+    write_memory_file(actual, region.addr, bytes(data), "bin")
+    report = diff_trace(trace, actual)
+    assert {(e.c, e.h, e.w) for e in report.elements} == corrupted
+    assert {e.cube.width for e in report.elements} == {width}

@@ -103,6 +103,10 @@ ILLEGAL = [
      r"\.y: nv_small has no SDP Y"),
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
     ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2\nsdp = { out_precision = "int16" }',
+     r"\.sdp\.out_precision: int8 processing with int16 output does not support batch"),
+    ("nv_full", 'unit = "sdp"\ninput = [8, 4, 4]\nprecision = "fp16"\nout_precision = "int8"',
+     r"\.out_precision: the SDP cannot convert fp16 to int8 \(format\.rst Table 30"),
     ("nv_small", 'unit = "sdp"\ninput = [8, 4, 4]\nx1 = { lut = true }',
      r"\.x1\.lut: only the Y stage has the LUT"),
     ("nv_small", 'unit = "conv"\ninput = [8, 2, 2]\nkernel = [5, 5]',
@@ -171,6 +175,7 @@ def sdp_layers(draw):
     layer = {"unit": "sdp", "precision": prec, "input": draw(_cube()), "x1": draw(stage),
              "x2": draw(stage)}
     if prec != "fp16":
+        layer["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
         layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
         if draw(st.booleans()):
             layer["y"] = {"lut": True}
@@ -206,9 +211,12 @@ def conv_layers(draw):
     layer = {"unit": "conv", "precision": prec, "input": [c, h, w],
              "kernels": draw(st.integers(1, 12)), "kernel": [r, s],
              "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
+             "pad": draw(st.integers(0, 1)),
              "sdp": {"relu": draw(st.booleans())}}
     if config == "nv_full":
         layer["batch"] = draw(st.integers(1, 3))
+    if prec != "fp16" and config == "nv_full" and layer.get("batch", 1) == 1:
+        layer["sdp"]["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
     return config, layer
 
 
@@ -226,7 +234,7 @@ STRATEGIES = {"sdp": sdp_layers(), "pdp": pdp_layers(), "cdp": cdp_layers(),
 
 @pytest.mark.parametrize("unit", UNITS)
 def test_random_valid_specs_pass(tmp_path_factory, unit):
-    @settings(max_examples=5, deadline=None,
+    @settings(max_examples=6, deadline=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(case=STRATEGIES[unit], seed=st.integers(0, 1000))
     def check(case, seed):
