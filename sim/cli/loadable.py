@@ -24,6 +24,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", metavar="FILE",
                    help="input tensor 0: a raw buffer or a .dimg file (default: zeros, as "
                         "NVIDIA's runtime leaves an unbound input)")
+    p.add_argument("--image", metavar="FILE.pgm",
+                   help="input tensor 0 from a binary PGM image, converted as NVIDIA's runtime "
+                        "does (--mean, --normalize)")
+    p.add_argument("--mean", type=float, default=0.0, help="value subtracted from each pixel")
+    p.add_argument("--normalize", type=int, default=1, help="divisor of each pixel (fp16)")
     p.add_argument("--trace-out", metavar="FILE.cfg", help="record the run as a .cfg trace")
     p.add_argument("-o", "--out-dir", required=True, metavar="OUTDIR")
     return p
@@ -53,8 +58,14 @@ def main(argv: list[str]) -> int:
     args = parse_args(build_parser(), argv)
     get_config(args.config)
     loadable = read_loadable(args.loadable)
-    result = run_loadable_bytes(loadable, args.firmware, args.config, _input(args.input),
-                                args.trace_out)
+    inputs = _input(args.input)
+    if args.image:
+        from ..runtime.image import image_to_tensor, read_pgm
+        from ..runtime.runner import input_tensor
+
+        inputs[0] = image_to_tensor(read_pgm(args.image), input_tensor(loadable, 0),
+                                    (args.mean,) * 4, args.normalize)
+    result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out)
     files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
     write_folder_atomically(args.out_dir, files)
     print(f"{Path(args.loadable).name}: {result.tasks} tasks, {result.hw_layers} hardware "

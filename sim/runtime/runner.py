@@ -79,6 +79,14 @@ def _tensor_of(loadable: Loadable, memory):
                    f"missing")
 
 
+def input_tensor(loadable: Loadable, bind_id: int):
+    """The tensor descriptor of input ``bind_id``."""
+    for mem in loadable.memories:
+        if mem.is_input and mem.bind_id == bind_id:
+            return _tensor_of(loadable, mem)
+    raise SimError(f"the loadable has no input tensor {bind_id}")
+
+
 def place_memories(loadable: Loadable, machine: Machine, inputs: dict[int, bytes]) -> Placement:
     """Allocate and fill every memory; bound inputs get ``inputs[bind_id]`` (else zeros)."""
     place = Placement(machine)

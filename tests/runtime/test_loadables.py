@@ -88,3 +88,17 @@ def test_firmware_compile_error_is_one_line(sw, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "does not compile" in err and "broken.c" in err and "\n" not in err
+
+
+
+def test_mnist_with_an_image_replays(sw, tmp_path):
+    """A digit image goes in as NVIDIA's runtime converts it; the recorded run replays green."""
+    out, trace = tmp_path / "out", tmp_path / "trace" / "run.cfg"
+    loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
+    assert main(["loadable", str(loadable), "--firmware", str(sw / "kmd"), "--image",
+                 str(sw / "regression/images/digits/seven.pgm"), "--trace-out", str(trace),
+                 "-o", str(out)]) == 0
+    with_image = (out / "o_000000.dimg").read_bytes()
+    assert hashlib.md5(with_image).hexdigest() != _golden(sw, "NN_L0_0")  # the image mattered
+    replay = run_trace(trace.parent, "nv_full")
+    assert replay.status == "pass", replay.message

@@ -101,3 +101,32 @@ def test_emu_softmax_fp16_second_revision():
     # glibc expf and float64 exp rounded to float32 agree except on rare last-bit cases
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
     assert got.tolist() == [int(v) for v in got]
+
+
+def test_pgm_to_fp16_and_int8_features(tmp_path):
+    from sim.runtime.image import image_to_tensor, read_pgm
+
+    pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
+    path = tmp_path / "x.pgm"
+    path.write_bytes(b"P5\n# comment\n4 3\n255\n" + pixels.tobytes())
+    assert np.array_equal(read_pgm(path), pixels)
+    line = 4 * 32
+    half = image_to_tensor(pixels, _tensor(1, 3, 4, 2, line, 3 * line, 3 * line), (10.0,) * 4, 2)
+    got = np.frombuffer(half, np.uint16).reshape(3, 4, 16)[:, :, 0]
+    want = ((pixels.astype(np.float32) - 10) / 2).astype(np.float16).view(np.uint16)
+    assert np.array_equal(got, want)  # halves of integers: no ties here
+    assert not np.frombuffer(half, np.uint16).reshape(3, 4, 16)[:, :, 1:].any()
+    i8 = image_to_tensor(pixels, _tensor(1, 3, 4, 4, line, 3 * line, 3 * line))
+    got8 = np.frombuffer(i8, np.int8).reshape(3, 4, 32)[:, :, 0]
+    assert np.array_equal(got8, np.floor(pixels.astype(int) * 127 / 255 + 0.5).astype(np.int8))
+
+
+@pytest.mark.parametrize("header", [b"P2\n4 3\n255\n", b"P5\n4 3\n65535\n", b"P5\n4\n"])
+def test_pgm_rejects_other_images(tmp_path, header):
+    from sim.errors import SimError
+    from sim.runtime.image import read_pgm
+
+    path = tmp_path / "x.pgm"
+    path.write_bytes(header + bytes(12))
+    with pytest.raises(SimError):
+        read_pgm(path)
