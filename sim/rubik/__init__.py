@@ -1,1 +1,1 @@
-"""RUBIK: data reshape engine (not modelled yet)."""
+"""RUBIK: the data reshape unit (contract, split, merge); see :mod:`sim.rubik.engine`."""

@@ -1,11 +1,57 @@
-"""RUBIK engine: contract/split/merge (not modelled yet)."""
+"""RUBIK engine: the data reshape unit (nv_full).
+
+One layer moves a cube between layouts (:mod:`sim.dma.rubik`): *contract*
+reassembles a strided deconvolution's output (input surfaces are the
+``stride_x * stride_y`` phases), *split* writes each channel as a plane,
+*merge* gathers planes into a feature cube.  Register rules that would hang
+the hardware stop with the register named.
+"""
 
 from __future__ import annotations
 
+from ..dma.rubik import ATOM, RubikLayout, contract, merge, split
 from ..engine import Engine, armed_groups
-from ..errors import NotImplementedFeature
+from ..errors import ConfigurationError
 
 RBK = "NVDLA_RBK"
+MODES = {0: contract, 1: split, 2: merge}
+ELEMENT_BYTES = {0: 1, 1: 2, 2: 2}  # IN_PRECISION: int8, int16, fp16
+
+
+def _bytes(block, field: str) -> int:
+    """Address-low and stride fields hold bits [31:5]: their value counts 32-byte units."""
+    return getattr(block, field) * ATOM
+
+
+def decode_layout(block) -> RubikLayout:
+    if block.rubik_mode not in MODES:
+        raise ConfigurationError(f"{RBK}.D_MISC_CFG_0.RUBIK_MODE {block.rubik_mode} is reserved")
+    if block.in_precision not in ELEMENT_BYTES:
+        raise ConfigurationError(f"{RBK}.D_MISC_CFG_0.IN_PRECISION {block.in_precision} is "
+                                 f"reserved")
+    return RubikLayout(
+        width=block.datain_width + 1, height=block.datain_height + 1,
+        in_channels=block.datain_channel + 1, out_channels=block.dataout_channel + 1,
+        ebs=ELEMENT_BYTES[block.in_precision],
+        src=(block.dain_addr_high << 32) | _bytes(block, "dain_addr_low"),
+        src_line=_bytes(block, "dain_line_stride"), src_surface=_bytes(block, "dain_surf_stride"),
+        src_planar=_bytes(block, "dain_planar_stride"),
+        dst=(block.daout_addr_high << 32) | _bytes(block, "daout_addr_low"),
+        dst_line=_bytes(block, "daout_line_stride"),
+        dst_surface=_bytes(block, "daout_surf_stride"),
+        dst_planar=_bytes(block, "daout_planar_stride"),
+        super_line=_bytes(block, "contract_stride_1"),
+        stride_x=block.deconv_x_stride + 1, stride_y=block.deconv_y_stride + 1)
+
+
+def check_split_channels(layout: RubikLayout) -> None:
+    """Split reads the input's surfaces and writes the output's: they must agree."""
+    read = -(-layout.in_channels // layout.epa)
+    written = -(-layout.out_channels // layout.epa)
+    if read != written:
+        raise ConfigurationError(
+            f"{RBK}.D_DATAOUT_SIZE_1_0.DATAOUT_CHANNEL: split mode reads {read} surfaces "
+            f"(DATAIN_CHANNEL) but writes {written}: they must cover the same surfaces")
 
 
 class RubikEngine(Engine):
@@ -18,7 +64,23 @@ class RubikEngine(Engine):
         return armed_groups(machine, (RBK,))
 
     def run(self, ctx):
-        raise NotImplementedFeature("RUBIK", "layer")
+        ctx.config.require("rubik", f"{RBK}.D_OP_ENABLE_0")
+        block = ctx.regs(RBK)
+        layout = decode_layout(block)
+        if block.rubik_mode == 1:
+            check_split_channels(layout)
+        src_mem = ctx.memory(block.datain_ram_type)
+        dst_mem = ctx.memory(block.dataout_ram_type)
+
+        def read(addr: int, size: int) -> bytes:
+            return src_mem.read(addr, size, f"{RBK}.D_DAIN_ADDR")
+
+        def write(addr: int, data: bytes) -> None:
+            dst_mem.write(addr, data, f"{RBK}.D_DAOUT_ADDR")
+
+        MODES[block.rubik_mode](layout, read, write)
+        ctx.set_counter(RBK, "D_PERF_READ_STALL_0", 0)
+        ctx.set_counter(RBK, "D_PERF_WRITE_STALL_0", 0)
 
     def interrupts(self, ctx):
         return [("RUBIK", RBK)]

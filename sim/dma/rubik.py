@@ -1,0 +1,101 @@
+"""Rubik's memory reshuffles: contract, split and merge (byte moves, no arithmetic).
+
+All three move 32-byte atoms or elements between layouts; ``epa`` is the
+elements per atom (32 int8, 16 int16/fp16) and ``ebs`` the element size.
+
+- **contract** (deconvolution): output surface ``so`` of an ``sx`` by ``sy``
+  strided deconvolution is gathered from input surfaces
+  ``(y * sx + x) * S + so`` (``S`` = output surfaces): the atom at input
+  ``(h, w)`` goes to output row ``h * sy + y`` (at ``h * super_line + y *
+  line``), column ``w * sx + x``.
+- **split**: every channel of a feature cube becomes a plane (``planar``
+  stride apart) of ``width`` elements, each line zero-padded to whole atoms.
+- **merge**: planes back into feature atoms; channels past the cube's last
+  one read as zero in the last surface.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+ATOM = 32
+
+
+def round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+@dataclass(frozen=True)
+class RubikLayout:
+    width: int
+    height: int
+    in_channels: int
+    out_channels: int
+    ebs: int  # bytes per element
+    src: int
+    src_line: int
+    src_surface: int
+    src_planar: int
+    dst: int
+    dst_line: int
+    dst_surface: int
+    dst_planar: int
+    super_line: int  # contract: output bytes between input rows
+    stride_x: int
+    stride_y: int
+
+    @property
+    def epa(self) -> int:
+        return ATOM // self.ebs
+
+
+def contract(layout: RubikLayout, read, write) -> None:
+    """Deconvolution reshuffle (``read(addr, n)`` -> bytes, ``write(addr, bytes)``)."""
+    L = layout
+    surfaces = -(-L.out_channels // L.epa)
+    sx, sy = L.stride_x, L.stride_y
+    for so in range(surfaces):
+        for h in range(L.height):
+            for y in range(sy):
+                line = np.empty((L.width, sx, ATOM), np.uint8)
+                for x in range(sx):
+                    surface = (y * sx + x) * surfaces + so
+                    src = L.src + surface * L.src_surface + h * L.src_line
+                    line[:, x] = np.frombuffer(read(src, L.width * ATOM), np.uint8).reshape(
+                        L.width, ATOM)
+                dst = L.dst + so * L.dst_surface + h * L.super_line + y * L.dst_line
+                write(dst, line.tobytes())
+
+
+def split(layout: RubikLayout, read, write) -> None:
+    """Feature cube -> one plane per output channel."""
+    L = layout
+    surfaces = -(-L.out_channels // L.epa)
+    line_bytes = round_up(L.width * L.ebs, ATOM)
+    for s in range(surfaces):
+        planes = min(L.out_channels - s * L.epa, L.epa)
+        for h in range(L.height):
+            src = L.src + s * L.src_surface + h * L.src_line
+            atoms = np.frombuffer(read(src, L.width * ATOM), np.uint8).reshape(
+                L.width, L.epa, L.ebs)
+            for c in range(planes):
+                out = np.zeros(line_bytes, np.uint8)
+                out[: L.width * L.ebs] = atoms[:, c].reshape(-1)
+                write(L.dst + h * L.dst_line + (s * L.epa + c) * L.dst_planar, out.tobytes())
+
+
+def merge(layout: RubikLayout, read, write) -> None:
+    """Planes -> feature cube (channels past the last plane are zero)."""
+    L = layout
+    surfaces = -(-L.in_channels // L.epa)
+    for s in range(surfaces):
+        planes = min(L.in_channels - s * L.epa, L.epa)
+        for h in range(L.height):
+            atoms = np.zeros((L.width, L.epa, L.ebs), np.uint8)
+            for c in range(planes):
+                src = L.src + h * L.src_line + (s * L.epa + c) * L.src_planar
+                atoms[:, c] = np.frombuffer(read(src, L.width * L.ebs), np.uint8).reshape(
+                    L.width, L.ebs)
+            write(L.dst + h * L.dst_line + s * L.dst_surface, atoms.tobytes())
