@@ -12,8 +12,8 @@ import pytest
 
 from sim.chains import CONV_UNITS
 from sim.configs import CONFIGS, FP16, INT8, INT16
+from sim.conv.image import decode_image_layer
 from sim.conv.layer import decode_layer
-from sim.conv.modes import special_mode
 from sim.dma.align import _LABELS, ALIGNMENT_RULES, RULE_SOURCE, check_alignment
 from sim.dma.pixel import pixel_format
 from sim.dma.precision import IMAGE_FP16, IMAGE_INT, PRECISION_TABLES, TABLE_NAMES
@@ -109,7 +109,7 @@ def conv_case(in_prec, out_prec):
         image = np.zeros((4, 2, 2), np.float16 if in_prec == IMAGE_FP16 else comp.dtype)
         program_image(m, image, np.zeros((1, 4, 1, 1), DTYPE[out_prec]), fmt=fmt,
                       precision=out_prec)
-        decode = special_mode(ctx)
+        decode = decode_image_layer
     else:
         program_conv(m, np.zeros((2, 2, 2), DTYPE[in_prec]),
                      np.zeros((1, 2, 1, 1), DTYPE[in_prec]), precision=in_prec)
