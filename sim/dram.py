@@ -490,7 +490,7 @@ def _assemble_words(path, chunks, width, base, size):
     starts = sorted(chunks)
     lo = starts[0] * width
     hi = max(s * width + len(chunks[s]) for s in starts)
-    buf = bytearray(hi - lo)
+    buf = bytearray(check_extent(hi - lo, f"{path}: @addresses {starts[0]:#x}..{starts[-1]:#x}"))
     for s in chunks:  # in file order: a later run overwrites an earlier one
         buf[s * width - lo : s * width - lo + len(chunks[s])] = chunks[s]
     if base is None:

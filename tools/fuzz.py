@@ -6,8 +6,9 @@ Inputs are mutated from real material (the bundled traces, ``../shared``'s
 NVIDIA and oracle traces and their memory files): windows of ``.cfg`` and
 ``input.txn`` traces with truncated lines, bad or huge numbers, unknown
 registers, missing files, binary garbage; record and hex ``.dat`` files with
-unbalanced braces and bad payloads; raw images; ``nvdla-sim layout``
-command lines with wrong shapes, dtypes and strides; and, every
+unbalanced braces and bad payloads; raw images; plain hex and ``$readmemh``
+memory files; ``nvdla-sim gen`` layer specs (TOML, from ``examples/specs``);
+``nvdla-sim layout`` command lines with wrong shapes, dtypes and strides; and, every
 ``--play-every`` inputs, a whole mutated trace run on the machine (with
 small memory limits, so each input's work is bounded).
 
@@ -42,8 +43,16 @@ sys.path.insert(0, str(REPO))
 
 from sim.cli import layout as layout_cli  # noqa: E402
 from sim.configs import CONFIGS  # noqa: E402
-from sim.dram import MemoryLimits, load_image, read_hex_dat, read_record_dat  # noqa: E402
+from sim.dram import (  # noqa: E402
+    MemoryLimits,
+    format_memory_file,
+    load_image,
+    read_hex_dat,
+    read_memory_file,
+    read_record_dat,
+)
 from sim.errors import CheckFailed, SimError  # noqa: E402
+from sim.gen.spec import load_spec  # noqa: E402
 from sim.trace.cfg import parse_cfg  # noqa: E402
 from sim.trace.player import TracePlayer  # noqa: E402
 from sim.trace.txn import parse_txn  # noqa: E402
@@ -135,6 +144,7 @@ class Corpus:
         small = [p for p in files if p.suffix == ".dat" and p.stat().st_size < 64 << 10]
         self.record_dat = [p for p in small if "offset" in p.read_text(errors="replace")[:200]]
         self.hex_dat = [p for p in small if p not in set(self.record_dat)]
+        self.specs = sorted((REPO / "examples" / "specs").glob("*.toml"))
         self.text = {}
         self.folders = sorted({p.parent for p in self.cfg + self.txn
                                if self._trace_size(p.parent) < 256 << 10})
@@ -184,6 +194,24 @@ def t_raw(rng, corpus, work):
     path = work / rng.choice(["r.bin", "r.dat"])
     path.write_bytes(rng.randbytes(rng.randrange(0, 512)))
     load_image(path)
+
+
+def t_words(rng, corpus, work):
+    """Plain hex / $readmemh memory files (what diff reads), from our own writer's output."""
+    data = rng.randbytes(rng.randrange(0, 96))
+    fmt = rng.choice(["hex", "readmemh"])
+    text = format_memory_file(rng.choice([0, 0x80000000, 0x40]), data, fmt,
+                              rng.choice([1, 2, 4, 8]))
+    path = work / rng.choice(["w.hex", "w.mem", "w.txt", "w.vmh"])
+    path.write_text(mutate_text(rng, text, 0), errors="replace")
+    read_memory_file(path)
+
+
+def t_gen_spec(rng, corpus, work):
+    """``nvdla-sim gen`` layer specs (TOML), mutated from examples/specs: parsed and checked."""
+    path = work / "spec.toml"
+    path.write_text(mutate_text(rng, corpus.read(rng.choice(corpus.specs)), 0), errors="replace")
+    load_spec(path)
 
 
 LAYOUT_FORMATS = ["feature", "bias", "prelu", "bn", "ew", "weight-dc", "weight-img",
@@ -297,7 +325,7 @@ STATS = collections.Counter()
 
 
 TARGETS = {"cfg": t_cfg, "txn": t_txn, "record_dat": t_record_dat, "hex_dat": t_hex_dat,
-           "raw": t_raw, "layout": t_layout}
+           "raw": t_raw, "layout": t_layout, "words": t_words, "gen_spec": t_gen_spec}
 
 
 # -- driver -------------------------------------------------------------------------

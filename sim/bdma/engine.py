@@ -36,6 +36,11 @@ class BdmaCopy:
 
     @classmethod
     def from_registers(cls, block) -> BdmaCopy:
+        """The copy the CFG_* registers describe.
+
+        Addresses and strides keep bits [31:5] only, as the hardware's registers
+        do: a misaligned value is rounded down to its 32-byte atom, not refused.
+        """
         def word(name):
             return block.word(name)
 

@@ -26,6 +26,7 @@ SUBCOMMANDS = {
     "gen": "gen",
     "fp": "fp",
     "layout": "layout",
+    "loadable": "loadable",
 }
 
 

@@ -8,7 +8,7 @@ the SDP chain it feeds are all armed (:mod:`sim.chains`).  The stages:
 * :mod:`sim.conv.layer`  -- decode and cross-check the registers, the mode;
 * :mod:`sim.conv.cdma`   -- fetch the feature cube and the weights, counters;
 * :mod:`sim.conv.mac_int` (int8/int16) or :mod:`sim.conv.mac_fp16` (fp16) --
-  CSC + CMAC + CACC;
+  CSC + CMAC + CACC, with the arithmetic of :mod:`sim.num.mac`;
 * the SDP receives CACC's cube on the fly (int32 for int8/int16, after
   D_CLIP_CFG truncation; fp32 bit patterns as uint32 for fp16) and writes
   memory.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dma.elements import element_dtype
+from ..dram import check_extent
 
 # default value ranges: (feature data of a convolution, weights, other units' data)
 RANGES = {
@@ -32,6 +33,9 @@ def random_cube(rng, shape, precision: str, data: dict | None = None,
     nan, inf, -inf, denormal, max, -max, zero) and ``fraction`` (the share of
     elements replaced by specials, spread evenly over the kinds asked for).
     """
+    # numpy draws 8-byte values first: refuse, before allocating, what the host cannot hold
+    check_extent(8 * int(np.prod([int(d) for d in shape], dtype=object)),
+                 f"{kind} data {tuple(int(d) for d in shape)} drawn as 8-byte values")
     data = data or {}
     lo, hi = RANGES[precision][kind]
     lo = data.get("low") if data.get("low") is not None else lo

@@ -11,6 +11,10 @@ Block convertors (keyword arrays in, dict of arrays out): ``cdma_cvt``,
 the SDP stages ``sdp_x``, ``sdp_c``, ``sdp_y_cvt``, ``sdp_y_core``,
 ``sdp_y_idx``, ``sdp_y_inp`` (``sim.num.sdp``).
 Per-unit Inf/NaN handling as data: ``sim.num.specials``.
+The convolution MAC (Booth product, block-aligned fp16 dot product, CACC's
+48-bit accumulator and int32 rounding): ``sim.num.mac``.  The LUT RAM, table
+choice and the CDP's lookup (SDP and CDP share them): ``sim.num.lut``.
+A value's bit fields for reports (``describe_fields``): ``sim.num.bits``.
 """
 
 from sim.num.blocks import cdma_cvt, cdp_icvt, cdp_ocvt, cdp_sq, csc_cvt

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.cli import layout as layout_cli
-from sim.dram import load_image, read_hex_dat, read_record_dat
+from sim.dram import load_image, read_hex_dat, read_memory_file, read_record_dat
 from sim.errors import CheckFailed, SimError
 from sim.trace.cfg import parse_cfg
 from sim.trace.player import run_trace
@@ -142,24 +142,27 @@ def test_layout_inputs(fmt, dims, dtype, opts, value, precision, image):
 
 
 @pytest.fixture(scope="module")
-def bundled_cfg():
-    root = Path(__file__).resolve().parents[2] / "traces" / "nv_small"
-    return sorted(root.glob("*/*.cfg"))
+def bundled_traces():
+    root = Path(__file__).resolve().parents[2] / "traces"
+    return sorted(root.glob("nv_small/*/*.cfg")) + sorted(root.glob("nv_full/*/input.txn"))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
-def test_mutated_bundled_traces_run_or_stop_cleanly(bundled_cfg, data):
+def test_mutated_bundled_traces_run_or_stop_cleanly(bundled_traces, data):
     """Random register values in real traces: the machine stops with a SimError, never crashes."""
-    trace = data.draw(st.sampled_from(bundled_cfg))
+    trace = data.draw(st.sampled_from(bundled_traces))
     lines = trace.read_text().splitlines()
-    writes = [i for i, line in enumerate(lines) if line.startswith("reg_write(")]
+    writes = [i for i, line in enumerate(lines) if line.startswith(("reg_write(", "write_reg "))]
     for i in data.draw(st.lists(st.sampled_from(writes), min_size=1, max_size=4)):
-        name = lines[i].split("(", 1)[1].split(",", 1)[0]
         value = data.draw(st.one_of(st.integers(0, 0xFFFFFFFF), st.sampled_from([0, 1, 0x1FFF])))
-        lines[i] = f"reg_write({name}, {value:#x});"
+        if lines[i].startswith("reg_write("):
+            name = lines[i].split("(", 1)[1].split(",", 1)[0]
+            lines[i] = f"reg_write({name}, {value:#x});"
+        else:
+            lines[i] = f"write_reg {lines[i].split()[1]} {value:#x}"
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "nv_small" / trace.parent.name
+        folder = Path(tmp) / trace.parent.parent.name / trace.parent.name
         folder.mkdir(parents=True)
         for f in trace.parent.iterdir():
             (folder / f.name).symlink_to(f)
@@ -181,3 +184,34 @@ def test_unclosed_records_are_rejected_in_one_pass(tmp_path):
     path.write_text("{\n" + "{offset:0x0, size:1, payload:0x00 ,\n" * 20000)
     with pytest.raises(SimError, match=r"m\.dat:2: not a memory record"):
         read_record_dat(path)
+
+
+def test_readmemh_far_apart_addresses_are_refused_before_allocating(tmp_path):
+    path = tmp_path / "m.mem"
+    path.write_text("@0\n01\n@ffffffffff\n02\n")
+    with pytest.raises(SimError, match=r"m\.mem: @addresses 0x0\.\.0xffffffffff.*limit"):
+        read_memory_file(path)
+
+
+@FUZZ
+@given(st.lists(st.one_of(
+    st.builds(lambda a: f"@{a}", st.one_of(st.integers(0, 1 << 44).map(lambda v: f"{v:x}"),
+                                           st.text(max_size=4))),
+    st.lists(st.one_of(st.integers(0, 1 << 64).map(lambda v: f"{v:x}"), st.text(max_size=3)),
+             max_size=6).map(" ".join),
+    st.sampled_from(["// start_address=0x10 size=0x8", "// start_address=0xzz", "//"])),
+    max_size=10), st.sampled_from(["w.hex", "w.mem", "w.txt"]))
+def test_hex_word_files(lines, name):
+    _parse(read_memory_file, "\n".join(lines), name)
+
+
+def test_gen_spec_asking_for_terabytes_is_refused_before_allocating(tmp_path, capsys):
+    from sim.cli import main
+
+    spec = tmp_path / "big.toml"
+    spec.write_text('config = "nv_full"\n[[layer]]\nunit = "sdp"\ninput = [8192, 8192, 8192]\n'
+                    'precision = "int16"\n')
+    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "layer 0" in err and "limit" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()

@@ -12,8 +12,7 @@ import pytest
 
 from sim.chains import CONV_UNITS
 from sim.configs import CONFIGS, FP16, INT8, INT16
-from sim.conv.image import decode_image_layer
-from sim.conv.layer import decode_layer
+from sim.conv.modes import compute_conv_layer
 from sim.dma.align import _LABELS, ALIGNMENT_RULES, RULE_SOURCE, check_alignment
 from sim.dma.pixel import pixel_format
 from sim.dma.precision import IMAGE_FP16, IMAGE_INT, PRECISION_TABLES, TABLE_NAMES
@@ -109,13 +108,12 @@ def conv_case(in_prec, out_prec):
         image = np.zeros((4, 2, 2), np.float16 if in_prec == IMAGE_FP16 else comp.dtype)
         program_image(m, image, np.zeros((1, 4, 1, 1), DTYPE[out_prec]), fmt=fmt,
                       precision=out_prec)
-        decode = decode_image_layer
     else:
         program_conv(m, np.zeros((2, 2, 2), DTYPE[in_prec]),
                      np.zeros((1, 2, 1, 1), DTYPE[in_prec]), precision=in_prec)
         update_fields(m, "NVDLA_CDMA.D_MISC_CFG_0", proc_precision=CODES[out_prec])
-        decode = decode_layer
-    return (lambda: decode(ctx)), ["NVDLA_CDMA.D_MISC_CFG_0", "PROC_PRECISION", TABLE_NAMES["conv"]]
+    parts = ["NVDLA_CDMA.D_MISC_CFG_0", "PROC_PRECISION", TABLE_NAMES["conv"]]
+    return (lambda: compute_conv_layer(ctx)), parts
 
 
 CASE_BUILDERS = {"sdp": sdp_case, "cdp": cdp_case, "pdp": pdp_case, "conv": conv_case}
@@ -188,7 +186,7 @@ def feature_weight_compression(config):
                  precision=INT8, compressed=True)
     parts = ["NVDLA_CDMA.D_WEIGHT_FORMAT_0", "has no weight compression"]
     ctx = LayerContext(m, {u: 0 for u in CONV_UNITS})
-    return run_and_expect(lambda: decode_layer(ctx), parts), parts
+    return run_and_expect(lambda: compute_conv_layer(ctx), parts), parts
 
 
 def precision_feature(prec):

@@ -1,0 +1,51 @@
+"""MNIST (NVIDIA's NN_L0_0 loadable) end to end: whole process and per task.
+
+    python benchmarks/bench_mnist.py [--shared ../shared]
+
+Runs ``nvdla-sim loadable`` as a user would (a fresh process, warm caches:
+one untimed run first builds the firmware and compiles the kernels), then
+the same run in this process with the time of each task.  Goal: under 2 s
+wall for the whole process on 2 cores.
+"""
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL_SECONDS = 2.0
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
+    args = p.parse_args()
+    sw = Path(args.shared) / "nvdla-sw"
+    loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
+    if not loadable.is_file():
+        print(f"{loadable} is absent: nothing to measure")
+        return 0
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, "-m", "sim.cli", "loadable", str(loadable), "--firmware",
+               str(sw / "kmd"), "-o", out]
+        subprocess.run(cmd, check=True, capture_output=True)  # warm-up: builds, compiles
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        whole = time.perf_counter() - start
+
+    from sim.runtime import read_loadable, run_loadable_bytes
+
+    result = run_loadable_bytes(read_loadable(loadable), sw / "kmd", "nv_full")
+    for label, seconds in result.task_seconds:
+        print(f"  {label:12} {seconds * 1000:8.1f} ms")
+    print(f"in process: {result.seconds:.2f} s ({result.tasks} tasks, {result.hw_layers} "
+          f"hardware layers)")
+    verdict = "meets" if whole <= GOAL_SECONDS else "misses"
+    print(f"whole process: {whole:.2f} s ({verdict} the goal of {GOAL_SECONDS:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

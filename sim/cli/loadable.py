@@ -1,0 +1,73 @@
+"""``nvdla-sim loadable``: run a compiled network with NVIDIA's KMD firmware."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import SimError
+from . import parse_args
+
+HELP = "run a compiled network (loadable) with NVIDIA's KMD firmware"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="nvdla-sim loadable", description=HELP,
+        epilog="writes: OUTDIR/o_00000i.dimg for output tensor i (NVIDIA's runtime format) and, "
+               "with --trace-out, a replayable .cfg trace with its memory files beside it; "
+               "exit 0 success, 1 the firmware reports a task failure, 2 invalid input")
+    p.add_argument("loadable", help="the loadable (flatbuffer) NVIDIA's compiler wrote")
+    p.add_argument("--firmware", required=True, metavar="KMD_DIR",
+                   help="KMD source folder (firmware/*.c, firmware/include/, include/)")
+    p.add_argument("--config", default="nv_full", help="hardware configuration (nv_full)")
+    p.add_argument("--input", metavar="FILE",
+                   help="input tensor 0: a raw buffer or a .dimg file (default: zeros, as "
+                        "NVIDIA's runtime leaves an unbound input)")
+    p.add_argument("--image", metavar="FILE.pgm",
+                   help="input tensor 0 from a binary PGM image, converted as NVIDIA's runtime "
+                        "does (--mean, --normalize)")
+    p.add_argument("--mean", type=float, default=0.0, help="value subtracted from each pixel")
+    p.add_argument("--normalize", type=int, default=1, help="divisor of each pixel (fp16)")
+    p.add_argument("--trace-out", metavar="FILE.cfg", help="record the run as a .cfg trace")
+    p.add_argument("-o", "--out-dir", required=True, metavar="OUTDIR")
+    return p
+
+
+def _input(path: str | None) -> dict[int, bytes]:
+    if path is None:
+        return {}
+    from ..runtime.dimg import unpack_dimg
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    if path.endswith(".dimg"):
+        raise SimError(f"{path}: .dimg inputs hold packed elements; give the tensor's raw buffer")
+    if data[:4] == b"DIMG":
+        unpack_dimg(data)
+    return {0: data}
+
+
+def main(argv: list[str]) -> int:
+    from ..configs import get_config
+    from ..dram import write_folder_atomically
+    from ..runtime import read_loadable, run_loadable_bytes
+
+    args = parse_args(build_parser(), argv)
+    get_config(args.config)
+    loadable = read_loadable(args.loadable)
+    inputs = _input(args.input)
+    if args.image:
+        from ..runtime.image import image_to_tensor, read_pgm
+        from ..runtime.runner import input_tensor
+
+        inputs[0] = image_to_tensor(read_pgm(args.image), input_tensor(loadable, 0),
+                                    (args.mean,) * 4, args.normalize)
+    result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out)
+    files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
+    write_folder_atomically(args.out_dir, files)
+    print(f"{Path(args.loadable).name}: {result.tasks} tasks, {result.hw_layers} hardware "
+          f"layers, {len(files)} outputs in {args.out_dir} ({result.seconds:.2f}s)")
+    return 0

@@ -1,0 +1,97 @@
+"""Build a KMD firmware source folder into a shared library, once per digest.
+
+The folder has NVIDIA's ``kmd/`` layout: ``firmware/*.c``,
+``firmware/include/``, ``include/``.  It is compiled with the system C
+compiler, with our prelude (the kernel's types and attributes) and our port
+layer (:file:`port.c`), into ``<cache>/<digest>/firmware.so``; the digest
+covers every source, our port and the compiler flags, so an edited firmware
+is rebuilt and an unchanged one is loaded from the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import SimError
+
+HERE = Path(__file__).parent
+PORT_FILES = ("port.c", "prelude.h", "stub/linux/types.h")
+# register map of the configuration -> preprocessor symbols the firmware needs
+MAP_DEFINES = {"nvdlav1": (), "master": ("DLA_2_CONFIG",)}
+CFLAGS = ("-O1", "-fPIC", "-shared", "-w", "-std=gnu99")
+
+
+class FirmwareBuildError(SimError):
+    """The firmware does not compile, or there is no C compiler."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("NVDLA_SIM_CACHE") or os.environ.get("XDG_CACHE_HOME")
+    root = Path(base) / "nvdla-sim" if base else Path.home() / ".cache" / "nvdla-sim"
+    return root / "firmware"
+
+
+def compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc or not shutil.which(cc):
+        raise FirmwareBuildError("no C compiler found (install gcc, or set CC) to build the "
+                                 "KMD firmware")
+    return cc
+
+
+def firmware_sources(kmd_dir: str | Path) -> list[Path]:
+    kmd = Path(kmd_dir)
+    sources = sorted((kmd / "firmware").glob("*.c"))
+    for need in (kmd / "firmware", kmd / "firmware" / "include", kmd / "include"):
+        if not need.is_dir():
+            raise FirmwareBuildError(f"{kmd}: not a KMD folder (no {need.relative_to(kmd)}/; "
+                                     f"expected firmware/*.c, firmware/include/, include/)")
+    if not sources:
+        raise FirmwareBuildError(f"{kmd}: no firmware/*.c sources")
+    return sources
+
+
+def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    h.update(repr((CFLAGS, defines)).encode())
+    files = sorted(p for d in ("firmware", "include") for p in (kmd / d).rglob("*")
+                   if p.is_file() and p.suffix in (".c", ".h"))
+    for path in files:
+        h.update(str(path.relative_to(kmd)).encode() + b"\0" + path.read_bytes())
+    for name in PORT_FILES:
+        h.update(name.encode() + b"\0" + (HERE / name).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def build_firmware(kmd_dir: str | Path, address_map: str) -> Path:
+    """Path of the firmware library for ``kmd_dir`` and a register map, building it if needed."""
+    kmd = Path(kmd_dir).resolve()
+    sources = firmware_sources(kmd)
+    defines = MAP_DEFINES[address_map]
+    target = cache_root() / _digest(kmd, defines) / "firmware.so"
+    if target.is_file():
+        return target
+    cc = compiler()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    cmd = [cc, *CFLAGS, "-include", str(HERE / "prelude.h"), f"-I{HERE / 'stub'}",
+           f"-I{kmd / 'firmware' / 'include'}", f"-I{kmd / 'firmware'}", f"-I{kmd / 'include'}",
+           *(f"-D{d}" for d in defines), *map(str, sources), str(HERE / "port.c"), "-o", tmp]
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise FirmwareBuildError(f"{kmd}: the C compiler failed to run ({exc})") from None
+    if result.returncode != 0:
+        Path(tmp).unlink(missing_ok=True)
+        lines = [ln for ln in result.stderr.splitlines() if "error" in ln.lower()]
+        first = (lines or result.stderr.splitlines() or ["(no message)"])[0]
+        raise FirmwareBuildError(f"{kmd}: firmware does not compile: {first.strip()}")
+    os.replace(tmp, target)  # whole or not at all; parallel builders race harmlessly
+    return target

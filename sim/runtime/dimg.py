@@ -1,0 +1,98 @@
+"""NVIDIA's ``.dimg`` image files, as its runtime test application writes outputs.
+
+A file is ``DIMG``, a 32-bit version (0), the image metadata (surface
+format, width, height, channels, line stride, surface stride, buffer size:
+seven little-endian uint32) and the elements in channel, line, pixel order
+(the "stable hash" packing: padding dropped).  Feature tensors are
+channel-interleaved surfaces of ``group`` channels.
+
+The surface-format codes are those of the runtime that produced NVIDIA's
+regression goldens (before the int8 x8 format was inserted into the enum):
+int8 features are ``D_F8_CxHWx_x32_I`` = 40, int16 ``D_F16_CxHWx_x16_I`` = 41,
+fp16 ``D_F16_CxHWx_x16_F`` = 42, whatever the configuration's atom size.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SimError
+from ..num.host import half_from_float32, stable_half_bits
+
+MAGIC, VERSION = b"DIMG", 0
+DATA_TYPE_HALF, DATA_TYPE_INT16, DATA_TYPE_INT8 = 2, 3, 4
+PIXEL_FORMAT_FEATURE, PIXEL_FORMAT_FEATURE_X8 = 36, 37
+
+# data type -> (surface format code, bytes per element, channels per group, IEEE?)
+FEATURE_FORMATS = {
+    DATA_TYPE_INT8: (40, 1, 32, False),
+    DATA_TYPE_INT16: (41, 2, 16, False),
+    DATA_TYPE_HALF: (42, 2, 16, True),
+}
+
+
+@dataclass(frozen=True)
+class DimgMeta:
+    surface_format: int
+    width: int
+    height: int
+    channels: int
+    line_stride: int
+    surface_stride: int
+    size: int
+
+
+def feature_meta(tensor) -> tuple[DimgMeta, int, int, bool]:
+    """(metadata, bytes per element, channel group, IEEE) of a loadable tensor."""
+    if tensor.pixel_format not in (PIXEL_FORMAT_FEATURE, PIXEL_FORMAT_FEATURE_X8):
+        raise SimError(f"tensor {tensor.name!r}: pixel format {tensor.pixel_format} has no "
+                       f".dimg writer (feature tensors only)")
+    if tensor.data_type not in FEATURE_FORMATS:
+        raise SimError(f"tensor {tensor.name!r}: data type {tensor.data_type} is not int8, "
+                       f"int16 or fp16")
+    code, bpe, group, ieee = FEATURE_FORMATS[tensor.data_type]
+    _, c, h, w = tensor.dims
+    meta = DimgMeta(code, w, h, c, tensor.strides[1], tensor.strides[2], tensor.size)
+    return meta, bpe, group, ieee
+
+
+def element_offsets(meta: DimgMeta, bpe: int, group: int) -> np.ndarray:
+    """Byte offset of every element, in the file's (channel, line, pixel) order."""
+    c = np.arange(meta.channels, dtype=np.int64)[:, None, None]
+    h = np.arange(meta.height, dtype=np.int64)[None, :, None]
+    w = np.arange(meta.width, dtype=np.int64)[None, None, :]
+    offsets = (c // group) * meta.surface_stride + h * meta.line_stride + w * group * bpe \
+        + (c % group) * bpe
+    return offsets.reshape(-1)
+
+
+def pack_dimg(buffer: bytes, tensor) -> bytes:
+    """The ``.dimg`` file NVIDIA's runtime writes for output ``tensor`` held in ``buffer``."""
+    meta, bpe, group, ieee = feature_meta(tensor)
+    offsets = element_offsets(meta, bpe, group)
+    if offsets.size and offsets.max() + bpe > meta.size:
+        raise SimError(f"tensor {tensor.name!r}: element at byte {int(offsets.max())} is past "
+                       f"its {meta.size}-byte buffer")
+    data = np.frombuffer(bytes(buffer[: meta.size]).ljust(meta.size, b"\0"), np.uint8)
+    index = offsets[:, None] + np.arange(bpe)
+    elements = data[index].reshape(-1)
+    if ieee:
+        elements = stable_half_bits(elements.view("<u2")).view(np.uint8)
+    header = MAGIC + struct.pack("<I", VERSION) + struct.pack(
+        "<7I", meta.surface_format, meta.width, meta.height, meta.channels, meta.line_stride,
+        meta.surface_stride, meta.size)
+    return header + elements.tobytes()
+
+
+def unpack_dimg(data: bytes) -> tuple[DimgMeta, bytes]:
+    """(metadata, packed elements) of a ``.dimg`` file."""
+    if len(data) < 36 or data[:4] != MAGIC:
+        raise SimError("not a .dimg file (no DIMG header)")
+    meta = DimgMeta(*struct.unpack("<7I", data[8:36]))
+    return meta, data[36:]
+
+
+__all__ = ["pack_dimg", "unpack_dimg", "feature_meta", "element_offsets", "half_from_float32"]

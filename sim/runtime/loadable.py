@@ -1,0 +1,261 @@
+"""Read a loadable: the flatbuffer NVIDIA's compiler writes for its runtime.
+
+A small reader over the ``flatbuffers`` package's table API; field slots
+follow the order of the tables of NVIDIA's loadable schema (version 0.7):
+memories, blobs, tensor descriptors, the address list, tasks, submits and
+events.  Every offset is checked against the buffer, so a damaged file gives
+one clear error instead of a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import flatbuffers
+from flatbuffers import number_types as N
+
+from ..errors import SimError
+
+INTERFACE_DLA1, INTERFACE_EMU1 = 1, 2
+DOMAIN_SYSTEM, DOMAIN_SRAM = 0, 1
+FLAG_ALLOC, FLAG_SET, FLAG_INPUT, FLAG_OUTPUT = 1, 2, 4, 8
+MAX_FILE = 1 << 30
+
+
+class LoadableError(SimError):
+    """A file that is not a well-formed loadable."""
+
+
+@dataclass(frozen=True)
+class Blob:
+    name: str
+    size: int
+    interface: int
+    sub_interface: int
+    data: bytes
+    version: tuple[int, int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: int
+    domain: int
+    flags: int
+    size: int
+    alignment: int
+    contents: tuple[str, ...]
+    offsets: tuple[int, ...]
+    bind_id: int
+    tensor_desc_id: int
+
+    @property
+    def is_input(self) -> bool:
+        return bool(self.flags & FLAG_INPUT)
+
+    @property
+    def is_output(self) -> bool:
+        return bool(self.flags & FLAG_OUTPUT) and not self.is_input
+
+
+@dataclass(frozen=True)
+class Address:
+    id: int
+    mem_id: int
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Task:
+    id: int
+    interface: int
+    instance: int
+    address_list: tuple[int, ...]
+    pre_actions: tuple[int, ...]
+    post_actions: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    name: str
+    id: int
+    mem_id: int
+    size: int
+    offset: int
+    data_format: int
+    data_type: int
+    data_category: int
+    pixel_format: int
+    pixel_mapping: int
+    dims: tuple[int, int, int, int]  # n, c, h, w
+    strides: tuple[int, ...]  # stride_0 .. stride_7 (1: line, 2: surface)
+
+
+@dataclass
+class Loadable:
+    version: tuple[int, int, int]
+    tasks: list[Task] = field(default_factory=list)
+    memories: list[Memory] = field(default_factory=list)
+    addresses: list[Address] = field(default_factory=list)
+    blobs: dict[str, Blob] = field(default_factory=dict)
+    tensors: list[TensorDesc] = field(default_factory=list)
+    submits: list[tuple[int, ...]] = field(default_factory=list)
+
+
+class _Table:
+    """One flatbuffer table with bounds-checked field access by slot number."""
+
+    def __init__(self, buf: bytes, pos: int, where: str):
+        self.buf, self.where = buf, where
+        _check(buf, pos, 4, where)
+        self.t = flatbuffers.table.Table(buf, pos)
+        vtable = pos - self.t.Get(N.SOffsetTFlags, pos)
+        _check(buf, vtable, 4, where)
+        self.vtable_size = self.t.Get(N.VOffsetTFlags, vtable)
+        _check(buf, vtable, self.vtable_size, where)
+
+    def _offset(self, slot: int) -> int:
+        voffset = 4 + 2 * slot
+        if voffset >= self.vtable_size:
+            return 0
+        return self.t.Offset(voffset)
+
+    def scalar(self, slot: int, flags, default=0):
+        o = self._offset(slot)
+        if not o:
+            return default
+        _check(self.buf, self.t.Pos + o, flags.bytewidth, self.where)
+        return self.t.Get(flags, self.t.Pos + o)
+
+    def string(self, slot: int) -> str:
+        o = self._offset(slot)
+        if not o:
+            return ""
+        return self._string_at(self.t.Pos + o)
+
+    def _string_at(self, pos: int) -> str:
+        _check(self.buf, pos, 4, self.where)
+        start = pos + self.t.Get(N.UOffsetTFlags, pos)
+        _check(self.buf, start, 4, self.where)
+        n = self.t.Get(N.UOffsetTFlags, start)
+        _check(self.buf, start + 4, n, self.where)
+        return bytes(self.buf[start + 4 : start + 4 + n]).decode("utf-8", "replace")
+
+    def _vector(self, slot: int) -> tuple[int, int]:
+        """(start of the elements, count) of a vector field; (0, 0) when absent."""
+        o = self._offset(slot)
+        if not o:
+            return 0, 0
+        pos = self.t.Pos + o
+        _check(self.buf, pos, 4, self.where)
+        start = pos + self.t.Get(N.UOffsetTFlags, pos)
+        _check(self.buf, start, 4, self.where)
+        return start + 4, self.t.Get(N.UOffsetTFlags, start)
+
+    def scalars(self, slot: int, flags) -> tuple:
+        start, n = self._vector(slot)
+        _check(self.buf, start, n * flags.bytewidth, self.where)
+        return tuple(self.t.Get(flags, start + i * flags.bytewidth) for i in range(n))
+
+    def bytes(self, slot: int) -> bytes:
+        start, n = self._vector(slot)
+        _check(self.buf, start, n, self.where)
+        return bytes(self.buf[start : start + n])
+
+    def strings(self, slot: int) -> tuple[str, ...]:
+        start, n = self._vector(slot)
+        _check(self.buf, start, 4 * n, self.where)
+        return tuple(self._string_at(start + 4 * i) for i in range(n))
+
+    def tables(self, slot: int, what: str) -> list[_Table]:
+        start, n = self._vector(slot)
+        _check(self.buf, start, 4 * n, self.where)
+        out = []
+        for i in range(n):
+            pos = start + 4 * i
+            out.append(_Table(self.buf, pos + self.t.Get(N.UOffsetTFlags, pos),
+                              f"{self.where}: {what}[{i}]"))
+        return out
+
+    def struct_bytes(self, slot: int, size: int) -> bytes | None:
+        o = self._offset(slot)
+        if not o:
+            return None
+        _check(self.buf, self.t.Pos + o, size, self.where)
+        return bytes(self.buf[self.t.Pos + o : self.t.Pos + o + size])
+
+
+def _check(buf: bytes, pos: int, size: int, where: str) -> None:
+    if pos < 0 or size < 0 or pos + size > len(buf):
+        raise LoadableError(f"{where}: truncated or corrupt (offset {pos:#x}+{size} is past the "
+                            f"end of the {len(buf)}-byte file)")
+
+
+def _memory(t: _Table) -> Memory:
+    return Memory(id=t.scalar(0, N.Uint16Flags), domain=t.scalar(1, N.Uint8Flags),
+                  flags=t.scalar(2, N.Uint16Flags), size=t.scalar(3, N.Uint64Flags),
+                  alignment=t.scalar(4, N.Uint32Flags), contents=t.strings(5),
+                  offsets=t.scalars(6, N.Uint64Flags), bind_id=t.scalar(7, N.Uint16Flags),
+                  tensor_desc_id=t.scalar(8, N.Uint16Flags))
+
+
+def _task(t: _Table) -> Task:
+    return Task(id=t.scalar(0, N.Uint16Flags), interface=t.scalar(1, N.Uint32Flags),
+                instance=t.scalar(2, N.Int16Flags), address_list=t.scalars(3, N.Uint16Flags),
+                pre_actions=t.scalars(4, N.Uint16Flags), post_actions=t.scalars(5, N.Uint16Flags))
+
+
+def _tensor(t: _Table) -> TensorDesc:
+    return TensorDesc(
+        name=t.string(0), id=t.scalar(1, N.Uint16Flags), mem_id=t.scalar(2, N.Uint16Flags),
+        size=t.scalar(3, N.Uint64Flags), offset=t.scalar(4, N.Uint64Flags),
+        data_format=t.scalar(5, N.Uint8Flags), data_type=t.scalar(6, N.Uint8Flags),
+        data_category=t.scalar(7, N.Uint8Flags), pixel_format=t.scalar(8, N.Uint8Flags),
+        pixel_mapping=t.scalar(9, N.Uint8Flags),
+        dims=tuple(t.scalar(s, N.Int32Flags) for s in (10, 11, 12, 13)),
+        strides=tuple(t.scalar(s, N.Uint32Flags) for s in range(14, 22)))
+
+
+def parse_loadable(data: bytes, where: str = "loadable") -> Loadable:
+    """Decode a loadable's bytes (``where`` names it in errors)."""
+    if len(data) < 8:
+        raise LoadableError(f"{where}: not a loadable ({len(data)} bytes)")
+    root = _Table(data, int.from_bytes(data[:4], "little"), where)
+    version = root.struct_bytes(0, 3)
+    if version is None:
+        raise LoadableError(f"{where}: not a loadable (no version)")
+    out = Loadable(version=tuple(version))
+    out.tasks = [_task(t) for t in root.tables(1, "task_list")]
+    out.memories = [_memory(t) for t in root.tables(2, "memory_list")]
+    out.addresses = [Address(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint16Flags),
+                             t.scalar(2, N.Uint64Flags), t.scalar(3, N.Uint64Flags))
+                     for t in root.tables(3, "address_list")]
+    for t in root.tables(5, "blobs"):
+        version = t.struct_bytes(4, 3)
+        blob = Blob(t.string(0), t.scalar(1, N.Uint64Flags), t.scalar(2, N.Uint32Flags),
+                    t.scalar(3, N.Uint32Flags), t.bytes(5), tuple(version) if version else None)
+        out.blobs[blob.name] = blob
+    out.tensors = [_tensor(t) for t in root.tables(6, "tensor_desc_list")]
+    out.submits = [t.scalars(1, N.Uint16Flags) for t in root.tables(8, "submit_list")]
+    if not out.tasks or not out.memories or not out.submits:
+        raise LoadableError(f"{where}: not a loadable (needs at least one task, memory and "
+                            f"submit)")
+    return out
+
+
+def read_loadable(path: str | Path) -> Loadable:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE:
+            raise LoadableError(f"{path}: {size} bytes is too large for a loadable")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LoadableError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return parse_loadable(data, str(path))
+    except LoadableError:
+        raise
+    except Exception as exc:  # the flatbuffers package's own checks
+        raise LoadableError(f"{path}: corrupt loadable ({type(exc).__name__}: {exc})") from None

@@ -1,0 +1,248 @@
+"""Run a loadable end to end: memories, inputs, DLA tasks through the firmware, EMU tasks.
+
+What NVIDIA's runtime and its test application do, on a simulated NVDLA:
+every memory the loadable allocates is placed in simulated memory and filled
+with its blobs; input and output tensors (bindable memories) get buffers of
+their own — an input nothing binds holds what a fresh allocation holds
+(zeros), an output starts zeroed as the test application's image does; each
+submit runs its tasks in order: DLA tasks through the KMD firmware with the
+task's address list, EMU tasks on the CPU (:mod:`.emu`).  Outputs come back
+as numpy byte buffers and as NVIDIA's ``.dimg`` files.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import SimError
+from ..machine import Machine
+from .compat import needs_upgrade, upgrade_task
+from .dimg import pack_dimg
+from .emu import EmuTask
+from .loadable import (
+    DOMAIN_SRAM,
+    FLAG_ALLOC,
+    INTERFACE_DLA1,
+    INTERFACE_EMU1,
+    Loadable,
+    read_loadable,
+)
+
+BASES = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # where NVIDIA's benches put memory
+PAGE = 0x1000
+
+
+@dataclass
+class RunResult:
+    outputs: list[bytes]  # bytes of each output tensor's buffer, by bind id
+    dimgs: list[bytes]  # the .dimg file of each output tensor
+    tasks: int = 0
+    hw_layers: int = 0
+    seconds: float = 0.0
+    task_seconds: list[tuple[str, float]] = field(default_factory=list)
+
+
+class Placement:
+    """Where each memory of the loadable lives in simulated memory."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+        self.next = dict(BASES)
+        self.where: dict[int, tuple[str, int, int]] = {}  # mem id -> (ram, base, size)
+
+    def allocate(self, mem_id: int, size: int, alignment: int, ram: str) -> int:
+        align = max(int(alignment), PAGE)
+        base = -(-self.next[ram] // align) * align
+        self.next[ram] = base + max(int(size), 1)
+        self.machine.memory(ram).check(base, max(int(size), 1), f"memory {mem_id}", "allocate")
+        self.where[mem_id] = (ram, base, int(size))
+        return base
+
+
+def _ram_of(memory, machine: Machine) -> str:
+    if memory.domain == DOMAIN_SRAM:
+        if machine.sec_mem is None:
+            raise SimError(f"loadable memory {memory.id} is in SRAM, but "
+                           f"{machine.config.name} has no CV-SRAM")
+        return "sec_mem"
+    return "pri_mem"
+
+
+def _tensor_of(loadable: Loadable, memory):
+    for t in loadable.tensors:
+        if t.id == memory.tensor_desc_id:
+            return t
+    raise SimError(f"loadable memory {memory.id}: tensor descriptor {memory.tensor_desc_id} is "
+                   f"missing")
+
+
+def input_tensor(loadable: Loadable, bind_id: int):
+    """The tensor descriptor of input ``bind_id``."""
+    for mem in loadable.memories:
+        if mem.is_input and mem.bind_id == bind_id:
+            return _tensor_of(loadable, mem)
+    raise SimError(f"the loadable has no input tensor {bind_id}")
+
+
+def place_memories(loadable: Loadable, machine: Machine, inputs: dict[int, bytes]) -> Placement:
+    """Allocate and fill every memory; bound inputs get ``inputs[bind_id]`` (else zeros)."""
+    place = Placement(machine)
+    for mem in loadable.memories:
+        bindable = mem.is_input or mem.is_output
+        if not bindable and not mem.flags & FLAG_ALLOC:
+            continue
+        size = _tensor_of(loadable, mem).size if bindable else mem.size
+        ram = _ram_of(mem, machine)
+        base = place.allocate(mem.id, size, mem.alignment, ram)
+        if mem.is_input and mem.bind_id in inputs:
+            data = inputs[mem.bind_id][:size]
+            machine.memory(ram).write(base, data, f"input tensor {mem.bind_id}")
+        if bindable:
+            continue
+        if len(mem.contents) != len(mem.offsets):
+            raise SimError(f"loadable memory {mem.id}: {len(mem.contents)} contents but "
+                           f"{len(mem.offsets)} offsets")
+        for name, offset in zip(mem.contents, mem.offsets, strict=True):
+            blob = loadable.blobs.get(name)
+            if blob is None:
+                raise SimError(f"loadable memory {mem.id}: content blob {name!r} is missing")
+            if offset + len(blob.data) > size:
+                raise SimError(f"loadable memory {mem.id}: blob {name!r} does not fit")
+            machine.memory(ram).write(base + offset, blob.data, f"blob {name}")
+    return place
+
+
+def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str, int, int]]:
+    """(ram, memory base, offset) of each entry of a task's address list."""
+    out = []
+    for i, aid in enumerate(task.address_list):
+        if aid >= len(loadable.addresses):
+            raise SimError(f"task {task.id}: address list entry {i} names address {aid}, past "
+                           f"the loadable's {len(loadable.addresses)}")
+        entry = loadable.addresses[aid]
+        if entry.mem_id not in place.where:
+            raise SimError(f"task {task.id}: address {aid} is in memory {entry.mem_id}, which "
+                           f"is never allocated")
+        ram, base, _ = place.where[entry.mem_id]
+        out.append((ram, base, entry.offset))
+    return out
+
+
+def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full",
+                       inputs: dict[int, bytes] | None = None, recorder_path=None) -> RunResult:
+    from ..firmware import Firmware
+    from ..trace.record import TraceRecorder
+
+    start = time.perf_counter()
+    machine = Machine(config)
+    place = place_memories(loadable, machine, inputs or {})
+    recorder = TraceRecorder(machine) if recorder_path else None
+    firmware = None
+    result = RunResult([], [])
+    recorded: dict[int, bytes] = {}
+    tasks = {t.id: t for t in loadable.tasks}
+    upgrade = needs_upgrade(loadable, firmware_dir)
+    pri = machine.pri_mem
+
+    def cpu_write(addr: int, data: bytes) -> None:
+        pri.write(addr, data, "runtime CPU write")
+    for submit in loadable.submits:
+        for task_id in submit:
+            task = tasks.get(task_id)
+            if task is None:
+                raise SimError(f"submit names task {task_id}, which the loadable lacks")
+            t0 = time.perf_counter()
+            addresses = task_addresses(loadable, place, task)
+            if task.interface == INTERFACE_DLA1:
+                if firmware is None:
+                    firmware = Firmware(machine, firmware_dir, recorder)
+                if upgrade:
+                    upgrade_task(pri.read, cpu_write,
+                                 lambda i, addrs=addresses: addrs[i][1] + addrs[i][2])
+                if recorder is not None:
+                    recorder.comment(f"DLA task {task.id}")
+                    _record_loads(recorder, machine, place, recorded)
+                before = _snapshot(machine, place)
+                stats = firmware.run_task([(b, o) if r == "pri_mem" else (b + o, 0)
+                                           for r, b, o in addresses])
+                result.hw_layers += stats.hw_layers
+                if recorder is not None:
+                    _record_checks(recorder, machine, place, before, recorded,
+                                   firmware.cpu_writes)
+                label = "DLA"
+            elif task.interface == INTERFACE_EMU1:
+                emu_list = [b + o if r == "pri_mem" else None for r, b, o in addresses]
+                sizes = [_memory_end(place, b) - (b + o) for r, b, o in addresses]
+                EmuTask(emu_list, pri.read, cpu_write, sizes).run()
+                label = "EMU"
+            else:
+                raise SimError(f"task {task.id}: unknown interface {task.interface}")
+            result.tasks += 1
+            result.task_seconds.append((f"{label} task {task.id}", time.perf_counter() - t0))
+    for mem in sorted((m for m in loadable.memories if m.is_output), key=lambda m: m.bind_id):
+        ram, base, size = place.where[mem.id]
+        data = machine.memory(ram).read(base, size)
+        result.outputs.append(data)
+        result.dimgs.append(pack_dimg(data, _tensor_of(loadable, mem)))
+    if recorder is not None:
+        recorder.save(recorder_path)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _memory_end(place, base: int) -> int:
+    for _, b, size in place.where.values():
+        if b == base:
+            return b + size
+    return base
+
+
+def _snapshot(machine, place) -> dict[int, bytes]:
+    return {mid: machine.memory(ram).read(base, size) for mid, (ram, base, size)
+            in place.where.items()}
+
+
+def _record_loads(recorder, machine, place, recorded) -> None:
+    """mem_load every memory whose bytes changed since last recorded (the CPU wrote them)."""
+    for mid, (ram, base, size) in place.where.items():
+        data = machine.memory(ram).read(base, size)
+        if data != recorded.get(mid, bytes(size)):
+            recorder.load_memory(ram, base, data)
+        recorded[mid] = data
+
+
+def _record_checks(recorder, machine, place, before, recorded, cpu_writes) -> None:
+    """check_crc every memory the task's hardware layers wrote.
+
+    Memories the firmware itself wrote (its bookkeeping in the descriptors) are
+    left out: a replay has no firmware to write them.
+    """
+    for mid, (ram, base, size) in place.where.items():
+        data = machine.memory(ram).read(base, size)
+        touched = ram == "pri_mem" and any(base <= a < base + size for a, _ in cpu_writes)
+        if data != before[mid] and not touched:
+            recorder.check_crc(ram, base, size)
+        recorded[mid] = data
+
+
+def run_loadable(path, firmware, config: str = "nv_full", inputs=None) -> list[np.ndarray]:
+    """Run the loadable at ``path`` with the KMD firmware folder ``firmware``.
+
+    ``inputs``: None (inputs hold zeros, as NVIDIA's runtime leaves them), or a
+    list/dict of numpy arrays or bytes per input bind id, laid out as the
+    input tensor's buffer.  Returns each output tensor's buffer as uint8 arrays.
+    """
+    loadable = read_loadable(path)
+    result = run_loadable_bytes(loadable, firmware, config, _input_bytes(inputs))
+    return [np.frombuffer(b, np.uint8) for b in result.outputs]
+
+
+def _input_bytes(inputs) -> dict[int, bytes]:
+    if inputs is None:
+        return {}
+    items = inputs.items() if isinstance(inputs, dict) else enumerate(inputs)
+    return {int(k): (v if isinstance(v, bytes) else np.ascontiguousarray(v).tobytes())
+            for k, v in items}

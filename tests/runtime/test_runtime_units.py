@@ -1,0 +1,132 @@
+"""Loadable parsing, .dimg packing and EMU arithmetic against independent references."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+from sim.num.host import half_from_float32, stable_half_bits
+from sim.runtime.dimg import element_offsets, pack_dimg
+from sim.runtime.emu import EmuTask
+from sim.runtime.loadable import LoadableError, TensorDesc, parse_loadable
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 7, b"\xff" * 64, b"\x08\x00\x00\x00" * 4])
+def test_malformed_loadable_is_a_clear_error(data):
+    with pytest.raises(LoadableError):
+        parse_loadable(data, "x.fbuf")
+
+
+def test_cli_rejects_a_non_loadable(tmp_path, capsys):
+    bad = tmp_path / "bad_fbuf"
+    bad.write_bytes(b"\x10\x00\x00\x00garbage garbage garbage")
+    assert main(["loadable", str(bad), "--firmware", str(tmp_path), "-o",
+                 str(tmp_path / "o")]) == 2
+    assert "bad_fbuf" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, bits", [
+    (1 + 2**-11, 0x3C01),  # a tie rounds away from zero (the half library's default)
+    (-(1 + 2**-11), 0xBC01),
+    (1 + 3 * 2**-11, 0x3C02),
+    (65519.0, 0x7BFF),
+    (65520.0, 0x7C00),
+    (2**-25, 0x0001),
+    (0.0, 0x0000),
+])
+def test_half_from_float32_ties_away(value, bits):
+    assert int(half_from_float32(np.float32(value))) == bits
+
+
+def test_half_from_float32_matches_numpy_off_ties():
+    x = np.random.default_rng(3).standard_normal(20000).astype(np.float32) * 300
+    exact_tie = (x.astype(np.float64) / np.exp2(np.floor(np.log2(np.abs(x))) - 10)) % 1 == 0.5
+    ours = half_from_float32(x)
+    assert np.array_equal(ours[~exact_tie], x[~exact_tie].astype(np.float16).view(np.uint16))
+
+
+def test_stable_hash_packing_quirks():
+    bits = np.array([0x7800, 0x7E00, 0x8000, 0x3C00], np.uint16)
+    assert stable_half_bits(bits).tolist() == [0x0000, 0x77C0, 0x8000, 0x3C00]
+
+
+def _tensor(c, h, w, dtype, line, surface, size):
+    return TensorDesc("t", 0, 0, size, 0, 1, dtype, 2, 36, 0, (1, c, h, w),
+                      (2, line, surface, 0, 0, 0, 0, 0))
+
+
+def test_dimg_packs_fp16_feature_in_chw_order():
+    c, h, w = 20, 2, 3
+    line, surface = w * 32, h * w * 32
+    size = 2 * surface
+    cube = np.arange(c * h * w, dtype=np.float16).reshape(c, h, w)
+    buf = np.zeros(size, np.uint8)
+    for ci in range(c):
+        for y in range(h):
+            for x in range(w):
+                off = (ci // 16) * surface + y * line + x * 32 + (ci % 16) * 2
+                buf[off : off + 2] = np.frombuffer(cube[ci, y, x].tobytes(), np.uint8)
+    data = pack_dimg(buf.tobytes(), _tensor(c, h, w, 2, line, surface, size))
+    assert data[:4] == b"DIMG"
+    assert struct.unpack("<8I", data[4:36]) == (0, 42, w, h, c, line, surface, size)
+    assert np.array_equal(np.frombuffer(data[36:], np.float16), cube.reshape(-1))
+    assert element_offsets  # exported for the runtime and tests
+
+
+def _softmax_reference(x16: np.ndarray) -> np.ndarray:
+    x = x16.astype(np.float32)
+    e = np.exp((x - x.max()).astype(np.float64)).astype(np.float32)
+    total = np.float32(0)
+    for v in e:
+        total = np.float32(total + v)
+    return half_from_float32(e / total)
+
+
+def test_emu_softmax_fp16_second_revision():
+    mem = bytearray(1 << 16)
+    x = (np.random.default_rng(5).standard_normal(10) * 4).astype(np.float16)
+    # address list: 0 network desc, 1 op list, 2 buffer list, 3 src, 4 dst
+    addrs = [0x0, 0x100, 0x200, 0x1000, 0x2000]
+    mem[0:6] = struct.pack("<hhH", 1, 2, 1)
+    mem[0x100:0x100 + 13] = struct.pack("<B3xffB", 1, 1.0, 1.0, 1)
+    for idx, at in ((3, 0x200), (4, 0x300)):
+        mem[at:at + 26] = struct.pack("<hIIHHHHII", idx, 0, 32, 3, 1, 1, 10, 32, 32)
+    mem[0x1000:0x1000 + 20] = x.tobytes()
+    task = EmuTask(addrs, lambda a, n: bytes(mem[a:a + n]),
+                   lambda a, d: mem.__setitem__(slice(a, a + len(d)), d))
+    assert task.run() == 1
+    got = np.frombuffer(bytes(mem[0x2000:0x2000 + 20]), np.uint16)
+    want = _softmax_reference(x)
+    # glibc expf and float64 exp rounded to float32 agree except on rare last-bit cases
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+    assert got.tolist() == [int(v) for v in got]
+
+
+def test_pgm_to_fp16_and_int8_features(tmp_path):
+    from sim.runtime.image import image_to_tensor, read_pgm
+
+    pixels = np.arange(12, dtype=np.uint8).reshape(3, 4) * 20
+    path = tmp_path / "x.pgm"
+    path.write_bytes(b"P5\n# comment\n4 3\n255\n" + pixels.tobytes())
+    assert np.array_equal(read_pgm(path), pixels)
+    line = 4 * 32
+    half = image_to_tensor(pixels, _tensor(1, 3, 4, 2, line, 3 * line, 3 * line), (10.0,) * 4, 2)
+    got = np.frombuffer(half, np.uint16).reshape(3, 4, 16)[:, :, 0]
+    want = ((pixels.astype(np.float32) - 10) / 2).astype(np.float16).view(np.uint16)
+    assert np.array_equal(got, want)  # halves of integers: no ties here
+    assert not np.frombuffer(half, np.uint16).reshape(3, 4, 16)[:, :, 1:].any()
+    i8 = image_to_tensor(pixels, _tensor(1, 3, 4, 4, line, 3 * line, 3 * line))
+    got8 = np.frombuffer(i8, np.int8).reshape(3, 4, 32)[:, :, 0]
+    assert np.array_equal(got8, np.floor(pixels.astype(int) * 127 / 255 + 0.5).astype(np.int8))
+
+
+@pytest.mark.parametrize("header", [b"P2\n4 3\n255\n", b"P5\n4 3\n65535\n", b"P5\n4\n"])
+def test_pgm_rejects_other_images(tmp_path, header):
+    from sim.errors import SimError
+    from sim.runtime.image import read_pgm
+
+    path = tmp_path / "x.pgm"
+    path.write_bytes(header + bytes(12))
+    with pytest.raises(SimError):
+        read_pgm(path)
