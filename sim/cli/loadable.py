@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..errors import SimError
@@ -15,7 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nvdla-sim loadable", description=HELP,
         epilog="writes: OUTDIR/o_00000i.dimg for output tensor i (NVIDIA's runtime format) and, "
-               "with --trace-out, a replayable .cfg trace with its memory files beside it; "
+               "with --trace-out, a replayable .cfg trace with its memory files beside it; a "
+               "progress bar per task on a terminal (a line per task otherwise) on stderr; "
                "exit 0 success, 1 the firmware reports a task failure, 2 invalid input")
     p.add_argument("loadable", help="the loadable (flatbuffer) NVIDIA's compiler wrote")
     p.add_argument("--firmware", required=True, metavar="KMD_DIR",
@@ -65,7 +67,8 @@ def main(argv: list[str]) -> int:
 
         inputs[0] = image_to_tensor(read_pgm(args.image), input_tensor(loadable, 0),
                                     (args.mean,) * 4, args.normalize)
-    result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out)
+    result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out,
+                                progress=sys.stderr)
     files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
     write_folder_atomically(args.out_dir, files)
     print(f"{Path(args.loadable).name}: {result.tasks} tasks, {result.hw_layers} hardware "

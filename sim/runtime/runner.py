@@ -132,7 +132,29 @@ def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str
 
 
 def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full",
-                       inputs: dict[int, bytes] | None = None, recorder_path=None) -> RunResult:
+                       inputs: dict[int, bytes] | None = None, recorder_path=None,
+                       progress=None) -> RunResult:
+    """Run every submitted task; ``progress``: a stream for a progress bar (sim.progress)."""
+    from ..progress import Progress
+
+    total = sum(len(submit) for submit in loadable.submits)
+    with Progress(total, progress, "loadable") if progress is not None else _NoProgress() as bar:
+        return _run_tasks(loadable, firmware_dir, config, inputs, recorder_path, bar)
+
+
+class _NoProgress:
+    def step(self, item: str = "", summary: str = "") -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
+def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_path,
+               bar) -> RunResult:
     from ..firmware import Firmware
     from ..trace.record import TraceRecorder
 
@@ -182,6 +204,7 @@ def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full"
                 raise SimError(f"task {task.id}: unknown interface {task.interface}")
             result.tasks += 1
             result.task_seconds.append((f"{label} task {task.id}", time.perf_counter() - t0))
+            bar.step(f"{label} task {task.id} ({time.perf_counter() - t0:.2f}s)")
     for mem in sorted((m for m in loadable.memories if m.is_output), key=lambda m: m.bind_id):
         ram, base, size = place.where[mem.id]
         data = machine.memory(ram).read(base, size)

@@ -102,3 +102,12 @@ def test_mnist_with_an_image_replays(sw, tmp_path):
     assert hashlib.md5(with_image).hexdigest() != _golden(sw, "NN_L0_0")  # the image mattered
     replay = run_trace(trace.parent, "nv_full")
     assert replay.status == "pass", replay.message
+
+
+def test_cli_progress_lines_per_task(sw, tmp_path, capsys):
+    """Not a terminal: one plain progress line per task on stderr (sim.progress)."""
+    code = main(["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
+                 "--firmware", str(sw / "kmd"), "-o", str(tmp_path / "out")])
+    assert code == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("loadable [1/1] DLA task ")
