@@ -29,7 +29,7 @@ from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
-from ..errors import ConfigurationError, NotImplementedFeature
+from ..errors import ConfigurationError
 from ..num import flush_nans, inf_mask, nan_mask
 from .pooling import (
     FP16,
@@ -215,12 +215,16 @@ def sdp_cube(ctx, pdp, cfg: PoolConfig, splits: list[Split], cube: np.ndarray) -
     if pdp.flying_mode != ON_FLYING:
         raise ConfigurationError("NVDLA_PDP.D_OPERATION_MODE_CFG_0: FLYING_MODE is OFF_FLYING "
                                  "but the SDP sends its output to the PDP")
-    if len(splits) > 1:
-        raise NotImplementedFeature("PDP", "split mode with on-the-fly input")
+    if len(splits) > 1:  # NVIDIA's firmware requires one split; the C-model hangs on more
+        raise ConfigurationError("NVDLA_PDP.D_OPERATION_MODE_CFG_0: SPLIT_NUM "
+                                 f"{pdp.split_num} with on-the-fly input from the SDP: the PDP "
+                                 "takes an on-the-fly cube in one split (SPLIT_NUM 0)")
     cube = np.asarray(cube)
     if cube.ndim == 4:
-        if cube.shape[0] != 1:
-            raise NotImplementedFeature("PDP", "batched on-the-fly input")
+        if cube.shape[0] != 1:  # NVIDIA's constraints fix the batch to 1 (the C-model aborts)
+            raise ConfigurationError(f"NVDLA_SDP.D_DATA_CUBE: {cube.shape[0]} batches sent to "
+                                     "the PDP on the fly: convolution -> SDP -> PDP takes one "
+                                     "batch")
         cube = cube[0]
     want = (pdp.cube_in_channel + 1, pdp.cube_in_height + 1, pdp.cube_in_width + 1)
     channels = padded_channels(want[0], cfg.precision, ctx.config.atom_bytes)

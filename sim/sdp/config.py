@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..configs import FP16, INT8, INT16
 from ..dma.precision import pipeline_precision
-from ..errors import ConfigurationError, NotImplementedFeature
+from ..errors import ConfigurationError
 from ..num.rounding import sign_extend
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
@@ -402,6 +402,3 @@ def decode(sdp, rdma, hw) -> SdpLayer:
         if rdma is not None else False,
     )
 
-
-def unsupported(feature: str):
-    return NotImplementedFeature("SDP", feature)

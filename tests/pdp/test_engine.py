@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sim.dma import pack_feature, unpack_feature
-from sim.errors import ConfigurationError, NotImplementedFeature, SimError
+from sim.errors import ConfigurationError, SimError
 from sim.machine import LayerContext, Machine
 from sim.pdp.engine import pool_from_sdp
 
@@ -231,11 +231,11 @@ def test_bad_registers_raise_one_line_errors(config, prec, override, error, mess
     assert "\n" not in str(info.value) and isinstance(info.value, SimError)
 
 
-def test_split_on_the_fly_not_modelled():
+def test_split_on_the_fly_is_invalid_programming():
     m, ctx, _, _ = flying_context("nv_small", "int8", (8, 4, 4), "max", (2, 2), (2, 2),
                                   (0, 0, 0, 0))
     m.write_reg("NVDLA_PDP.D_OPERATION_MODE_CFG_0", 1 | 1 << 8)
-    with pytest.raises(NotImplementedFeature):
+    with pytest.raises(ConfigurationError, match="SPLIT_NUM 1 with on-the-fly input"):
         pool_from_sdp(ctx, np.zeros((8, 4, 4), np.int8))
 
 
@@ -247,5 +247,5 @@ def test_pool_from_sdp_batches():
     got = unpack_feature(m.pri_mem.read_array(DST, dst[1]), 0, shape, dst, atom_bytes=8,
                          precision="int8")
     assert np.array_equal(got, pool_int(x, (2, 2), (2, 2), (0, 0, 0, 0), "max"))
-    with pytest.raises(NotImplementedFeature, match="batched"):
+    with pytest.raises(ConfigurationError, match="2 batches sent to the PDP on the fly"):
         pool_from_sdp(ctx, np.stack([x, x]))
