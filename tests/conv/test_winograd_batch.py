@@ -203,3 +203,22 @@ def test_winograd_mode_must_agree_across_units():
 
     with pytest.raises(ConfigurationError, match="NVDLA_CACC.D_MISC_CFG_0"):
         run_mode("nv_full", mixed, x, w4, precision="int16")
+
+
+@pytest.mark.parametrize("precision", ["int8", "int16"])
+def test_winograd_ignores_the_cdma_convertor(precision):
+    """NVDLA's C-model converts data on the direct and image paths only (CVT_EN ignored here)."""
+    rng = np.random.default_rng(11)
+    dtype = np.int8 if precision == "int8" else np.int16
+    x = rng.integers(-8, 8, (5, 8, 8)).astype(dtype)
+    w4 = winograd_weights(rng.integers(-6, 6, (3, 5, 3, 3)).astype(dtype), precision, scale=4)
+
+    def with_cvt(m, *a, **kw):
+        program_winograd(m, *a, **kw)
+        m.write_reg("NVDLA_CDMA.D_CVT_CFG_0", 1 | 3 << 4)
+        m.write_reg("NVDLA_CDMA.D_CVT_OFFSET_0", 0xFFF3)
+        m.write_reg("NVDLA_CDMA.D_CVT_SCALE_0", 5)
+
+    plain, _ = run_mode("nv_full", program_winograd, x, w4, precision=precision, truncate=2)
+    converted, _ = run_mode("nv_full", with_cvt, x, w4, precision=precision, truncate=2)
+    np.testing.assert_array_equal(converted, plain)
