@@ -212,6 +212,9 @@ def check_keys(spec: LayerSpec, key: str, table, known: set) -> dict:
 def _data(spec: LayerSpec, table) -> dict:
     table = check_keys(spec, "data", table, DATA_KEYS)
     specials = table.get("specials", [])
+    if not isinstance(specials, list):
+        raise spec.fail("data.specials", f"expected a list of kinds ({', '.join(SPECIALS)}), "
+                        f"got {specials!r}")
     if specials and spec.precision != "fp16":
         raise spec.fail("data.specials", "NaN/Inf/denormal specials need precision fp16")
     for s in specials:

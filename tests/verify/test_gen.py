@@ -88,6 +88,8 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "pdp"\nprecision = "fp16"\ninput = [8, 4, 4]\nkernel = [2, 2]\n'
+     'data = { specials = true }', r"\.data\.specials: expected a list of kinds"),
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nprecision = "int16"',
      r"layer 0 \(layer0\)\.precision: nv_small does not support int16"),
     ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nkernel = [2, 2]\npad = [2, 0, 0, 0]',
