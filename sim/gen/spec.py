@@ -6,7 +6,7 @@
     seed = 1                   # optional (--seed overrides)
 
     [[layer]]
-    unit = "conv"              # conv | sdp | pdp | cdp | bdma
+    unit = "conv"              # conv | sdp | pdp | cdp | bdma | rubik
     input = [8, 6, 6]          # C, H, W -- or the name of an earlier layer to chain
     kernels = 16
     sdp = { bias = 10, relu = true }
@@ -26,7 +26,7 @@ from ..configs import CONFIGS, HardwareConfig, get_config
 from ..errors import SimError
 from ..program.pdp import METHODS
 
-UNITS = ("conv", "sdp", "pdp", "cdp", "bdma")
+UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
 PRECISIONS = ("int8", "int16", "fp16")
 SPECIALS = ("nan", "inf", "-inf", "denormal", "max", "-max", "zero")
 ALU_ALGOS = {"max": 0, "min": 1, "sum": 2}
@@ -41,6 +41,7 @@ UNIT_KEYS = {
     "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero"},
     "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero"},
     "bdma": {"line_bytes", "lines", "surfaces", "src", "dst"},
+    "rubik": {"mode", "stride", "src", "dst"},
 }
 COMMON_KEYS = {"unit", "name", "input", "precision", "data"}
 STAGE_KEYS = {"alu", "alu_operand", "alu_shift", "mul", "mul_shift", "relu", "prelu", "lut"}

@@ -269,6 +269,74 @@ def build_bdma(m, layer, alloc, rng, outputs):
     return out, ("NVDLA_BDMA",)
 
 
+# -- Rubik ----------------------------------------------------------------------------------
+
+def build_rubik(m, layer, alloc, rng, outputs):
+    """contract: input [C, H, W] gives C output channels from stride_x*stride_y phases;
+    split: a feature cube into planes; merge: planes (random) into a feature cube."""
+    from ..dma.feature import pack_feature
+    from ..program.rubik import RubikSide, program_rubik
+
+    cfg = m.config
+    if not cfg.rubik:
+        raise layer.fail("unit", f"{cfg.name} has no Rubik")
+    mode = choice(layer, "mode", layer.get("mode", "contract"), ("contract", "split", "merge"))
+    mems = {}
+    for key in ("src", "dst"):
+        ram = choice(layer, key, layer.get(key, "mc"), ("mc", "cv"))
+        if ram == "cv" and not cfg.secondary_memory:
+            raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
+        mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
+    atom = cfg.atom_bytes
+    ebs = 1 if layer.precision == "int8" else 2
+    epa = atom // ebs
+    m.select_group(["NVDLA_RBK"])
+    if mode == "split":
+        cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
+        _load_random_input(m, layer, cube, src)
+        c, h, w = cube.shape
+        line = -(-w * ebs // atom) * atom
+        size = c * h * line
+        out = Output(mems["dst"], alloc.take(size, mems["dst"]), size)
+        program_rubik(m, mode, layer.precision, cube.shape,
+                      RubikSide(src, lay.line_stride, lay.surface_stride),
+                      RubikSide(out.addr, line, 0, line * h, mems["dst"]))
+        return out, ("NVDLA_RBK",)
+    if isinstance(layer.input, str):
+        raise layer.fail("input", f"{mode} reads planes or stride phases: give [C, H, W]")
+    c, h, w = layer.input
+    if mode == "merge":
+        cube = random_cube(rng, (c, h, w), layer.precision, layer.get("data"), "feature")
+        line = -(-w * ebs // atom) * atom
+        planes = np.zeros((c, h, line), np.uint8)
+        planes[:, :, : w * ebs] = np.ascontiguousarray(cube).view(np.uint8).reshape(c, h, -1)
+        src = alloc.take(planes.size, mems["src"])
+        m.load(src, planes.reshape(-1), mems["src"])
+        out = output_region(m, alloc, (c, h, w), layer.precision, mems["dst"])
+        program_rubik(m, mode, layer.precision, (c, h, w),
+                      RubikSide(src, line, 0, line * h, mems["src"]),
+                      RubikSide(out.addr, out.layout.line_stride, out.layout.surface_stride, 0,
+                                mems["dst"]))
+        return out, ("NVDLA_RBK",)
+    sx, sy = dims(layer, "stride", layer.get("stride", [2, 2]), 2, 1, 32)
+    surfaces = -(-c // epa)
+    dtype = {"int8": np.int8, "int16": np.int16, "fp16": np.uint16}[layer.precision]
+    phases = np.zeros((sx * sy * surfaces * epa, h, w), dtype)
+    for p in range(sx * sy):
+        phases[p * surfaces * epa: p * surfaces * epa + c] = random_cube(
+            rng, (c, h, w), layer.precision, layer.get("data"), "feature")
+    data, lay = pack_feature(phases, cfg, precision=layer.precision)
+    src = alloc.take(data.size, mems["src"])
+    m.load(src, data, mems["src"])
+    out = output_region(m, alloc, (c, h * sy, w * sx), layer.precision, mems["dst"])
+    out_line = out.layout.line_stride
+    program_rubik(m, mode, layer.precision, phases.shape,
+                  RubikSide(src, lay.line_stride, lay.surface_stride, 0, mems["src"]),
+                  RubikSide(out.addr, out_line, out.layout.surface_stride, 0, mems["dst"]),
+                  out_channels=c, stride=(sx, sy), super_line=out_line * sy)
+    return out, ("NVDLA_RBK",)
+
+
 # -- convolution ----------------------------------------------------------------------------
 
 def _truncate(layer, c, r, s, dmax, wmax) -> int:

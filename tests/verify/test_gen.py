@@ -14,7 +14,7 @@ from sim.gen import generate
 from sim.trace.player import run_trace
 
 SPECS = sorted((Path(__file__).resolve().parents[2] / "examples" / "specs").glob("*.toml"))
-UNITS = ("conv", "sdp", "pdp", "cdp", "bdma")
+UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
 
 
 def _config_of(spec: Path) -> str:
@@ -230,8 +230,20 @@ def bdma_layers(draw):
                        "dst": draw(st.sampled_from(["mc", "cv"]))}
 
 
+@st.composite
+def rubik_layers(draw):
+    return "nv_full", {"unit": "rubik",
+                       "mode": draw(st.sampled_from(["contract", "split", "merge"])),
+                       "precision": draw(st.sampled_from(["int8", "int16", "fp16"])),
+                       "input": [draw(st.integers(1, 40)), draw(st.integers(1, 4)),
+                                 draw(st.integers(1, 9))],
+                       "stride": [draw(st.integers(1, 4)), draw(st.integers(1, 4))],
+                       "src": draw(st.sampled_from(["mc", "cv"])),
+                       "dst": draw(st.sampled_from(["mc", "cv"]))}
+
+
 STRATEGIES = {"sdp": sdp_layers(), "pdp": pdp_layers(), "cdp": cdp_layers(),
-              "conv": conv_layers(), "bdma": bdma_layers()}
+              "conv": conv_layers(), "bdma": bdma_layers(), "rubik": rubik_layers()}
 
 
 @pytest.mark.parametrize("unit", UNITS)
