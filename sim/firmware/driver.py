@@ -22,6 +22,7 @@ from ..errors import SimError
 from .build import build_firmware
 
 log = logging.getLogger("sim.firmware")
+log.addHandler(logging.NullHandler())  # quiet unless the user configures logging
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 MAX_INTERRUPTS = 1_000_000  # a task that needs more is treated as stuck
 
@@ -103,6 +104,7 @@ class Firmware:
         self._config = _Config(cfg.atom_bytes, cfg.bdma, cfg.rubik, cfg.weight_compression)
         self._engine = ctypes.c_void_p()
         self.log_lines: list[str] = []
+        self.error_lines: list[str] = []  # what the firmware reported with dla_error
         self.cpu_writes: list[tuple[int, int]] = []  # (address, size) the firmware wrote
         self._call("dla_register_driver", ctypes.byref(self._engine), None)
         self.lib.dla_clear_task(self._engine)
@@ -149,6 +151,8 @@ class Firmware:
     def _log(self, level: int, text: bytes) -> None:
         line = text.decode("utf-8", "replace").rstrip("\n")
         self.log_lines.append(line)
+        if level >= 3 and line.strip():
+            self.error_lines.append(line.strip())
         log.log(LOG_LEVELS[min(max(level, 0), 3)], "%s", line)
 
     def _call(self, name: str, *args) -> int:
@@ -169,7 +173,7 @@ class Firmware:
         firmware reports a failure, FirmwareError when the run cannot progress.
         """
         start, layers0 = time.perf_counter(), self.machine.layers_run
-        self.cpu_writes = []
+        self.cpu_writes, self.error_lines = [], []
         n = len(addresses)
         pairs = [a if isinstance(a, tuple) else (int(a), 0) for a in addresses]
         bases = (ctypes.c_uint64 * max(n, 1))(*(b for b, _ in pairs))
@@ -209,8 +213,9 @@ class Firmware:
                                     f"can run ({_waiting(machine)}){self._last_log()}")
 
     def _last_log(self) -> str:
-        errors = [ln for ln in self.log_lines[-50:] if ln.strip()]
-        return f"; firmware said: {errors[-1].strip()}" if errors else ""
+        """The firmware's own words on the failure: its last error, else its last line."""
+        said = self.error_lines or [ln.strip() for ln in self.log_lines if ln.strip()]
+        return f"; firmware said: {said[-1]}" if said else ""
 
 
 def _waiting(machine) -> str:

@@ -61,14 +61,19 @@ def upgrade_surface(container: bytes, op_type: int) -> bytes:
     return bytes(new[:SURFACE_CONTAINER])
 
 
+def operation_types(read, address_of) -> list[int]:
+    """The operation type of each operation of a DLA task (from its dependency graph)."""
+    network = read(address_of(0), 32)
+    (dep_index,) = struct.unpack_from("<h", network, 4)
+    (count,) = struct.unpack_from("<H", network, 30)
+    deps = read(address_of(dep_index), count * DEP_ENTRY) if count else b""
+    return [deps[op * DEP_ENTRY + 3] for op in range(count)]
+
+
 def upgrade_task(read, write, address_of) -> None:
     """Rewrite the surface list of one DLA task (``address_of(index)``: its base address)."""
-    network = read(address_of(0), 32)
-    surface_index, dep_index = struct.unpack_from("<hh", network, 2)
-    (count,) = struct.unpack_from("<H", network, 30)
-    deps = read(address_of(dep_index), count * DEP_ENTRY)
+    (surface_index,) = struct.unpack_from("<h", read(address_of(0), 4), 2)
     base = address_of(surface_index)
-    for op in range(count):
-        op_type = deps[op * DEP_ENTRY + 3]
+    for op, op_type in enumerate(operation_types(read, address_of)):
         at = base + op * SURFACE_CONTAINER
         write(at, upgrade_surface(read(at, SURFACE_CONTAINER), op_type))

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import SimError
 from ..machine import Machine
-from .compat import needs_upgrade, upgrade_task
+from .compat import needs_upgrade, operation_types, upgrade_task
 from .dimg import pack_dimg
 from .emu import EmuTask
 from .loadable import (
@@ -31,6 +31,9 @@ from .loadable import (
     read_loadable,
 )
 
+# firmware operation type -> (name, the HardwareConfig feature it needs)
+OPERATION_UNITS = {0: ("BDMA", "bdma"), 1: ("convolution", None), 2: ("SDP", None),
+                   3: ("PDP", "pdp"), 4: ("CDP", "cdp"), 5: ("Rubik", "rubik")}
 BASES = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # where NVIDIA's benches put memory
 PAGE = 0x1000
 
@@ -181,6 +184,8 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
             if task.interface == INTERFACE_DLA1:
                 if firmware is None:
                     firmware = Firmware(machine, firmware_dir, recorder)
+                check_units(machine.config, task.id, operation_types(
+                    pri.read, lambda i, addrs=addresses: addrs[i][1] + addrs[i][2]))
                 if upgrade:
                     upgrade_task(pri.read, cpu_write,
                                  lambda i, addrs=addresses: addrs[i][1] + addrs[i][2])
@@ -214,6 +219,17 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
         recorder.save(recorder_path)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def check_units(config, task_id: int, op_types) -> None:
+    """A task whose operations need a unit the configuration lacks is invalid input."""
+    for op, kind in enumerate(op_types):
+        name, feature = OPERATION_UNITS.get(kind, (f"operation type {kind}", None))
+        if kind not in OPERATION_UNITS:
+            raise SimError(f"loadable DLA task {task_id}: operation {op} has unknown type {kind}")
+        if feature and not getattr(config, feature):
+            raise SimError(f"loadable DLA task {task_id}: operation {op} needs the {name}, "
+                           f"which {config.name} lacks")
 
 
 def _memory_end(place, base: int) -> int:

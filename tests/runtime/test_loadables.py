@@ -69,6 +69,7 @@ def test_python_api_returns_output_buffers(sw):
 @pytest.mark.parametrize("argv_tail, message", [
     (["--config", "nv_tiny"], "nv_tiny"),
     (["--firmware", "/nonexistent"], "not a KMD folder"),
+    (["--config", "nv_small"], "needs the BDMA, which nv_small lacks"),
 ])
 def test_cli_bad_input_is_one_line(sw, tmp_path, capsys, argv_tail, message):
     argv = ["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
