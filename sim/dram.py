@@ -391,6 +391,11 @@ _HEADER = re.compile(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
 _HEADER_SIZE = re.compile(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
 
 
+def _header_number(text: str) -> int:
+    """A header value: 0x-prefixed hex, else decimal (leading zeros allowed, as C reads them)."""
+    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+
+
 def check_word_bytes(word_bytes: int) -> int:
     if word_bytes < 1 or word_bytes > 128:
         raise SimError(f"word width {word_bytes} bytes: expected 1..128")
@@ -455,9 +460,9 @@ def _read_words(path: Path) -> tuple[int | None, bytes]:
     for lineno, line in enumerate(text.splitlines(), 1):
         code, _, comment = line.partition("//")
         if base is None and (m := _HEADER.search(comment)):
-            base = int(m.group(1), 0)
+            base = _header_number(m.group(1))
             if (s := _HEADER_SIZE.search(comment)):
-                size = int(s.group(1), 0)
+                size = _header_number(s.group(1))
         for tok in code.replace("_", "").split():
             if tok.startswith("@"):
                 try:
@@ -523,7 +528,7 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
     _, data = load_image(path)
     m = _HEADER.search(head)
     if m and "payload" not in head:
-        return int(m.group(1), 0), data
+        return _header_number(m.group(1)), data
     return None, data
 
 

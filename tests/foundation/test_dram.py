@@ -129,3 +129,14 @@ def test_dump_file_rejects_unknown_format(tmp_path):
     with pytest.raises(SimError, match="hex or records"):
         Memory().dump_file(0, 4, tmp_path / "x.dat", dat_format="csv")
     assert not (tmp_path / "x.dat").exists()
+
+
+@pytest.mark.parametrize("header, base", [("040", 40), ("0x40", 0x40), ("007", 7)])
+def test_word_file_header_numbers_with_leading_zeros(tmp_path, header, base):
+    """Found by tools/fuzz.py: a decimal with leading zeros was a Python ValueError."""
+    from sim.dram import read_memory_file
+
+    path = tmp_path / "w.hex"
+    path.write_text(f"// start_address = {header}\n0102\n")
+    addr, data = read_memory_file(path)
+    assert addr == base and data == b"\x02\x01"
