@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from ..dma.rubik import ATOM, RubikLayout, contract, merge, split
 from ..engine import Engine, armed_groups
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SimError
 
 RBK = "NVDLA_RBK"
 MODES = {0: contract, 1: split, 2: merge}
+# the simulator moves Rubik data one line at a time: a layer needing more line transfers
+# than this is refused (like sim.dram's memory limits) instead of running for minutes
+MAX_LINE_TRANSFERS = 1 << 18
 ELEMENT_BYTES = {0: 1, 1: 2, 2: 2}  # IN_PRECISION: int8, int16, fp16
 
 
@@ -44,6 +47,16 @@ def decode_layout(block) -> RubikLayout:
         stride_x=block.deconv_x_stride + 1, stride_y=block.deconv_y_stride + 1)
 
 
+def check_work(layout: RubikLayout, mode: int) -> None:
+    channels = layout.in_channels if mode == 2 else layout.out_channels
+    surfaces = -(-channels // layout.epa)
+    per_row = layout.stride_x * layout.stride_y if mode == 0 else layout.epa
+    lines = surfaces * layout.height * (per_row + 1)
+    if lines > MAX_LINE_TRANSFERS:
+        raise SimError(f"{RBK}.D_DATAIN_SIZE_0_0: the layer moves {lines} lines, more than the "
+                       f"simulator's limit of {MAX_LINE_TRANSFERS}")
+
+
 def check_split_channels(layout: RubikLayout) -> None:
     """Split reads the input's surfaces and writes the output's: they must agree."""
     read = -(-layout.in_channels // layout.epa)
@@ -67,6 +80,7 @@ class RubikEngine(Engine):
         ctx.config.require("rubik", f"{RBK}.D_OP_ENABLE_0")
         block = ctx.regs(RBK)
         layout = decode_layout(block)
+        check_work(layout, block.rubik_mode)
         if block.rubik_mode == 1:
             check_split_channels(layout)
         src_mem = ctx.memory(block.datain_ram_type)

@@ -127,3 +127,14 @@ def test_reserved_and_hanging_programming_is_rejected(regs, message):
     m.write_reg(f"{RBK}.D_OP_ENABLE_0", 1)
     with pytest.raises(ConfigurationError, match=message):
         m.run()
+
+
+def test_a_layer_beyond_the_simulators_work_limit_is_refused():
+    """Found by tools/fuzz.py: an 8192 x 8192 merge ran for minutes, line by line."""
+    m = Machine("nv_full")
+    for name, value in {"D_MISC_CFG_0": 2, "D_DATAIN_SIZE_0_0": 0xFFFFFFFF,
+                        "D_DATAIN_SIZE_1_0": 95}.items():
+        m.write_reg(f"{RBK}.{name}", value)
+    m.write_reg(f"{RBK}.D_OP_ENABLE_0", 1)
+    with pytest.raises(SimError, match="simulator's limit"):
+        m.run()
