@@ -1,8 +1,17 @@
-"""The one place numba options live.
+"""The one place numba options live, and numba's late arrival.
 
 Every compiled kernel in the project is decorated with ``@njit`` from here, so
 caching and other options are set once: ``cache=True`` keeps CI and user runs
 from recompiling on every start.
+
+Importing numba costs about half a second, more than most layers take, and
+most layers (integer convolution, the SDP, integer pooling...) run in numpy
+without any kernel.  So ``njit`` hands out a :class:`Kernel` placeholder and
+numba is imported only when a kernel is first called.  At that moment every
+placeholder becomes a real numba dispatcher and every module global that
+named a placeholder (``from sim.num.fpcore import fp_add`` included) is
+rebound to it, so kernels that call each other compile as usual.
+``prange`` is a placeholder for ``numba.prange`` in the same way.
 
 Numba invalidates a cached kernel only when the kernel's own source file
 changes, not when a helper it inlined from another file does; a stale kernel
@@ -15,11 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
-import numba
-
 JIT_OPTIONS = {"cache": True, "nogil": True}
+_KERNELS: list[Kernel] = []
+_numba = None  # the numba module once a kernel has been called
 
 
 def source_digest() -> str:
@@ -32,24 +42,96 @@ def source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _configure_cache() -> None:
+def cache_dir() -> str:
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "nvdla-sim"
     )
-    path = os.path.join(base, f"numba-{source_digest()}")
+    return os.path.join(base, f"numba-{source_digest()}")
+
+
+def _import_numba():
+    """Import and configure numba, then turn every placeholder into a dispatcher."""
+    global _numba
+    if _numba is not None:
+        return _numba
+    import numba
+
+    path = cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
+        numba.config.CACHE_DIR = path
     except OSError:
-        return  # unwritable: numba falls back to its own locations
-    numba.config.CACHE_DIR = path
+        pass  # unwritable: numba falls back to its own locations
+    _numba = numba
+    for kernel in _KERNELS:
+        kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
+    _rebind_globals(numba)
+    return numba
 
 
-_configure_cache()
+def _rebind_globals(numba) -> None:
+    """Point every module global that holds a placeholder at the real object."""
+    for module in list(sys.modules.values()):
+        names = getattr(module, "__dict__", None)
+        if not isinstance(names, dict):
+            continue
+        for name, value in list(names.items()):
+            if isinstance(value, Kernel):
+                names[name] = value.dispatcher
+            elif isinstance(value, _Prange):
+                names[name] = numba.prange
+
+
+class Kernel:
+    """A numba kernel not compiled yet; calling it brings numba in."""
+
+    def __init__(self, py_func, options: dict):
+        self.py_func = py_func
+        self.options = options
+        self.dispatcher = None
+        self.__name__ = py_func.__name__
+        self.__qualname__ = py_func.__qualname__
+        self.__doc__ = py_func.__doc__
+        self.__module__ = py_func.__module__
+        self.__wrapped__ = py_func
+
+    def __call__(self, *args, **kwargs):
+        if self.dispatcher is None:
+            _import_numba()
+        return self.dispatcher(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<kernel {self.__module__}.{self.__qualname__}>"
+
+
+class _Prange:
+    """Stands for ``numba.prange`` until numba is imported (plain ``range`` in Python)."""
+
+    def __call__(self, *args):
+        return range(*args)
+
+
+
+prange = _Prange()
+
+
+def numba_loaded() -> bool:
+    return _numba is not None
 
 
 def njit(*args, **kwargs):
-    """``numba.njit`` with the project's options (explicit kwargs win)."""
+    """``numba.njit`` with the project's options (explicit kwargs win), compiled on first call."""
     options = {**JIT_OPTIONS, **kwargs}
+
+    def decorate(func):
+        if _numba is not None:
+            return _numba.njit(**options)(func)
+        kernel = Kernel(func, options)
+        _KERNELS.append(kernel)
+        return kernel
+
     if args and callable(args[0]):
-        return numba.njit(**options)(args[0])
-    return numba.njit(*args, **options)
+        return decorate(args[0])
+    if args:
+        raise TypeError("njit: explicit signatures are not supported")
+    return decorate

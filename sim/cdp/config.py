@@ -36,7 +36,7 @@ from ..num.lut import (
     P_OFLOW_PRI,
     P_UFLOW_PRI,
 )
-from ..num.rounding import sign_extend
+from ..num.vector_int import sign_extend
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
 WINDOWS = {0: 3, 1: 5, 2: 7, 3: 9}

@@ -26,18 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import prange
 
 import sim.num as num
-from sim.jit import njit
+from sim.jit import njit, prange
 from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
-from sim.num.lut import (
-    COUNTER_NAMES,
-    lookup_fp,
-    lookup_int,
-)
+from sim.num.lut import COUNTER_NAMES
+from sim.num.lut_cdp import lookup_fp, lookup_int
 
 from ..configs import FP16, INT8
 

@@ -14,9 +14,8 @@ exponent) and of CACC's 48-bit accumulator is :mod:`sim.num.mac`.
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
-from ..jit import njit
+from ..jit import njit, prange
 from ..num.mac import (
     MAC_NAN_EXP,
     cacc_accumulate,

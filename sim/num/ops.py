@@ -3,30 +3,19 @@
 Each public function takes raw bit patterns (numpy arrays or scalars of any
 integer type; fp16 in uint16, fp17 in the low 17 bits of uint32, fp32 in
 uint32) and returns the result patterns with the same broadcast shape: an
-array for array input, a numpy scalar for scalar input.
+array for array input, a numpy scalar for scalar input.  They run in numpy
+(:mod:`sim.num.vector_fp`), so nothing compiles.
 
-The element kernels (``int64`` in and out) that other kernels call directly
-are ``sim.num.fpcore``'s functions and the ``*_bits`` conversions here; the
-array loops dispatch on a small operation code so that numba compiles and
-caches each loop once.
+The element kernels (``int64`` in and out) that numba kernels call directly
+are ``sim.num.fpcore``'s functions and the ``*_bits`` conversions here.
 """
 
 import numpy as np
-from numba import literally
 
 from sim.jit import njit
-from sim.num.arrays import as_bits, flat, shaped
-from sim.num.fpcore import (
-    add_is_ordinary,
-    fp_add_ordinary,
-    fp_add_window,
-    fp_max,
-    fp_mul,
-    fp_narrow,
-    fp_widen,
-    fraction_to_float,
-    int_to_float,
-)
+from sim.num import vector_fp
+from sim.num.arrays import as_bits, shaped
+from sim.num.fpcore import fp_narrow, fp_widen, fraction_to_float, int_to_float
 
 # (exponent, mantissa) widths
 FP16 = (5, 10)
@@ -85,7 +74,7 @@ def int17_to_fp16_bits(v):
     return int_to_float(v, 5, 10)
 
 
-# --- array loops -----------------------------------------------------------
+# --- public array functions ------------------------------------------------
 BINARY_OPS = (
     "fp16_add", "fp16_sub", "fp16_mul", "fp16_max", "fp16_min",
     "fp17_add", "fp17_sub", "fp17_mul", "fp17_max", "fp17_min",
@@ -95,95 +84,14 @@ UNARY_OPS = (
     "fp16_to_fp17", "fp16_to_fp32", "fp17_to_fp16", "fp17_to_fp32",
     "fp32_to_fp16", "fp32_to_fp17", "uint16_to_fp17",
 )  # fmt: skip
-
-
-# Each operation has its own loop with constant format widths, so that LLVM
-# folds the widths into the kernel and vectorises the loop.  Additions run in
-# blocks: a vectorised pass of ``fp_add_ordinary`` over the block, then, only
-# if the block has any, a pass that recomputes the elements with an Inf operand.
-BLOCK = 2048
-
-
-@njit(inline="always")
-def _add_loop(a, b, out, negate_b, E, M):
-    flip = 1 << (E + M) if negate_b else 0  # a - b is a + (b with its sign flipped)
-    for start in range(0, out.size, BLOCK):
-        stop = min(start + BLOCK, out.size)
-        rare = 0
-        for i in range(start, stop):
-            x, y = np.int64(a[i]), np.int64(b[i]) ^ flip
-            out[i] = fp_add_ordinary(x, y, E, M)
-            rare |= np.int64(not add_is_ordinary(x, y, E, M))
-        if rare:
-            for i in range(start, stop):
-                x, y = np.int64(a[i]), np.int64(b[i]) ^ flip
-                if not add_is_ordinary(x, y, E, M):
-                    out[i] = fp_add_window(x, y, E, M)
-
-
-@njit(inline="always")
-def _mul_loop(a, b, out, E, M):
-    for i in range(out.size):
-        out[i] = fp_mul(np.int64(a[i]), np.int64(b[i]), E, M)
-
-
-@njit(inline="always")
-def _max_loop(a, b, out, want_max, E, M):
-    for i in range(out.size):
-        out[i] = fp_max(np.int64(a[i]), np.int64(b[i]), want_max, E, M)
-
-
-@njit(inline="always")
-def _binary_format(kind, a, b, out, E, M):
-    if kind == 0:
-        _add_loop(a, b, out, False, E, M)
-    elif kind == 1:
-        _add_loop(a, b, out, True, E, M)
-    elif kind == 2:
-        _mul_loop(a, b, out, E, M)
-    else:
-        _max_loop(a, b, out, kind == 3, E, M)
-
-
-@njit
-def binary_loop(op, a, b, out):
-    """``out[i] = BINARY_OPS[op](a[i], b[i])`` over flat arrays."""
-    fmt, kind = divmod(op, 5)
-    if fmt == 0:
-        _binary_format(kind, a, b, out, 5, 10)
-    elif fmt == 1:
-        _binary_format(kind, a, b, out, 6, 10)
-    else:
-        _binary_format(kind, a, b, out, 8, 23)
-
-
-@njit
-def _unary(op, a):
-    if op == 0:
-        return fp16_to_fp17_bits(a)
-    if op == 1:
-        return fp16_to_fp32_bits(a)
-    if op == 2:
-        return fp17_to_fp16_bits(a)
-    if op == 3:
-        return fp17_to_fp32_bits(a)
-    if op == 4:
-        return fp32_to_fp16_bits(a)
-    if op == 5:
-        return fp32_to_fp17_bits(a)
-    return uint16_to_fp17_bits(a)
-
-
-@njit
-def unary_loop(op, a, out):
-    """``out[i] = UNARY_OPS[op](a[i])`` over flat arrays.
-
-    Compiled once per operation (``op`` is a literal), so that the dispatch
-    folds away and the loop vectorises.
-    """
-    literally(op)
-    for i in range(out.size):
-        out[i] = _unary(op, np.int64(a[i]))
+_WIDTHS = {"fp16": FP16, "fp17": FP17, "fp32": FP32}
+_VERBS = {
+    "add": vector_fp.fp_add,
+    "sub": vector_fp.fp_sub,
+    "mul": vector_fp.fp_mul,
+    "max": lambda a, b, E, M: vector_fp.fp_max(a, b, True, E, M),
+    "min": lambda a, b, E, M: vector_fp.fp_max(a, b, False, E, M),
+}
 
 
 # --- public functions ------------------------------------------------------
@@ -194,13 +102,11 @@ def _storage(fmt: str):
 def _make_binary(name: str):
     fmt, verb = name.split("_")
     dtype = _storage(fmt)
-    op = BINARY_OPS.index(name)
+    operation, widths = _VERBS[verb], _WIDTHS[fmt]
 
     def function(a, b):
         a, b = np.broadcast_arrays(as_bits(a, dtype), as_bits(b, dtype))
-        out = np.empty(a.shape, dtype)
-        binary_loop(op, flat(a), flat(b), out.reshape(-1))
-        return shaped(out)
+        return shaped(np.asarray(operation(a, b, *widths)).astype(dtype))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"{fmt} {verb}(a, b) on raw bit patterns, NVDLA rules (see sim.num.rules)."
@@ -209,14 +115,11 @@ def _make_binary(name: str):
 
 def _make_unary(name: str):
     src, dst = name.split("_to_")
-    op = UNARY_OPS.index(name)
+    convert = getattr(vector_fp, name)
     in_dtype, out_dtype = _storage(src), _storage(dst)
 
     def function(a):
-        a = as_bits(a, in_dtype)
-        out = np.empty(a.shape, out_dtype)
-        unary_loop(op, flat(a), out.reshape(-1))
-        return shaped(out)
+        return shaped(np.asarray(convert(as_bits(a, in_dtype))).astype(out_dtype))
 
     function.__name__ = function.__qualname__ = name
     function.__doc__ = f"Convert raw {src} patterns to {dst}. " + (

@@ -16,46 +16,25 @@ operands differ, else 0; the X stage's integer ALU adds instead).
 
 import numpy as np
 
-from sim.jit import njit
-from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, run_cells
-from sim.num.fpcore import (
-    float_to_int,
-    fp_add,
-    fp_max,
-    fp_mul,
-    fp_sub,
-    fraction_to_float,
-    int_to_float,
-)
-from sim.num.lut import (
-    KIND_HIT,
-    KIND_OFLOW,
-    KIND_UFLOW,
-    LE_ENTRIES,
-    LO_ENTRIES,
-    choose_table,
-)
-from sim.num.ops import (
-    FP16,
-    FP17,
-    FP32,
-    fp16_to_fp17_bits,
-    fp16_to_fp32_bits,
-    fp17_to_fp32_bits,
-    fp32_to_fp16_bits,
-    fp32_to_fp17_bits,
-)
-from sim.num.rounding import (
+from sim.num import vector_fp as fp
+from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, elementwise, results
+from sim.num.lut import LE_ENTRIES, LO_ENTRIES, choose_tables
+from sim.num.vector_int import (
     bit_length,
+    choose,
     convert,
     convert_flag,
+    i64,
     saturate,
     shift_left_saturate,
     shift_signed,
     sign_extend,
     wrap,
 )
-from sim.num.rules import is_nan, unpack
+
+FP16 = (5, 10)
+FP17 = (6, 10)
+FP32 = (8, 23)
 
 ALU_MAX = 0
 ALU_MIN = 1
@@ -68,174 +47,147 @@ LUT_FRACTION_BITS = 35
 LUT_INDEX_MAX = 511  # 9-bit index before the depth check
 
 
+def flag(x) -> np.ndarray:
+    """A setting read as a boolean (any non-zero value is set)."""
+    return np.asarray(x) != 0
+
+
 # --- shared element helpers -------------------------------------------------
-@njit
 def fp32_alu(algo, a, b):
     """The SDP float ALU on fp32 patterns."""
-    if algo == ALU_SUM:
-        return fp_add(a, b, *FP32)
-    if algo == ALU_EQL:
-        return 0 if wrap(a, 32) == wrap(b, 32) else 1
-    return fp_max(a, b, algo == ALU_MAX, *FP32)
+    return choose(algo == ALU_SUM, lambda: fp.fp_add(a, b, *FP32),
+                  lambda: choose(algo == ALU_EQL, lambda: (wrap(a, 32) != wrap(b, 32)) * 1,
+                                 lambda: fp.fp_max(a, b, algo == ALU_MAX, *FP32)))
 
 
-@njit
 def int_alu(algo, a, b):
     """The SDP integer ALU (exact; callers saturate)."""
-    if algo == ALU_MAX:
-        return a if a > b else b
-    if algo == ALU_MIN:
-        return a if a < b else b
-    if algo == ALU_EQL:
-        return 0 if a == b else 1
-    return a + b
+    return np.where(algo == ALU_MAX, np.maximum(a, b),
+                    np.where(algo == ALU_MIN, np.minimum(a, b),
+                             np.where(algo == ALU_EQL, (a != b) * 1, a + b)))
 
 
-@njit
 def fp16_operand(op, nan_to_zero):
     """An fp16 operand widened to fp32; with ``nan_to_zero`` a NaN becomes +0."""
-    s, e, m = unpack(wrap(op, 16), *FP16)
-    if nan_to_zero and is_nan(e, m, FP16[0]):
-        return 0
-    return fp16_to_fp32_bits(op)
+    op = wrap(op, 16)
+    return np.where(flag(nan_to_zero) & fp.is_nan_pattern(op, *FP16), 0, fp.fp16_to_fp32(op))
 
 
-@njit
 def fp32_positive(x):
     """Sign bit of an fp32 pattern clear (the PReLU pass-through test)."""
-    return (x >> 31) & 1 == 0
+    return (i64(x) >> 31) & 1 == 0
 
 
 # --- X: ALU, multiplier, shift, ReLU ------------------------------------------
-@njit
-def sdp_x_cell(r, o):
-    data, alu_dma, mul_dma, alu_cfg, mul_cfg = r[0], r[1], r[2], r[3], r[4]
-    alu_bypass, alu_algo, alu_src, alu_shift = r[5], r[6] & 3, r[7], r[8] & 63
-    mul_bypass, mul_prelu, mul_src, mul_shift = r[9], r[10], r[11], r[12] & 63
-    relu_bypass, nan_to_zero, fp = r[13], r[14], r[15] & 3 == PRECISION_FP16
-    alu_op = alu_dma if alu_src else alu_cfg
-    mul_op = mul_dma if mul_src else mul_cfg
+def _x_fp(x, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass, mul_prelu, relu_bypass, ntz):
+    x = wrap(x, 32)
+    x = choose(alu_bypass, lambda: x, lambda: fp32_alu(alu_algo, x, fp16_operand(alu_op, ntz)))
+    x = choose(mul_bypass, lambda: x, lambda: np.where(
+        mul_prelu & fp32_positive(x), x, fp.fp_mul(x, fp16_operand(mul_op, ntz), *FP32)))
+    negative = ((x >> 31) & 1 == 1) & ~fp.is_nan_pattern(x, *FP32)  # ReLU keeps NaNs
+    return wrap(np.where(~relu_bypass & negative, 0, x), 32)
 
-    x = wrap(data, 32) if fp else sign_extend(data, 32)
-    if not alu_bypass:
-        if fp:
-            x = fp32_alu(alu_algo, x, fp16_operand(alu_op, nan_to_zero))
-        else:
-            operand = shift_left_saturate(sign_extend(alu_op, 16), alu_shift, 32)
-            x = int_alu(alu_algo if alu_algo != ALU_EQL else ALU_SUM, x, operand)
 
-    shifted = True  # integer products are truncated by mul_shift
-    if not mul_bypass:
-        if fp:
-            if not (mul_prelu and fp32_positive(x)):
-                x = fp_mul(x, fp16_operand(mul_op, nan_to_zero), *FP32)
-        elif mul_prelu and x >= 0:
-            shifted = False
-        else:
-            x = x * sign_extend(mul_op, 16)
-    if fp:
-        x = wrap(x, 32)
-    elif shifted:
-        x = convert(x, mul_shift, 32)
-    else:
-        x = sign_extend(x, 32)
+def _x_int(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu,
+           mul_shift, relu_bypass):
+    x = sign_extend(x, 32)
+    x = choose(alu_bypass, lambda: x, lambda: int_alu(
+        np.where(alu_algo == ALU_EQL, ALU_SUM, alu_algo), x,
+        shift_left_saturate(sign_extend(alu_op, 16), alu_shift, 32)))
+    # products are truncated by mul_shift (also when bypassed); PReLU passes x >= 0 unshifted
+    passes = ~mul_bypass & mul_prelu & (x >= 0)
+    product = choose(mul_bypass, lambda: x, lambda: x * sign_extend(mul_op, 16))
+    x = np.where(passes, sign_extend(x, 32), convert(product, mul_shift, 32))
+    return wrap(np.where(~relu_bypass & (x < 0), 0, x), 32)
 
-    if not relu_bypass:
-        if fp:
-            s, e, m = unpack(x, *FP32)
-            if s and not is_nan(e, m, FP32[0]):
-                x = 0
-        elif x < 0:
-            x = 0
-    o[0] = wrap(x, 32)
+
+def x_stage(data, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu,
+            mul_shift, relu_bypass, nan_to_zero, precision):
+    """One X stage (X1 or X2) on 32-bit values with the operands already selected."""
+    alu_bypass, mul_bypass, relu_bypass = flag(alu_bypass), flag(mul_bypass), flag(relu_bypass)
+    mul_prelu, alu_algo = flag(mul_prelu), i64(alu_algo) & 3
+    return choose((i64(precision) & 3) == PRECISION_FP16,
+                  lambda: _x_fp(data, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass,
+                                mul_prelu, relu_bypass, nan_to_zero),
+                  lambda: _x_int(data, alu_op, mul_op, alu_bypass, alu_algo, i64(alu_shift) & 63,
+                                 mul_bypass, mul_prelu, i64(mul_shift) & 63, relu_bypass))
 
 
 # --- C: output convertor -------------------------------------------------------
-@njit
-def sdp_c_cell(r, o):
-    data, offset, scale, truncate = r[0], r[1], r[2], r[3] & 63
-    proc_precision, out_precision, mode_eql = r[4] & 3, r[5] & 3, r[6]
-    sat = 0
-    if proc_precision == PRECISION_FP16:
-        out = fp32_to_fp16_bits(data)
-        if out_precision == PRECISION_INT16:
-            out = wrap(float_to_int(out, 16, *FP16), 16)
-    else:
+def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_eql):
+    """The output convertor: (16-bit out, saturation flag)."""
+    data, out_precision = i64(data), i64(out_precision) & 3
+
+    def fp_path():
+        out = fp.fp32_to_fp16(data)
+        out = choose(out_precision == PRECISION_INT16,
+                     lambda: wrap(fp.float_to_int(out, 16, *FP16), 16), lambda: out)
+        return np.stack(np.broadcast_arrays(out, 0))
+
+    def int_path():
         x = (sign_extend(data, 32) - sign_extend(offset, 32)) * sign_extend(scale, 16)
-        t, sat = convert_flag(x, truncate, 17)
-        if out_precision == PRECISION_FP16:
-            out = int_to_float(t, *FP16)
-        elif out_precision == PRECISION_INT16:
-            out = wrap(saturate(t, 16), 16)
-        elif out_precision == PRECISION_INT8:
-            out = wrap(saturate(t, 8), 16)
-        else:
-            out = 0  # precision 3: the reference leaves the value undefined
-    if mode_eql:
-        out = wrap(data, 16)
-    o[0] = out
-    o[1] = sat
+        t, sat = convert_flag(x, i64(truncate) & 63, 17)
+        bits = np.where(out_precision == PRECISION_INT8, 8, 16)
+        out = np.where(out_precision == 3, 0, wrap(saturate(t, bits), 16))  # 3: undefined
+        out = choose(out_precision == PRECISION_FP16, lambda: fp.int_to_float(t, *FP16),
+                     lambda: out)
+        return np.stack(np.broadcast_arrays(out, sat))
+
+    out, sat = choose((i64(proc_precision) & 3) == PRECISION_FP16, fp_path, int_path)
+    return np.where(flag(mode_eql), wrap(data, 16), out), sat
 
 
 # --- Y: operand convertor, multiplier + ALU ------------------------------------
-@njit
-def sdp_y_cvt_cell(r, o):
-    data, bypass, offset, scale = r[0], r[1], r[2], r[3]
-    truncate, nan_to_zero, precision = r[4] & 63, r[5], r[6] & 3
-    if precision == PRECISION_FP16:
-        o[0] = fp16_operand(data, nan_to_zero)
-    elif bypass:
-        o[0] = wrap(sign_extend(data, 16), 32)
-    else:
-        x = (sign_extend(data, 16) - sign_extend(offset, 32)) * sign_extend(scale, 16)
-        o[0] = wrap(convert(x, truncate, 32), 32)
+def y_cvt_stage(data, bypass, offset, scale, truncate, nan_to_zero, precision):
+    """A 16-bit memory operand converted to the 32-bit Y datapath."""
+    def integer():
+        converted = convert((sign_extend(data, 16) - sign_extend(offset, 32))
+                            * sign_extend(scale, 16), i64(truncate) & 63, 32)
+        return wrap(np.where(flag(bypass), sign_extend(data, 16), converted), 32)
+
+    return choose((i64(precision) & 3) == PRECISION_FP16,
+                  lambda: fp16_operand(data, nan_to_zero), integer)
 
 
-@njit
-def sdp_y_core_cell(r, o):
-    data, alu_dma, mul_dma = r[0], r[1], r[2]
-    alu_bypass, alu_src, alu_cfg, alu_algo = r[3], r[4], r[5], r[6] & 3
-    mul_bypass, mul_src, mul_cfg = r[7], r[8], r[9]
-    truncate, mul_prelu, fp = r[10] & 1023, r[11], r[12] & 3 == PRECISION_FP16
+def y_core_stage(data, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass, truncate, mul_prelu,
+                 precision):
+    """The Y multiplier then ALU, on 32-bit values with the operands selected."""
     x = wrap(data, 32)
-    if not mul_bypass and not (mul_prelu and fp32_positive(x)):
-        op = mul_dma if mul_src else mul_cfg
-        if fp:
-            x = fp_mul(x, op, *FP32)
-        else:
-            x = wrap(convert(sign_extend(x, 32) * sign_extend(op, 32), truncate, 32), 32)
-    if not alu_bypass:
-        op = alu_dma if alu_src else alu_cfg
-        if fp:
-            x = fp32_alu(alu_algo, x, op)
-        else:
-            x = saturate(int_alu(alu_algo, sign_extend(x, 32), sign_extend(op, 32)), 32)
-    o[0] = wrap(x, 32)
+    alu_bypass, mul_bypass, alu_algo = flag(alu_bypass), flag(mul_bypass), i64(alu_algo) & 3
+    multiply = ~mul_bypass & ~(flag(mul_prelu) & fp32_positive(x))
+    fp_on = (i64(precision) & 3) == PRECISION_FP16
+
+    def fp_path():
+        y = choose(multiply, lambda: fp.fp_mul(x, mul_op, *FP32), lambda: x)
+        return choose(alu_bypass, lambda: y, lambda: fp32_alu(alu_algo, y, alu_op))
+
+    def int_path():
+        y = choose(multiply, lambda: wrap(convert(sign_extend(x, 32) * sign_extend(mul_op, 32),
+                                                  i64(truncate) & 1023, 32), 32), lambda: x)
+        return choose(alu_bypass, lambda: y, lambda: saturate(
+            int_alu(alu_algo, sign_extend(y, 32), sign_extend(alu_op, 32)), 32))
+
+    return wrap(choose(fp_on, fp_path, int_path), 32)
 
 
 # --- Y: LUT index ----------------------------------------------------------------
-@njit
 def _float_index(diff, select):
     """Linear index of a positive fp32 ``diff`` scaled by ``2**-select``.
 
     Returns (integer part saturated to 9 bits, 35-bit fraction).  The
     unbiased exponent is kept in 8 signed bits, so Inf reads as 2**-128.
     """
-    s, e, m = unpack(diff, *FP32)
+    _, e, m = fp.unpack(diff, *FP32)
     p = m | (1 << 23)
     lshift = sign_extend(e - 127, 8) - select - 23  # value = p * 2**lshift
-    if lshift >= 0:
-        return LUT_INDEX_MAX, 0
-    integer = p >> -lshift if -lshift < 64 else 0
+    integer = p >> np.maximum(-lshift, 0)
     k = LUT_FRACTION_BITS + lshift
-    if k >= 0:
-        fraction = wrap(p << k, LUT_FRACTION_BITS) if k < 40 else 0
-    else:
-        fraction = p >> -k if -k < 64 else 0
-    return min(integer, LUT_INDEX_MAX), fraction
+    fraction = np.where(k >= 0, np.where(k < 40, wrap(p << np.clip(k, 0, 63), LUT_FRACTION_BITS),
+                                         0), p >> np.maximum(-k, 0))
+    return (np.where(lshift >= 0, LUT_INDEX_MAX, np.minimum(integer, LUT_INDEX_MAX)),
+            np.where(lshift >= 0, 0, fraction))
 
 
-@njit
 def _int_index(u, select, signed_fraction):
     """Linear index of the positive integer ``u`` (< 2**32) shifted by ``select``.
 
@@ -243,165 +195,139 @@ def _int_index(u, select, signed_fraction):
     bits.  For the LE table the masked bits pass through a signed 32-bit
     field first (``signed_fraction``), which the LO table does not do.
     """
-    if select >= 0:
-        integer = u >> select if select < 64 else 0
-    else:
-        integer = LUT_INDEX_MAX if bit_length(u) - select > 9 else u << -select
-    field = u & ((1 << select) - 1) if 0 <= select < 63 else u
+    left = np.where(bit_length(u) - select > 9, LUT_INDEX_MAX, u << np.clip(-select, 0, 63))
+    integer = np.where(select >= 0, u >> np.maximum(select, 0), left)
+    field = np.where((select >= 0) & (select < 63), u & ((1 << np.clip(select, 0, 62)) - 1), u)
     if signed_fraction:
         field = wrap(sign_extend(field, 32), LUT_FRACTION_BITS)
     k = select - LUT_FRACTION_BITS  # right shift of the field (left if negative)
-    if k >= 0:
-        fraction = field >> k if k < 64 else 0
-    else:
-        fraction = wrap(field << -k, LUT_FRACTION_BITS) if -k < LUT_FRACTION_BITS else 0
-    return min(integer, LUT_INDEX_MAX), fraction
+    fraction = np.where(k >= 0, field >> np.maximum(k, 0),
+                        np.where(-k < LUT_FRACTION_BITS,
+                                 wrap(field << np.clip(-k, 0, 63), LUT_FRACTION_BITS), 0))
+    return np.minimum(integer, LUT_INDEX_MAX), fraction
 
 
-@njit
-def _exponent_index(x, start, offset, fp):
+def _fp_difference(x, start):
+    """fp32 ``x - start`` and whether it underflows (negative, zero or NaN)."""
+    diff = fp.fp_sub(x, start, *FP32)
+    s, e, m = fp.unpack(diff, *FP32)
+    return diff, (s == 1) | ((e == 0) & (m == 0)) | fp.is_nan(e, m, FP32[0])
+
+
+def _int_difference(x, start):
+    """The 32-bit difference ``x - start`` and whether ``x <= start``."""
+    x, start = sign_extend(x, 32), sign_extend(start, 32)
+    return wrap(x - start, 32), x <= start
+
+
+def _exponent_index(x, start, offset, fp_on):
     """LE exponent mode: (uflow, index before the depth check, fraction)."""
-    if fp:
-        diff = fp_sub(x, start, *FP32)
-        s, e, m = unpack(diff, *FP32)
-        if s or (e == 0 and m == 0) or is_nan(e, m, FP32[0]):
-            return True, 0, 0
-        log2 = e - 127
-        fraction = m << (LUT_FRACTION_BITS - 23)
-    else:
-        if sign_extend(x, 32) <= sign_extend(start, 32):
-            return True, 0, 0
-        u = wrap(sign_extend(x, 32) - sign_extend(start, 32), 32)
-        log2 = bit_length(u) - 1
+    def fp_path():
+        diff, uflow = _fp_difference(x, start)
+        _, e, m = fp.unpack(diff, *FP32)
+        return np.stack(np.broadcast_arrays(uflow, e - 127, m << (LUT_FRACTION_BITS - 23)))
+
+    def int_path():
+        u, uflow = _int_difference(x, start)
+        log2 = np.maximum(bit_length(u) - 1, 0)
         fraction = (u & ((1 << log2) - 1)) << (LUT_FRACTION_BITS - log2)
-    if log2 < offset:
-        return True, 0, 0
-    return False, wrap(log2 - offset, 9), fraction
+        return np.stack(np.broadcast_arrays(uflow, log2, fraction))
+
+    uflow, log2, fraction = choose(fp_on, fp_path, int_path)
+    uflow = (uflow != 0) | (log2 < offset)
+    return uflow, wrap(log2 - offset, 9), np.where(uflow, 0, fraction)
 
 
-@njit
-def _linear_index(x, start, select, fp, signed_fraction):
+def _linear_index(x, start, select, fp_on, signed_fraction):
     """Linear mode: (uflow, index before the depth check, fraction)."""
-    if fp:
-        diff = fp_sub(x, start, *FP32)
-        s, e, m = unpack(diff, *FP32)
-        if s or (e == 0 and m == 0) or is_nan(e, m, FP32[0]):
-            return True, 0, 0
-        index, fraction = _float_index(diff, select)
-    else:
-        if sign_extend(x, 32) <= sign_extend(start, 32):
-            return True, 0, 0
-        u = wrap(sign_extend(x, 32) - sign_extend(start, 32), 32)
-        index, fraction = _int_index(u, select, signed_fraction)
-    return False, index, fraction
+    def fp_path():
+        diff, uflow = _fp_difference(x, start)
+        return np.stack(np.broadcast_arrays(uflow, *_float_index(diff, select)))
+
+    def int_path():
+        u, uflow = _int_difference(x, start)
+        return np.stack(np.broadcast_arrays(uflow, *_int_index(u, select, signed_fraction)))
+
+    uflow, index, fraction = choose(fp_on, fp_path, int_path)
+    uflow = uflow != 0
+    return uflow, np.where(uflow, 0, index), np.where(uflow, 0, fraction)
 
 
-@njit
 def _table_hit(uflow, index, fraction, depth):
     """(uflow, oflow, address, fraction) after the table's depth check."""
-    if uflow:
-        return True, False, 0, 0
-    if index >= depth - 1:
-        return False, True, depth - 1, 0
-    return False, False, index, fraction
+    oflow = ~uflow & (index >= depth - 1)
+    address = np.where(uflow, 0, np.where(oflow, depth - 1, index))
+    return uflow, oflow, address, np.where(uflow | oflow, 0, fraction)
 
 
-@njit
-def _kind(hit):
-    """The result kind (sim.num.lut) of a :func:`_table_hit` tuple."""
-    if hit[0]:
-        return KIND_UFLOW
-    return KIND_OFLOW if hit[1] else KIND_HIT
+def y_idx_stage(x, le_start, lo_start, le_offset, le_select, lo_select, le_linear,
+                uflow_priority, oflow_priority, hybrid_priority, precision):
+    """Both tables' lookups and the choice between them (see ``sdp_y_idx``).
 
-
-@njit
-def sdp_y_idx_cell(r, o):
-    x, le_start, lo_start = r[0], r[1], r[2]
-    le_offset = sign_extend(r[3], 8)
-    le_select = sign_extend(r[4], 8)
-    lo_select = sign_extend(r[5], 8)
-    le_linear, uflow_priority, oflow_priority, hybrid_priority = r[6], r[7], r[8], r[9]
-    fp = r[10] & 3 == PRECISION_FP16
-
-    if le_linear:
-        flow, index, fraction = _linear_index(x, le_start, le_select, fp, True)
-    else:
-        flow, index, fraction = _exponent_index(x, le_start, le_offset, fp)
-    le = _table_hit(flow, index, fraction, LUT_LE_DEPTH)
-    flow, index, fraction = _linear_index(x, lo_start, lo_select, fp, False)
-    lo = _table_hit(flow, index, fraction, LUT_LO_DEPTH)
-
-    le_hit = not (le[0] or le[1])
-    lo_hit = not (lo[0] or lo[1])
-    use_lo, _ = choose_table(_kind(le), _kind(lo), uflow_priority, oflow_priority,
-                             hybrid_priority)
-    uflow, oflow, address, fraction = lo if use_lo else le
-    if le_hit and lo_hit:
-        uflow = oflow = False
-    o[0] = fraction
-    o[1] = wrap(x, 32)
-    o[2] = oflow
-    o[3] = uflow
-    o[4] = 1 if use_lo else 0
-    o[5] = address
-    o[6] = le_hit
-    o[7] = lo_hit
+    Returns (fraction, oflow, uflow, use_lo, address, le_hit, lo_hit).
+    """
+    fp_on = (i64(precision) & 3) == PRECISION_FP16
+    le_offset, le_select = sign_extend(le_offset, 8), sign_extend(le_select, 8)
+    lo_select = sign_extend(lo_select, 8)
+    le_linear = flag(le_linear)
+    le = choose(le_linear,
+                lambda: np.stack(np.broadcast_arrays(
+                    *_linear_index(x, le_start, le_select, fp_on, True))),
+                lambda: np.stack(np.broadcast_arrays(
+                    *_exponent_index(x, le_start, le_offset, fp_on))))
+    le = _table_hit(le[0] != 0, le[1], le[2], LUT_LE_DEPTH)
+    lo = _table_hit(*_linear_index(x, lo_start, lo_select, fp_on, False), LUT_LO_DEPTH)
+    le_uflow, le_oflow = le[0] != 0, le[1] != 0
+    lo_uflow, lo_oflow = lo[0] != 0, lo[1] != 0
+    le_hit, lo_hit = ~(le_uflow | le_oflow), ~(lo_uflow | lo_oflow)
+    use_lo, _ = choose_tables(le_uflow, le_oflow, lo_uflow, lo_oflow, uflow_priority,
+                              oflow_priority, hybrid_priority)
+    pick = [np.where(use_lo, b, a) for a, b in zip(le, lo, strict=True)]
+    both = le_hit & lo_hit
+    uflow = (pick[0] != 0) & ~both
+    oflow = (pick[1] != 0) & ~both
+    return pick[3], oflow, uflow, use_lo, pick[2], le_hit, lo_hit
 
 
 # --- Y: LUT interpolation -------------------------------------------------------
-@njit
-def sdp_y_inp_cell(r, o):
-    x, fraction, y0, y1, scale = r[0], r[1], r[2], r[3], r[4]
-    shift, offset, bias, flow, fp = sign_extend(r[5], 5), r[6], r[7], r[8], r[9] & 3 == 2
-    if flow and fp:  # extrapolate: y0 + (x - (offset + bias)) * scale, in fp17
-        base = fp_add(offset, bias, *FP32)
-        a = fp32_to_fp17_bits(fp_sub(x, base, *FP32))
-        slope = fp_mul(a, fp16_to_fp17_bits(scale), *FP17)
-        out = fp17_to_fp32_bits(fp_add(fp16_to_fp17_bits(y0), slope, *FP17))
-    elif flow:  # y0 + ((x - (offset + bias)) * scale >> shift)
+def y_inp_stage(x, fraction, y0, y1, scale, shift, offset, bias, flow, precision):
+    """Interpolation between two entries, or extrapolation past the table (``flow``)."""
+    flow = flag(flow)
+    shift = sign_extend(shift, 5)
+    f = wrap(fraction, LUT_FRACTION_BITS)
+
+    def fp_flow():  # y0 + (x - (offset + bias)) * scale, in fp17
+        base = fp.fp_add(offset, bias, *FP32)
+        a = fp.fp32_to_fp17(fp.fp_sub(x, base, *FP32))
+        slope = fp.fp_mul(a, fp.fp16_to_fp17(scale), *FP17)
+        return fp.fp17_to_fp32(fp.fp_add(fp.fp16_to_fp17(y0), slope, *FP17))
+
+    def int_flow():  # y0 + ((x - (offset + bias)) * scale >> shift)
         a = sign_extend(x, 32) - (wrap(bias, 32) + sign_extend(offset, 32))
         slope = shift_signed(a * sign_extend(scale, 16), shift, 32)
-        out = wrap(saturate(sign_extend(y0, 16) + slope, 32), 32)
-    elif fp:  # interpolate: y0 * (1 - f) + y1 * f, in fp17
-        f = wrap(fraction, LUT_FRACTION_BITS)
-        if f == 0:
-            w0 = 0x7C00  # 1.0 in fp17
-        else:
-            w0 = fraction_to_float((1 << LUT_FRACTION_BITS) - f, LUT_FRACTION_BITS, *FP17)
-        w1 = fraction_to_float(f, LUT_FRACTION_BITS, *FP17)
-        b0 = fp_mul(w0, fp16_to_fp17_bits(y0), *FP17)
-        b1 = fp_mul(w1, fp16_to_fp17_bits(y1), *FP17)
-        out = fp17_to_fp32_bits(fp_add(b0, b1, *FP17))
-    else:
-        f = wrap(fraction, LUT_FRACTION_BITS)
-        x = sign_extend(y0, 16) * ((1 << LUT_FRACTION_BITS) - f) + sign_extend(y1, 16) * f
-        out = wrap(convert(x, LUT_FRACTION_BITS, 32), 32)
-    o[0] = out
+        return wrap(saturate(sign_extend(y0, 16) + slope, 32), 32)
 
+    def fp_hit():  # y0 * (1 - f) + y1 * f, in fp17
+        w0 = np.where(f == 0, 0x7C00,  # 1.0 in fp17
+                      fp.fraction_to_float((1 << LUT_FRACTION_BITS) - f, LUT_FRACTION_BITS,
+                                           *FP17))
+        w1 = fp.fraction_to_float(f, LUT_FRACTION_BITS, *FP17)
+        b0 = fp.fp_mul(w0, fp.fp16_to_fp17(y0), *FP17)
+        b1 = fp.fp_mul(w1, fp.fp16_to_fp17(y1), *FP17)
+        return fp.fp17_to_fp32(fp.fp_add(b0, b1, *FP17))
 
-@njit
-def sdp_loop(cell, table, result):
-    """Run cell number ``cell`` on every row of ``table`` into ``result``."""
-    for i in range(table.shape[0]):
-        r = table[i]
-        o = result[i]
-        if cell == 0:
-            sdp_x_cell(r, o)
-        elif cell == 1:
-            sdp_c_cell(r, o)
-        elif cell == 2:
-            sdp_y_cvt_cell(r, o)
-        elif cell == 3:
-            sdp_y_core_cell(r, o)
-        elif cell == 4:
-            sdp_y_idx_cell(r, o)
-        else:
-            sdp_y_inp_cell(r, o)
+    def int_hit():
+        v = sign_extend(y0, 16) * ((1 << LUT_FRACTION_BITS) - f) + sign_extend(y1, 16) * f
+        return wrap(convert(v, LUT_FRACTION_BITS, 32), 32)
+
+    fp_on = (i64(precision) & 3) == 2
+    return choose(flow, lambda: choose(fp_on, fp_flow, int_flow),
+                  lambda: choose(fp_on, fp_hit, int_hit))
 
 
 # --- public functions ------------------------------------------------------------
-# Each passes ``dict(locals())`` -- its keyword arguments, in the order the
-# cell reads them -- to ``run_cells``.
+# Each passes ``locals()`` -- its keyword arguments, in the order the stage
+# reads them -- to ``elementwise``.
 _IDX_OUTPUTS = {
     "out_fraction": np.uint64,
     "out_x": np.uint32,
@@ -450,7 +376,11 @@ def sdp_x(
     int32) -- also when the multiplier is bypassed; with ``mul_prelu`` a
     non-negative input passes unshifted (its low 32 bits).  ReLU: max(x, 0).
     """
-    return run_cells(sdp_loop, 0, dict(locals()), {"out": np.uint32})
+    shape, c = elementwise(locals())
+    alu = np.where(c[7] != 0, c[1], c[3])
+    mul = np.where(c[11] != 0, c[2], c[4])
+    out = x_stage(c[0], alu, mul, c[5], c[6], c[8], c[9], c[10], c[12], c[13], c[14], c[15])
+    return results(shape, out=(out, np.uint32))
 
 
 def sdp_c(*, data_in, offset, scale, truncate, proc_precision, out_precision, mode_eql) -> dict:
@@ -464,7 +394,9 @@ def sdp_c(*, data_in, offset, scale, truncate, proc_precision, out_precision, mo
     flags it), then to fp16, int16 or int8 (sign-extended) by
     ``out_precision``.  ``mode_eql`` passes the low 16 bits of the data.
     """
-    return run_cells(sdp_loop, 1, dict(locals()), {"out": np.uint16, "sat": np.uint8})
+    shape, cols = elementwise(locals())
+    out, sat = c_stage(*cols)
+    return results(shape, out=(out, np.uint16), sat=(sat, np.uint8))
 
 
 def sdp_y_cvt(*, data_in, bypass, offset, scale, truncate, nan_to_zero, precision) -> dict:
@@ -474,7 +406,8 @@ def sdp_y_cvt(*, data_in, bypass, offset, scale, truncate, nan_to_zero, precisio
     sign extension when ``bypass``, else ``(d - offset) * scale`` shifted
     right by ``truncate`` (round half away from zero, saturate to int32).
     """
-    return run_cells(sdp_loop, 2, dict(locals()), {"out": np.uint32})
+    shape, cols = elementwise(locals())
+    return results(shape, out=(y_cvt_stage(*cols), np.uint32))
 
 
 def sdp_y_core(
@@ -503,7 +436,11 @@ def sdp_y_core(
     half away from zero, saturate to int32), then max/min/"not equal"/sum
     saturated to int32.
     """
-    return run_cells(sdp_loop, 3, dict(locals()), {"out": np.uint32})
+    shape, c = elementwise(locals())
+    alu = np.where(c[4] != 0, c[1], c[5])
+    mul = np.where(c[8] != 0, c[2], c[9])
+    out = y_core_stage(c[0], alu, mul, c[3], c[6], c[7], c[10], c[11], c[12])
+    return results(shape, out=(out, np.uint32))
 
 
 def sdp_y_idx(
@@ -538,7 +475,11 @@ def sdp_y_idx(
     ``out_uflow``, ``out_ram_sel`` (0 LE, 1 LO), ``out_ram_addr`` [9],
     ``out_le_hit``, ``out_lo_hit``.
     """
-    return run_cells(sdp_loop, 4, dict(locals()), _IDX_OUTPUTS)
+    shape, cols = elementwise(locals())
+    fraction, oflow, uflow, use_lo, address, le_hit, lo_hit = y_idx_stage(*cols)
+    values = (fraction, wrap(cols[0], 32), oflow, uflow, use_lo, address, le_hit, lo_hit)
+    pairs = zip(_IDX_OUTPUTS.items(), values, strict=True)
+    return results(shape, **{name: (v, dtype) for (name, dtype), v in pairs})
 
 
 def sdp_y_inp(*, x, fraction, y0, y1, scale, shift, offset, bias, flow, precision) -> dict:
@@ -554,4 +495,5 @@ def sdp_y_inp(*, x, fraction, y0, y1, scale, shift, offset, bias, flow, precisio
     round half away from zero, saturate to int32) and the sum saturated.
     ``bias`` is unsigned, ``offset`` signed.
     """
-    return run_cells(sdp_loop, 5, dict(locals()), {"out": np.uint32})
+    shape, cols = elementwise(locals())
+    return results(shape, out=(y_inp_stage(*cols), np.uint32))

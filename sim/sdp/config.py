@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..configs import FP16, INT8, INT16
 from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError
-from ..num.rounding import sign_extend
+from ..num.vector_int import sign_extend
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
 PRECISION_CODE = {INT8: 0, INT16: 1, FP16: 2}

@@ -9,6 +9,10 @@ Order of operations, as in the C-model's SDP wrapper: fp16 memory input is
 counted (NaN/Inf, raw) and widened to fp32; with NAN_TO_ZERO an fp32 NaN
 input becomes +0 (fp16 processing only); then X1, X2, Y and the output
 convertor.  The NaN output counter counts fp16 NaN patterns of the output.
+
+The cube goes through in blocks of whole channels small enough to stay in
+the processor's cache; large cubes spread their blocks over the cores
+(numpy releases the GIL).
 """
 
 from __future__ import annotations
@@ -23,61 +27,52 @@ from ..dma.elements import element_dtype
 from . import stages
 from .config import PRECISION_CODE
 
+BLOCK = 1 << 15  # elements per block (a few hundred KiB of int64 temporaries)
 PARALLEL_MIN = 1 << 20  # elements below which one thread runs the whole cube
 
 
-def _chunks(n: int) -> int:
-    return min(os.cpu_count() or 1, 8) if n >= PARALLEL_MIN else 1
+def _blocks(n: int, cp: int, hw: int) -> list[slice]:
+    per = max(1, BLOCK // max(1, n * hw))
+    return [slice(c, min(c + per, cp)) for c in range(0, cp, per)]
+
+
+def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: int):
+    """The layer's :class:`stages.Datapath` with its operands shaped for the cube."""
+    prec = PRECISION_CODE[layer.proc_precision]
+    fp = layer.proc_precision == FP16
+    nan_to_zero = bool(layer.nan_to_zero and fp)
+    shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w)
+                          for values, mode in operands[name]) for name in ("x1", "x2", "y")}
+    shaped["y"] = stages.convert_y_operands(layer, shaped["y"], prec, nan_to_zero)
+    return stages.Datapath(
+        layer=layer, precision=prec, out_precision=PRECISION_CODE[layer.out_precision],
+        fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
+        le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
+        tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)))
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
     n, cp, h, w = data.shape
-    flat = np.ascontiguousarray(data, dtype=np.int64).ravel()
-    prec = PRECISION_CODE[layer.proc_precision]
-    fp = layer.proc_precision == FP16
-    nan_to_zero = layer.nan_to_zero and fp
-    flags = np.zeros(stages.F_SIZE, dtype=np.int64)
-    flags[stages.F_FP16_IN] = fp and from_memory
-    flags[stages.F_FLUSH] = nan_to_zero
-    flags[stages.F_X1] = not layer.x1.bypass
-    flags[stages.F_X2] = not layer.x2.bypass
-    flags[stages.F_Y] = not layer.y.bypass
-    flags[stages.F_FP16_OUT] = layer.out_precision == FP16
-    flags[stages.F_EQL] = layer.eql
-    ops = [operands[s][k] for s in ("x1", "x2", "y") for k in (0, 1)]
-    modes = np.array([mode for _, mode in ops], dtype=np.int64)
-    out = np.empty_like(flat)
-    settings = (stages.x_row(layer.x1, nan_to_zero, prec),
-                stages.x_row(layer.x2, nan_to_zero, prec),
-                stages.y_params(layer, prec, nan_to_zero),
-                stages.c_row(layer, prec, PRECISION_CODE[layer.out_precision]),
-                *[values for values, _ in ops], modes, lut.le, lut.lo)
+    path = datapath(layer, operands, lut, from_memory, cp, h, w)
+    cube = np.asarray(data, dtype=np.int64)
+    out = np.empty(cube.shape, np.int64)
 
-    def run(lo: int, hi: int) -> np.ndarray:
-        counts = np.zeros(stages.ST_SIZE, dtype=np.int64)
-        geom = np.array([h * w, cp, lo], dtype=np.int64)
-        stages.sdp_loop(flat[lo:hi], geom, flags, *settings, out[lo:hi], counts)
+    def run(channels: slice) -> np.ndarray:
+        out[:, channels], counts = path.run(cube[:, channels], channels)
         return counts
 
-    # the loop releases the GIL: large cubes run in chunks on every core
-    bounds = np.linspace(0, flat.size, _chunks(flat.size) + 1).astype(np.int64)
-    if len(bounds) > 2:
-        with ThreadPoolExecutor(len(bounds) - 1) as pool:
-            parts = list(pool.map(run, bounds[:-1], bounds[1:]))
+    blocks = _blocks(n, cp, h * w)
+    if cube.size >= PARALLEL_MIN and len(blocks) > 1:
+        with ThreadPoolExecutor(min(os.cpu_count() or 1, 8)) as pool:
+            parts = list(pool.map(run, blocks))
     else:
-        parts = [run(0, flat.size)]
+        parts = [run(b) for b in blocks]
     counts = np.sum(parts, axis=0)
-    stats = {
-        "saturation": int(counts[stages.ST_SAT]), "nan_out": int(counts[stages.ST_NAN_OUT]),
-        "nan_in": int(counts[stages.ST_NAN_IN]), "inf_in": int(counts[stages.ST_INF_IN]),
-        "unequal": bool(counts[stages.ST_UNEQUAL]),
-        "lut_uflow": int(counts[stages.ST_UFLOW]), "lut_oflow": int(counts[stages.ST_OFLOW]),
-        "lut_hybrid": int(counts[stages.ST_HYBRID]), "lut_le_hit": int(counts[stages.ST_LE_HIT]),
-        "lut_lo_hit": int(counts[stages.ST_LO_HIT]),
-    }
+    stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts, strict=True)}
+    stats["unequal"] = bool(stats["unequal"])
     bits = (out & 0xFFFF).astype(np.uint16)
     if layer.out_precision == FP16:
         elems = bits
     else:
         elems = bits.view(np.int16).astype(element_dtype(layer.out_precision))
-    return elems.reshape(data.shape), stats
+    return elems, stats

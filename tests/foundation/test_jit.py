@@ -1,14 +1,48 @@
-"""The numba cache folder follows the package sources."""
+"""The numba cache folder follows the package sources; numba arrives only when a kernel runs."""
 
-import numba
+import subprocess
+import sys
 
 from sim import jit
 
 
 def test_cache_folder_is_keyed_by_the_sources():
+    numba = jit._import_numba()
     digest = jit.source_digest()
     assert len(digest) == 16
     assert numba.config.CACHE_DIR.endswith(f"numba-{digest}")
+
+
+def test_kernels_calling_kernels_compile_once_numba_arrives():
+    """Placeholders are rebound everywhere, also in modules that imported them by name."""
+    probe = """
+import sys
+import numpy as np
+from sim.num.fpcore import fp_add            # a placeholder, imported by name
+from sim.conv.mac_fp16 import conv_fp16      # a kernel module using prange
+assert "numba" not in sys.modules
+assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # first call: numba comes in
+import sim.num.fpcore as core
+assert fp_add is core.fp_add and type(fp_add).__name__ == "CPUDispatcher"  # rebound here too
+import sim.conv.mac_fp16 as mac
+assert mac.prange is __import__("numba").prange
+"""
+    subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_integer_layers_never_import_numba():
+    """An int8 convolution with its SDP, and the fp16 SDP, run in numpy only."""
+    probe = """
+import sys
+from pathlib import Path
+from sim.trace.player import run_trace
+for name in ("nv_small/conv_6x7x6_3x3x6x10_pad_int8", "nv_full/sdp_3x5x12_mul_relu_fp16"):
+    config, trace = name.split("/")
+    result = run_trace(Path("traces") / config / trace, config)
+    assert result.status == "pass", (name, result.message)
+assert "numba" not in sys.modules, "numba was imported"
+"""
+    subprocess.run([sys.executable, "-c", probe], check=True, cwd=jit.Path(jit.__file__).parents[1])
 
 
 def test_digest_changes_with_a_source(tmp_path, monkeypatch):

@@ -1,5 +1,7 @@
-"""sim.num.lut: the LUT RAM both units share and the table choice both lookups use."""
+"""sim.num.lut: the LUT RAM both units share and the table choice both lookups use
+(the SDP's on arrays, ``choose_tables``; the CDP's per value, ``lut_cdp.choose_table``)."""
 
+import numpy as np
 import pytest
 
 from sim.num.lut import (
@@ -14,8 +16,9 @@ from sim.num.lut import (
     OFLOW,
     UFLOW,
     LutRam,
-    choose_table,
+    choose_tables,
 )
+from sim.num.lut_cdp import choose_table
 
 WRITE, LO_TABLE = 1 << 17, 1 << 16
 U, O, H = KIND_UFLOW, KIND_OFLOW, KIND_HIT
@@ -36,6 +39,9 @@ def test_choose_table(le, lo, decider, outcome, priorities):
     want_lo = lo == H if decider is None else bool(
         priorities[("uflow", "oflow", "hybrid").index(decider)])
     assert (bool(use_lo), got) == (want_lo, outcome)
+    flows = [np.array([kind == flow]) for kind in (le, lo) for flow in (U, O)]
+    use_lo, got = choose_tables(*flows, *priorities)
+    assert (bool(use_lo[0]), int(got[0])) == (want_lo, outcome)
 
 
 @pytest.mark.parametrize("table, size", [(0, LE_ENTRIES), (LO_TABLE, LO_ENTRIES)])

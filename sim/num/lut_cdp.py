@@ -1,0 +1,225 @@
+"""The CDP's LUT lookup, one value at a time (numba kernels for the LRN loop).
+
+See :mod:`sim.num.lut` for the tables and the choice between them; the CDP's
+index and interpolation arithmetic follows NVDLA's C-model (integer data with
+its rounding through IEEE doubles, fp16 data in fp32/fp17).
+"""
+
+import math
+
+import numpy as np
+
+from sim.jit import njit
+from sim.num.fpcore import fp_add, fp_mul, fp_sub
+from sim.num.lut import (
+    HYBRID,
+    KIND_HIT,
+    KIND_OFLOW,
+    KIND_UFLOW,
+    LE_ENTRIES,
+    LE_HIT,
+    LO_ENTRIES,
+    LO_HIT,
+    OFLOW,
+    P_EXPONENT,
+    P_HYBRID_PRI,
+    P_LE_END,
+    P_LE_OFFSET,
+    P_LE_OSCALE,
+    P_LE_OSHIFT,
+    P_LE_SELECT,
+    P_LE_START,
+    P_LE_USCALE,
+    P_LE_USHIFT,
+    P_LO_END,
+    P_LO_OSCALE,
+    P_LO_OSHIFT,
+    P_LO_SELECT,
+    P_LO_START,
+    P_LO_USCALE,
+    P_LO_USHIFT,
+    P_OFLOW_PRI,
+    P_UFLOW_PRI,
+    UFLOW,
+)
+from sim.num.ops import (
+    fp16_to_fp17_bits,
+    fp16_to_fp32_bits,
+    fp32_to_fp17_bits,
+    uint16_to_fp17_bits,
+)
+from sim.num.rounding import bit_length, round_via_double
+
+
+@njit
+def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
+    """(use LO, outcome) from the two tables' result kinds and the three priorities."""
+    if le_kind == KIND_UFLOW and lo_kind == KIND_UFLOW:
+        return uflow_lo != 0, UFLOW
+    if le_kind == KIND_OFLOW and lo_kind == KIND_OFLOW:
+        return oflow_lo != 0, OFLOW
+    le_hit = le_kind == KIND_HIT
+    lo_hit = lo_kind == KIND_HIT
+    if le_hit != lo_hit:
+        return lo_hit, (LO_HIT if lo_hit else LE_HIT)
+    return hybrid_lo != 0, HYBRID
+
+
+# --- CDP lookup ----------------------------------------------------------------
+
+
+
+# --- integer lookup ----------------------------------------------------------
+
+INTERP_BITS = 56  # width of the interpolation/extrapolation term
+
+
+@njit
+def _c_shift_right(x, n):
+    """``x >> n`` with the shift count taken modulo 64, as x86 does."""
+    return x >> (n & 63)
+
+
+@njit
+def _c_shift_left(x, n):
+    return x << (n & 63)
+
+
+@njit
+def _extrapolate(base, x, ref, scale, shift):
+    r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
+    return round_via_double(r, 0, 16)
+
+
+@njit
+def _interpolate(y0, y1, frac16):
+    r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
+    return round_via_double(r, 0, 16)
+
+
+@njit
+def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, oshift):
+    """(value, kind) of a linear table; kind 0 underflow, 1 overflow, 2 hit."""
+    d = x - start
+    index = _c_shift_left(d, -select) if select < 0 else _c_shift_right(d, select)
+    if index < 0 or d <= 0:
+        return _extrapolate(table[0], x, start, uscale, ushift), 0
+    if index >= size - 1:
+        return _extrapolate(table[size - 1], x, end, oscale, oshift), 1
+    frac = 0
+    if select >= 0:
+        frac = d % (np.int64(1) << (select & 31))
+        if select > 16:
+            frac = _c_shift_right(frac, select - 16)
+        else:
+            frac = _c_shift_left(frac, 16 - select)
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
+    """(value, kind) of the LE table in exponent mode."""
+    d = x - start
+    log2 = bit_length(d) - 1 if d > 0 else 0
+    index = log2 - offset
+    if index < 0 or d <= 0:
+        bias = 0 if offset < 0 else _c_shift_left(np.int64(1), offset)
+        return _extrapolate(table[0], x - bias, start, uscale, ushift), 0
+    if index >= LE_ENTRIES - 1:
+        return _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift), 1
+    frac = d - (np.int64(1) << log2)
+    frac = (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _select(le_val, le_kind, lo_val, lo_kind, p):
+    """Choose between the LE and LO results; returns (value, counter index)."""
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
+                                   p[P_HYBRID_PRI])
+    return (lo_val if use_lo else le_val), outcome
+
+
+@njit
+def lookup_int(x, le, lo, p):
+    """LUT value (int16) for the integer square sum ``x``; returns (value, counter index)."""
+    if p[P_EXPONENT]:
+        le_val, le_kind = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],
+                                           p[P_LE_USCALE], p[P_LE_USHIFT],
+                                           p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    else:
+        le_val, le_kind = _linear_lookup(x, le, LE_ENTRIES, p[P_LE_START], p[P_LE_END],
+                                         p[P_LE_SELECT], p[P_LE_USCALE], p[P_LE_USHIFT],
+                                         p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    lo_val, lo_kind = _linear_lookup(x, lo, LO_ENTRIES, p[P_LO_START], p[P_LO_END],
+                                     p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_USHIFT],
+                                     p[P_LO_OSCALE], p[P_LO_OSHIFT])
+    return _select(le_val, le_kind, lo_val, lo_kind, p)
+
+
+# --- fp16 lookup (fp32 index arithmetic, fp17 interpolation) -------------------
+
+@njit
+def _f32(bits):
+    """The IEEE value of an fp32 bit pattern, as float64."""
+    return np.float64(np.array([bits & 0xFFFFFFFF], np.uint32).view(np.float32)[0])
+
+
+@njit
+def _f32_bits(value):
+    return np.int64(np.array([value], np.float32).view(np.uint32)[0])
+
+
+@njit
+def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
+                     uscale, oscale):
+    """(fp17 value, kind) of one table for the fp32 square sum ``x``."""
+    d = fp_sub(x, start, 8, 23)
+    dv = _f32(d)
+    kind = 2
+    index = 0
+    frac = 0
+    if dv <= 0 or math.isnan(dv):
+        kind = 0
+    elif exponent:
+        index = ((d >> 23) & 0xFF) - 127 - offset
+        frac = (d >> 7) & 0xFFFF
+        if index < 0:
+            kind = 0
+        elif index >= size - 1:
+            kind = 1
+    else:
+        shifted = np.float64(np.float32(dv * (2.0 ** (-select))))
+        if shifted >= size - 1:
+            kind = 1
+        else:
+            index = np.int64(shifted)
+            frac = np.int64((shifted - np.float64(index)) * 65536.0) & 0xFFFF
+    if kind == 0:
+        if exponent:
+            bias = 0.0 if offset <= -127 else 2.0 ** offset
+            d = fp_sub(x, fp_add(start, _f32_bits(bias), 8, 23), 8, 23)
+        slope = fp16_to_fp17_bits(uscale & 0xFFFF)
+        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
+        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), 6, 10), 0
+    if kind == 1:
+        d = fp_sub(x, end, 8, 23)
+        slope = fp16_to_fp17_bits(oscale & 0xFFFF)
+        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
+        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), 6, 10), 1
+    y0 = table[index] & 0xFFFF
+    y1 = table[index + 1] & 0xFFFF
+    diff = fp_sub(fp16_to_fp32_bits(y1), fp16_to_fp32_bits(y0), 8, 23)
+    term = fp_mul(fp32_to_fp17_bits(diff), uint16_to_fp17_bits(frac), 6, 10)
+    return fp_add(term, fp16_to_fp17_bits(y0), 6, 10), 2
+
+
+@njit
+def lookup_fp(x, le, lo, p):
+    """LUT value (fp17 bits) for the fp32 square sum ``x``; returns (value, counter index)."""
+    le_val, le_kind = _fp_table_lookup(x, le, LE_ENTRIES, p[P_EXPONENT] != 0, p[P_LE_START],
+                                       p[P_LE_END], p[P_LE_OFFSET], p[P_LE_SELECT],
+                                       p[P_LE_USCALE], p[P_LE_OSCALE])
+    lo_val, lo_kind = _fp_table_lookup(x, lo, LO_ENTRIES, False, p[P_LO_START], p[P_LO_END],
+                                       0, p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_OSCALE])
+    return _select(le_val, le_kind, lo_val, lo_kind, p)

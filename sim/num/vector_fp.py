@@ -1,0 +1,264 @@
+"""NVDLA's floating-point algorithms on whole int64 arrays of bit patterns (numpy only).
+
+The array twins of :mod:`sim.num.fpcore` (scalar numba kernels, where each
+algorithm and NVDLA rule is explained): same names, same bits, selects
+instead of branches.  ``E``/``M`` are the exponent and mantissa widths.
+Add and multiply use double arithmetic as ``fpcore.fp_add``/``fp_mul`` do
+(exact or innocuously double-rounded); only additions with an all-ones
+exponent operand take the window algorithm, on just those elements.
+``tests/num`` checks every function against its scalar twin and the golden
+vectors.
+"""
+
+import numpy as np
+
+from sim.num.vector_int import bit_length, i64, round_nearest_even, shift_right_round
+
+
+# --- fields and rules (sim.num.rules) --------------------------------------------
+def unpack(x, E, M):
+    x = i64(x)
+    return (x >> (E + M)) & 1, (x >> M) & ((1 << E) - 1), x & ((1 << M) - 1)
+
+
+def pack(sign, expo, mant, E, M):
+    return (sign << (E + M)) | (expo << M) | mant
+
+
+def is_nan(expo, mant, E):
+    return (expo == (1 << E) - 1) & (mant != 0)
+
+
+def is_nan_pattern(x, E, M):
+    """NaN test on whole patterns."""
+    _, e, m = unpack(x, E, M)
+    return is_nan(e, m, E)
+
+
+def significand(expo, mant, M):
+    """Rules 1 and 4: every pattern but +-0 carries the implied 1."""
+    return np.where((expo == 0) & (mant == 0), 0, mant | (1 << M))
+
+
+def arithmetic_value(x, E, M):
+    """The exact double that arithmetic reads from each pattern (rules 1 and 4)."""
+    sign, expo, mant = unpack(x, E, M)
+    bits = (sign << 63) | ((expo + 1024 - (1 << (E - 1))) << 52) | (mant << (52 - M))
+    bits = np.where((expo == 0) & (mant == 0), sign << 63, bits)
+    return bits.view(np.float64)
+
+
+def saturated(sign, E, M):
+    return pack(sign, (1 << E) - 2, (1 << M) - 1, E, M)
+
+
+def flushed(sign, E, M):
+    return sign << (E + M)
+
+
+def nan_or(a, b, E, M, result):
+    """Rule 5: a NaN operand is returned bit for bit, ``a`` first."""
+    result = np.where(is_nan_pattern(b, E, M), b, result)
+    return np.where(is_nan_pattern(a, E, M), a, result)
+
+
+def _masked(x, E, M):
+    return i64(x) & ((1 << (1 + E + M)) - 1)
+
+
+# --- add, sub, mul, max ---------------------------------------------------------
+def _rounded_fields(u, E, M):
+    drop = 52 - M
+    r = (u + ((1 << (drop - 1)) - 1) + ((u >> drop) & 1)) >> drop
+    rebias = 1024 - (1 << (E - 1))
+    return (u >> 52) - rebias, (r >> M) - rebias, r & ((1 << M) - 1)
+
+
+def add_is_ordinary(a, b, E, M):
+    inf = ((1 << E) - 1) << M
+    magnitude = (1 << (E + M)) - 1
+    return ((a & magnitude) != inf) & ((b & magnitude) != inf)
+
+
+def fp_add_ordinary(a, b, E, M):
+    a, b = _masked(a, E, M), _masked(b, E, M)
+    u = (arithmetic_value(a, E, M) + arithmetic_value(b, E, M)).view(np.int64)
+    sign = (u >> 63) & 1
+    u = u & ((1 << 63) - 1)
+    sign = np.where(u == 0, a >> (E + M), sign)  # rule 6
+    e_exact, e, mant = _rounded_fields(u, E, M)
+    r = np.where(e >= (1 << E) - 1, saturated(sign, E, M), pack(sign, e, mant, E, M))
+    r = np.where(e_exact <= 0, flushed(sign, E, M), r)
+    return nan_or(a, b, E, M, r)
+
+
+def fp_add_window(a, b, E, M):
+    """The hardware's window algorithm (see ``fpcore.fp_add_window``)."""
+    a, b = _masked(a, E, M), _masked(b, E, M)
+    emax = (1 << E) - 1
+    extra, top = M + 2, 2 * M + 2
+    a_leads = (a & ((1 << (E + M)) - 1)) >= (b & ((1 << (E + M)) - 1))  # rule 6
+    big, small = np.where(a_leads, a, b), np.where(a_leads, b, a)
+    sign, e, mb = unpack(big, E, M)
+    s_small, e_small, ms = unpack(small, E, M)
+    x = significand(e, mb, M) << extra
+    y = (significand(e_small, ms, M) << extra) >> (e - e_small)
+    v = np.where(sign == s_small, x + y, x - y)
+    carry = (v >> (top + 1)) != 0
+    lead = top + 1 - bit_length(v)
+    overflow = carry & (e >= emax - 1)
+    flush = ~carry & ((v == 0) | (e <= lead))
+    e = np.where(carry, e + 1, e - lead)
+    v = np.where(carry, v >> 1, v << np.clip(lead, 0, 63))
+    r = round_nearest_even(v, M + 2)
+    carry = (r >> (M + 1)) != 0
+    overflow |= carry & (e >= emax - 1)
+    e = np.where(carry, e + 1, e)
+    r = np.where(carry, r >> 1, r)
+    out = np.where(overflow, saturated(sign, E, M), pack(sign, e, r & ((1 << M) - 1), E, M))
+    return nan_or(a, b, E, M, np.where(flush, flushed(sign, E, M), out))
+
+
+def fp_add(a, b, E, M):
+    """a + b, nearest even, NVDLA rules (arrays broadcast together)."""
+    a, b = np.broadcast_arrays(_masked(a, E, M), _masked(b, E, M))
+    out = np.array(fp_add_ordinary(a, b, E, M))
+    rare = ~add_is_ordinary(a, b, E, M)
+    if rare.any():
+        out[rare] = fp_add_window(a[rare], b[rare], E, M)
+    return out
+
+
+def fp_sub(a, b, E, M):
+    return fp_add(a, i64(b) ^ (1 << (E + M)), E, M)
+
+
+def fp_mul(a, b, E, M):
+    """a * b, nearest even; underflow flushes, overflow saturates."""
+    a, b = _masked(a, E, M), _masked(b, E, M)
+    emax = (1 << E) - 1
+    bias = (1 << (E - 1)) - 1
+    sign = (a ^ b) >> (E + M)
+    ea, eb = (a >> M) & emax, (b >> M) & emax
+    u = (arithmetic_value(a, E, M) * arithmetic_value(b, E, M)).view(np.int64)
+    _, e, mant = _rounded_fields(u & ((1 << 63) - 1), E, M)
+    r = np.where(e >= emax, saturated(sign, E, M), pack(sign, e, mant, E, M))
+    r = np.where((e <= 0) | (ea + eb < bias), flushed(sign, E, M), r)
+    return nan_or(a, b, E, M, r)
+
+
+def fp_max(a, b, want_max, E, M):
+    """max (``want_max``) or min by sign, then by (exponent, mantissa); NaNs propagate."""
+    a, b = _masked(a, E, M), _masked(b, E, M)
+    magnitude = (1 << (E + M)) - 1
+    sa, sb = a >> (E + M), b >> (E + M)
+    a_greater = np.where(sa != sb, sa == 0, ((a & magnitude) > (b & magnitude)) != (sa == 1))
+    return nan_or(a, b, E, M, np.where(a_greater == want_max, a, b))
+
+
+# --- conversions ----------------------------------------------------------------
+def fp_widen(x, iE, iM, oE, oM, keep_denormals):
+    """Exact widening; Inf becomes the largest finite value (``fpcore.fp_widen``)."""
+    s, e, m = unpack(_masked(x, iE, iM), iE, iM)
+    delta = (1 << (oE - 1)) - (1 << (iE - 1))
+    out = pack(s, e + delta, m << (oM - iM), oE, oM)
+    if keep_denormals:
+        lead = iM - bit_length(m)
+        sub = pack(s, delta - lead, ((m << np.clip(lead + 1, 0, 63)) & ((1 << iM) - 1))
+                   << (oM - iM), oE, oM)
+        out = np.where(e == 0, sub, out)
+    out = np.where((e == 0) & (m == 0), flushed(s, oE, oM), out)
+    out = np.where(e == (1 << iE) - 1, saturated(s, oE, oM), out)
+    return np.where(is_nan(e, m, iE), pack(s, (1 << oE) - 1, m, oE, oM), out)
+
+
+def fp_narrow(x, iE, iM, oE, oM, keep_denormals):
+    """Narrowing with nearest even (``fpcore.fp_narrow``)."""
+    s, e, m = unpack(_masked(x, iE, iM), iE, iM)
+    delta = (1 << (iE - 1)) - (1 << (oE - 1))
+    emax = (1 << oE) - 1
+    p = m | (1 << iM)
+    drop = iM - oM
+    # below the output's normal range
+    r_low = round_nearest_even(p, drop + delta - e + 1)
+    low = np.where(r_low >> oM, pack(s, 1, 0, oE, oM),
+                   pack(s, 0, r_low, oE, oM) if keep_denormals else flushed(s, oE, oM))
+    # normal range
+    r = round_nearest_even(p, drop)
+    carry = (r >> (oM + 1)) != 0
+    e_out = np.where(carry, e - delta + 1, e - delta)
+    normal = np.where(carry & (e_out == emax), saturated(s, oE, oM),
+                      pack(s, e_out, np.where(carry, 0, r & ((1 << oM) - 1)), oE, oM))
+    out = np.where(e <= delta, low, normal)
+    out = np.where(e < delta - oM, flushed(s, oE, oM), out)
+    out = np.where(e >= emax + delta, saturated(s, oE, oM), out)
+    return np.where(is_nan(e, m, iE), pack(s, emax, m & ((1 << oM) - 1), oE, oM), out)
+
+
+def int_to_float(v, E, M):
+    """Signed integers to float, nearest even, saturating."""
+    v = i64(v)
+    s = (v < 0).astype(np.int64)
+    mag = np.abs(v)
+    n = bit_length(mag)
+    emax = (1 << E) - 1
+    e = n - 1 + (1 << (E - 1)) - 1
+    r = round_nearest_even(mag, n - (M + 1))
+    carry = (r >> (M + 1)) != 0
+    overflow = (e >= emax) | (carry & (e >= emax - 1))
+    out = pack(s, np.where(carry, e + 1, e), r & ((1 << M) - 1), E, M)
+    out = np.where(overflow, saturated(s, E, M), out)
+    return np.where(v == 0, 0, out)
+
+
+def fraction_to_float(f, width, E, M):
+    """The unsigned ``width``-bit fraction ``f / 2**width``; exponents <= 0 flush to +0."""
+    f = i64(f)
+    n = bit_length(f)
+    lead = width - n
+    bias = (1 << (E - 1)) - 1
+    r = round_nearest_even(f, n - (M + 1))
+    out = np.where(bias <= lead + 1, 0, pack(0, bias - lead - 1, r & ((1 << M) - 1), E, M))
+    out = np.where((r >> (M + 1)) != 0, pack(0, bias - lead, 0, E, M), out)
+    return np.where(f == 0, 0, out)
+
+
+def float_to_int(x, width, E, M):
+    """Float to a signed ``width``-bit integer, half away from zero; NaN -> most negative."""
+    s, e, m = unpack(_masked(x, E, M), E, M)
+    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    p = m | (1 << M)
+    k = e - ((1 << (E - 1)) - 1) - M
+    mag = np.where(k >= 0, p << np.clip(k, 0, 63), shift_right_round(p, np.maximum(-k, 0)))
+    mag = np.where(k >= width, hi + 1, mag)
+    out = np.where(mag > hi, np.where(s == 1, lo, hi), np.where(s == 1, -mag, mag))
+    return np.where(is_nan(e, m, E), lo, out)
+
+
+# --- named conversions (the formats of sim.num.ops) -------------------------------
+def fp16_to_fp17(a):
+    return fp_widen(a, 5, 10, 6, 10, True)
+
+
+def fp16_to_fp32(a):
+    return fp_widen(a, 5, 10, 8, 23, True)
+
+
+def fp17_to_fp32(a):
+    return fp_widen(a, 6, 10, 8, 23, False)
+
+
+def fp17_to_fp16(a):
+    return fp_narrow(a, 6, 10, 5, 10, True)
+
+
+def fp32_to_fp16(a):
+    return fp_narrow(a, 8, 23, 5, 10, True)
+
+
+def fp32_to_fp17(a):
+    return fp_narrow(a, 8, 23, 6, 10, False)
+
+
+def uint16_to_fp17(a):
+    return fraction_to_float(i64(a) & 0xFFFF, 16, 6, 10)

@@ -1,0 +1,106 @@
+"""Integer rounding, saturation and shifts on whole int64 arrays (numpy only).
+
+The array twins of :mod:`sim.num.rounding` (which holds the scalar numba
+kernels and defines the vocabulary): the same names and results, written
+with selects instead of branches so that one numpy call handles a whole
+cube and nothing needs compiling.  Shift amounts may be scalars or arrays;
+numpy gives 0 (or the sign) for shifts of 64 bits or more, as the scalar
+kernels do by hand.
+"""
+
+import numpy as np
+
+
+def i64(x) -> np.ndarray:
+    """``x`` as an int64 array (a copy only when the type differs)."""
+    return np.asarray(x, dtype=np.int64)
+
+
+def choose(cond, if_true, if_false):
+    """``where(cond, if_true(), if_false())``, computing only the sides in use.
+
+    The stages are written for per-element settings (golden vectors mix
+    precisions row by row); a layer has one setting, so usually one side runs.
+    """
+    cond = np.asarray(cond)
+    if not cond.any():
+        return if_false()
+    if cond.all():
+        return if_true()
+    return np.where(cond, if_true(), if_false())
+
+
+def sign_extend(x, bits: int):
+    """The low ``bits`` bits of each value as two's complement (a Python int for an int)."""
+    if isinstance(x, int | np.integer):
+        x = int(x) & ((1 << bits) - 1)
+        return x - ((x >> (bits - 1)) << bits)
+    return (i64(x) << (64 - bits)) >> (64 - bits)
+
+
+def wrap(x, bits: int) -> np.ndarray:
+    """The low ``bits`` bits, as an unsigned field."""
+    return i64(x) & ((1 << bits) - 1)
+
+
+def saturate(x, bits: int) -> np.ndarray:
+    """Clamp to the signed ``bits``-bit range."""
+    return np.clip(x, -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def bit_length(x) -> np.ndarray:
+    """Bits needed for each non-negative value: 0 for 0 (exact up to 2**63)."""
+    x = i64(x)
+    high = x >> 32
+    low_bits = np.frexp((x & 0xFFFFFFFF).astype(np.float64))[1]
+    high_bits = np.frexp(high.astype(np.float64))[1]
+    return np.where(high > 0, 32 + high_bits, low_bits).astype(np.int64)
+
+
+def shift_right_round(x, s) -> np.ndarray:
+    """``x / 2**s`` rounded half away from zero (``s`` >= 0)."""
+    x, s = i64(x), i64(s)
+    m = np.abs(x)
+    half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
+    r = (m >> s) + half
+    return np.where(x < 0, -r, r)
+
+
+def convert(x, s, bits: int) -> np.ndarray:
+    """Right shift rounding half away from zero, then saturate to ``bits``."""
+    return saturate(shift_right_round(x, s), bits)
+
+
+def convert_flag(x, s, bits: int) -> tuple:
+    """``convert`` and the saturation flag (result more than a rounding step from ``x >> s``)."""
+    y = convert(x, s, bits)
+    return y, np.abs((i64(x) >> i64(s)) - y) > 1
+
+
+def shift_left_saturate(x, s, bits: int) -> np.ndarray:
+    """``saturate(x << s)`` into ``bits`` bits without overflow (``s`` >= 0)."""
+    x, s = i64(x), i64(s)
+    over = bit_length(np.abs(x)) + s >= bits
+    limit = np.where(x > 0, (1 << (bits - 1)) - 1, -(1 << (bits - 1)))
+    return np.where(x == 0, 0, np.where(over, limit, x << np.minimum(s, 63)))
+
+
+def shift_signed(x, s, bits: int) -> np.ndarray:
+    """Right shift by the signed ``s`` (left when negative), rounding and saturating."""
+    s = i64(s)
+    return choose(s < 0, lambda: shift_left_saturate(x, -s, bits),
+                  lambda: convert(x, np.maximum(s, 0), bits))
+
+
+def round_nearest_even(m, drop) -> np.ndarray:
+    """Drop the low ``drop`` bits of the unsigned ``m`` to nearest even (``drop`` <= 0 shifts left).
+
+    The result can carry one bit past ``m >> drop``; callers test for it.
+    """
+    m, drop = i64(m), i64(drop)
+    d = np.maximum(drop, 1)
+    kept = m >> d
+    guard = (m >> (d - 1)) & 1
+    sticky = (m & ((1 << (d - 1)) - 1)) != 0
+    rounded = kept + (guard & (sticky | (kept & 1)))
+    return np.where(drop <= 0, m << np.minimum(-drop, 63), rounded)
