@@ -32,8 +32,8 @@ from sim.jit import njit, prange
 from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
-from sim.num.lut import COUNTER_NAMES
-from sim.num.lut_cdp import lookup_fp, lookup_int
+from sim.num.lut import COUNTER_NAMES, lookup_int
+from sim.num.lut_cdp import lookup_fp
 
 from ..configs import FP16, INT8
 
@@ -55,28 +55,20 @@ class LrnSettings:
     throughput: int = 8  # CDP output elements per cycle of the configuration
 
 
-@njit(parallel=True)
-def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes):
-    """Window sum of squares, lookup and product for the centre rows of ``a``.
+def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
+    """Window sums of squares, lookups and products for the centre rows of ``a``.
 
-    ``outcomes`` receives each element's lookup outcome (its counter index).
-
-    The squares of the 17-bit convertor outputs are exact int64 products
-    (sim.num.cdp_sq's integer case), formed here to keep the loop in one pass.
+    Returns (y, lookup outcomes).  The squares of the 17-bit convertor
+    outputs are exact (sim.num.cdp_sq's integer case).
     """
-    rows, pixels = y.shape
-    for px in prange(pixels):
-        for c in range(rows):
-            k = c + HALO
-            if sqsum_bypass:
-                s = a[k, px]
-            else:
-                s = np.int64(0)
-                for j in range(k - half, k + half + 1):
-                    s += a[j, px] * a[j, px]
-            value, which = lookup_int(s, le, lo, p)
-            outcomes[c, px] = which
-            y[c, px] = value if mul_bypass else value * a[k, px]
+    rows = a.shape[0] - 2 * HALO
+    centre = a[HALO:HALO + rows]
+    if sqsum_bypass:
+        s = centre
+    else:
+        s = sum(a[HALO + j:HALO + j + rows] ** 2 for j in range(-half, half + 1))
+    value, outcomes = lookup_int(s, le, lo, p)
+    return (value if mul_bypass else value * centre), outcomes
 
 
 @njit(parallel=True)
@@ -165,7 +157,7 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
             lanes[:, 1] = sign_extend_array(icvt >> 9, 9)
         else:
             a.reshape(-1)[:] = sign_extend_array(icvt, 18)
-        _window_int(a, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, outcomes)
+        y, outcomes = _window_int(a, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut)
         offset, scale, shifter = s.datout
         data = _pairs(y.reshape(-1), 25) if int8 else y.reshape(-1) & ((1 << 33) - 1)
         res = num.cdp_ocvt(data_in=data.astype(np.uint64), alu_in=offset, mul_in=scale,

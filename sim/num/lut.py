@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.num.vector_int import sign_extend
+from sim.num.vector_int import bit_length, i64, round_via_double, sign_extend
 
 LE_ENTRIES = 65
 LO_ENTRIES = 257
@@ -173,3 +173,77 @@ def choose_tables(le_uflow, le_oflow, lo_uflow, lo_oflow, uflow_lo, oflow_lo, hy
     return use_lo, outcome
 
 
+
+
+# --- CDP integer lookup (numpy, whole arrays) -----------------------------------
+INTERP_BITS = 56  # width of the interpolation/extrapolation term
+
+
+def _extrapolate(base, x, ref, scale, shift):
+    return round_via_double(base + round_via_double((x - ref) * scale, shift, INTERP_BITS), 0, 16)
+
+
+def _interpolate(y0, y1, frac16):
+    return round_via_double(y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS), 0, 16)
+
+
+def _kinds(uflow, oflow, under, over, hit):
+    """(value, under, over) of a table from its three candidate values."""
+    return np.where(uflow, under, np.where(oflow, over, hit)), uflow, oflow
+
+
+def _linear_lookup(x, table, start, end, select, uscale, ushift, oscale, oshift):
+    """(value, underflow, overflow) of a linear table (C shifts: counts modulo 64)."""
+    size = table.size
+    d = x - start
+    index = d << ((-select) & 63) if select < 0 else d >> (select & 63)
+    uflow = (index < 0) | (d <= 0)
+    oflow = ~uflow & (index >= size - 1)
+    frac = np.zeros_like(d)
+    if select >= 0:
+        frac = np.mod(d, np.int64(1) << (select & 31))
+        frac = frac >> ((select - 16) & 63) if select > 16 else frac << ((16 - select) & 63)
+    i = np.clip(index, 0, size - 2)
+    return _kinds(uflow, oflow, _extrapolate(table[0], x, start, uscale, ushift),
+                  _extrapolate(table[size - 1], x, end, oscale, oshift),
+                  _interpolate(table[i], table[i + 1], frac))
+
+
+def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
+    """(value, underflow, overflow) of the LE table in exponent mode."""
+    d = x - start
+    log2 = np.where(d > 0, bit_length(np.maximum(d, 0)) - 1, 0)
+    index = log2 - offset
+    uflow = (index < 0) | (d <= 0)
+    oflow = ~uflow & (index >= LE_ENTRIES - 1)
+    bias = 0 if offset < 0 else np.int64(1) << np.int64(offset & 63)
+    frac = d - (np.int64(1) << np.clip(log2, 0, 62))
+    frac = np.where(log2 > 16, frac >> np.clip(log2 - 16, 0, 63), frac << np.clip(16 - log2, 0, 63))
+    i = np.clip(index, 0, LE_ENTRIES - 2)
+    return _kinds(uflow, oflow, _extrapolate(table[0], x - bias, start, uscale, ushift),
+                  _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift),
+                  _interpolate(table[i], table[i + 1], frac))
+
+
+def lookup_int(x, le, lo, p):
+    """LUT values (int16) of the integer square sums ``x``, and each one's counter index.
+
+    Integer arithmetic as NVDLA's C-model does it, with its rounding through
+    IEEE doubles; ``p`` is the parameter vector (``P_*``).
+    """
+    x, le, lo = i64(x), i64(le), i64(lo)
+    p = [int(v) for v in p]
+    if p[P_EXPONENT]:
+        le_val, le_u, le_o = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],
+                                              p[P_LE_USCALE], p[P_LE_USHIFT], p[P_LE_OSCALE],
+                                              p[P_LE_OSHIFT])
+    else:
+        le_val, le_u, le_o = _linear_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_SELECT],
+                                            p[P_LE_USCALE], p[P_LE_USHIFT], p[P_LE_OSCALE],
+                                            p[P_LE_OSHIFT])
+    lo_val, lo_u, lo_o = _linear_lookup(x, lo, p[P_LO_START], p[P_LO_END], p[P_LO_SELECT],
+                                        p[P_LO_USCALE], p[P_LO_USHIFT], p[P_LO_OSCALE],
+                                        p[P_LO_OSHIFT])
+    use_lo, outcome = choose_tables(le_u, le_o, lo_u, lo_o, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
+                                    p[P_HYBRID_PRI])
+    return np.where(use_lo, lo_val, le_val), outcome

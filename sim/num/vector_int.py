@@ -104,3 +104,21 @@ def round_nearest_even(m, drop) -> np.ndarray:
     sticky = (m & ((1 << (d - 1)) - 1)) != 0
     rounded = kept + (guard & (sticky | (kept & 1)))
     return np.where(drop <= 0, m << np.minimum(-drop, 63), rounded)
+
+
+def round_via_double(value, shift, bits: int) -> np.ndarray:
+    """``saturate(round_half_away(value / 2**shift))`` through IEEE doubles, as the C-model's
+    LUT arithmetic does it (see ``rounding.round_via_double``)."""
+    vf = i64(value).astype(np.float64)
+    positive = vf > 0
+    vf = vf / np.exp2(np.asarray(shift, np.float64))
+    hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    huge = np.abs(vf) >= 9223372036854775808.0
+    out = np.trunc(np.where(huge, 0.0, np.where(positive, vf + 0.5, vf - 0.5))).astype(np.int64)
+    return np.where(huge, np.where(positive, hi, lo), np.clip(out, lo, hi))
+
+
+def x86_int32(v) -> np.ndarray:
+    """C's ``(int32_t)`` of an integral double on x86: out of range gives INT32_MIN."""
+    v = i64(v)
+    return np.where((v > 0x7FFFFFFF) | (v < -0x80000000), -0x80000000, v)

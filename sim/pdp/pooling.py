@@ -43,9 +43,14 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ..jit import njit
+from ..num.arrays import sign_extend_array
 from ..num.fpcore import fp_add, fp_max, fp_mul
 from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
-from ..num.rounding import shift_right_round, sign_extend, x86_int32
+from ..num.rounding import shift_right_round, x86_int32
+from ..num.rounding import sign_extend as signed_field  # the scalar kernel, for numba code
+from ..num.vector_int import shift_right_round as shift_right_round_array
+from ..num.vector_int import sign_extend
+from ..num.vector_int import x86_int32 as x86_int32_array
 
 AVERAGE, MAX, MIN = 0, 1, 2
 METHODS = {AVERAGE: "average", MAX: "max", MIN: "min"}
@@ -155,7 +160,7 @@ def _add(acc, v, first, pad_lo, pad_hi, fp, acc_bits, v_first):
     """
     if not fp:
         acc = v if first else acc + v
-        return sign_extend(acc + pad_lo + pad_hi, acc_bits)
+        return signed_field(acc + pad_lo + pad_hi, acc_bits)
     if not first:
         v = fp_add(v, acc, 6, 10) if v_first else fp_add(acc, v, 6, 10)
     return fp_add(fp_add(v, pad_lo, 6, 10), pad_hi, 6, 10)
@@ -235,15 +240,7 @@ def _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_
                         acc = _extreme(row, acc, method, fp)
                 if method == 0:
                     acc = _average(acc, fp, rw, rh)
-                out[c, oh, col0 + ow] = acc & 0xFFFF if fp else sign_extend(acc, out_bits)
-
-
-# One kernel per data type, so that ``fp`` is a constant the compiler folds away.
-@njit
-def _pool_int(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, acc_bits, rw,
-              rh, out_bits):
-    _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, 0, False, acc_bits,
-          rw, rh, out_bits)
+                out[c, oh, col0 + ow] = acc & 0xFFFF if fp else signed_field(acc, out_bits)
 
 
 @njit
@@ -251,6 +248,60 @@ def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, 
                rh):
     _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, True, 32,
           rw, rh, 16)
+
+
+# --- integer pooling in numpy (whole planes at a time) ---------------------------
+def _pad_counts_array(i, ki, k, n, pad_lo):
+    """:func:`_pad_counts` for an array of positions ``i`` (one kernel offset ``ki``)."""
+    low = (i + 1 < k) & ((ki + 1 == k) | ((i + 1 == n) & (i < ki) & (pad_lo > 0)))
+    high = ~low & (i + k - ki > n) & (i + 1 == n)
+    return np.where(low, k - (i + 1), 0), np.where(high, k - (ki + 1), 0)
+
+
+def _pass_int(x, axis, n_out, k, stride, pad_lo, pad_lo_flag, method, pads):
+    """One pass (width: axis 2, height: axis 1) of integer pooling over every window.
+
+    Sums are exact here and wrapped by the caller (modular arithmetic); the
+    pad values of ``pads`` (index n: n padded elements, 0: none) join at the
+    positions the hardware adds them.  Max/min ignore padding.
+    """
+    n = x.shape[axis]
+    starts = np.arange(n_out) * stride - pad_lo
+    acc = None
+    for ki in range(k):
+        i = starts + ki
+        valid = (i >= 0) & (i < n)
+        shape = [1, 1, 1]
+        shape[axis] = n_out
+        values = np.take(x, np.clip(i, 0, n - 1), axis=axis)
+        mask = valid.reshape(shape)
+        if method == AVERAGE:
+            nl, nr = _pad_counts_array(i, ki, k, n, pad_lo_flag)
+            term = np.where(mask, values + (pads[nl] + pads[nr]).reshape(shape), 0)
+            acc = term if acc is None else acc + term
+        else:
+            fill = np.iinfo(np.int64).min if method == MAX else np.iinfo(np.int64).max
+            term = np.where(mask, values, fill)
+            pick = np.maximum if method == MAX else np.minimum
+            acc = term if acc is None else pick(acc, term)
+    return acc
+
+
+def _pool_int_array(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int, pv, pv_rows,
+                    acc_bits):
+    """Integer pooling of a split (C, H, W) -> (C, h_out, n_out): NVDLA wrapping, rounding."""
+    kw, kh, method = cfg.kernel_width, cfg.kernel_height, cfg.method
+    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, method,
+                     np.concatenate([[0], pv]))
+    if method == AVERAGE:
+        rows = sign_extend_array(rows, acc_bits)
+    acc = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, 1, method,
+                    np.concatenate([[0], pv_rows]))
+    if method == AVERAGE:
+        acc = sign_extend_array(acc, acc_bits)
+        acc = x86_int32_array(shift_right_round_array(acc * cfg.recip_width, 16))
+        acc = x86_int32_array(shift_right_round_array(acc * cfg.recip_height, 16))
+    return acc
 
 
 def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolConfig,
@@ -275,8 +326,8 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
     else:
         acc_bits = ACC_BITS[cfg.precision]
         pv_rows = np.array([sign_extend(v * kw, acc_bits) for v in pv], dtype=np.int64)
-        _pool_int(x, view, col0, *geometry, pv, pv_rows, acc_bits, cfg.recip_width,
-                  cfg.recip_height, 8 if cfg.precision == INT8 else 16)
+        acc = _pool_int_array(x, cfg, pad_left, n_out, view.shape[1], pv, pv_rows, acc_bits)
+        view[:, :, col0:col0 + n_out] = sign_extend_array(acc, 8 if cfg.precision == INT8 else 16)
 
 
 __all__ = [

@@ -5,8 +5,7 @@ import pytest
 
 from sim.cdp.config import lut_params
 from sim.machine import Machine
-from sim.num.lut import HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW
-from sim.num.lut_cdp import lookup_int
+from sim.num.lut import HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
 
 from .reference import lookup_table
 from .test_lrn import reference_lut, registers
