@@ -3,42 +3,85 @@
     python benchmarks/bench_start.py [--shared ../shared]
 
 Goals (issue "Speed"): a warm ``nvdla-sim run`` of a small int8 trace <= 0.2 s
-as a whole process; the mean time per trace inside ``regress`` over
-``oracle-traces/nv_full`` <= 5 ms.  Import time is printed for reference.
+and of a GoogLeNet-conv2-sized int16 3x3 layer (56x56x64 in, 192 kernels, from
+``input.txn``) <= 0.25 s, each as a whole process; the mean time per trace
+inside ``regress`` over ``oracle-traces/nv_full`` <= 5 ms.  Import time is
+printed for reference.
+
+Processes run as on a user's machine: Python may cache its bytecode (a
+``PYTHONDONTWRITEBYTECODE`` in the environment is dropped), and "warm" means
+the second run.
 """
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GOAL_SMALL, GOAL_PER_TRACE = 0.2, 0.005
+GOAL_SMALL, GOAL_GOOGLENET, GOAL_PER_TRACE = 0.2, 0.25, 0.005
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# The 56x56x64 int16 input does not fit nv_full's CBUF data banks, so (as a
+# compiler splits it) the layer runs as two 28-row halves, two hardware layers.
+GOOGLENET_HALF = """
+[[layer]]
+unit = "conv"
+precision = "int16"
+input = [64, 28, 56]
+kernels = 192
+kernel = [3, 3]
+pad = 1
+sdp = { bias = 5, relu = true, cvt = [0, 1, 8] }
+"""
+GOOGLENET_CONV2 = 'config = "nv_full"\nseed = 3\n' + GOOGLENET_HALF * 2
 
 
-def whole_process(args) -> float:
-    subprocess.run([sys.executable, "-m", "sim.cli", *args], check=True, capture_output=True)
-    start = time.perf_counter()  # the second run: caches warm
-    subprocess.run([sys.executable, "-m", "sim.cli", *args], check=True, capture_output=True)
-    return time.perf_counter() - start
+def run(args, **kw):
+    return subprocess.run([sys.executable, *args], check=True, capture_output=True, env=ENV,
+                          **kw)
+
+
+def whole_process(args, repeat: int = 5) -> float:
+    """Best of ``repeat`` warm runs (the first, untimed, warms the caches)."""
+    run(["-m", "sim.cli", *args])
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run(["-m", "sim.cli", *args])
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def verdict(seconds: float, goal: float) -> str:
+    return f"(goal {goal} s: {'met' if seconds <= goal else 'missed'})"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shared", default=str(ROOT.parent / "shared"))
     args = p.parse_args()
+    run(["-c", "import sim.trace"])
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import sim.trace"], check=True)
+    run(["-c", "import sim.trace"])
     imports = time.perf_counter() - start
     bare = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    run(["-c", "pass"])
     bare = time.perf_counter() - bare
     print(f"import sim.trace: {imports - bare:.3f} s (beyond the interpreter's {bare:.3f} s)")
     small = ROOT / "traces/nv_small/pdp_9x11x16_3x3s2_max_int8"
     seconds = whole_process(["run", str(small), "--config", "nv_small"])
-    print(f"small int8 trace, warm, whole process: {seconds:.3f} s (goal {GOAL_SMALL} s: "
-          f"{'met' if seconds <= GOAL_SMALL else 'missed'})")
+    print(f"small int8 trace, warm, whole process: {seconds:.3f} s {verdict(seconds, GOAL_SMALL)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "googlenet_conv2.toml"
+        spec.write_text(GOOGLENET_CONV2)
+        trace = Path(tmp) / "googlenet_conv2"
+        run(["-m", "sim.cli", "gen", str(spec), "-o", str(trace), "--format", "txn"])
+        seconds = whole_process(["run", str(trace), "--config", "nv_full"])
+    print(f"int16 3x3 conv 56x56x64 -> 192 from input.txn, warm, whole process: {seconds:.3f} s "
+          f"{verdict(seconds, GOAL_GOOGLENET)}")
     oracle = Path(args.shared) / "oracle-traces" / "nv_full"
     if oracle.is_dir():
         from sim.regress import discover
@@ -51,9 +94,9 @@ def main() -> int:
         for config, path in items:
             run_trace(path, config or "nv_full")
         per = (time.perf_counter() - start) / len(items)
-        verdict = "met" if per <= GOAL_PER_TRACE else "missed"
+        met = "met" if per <= GOAL_PER_TRACE else "missed"
         print(f"regress, oracle nv_full: {per * 1000:.1f} ms per trace over {len(items)} "
-              f"(goal {GOAL_PER_TRACE * 1000:.0f} ms: {verdict})")
+              f"(goal {GOAL_PER_TRACE * 1000:.0f} ms: {met})")
     return 0
 
 

@@ -306,7 +306,9 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
         try:
             offset = int(match.group(1), 0)
             size = int(match.group(2), 0)
-            payload = bytes([int(tok, 16) for tok in match.group(3).split()])
+            payload = _hex_bytes(match.group(3))
+            if payload is None:
+                payload = bytes([int(tok, 16) for tok in match.group(3).split()])
         except ValueError:
             raise SimError(f"{path}:{line_of(match.start())}: malformed payload") from None
         if len(payload) != size:
@@ -322,13 +324,40 @@ def record_dat_extent(records: list[tuple[int, bytes]]) -> int:
     return max((off + len(data) for off, data in records), default=0)
 
 
+def _hex_bytes(tokens: str) -> bytes | None:
+    """Whitespace-separated ``0xHH`` tokens as bytes, or None unless every one is exactly that."""
+    try:
+        data = bytes.fromhex(tokens.replace("0x", "").replace("0X", ""))
+    except ValueError:
+        return None
+    return data if len(data) == tokens.count("0x") + tokens.count("0X") else None
+
+
 def read_hex_dat(path: str | Path) -> bytes:
     """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
 
     Header lines (``key = value``, ``dumped memory,...``, rules of ``=``) are
-    skipped; every other token must be a hex byte.
+    skipped; every other token must be a hex byte.  Well-formed files (every
+    token ``0xHH``) are parsed in one call; anything else goes token by token
+    to find the line to blame.
     """
     path = Path(path)
+    text = _read_text(path)
+    start = 0  # skip the header lines at the top; any later ones take the slow path
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
+        if line.lstrip()[:2].lower() == "0x" and "=" not in line:
+            break
+        start = end + 1
+    data = _hex_bytes(text[start:])
+    if data is not None:
+        return data
+    return _read_hex_tokens(path)
+
+
+def _read_hex_tokens(path: Path) -> bytes:
     out = bytearray()
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
         tokens = line.split()

@@ -6,12 +6,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
 
 from .configs import CONFIGS
 from .dram import write_atomically
 from .errors import SimError
-from .pool import InProcess, WorkerPool
 from .progress import Progress
 from .trace.player import TraceResult, run_trace
 
@@ -57,6 +55,8 @@ def make_backend(jobs: int = 1, timeout: float | None = None, scheduler=None):
         from .cluster import ClusterBackend
 
         return ClusterBackend(scheduler, _run_one, _describe, timeout)
+    from .pool import InProcess, WorkerPool  # multiprocessing: only when regress runs
+
     if jobs <= 1 and timeout is None:
         return InProcess(_run_one)
     return WorkerPool(_run_one, _describe, jobs, timeout)
@@ -139,6 +139,8 @@ def write_json(path, results: list[TraceResult], complete: bool = True) -> None:
 
 
 def write_junit(path, results: list[TraceResult]) -> None:
+    from xml.sax.saxutils import escape, quoteattr  # pulls in urllib: only for JUnit
+
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
     failures = sum(r.status == "fail" for r in results)
     errors = sum(r.status == "error" for r in results)

@@ -21,7 +21,6 @@ from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
 from ..num.lut import LutRam
 from .config import CdpConfig
-from .lrn import LrnSettings, normalize
 
 
 class CdpEngine(Engine):
@@ -45,6 +44,8 @@ class CdpEngine(Engine):
 
     # -- layer ------------------------------------------------------------------
     def run(self, ctx):
+        from .lrn import LrnSettings, normalize  # the datapath loads with the first layer
+
         cfg = CdpConfig.from_blocks(ctx.regs(CDP), ctx.regs(CDP_RDMA), ctx.config)
         atom = ctx.config.atom_bytes
         group = elements_per_atom(cfg.precision, atom)

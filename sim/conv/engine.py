@@ -20,7 +20,6 @@ from ..chains import CONV_UNITS, SDP, sdp_chain
 from ..engine import Engine, armed_groups
 from ..sdp.engine import process_sdp
 from .cdma import Cbuf
-from .modes import compute_conv_layer
 
 
 class ConvEngine(Engine):
@@ -40,6 +39,8 @@ class ConvEngine(Engine):
         return armed_groups(machine, (*CONV_UNITS, *sdp_chain(machine)))
 
     def run(self, ctx):
+        from .modes import compute_conv_layer  # the datapaths load with the first layer
+
         out, counters, self.cbuf = compute_conv_layer(ctx, self.cbuf)
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)
