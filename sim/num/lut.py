@@ -188,8 +188,13 @@ def _interpolate(y0, y1, frac16):
 
 
 def _kinds(uflow, oflow, under, over, hit):
-    """(value, under, over) of a table from its three candidate values."""
-    return np.where(uflow, under, np.where(oflow, over, hit)), uflow, oflow
+    """(value, under, over) of a table: ``under``/``over``/``hit`` compute the candidate
+    values of the elements they are given (each side only for the elements it applies to)."""
+    value = np.empty(uflow.shape, np.int64)
+    for mask, compute in ((uflow, under), (oflow, over), (~(uflow | oflow), hit)):
+        if mask.any():
+            value[mask] = compute(mask)
+    return value, uflow, oflow
 
 
 def _linear_lookup(x, table, start, end, select, uscale, ushift, oscale, oshift):
@@ -204,9 +209,9 @@ def _linear_lookup(x, table, start, end, select, uscale, ushift, oscale, oshift)
         frac = np.mod(d, np.int64(1) << (select & 31))
         frac = frac >> ((select - 16) & 63) if select > 16 else frac << ((16 - select) & 63)
     i = np.clip(index, 0, size - 2)
-    return _kinds(uflow, oflow, _extrapolate(table[0], x, start, uscale, ushift),
-                  _extrapolate(table[size - 1], x, end, oscale, oshift),
-                  _interpolate(table[i], table[i + 1], frac))
+    return _kinds(uflow, oflow, lambda m: _extrapolate(table[0], x[m], start, uscale, ushift),
+                  lambda m: _extrapolate(table[size - 1], x[m], end, oscale, oshift),
+                  lambda m: _interpolate(table[i[m]], table[i[m] + 1], frac[m]))
 
 
 def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
@@ -220,9 +225,10 @@ def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshif
     frac = d - (np.int64(1) << np.clip(log2, 0, 62))
     frac = np.where(log2 > 16, frac >> np.clip(log2 - 16, 0, 63), frac << np.clip(16 - log2, 0, 63))
     i = np.clip(index, 0, LE_ENTRIES - 2)
-    return _kinds(uflow, oflow, _extrapolate(table[0], x - bias, start, uscale, ushift),
-                  _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift),
-                  _interpolate(table[i], table[i + 1], frac))
+    return _kinds(uflow, oflow,
+                  lambda m: _extrapolate(table[0], x[m] - bias, start, uscale, ushift),
+                  lambda m: _extrapolate(table[LE_ENTRIES - 1], x[m], end, oscale, oshift),
+                  lambda m: _interpolate(table[i[m]], table[i[m] + 1], frac[m]))
 
 
 def lookup_int(x, le, lo, p):
@@ -231,7 +237,7 @@ def lookup_int(x, le, lo, p):
     Integer arithmetic as NVDLA's C-model does it, with its rounding through
     IEEE doubles; ``p`` is the parameter vector (``P_*``).
     """
-    x, le, lo = i64(x), i64(le), i64(lo)
+    x, le, lo = np.atleast_1d(i64(x)), i64(le), i64(lo)
     p = [int(v) for v in p]
     if p[P_EXPONENT]:
         le_val, le_u, le_o = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],

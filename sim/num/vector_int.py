@@ -61,8 +61,13 @@ def shift_right_round(x, s) -> np.ndarray:
     """``x / 2**s`` rounded half away from zero (``s`` >= 0)."""
     x, s = i64(x), i64(s)
     m = np.abs(x)
-    half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
-    r = (m >> s) + half
+    if s.ndim == 0 and s < 32:  # one shift for the whole array (a layer's setting)
+        if s == 0:
+            return x
+        r = (m + (np.int64(1) << (s - 1))) >> s  # |x| < 2**62: no overflow
+    else:
+        half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
+        r = (m >> s) + half
     return np.where(x < 0, -r, r)
 
 
@@ -109,13 +114,12 @@ def round_nearest_even(m, drop) -> np.ndarray:
 def round_via_double(value, shift, bits: int) -> np.ndarray:
     """``saturate(round_half_away(value / 2**shift))`` through IEEE doubles, as the C-model's
     LUT arithmetic does it (see ``rounding.round_via_double``)."""
-    vf = i64(value).astype(np.float64)
-    positive = vf > 0
-    vf = vf / np.exp2(np.asarray(shift, np.float64))
+    vf = i64(value).astype(np.float64) * np.exp2(-np.asarray(shift, np.float64))  # exact
     hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
     huge = np.abs(vf) >= 9223372036854775808.0
-    out = np.trunc(np.where(huge, 0.0, np.where(positive, vf + 0.5, vf - 0.5))).astype(np.int64)
-    return np.where(huge, np.where(positive, hi, lo), np.clip(out, lo, hi))
+    out = np.trunc(vf + np.copysign(0.5, vf))
+    out = np.clip(np.where(huge, 0.0, out).astype(np.int64), lo, hi)
+    return np.where(huge, np.where(vf > 0, hi, lo), out)
 
 
 def x86_int32(v) -> np.ndarray:
