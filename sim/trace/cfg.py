@@ -31,6 +31,8 @@ ARITY = {
 
 
 def _strip_comment(line: str) -> str:
+    if '"' not in line:  # the usual line: no string to protect a "//" inside
+        return line.split("//", 1)[0].strip()
     out, quoted = [], False
     i = 0
     while i < len(line):
@@ -45,6 +47,8 @@ def _strip_comment(line: str) -> str:
 
 
 def _split_args(text: str) -> list[str]:
+    if '"' not in text:
+        return [arg.strip() for arg in text.split(",")] if text else []
     args, cur, quoted = [], [], False
     for c in text:
         if c == '"':
