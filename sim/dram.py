@@ -326,11 +326,13 @@ def record_dat_extent(records: list[tuple[int, bytes]]) -> int:
 
 def _hex_bytes(tokens: str) -> bytes | None:
     """Whitespace-separated ``0xHH`` tokens as bytes, or None unless every one is exactly that."""
+    if "0X" in tokens:
+        tokens = tokens.replace("0X", "0x")
     try:
-        data = bytes.fromhex(tokens.replace("0x", "").replace("0X", ""))
+        data = bytes.fromhex(tokens.replace("0x", ""))
     except ValueError:
         return None
-    return data if len(data) == tokens.count("0x") + tokens.count("0X") else None
+    return data if len(data) == tokens.count("0x") else None
 
 
 def read_hex_dat(path: str | Path) -> bytes:
