@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import verdict
+
 GOAL_TRACE, GOAL_ALL = 3.0, 5.0
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,10 +37,8 @@ def main() -> int:
         worst = max(worst, seconds)
         print(f"  {trace.parent.name}/{trace.name:40} {seconds:6.2f} s")
     total = cold([])
-    print(f"slowest single trace cold: {worst:.2f} s (goal {GOAL_TRACE:.0f} s: "
-          f"{'met' if worst <= GOAL_TRACE else 'missed'})")
-    print(f"all bundled examples cold: {total:.2f} s (goal {GOAL_ALL:.0f} s: "
-          f"{'met' if total <= GOAL_ALL else 'missed'})")
+    print(f"slowest single trace cold: {worst:.2f} s {verdict(worst, GOAL_TRACE)}")
+    print(f"all bundled examples cold: {total:.2f} s {verdict(total, GOAL_ALL)}")
     return 0
 
 

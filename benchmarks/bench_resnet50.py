@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import verdict
+
 GOALS = {"int8": 5.0, "fp16": 20.0}
 GOAL_RSS_GIB = 2.0
 CBUF_HALF = 8 * 32 * 1024  # bytes of the 8 data (or weight) banks on nv_full
@@ -133,11 +135,8 @@ def main() -> int:
     results = {prec: network(prec, args.layers) for prec in precisions}
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
     for prec, seconds in results.items():
-        goal = GOALS[prec]
-        print(f"{prec} total: {seconds:.2f} s (goal {goal:.0f} s: "
-              f"{'met' if seconds <= goal else 'missed'})")
-    print(f"peak RSS: {rss:.2f} GiB (goal {GOAL_RSS_GIB:.0f} GiB: "
-          f"{'met' if rss <= GOAL_RSS_GIB else 'missed'})")
+        print(f"{prec} total: {seconds:.2f} s {verdict(seconds, GOALS[prec])}")
+    print(f"peak RSS: {rss:.2f} GiB {verdict(rss, GOAL_RSS_GIB, 'GiB')}")
     return 0
 
 

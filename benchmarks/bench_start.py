@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_SMALL, GOAL_GOOGLENET, GOAL_PER_TRACE = 0.2, 0.25, 0.005
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -53,10 +55,6 @@ def whole_process(args, repeat: int = 5) -> float:
         run(["-m", "sim.cli", *args])
         best = min(best, time.perf_counter() - start)
     return best
-
-
-def verdict(seconds: float, goal: float) -> str:
-    return f"(goal {goal} s: {'met' if seconds <= goal else 'missed'})"
 
 
 def main() -> int:
@@ -94,9 +92,8 @@ def main() -> int:
         for config, path in items:
             run_trace(path, config or "nv_full")
         per = (time.perf_counter() - start) / len(items)
-        met = "met" if per <= GOAL_PER_TRACE else "missed"
         print(f"regress, oracle nv_full: {per * 1000:.1f} ms per trace over {len(items)} "
-              f"(goal {GOAL_PER_TRACE * 1000:.0f} ms: {met})")
+              f"{verdict(per * 1000, GOAL_PER_TRACE * 1000, 'ms')}")
     return 0
 
 

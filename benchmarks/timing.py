@@ -3,6 +3,11 @@
 import time
 
 
+def verdict(value: float, goal: float, unit: str = "s") -> str:
+    """``(goal 5 s: met)`` or ``... missed``: lower is better."""
+    return f"(goal {goal:g} {unit}: {'met' if value <= goal else 'missed'})"
+
+
 def best_of(fn, repeat: int = 3, warm_up: bool = True) -> float:
     """The shortest of ``repeat`` timed calls of ``fn()``, in seconds.
 

@@ -335,6 +335,11 @@ def _hex_bytes(tokens: str) -> bytes | None:
     return data if len(data) == tokens.count("0x") else None
 
 
+def _is_data_line(line: str) -> bool:
+    """A line of hex bytes, not a header (``key = value``, ``dumped memory,...``, rules)."""
+    return line.lstrip()[:2].lower() == "0x" and "=" not in line
+
+
 def read_hex_dat(path: str | Path) -> bytes:
     """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
 
@@ -349,8 +354,7 @@ def read_hex_dat(path: str | Path) -> bytes:
     while start < len(text):
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
-        line = text[start:end]
-        if line.lstrip()[:2].lower() == "0x" and "=" not in line:
+        if _is_data_line(text[start:end]):
             break
         start = end + 1
     data = _hex_bytes(text[start:])
@@ -362,10 +366,9 @@ def read_hex_dat(path: str | Path) -> bytes:
 def _read_hex_tokens(path: Path) -> bytes:
     out = bytearray()
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
-        tokens = line.split()
-        if not tokens or not tokens[0].lower().startswith("0x") or "=" in line:
+        if not _is_data_line(line):
             continue
-        for tok in tokens:
+        for tok in line.split():
             try:
                 value = int(tok, 16)
             except ValueError:

@@ -115,10 +115,6 @@ class _Prange:
 prange = _Prange()
 
 
-def numba_loaded() -> bool:
-    return _numba is not None
-
-
 def njit(*args, **kwargs):
     """``numba.njit`` with the project's options (explicit kwargs win), compiled on first call."""
     options = {**JIT_OPTIONS, **kwargs}

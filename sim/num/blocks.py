@@ -14,6 +14,7 @@ import numpy as np
 from sim.num import vector_fp as fp
 from sim.num.arrays import as_bits
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, elementwise, results
+from sim.num.vector_fp import FP16, FP17
 from sim.num.vector_int import (
     choose,
     convert,
@@ -23,9 +24,6 @@ from sim.num.vector_int import (
     sign_extend,
     wrap,
 )
-
-FP16 = (5, 10)
-FP17 = (6, 10)
 
 
 def _cdma_cvt(data, alu, mul, in_precision, out_precision, truncate):

@@ -16,11 +16,7 @@ from sim.jit import njit
 from sim.num import vector_fp
 from sim.num.arrays import as_bits, shaped
 from sim.num.fpcore import fp_narrow, fp_widen, fraction_to_float, int_to_float
-
-# (exponent, mantissa) widths
-FP16 = (5, 10)
-FP17 = (6, 10)
-FP32 = (8, 23)
+from sim.num.vector_fp import FP16, FP17, FP32  # noqa: F401  (the widths, re-exported)
 
 
 # --- element kernels -----------------------------------------------------

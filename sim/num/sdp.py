@@ -19,6 +19,7 @@ import numpy as np
 from sim.num import vector_fp as fp
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, elementwise, results
 from sim.num.lut import LE_ENTRIES, LO_ENTRIES, choose_tables
+from sim.num.vector_fp import FP16, FP17, FP32
 from sim.num.vector_int import (
     bit_length,
     choose,
@@ -31,10 +32,6 @@ from sim.num.vector_int import (
     sign_extend,
     wrap,
 )
-
-FP16 = (5, 10)
-FP17 = (6, 10)
-FP32 = (8, 23)
 
 ALU_MAX = 0
 ALU_MIN = 1

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.num.ops import FP16
+from sim.num.vector_fp import FP16, is_nan_pattern, unpack
 
 
 @dataclass(frozen=True)
@@ -89,21 +89,14 @@ NAN_HANDLING = {
 }
 
 
-def _fields(bits, fmt):
-    E, M = fmt
-    bits = np.asarray(bits).astype(np.uint64)
-    return (bits >> np.uint64(M)) & np.uint64((1 << E) - 1), bits & np.uint64((1 << M) - 1)
-
-
 def nan_mask(bits, fmt=FP16) -> np.ndarray:
     """True where a pattern (default fp16) is a NaN."""
-    expo, mant = _fields(bits, fmt)
-    return (expo == (1 << fmt[0]) - 1) & (mant != 0)
+    return is_nan_pattern(np.asarray(bits).astype(np.int64), *fmt)
 
 
 def inf_mask(bits, fmt=FP16) -> np.ndarray:
     """True where a pattern (default fp16) is +-Inf."""
-    expo, mant = _fields(bits, fmt)
+    _, expo, mant = unpack(np.asarray(bits).astype(np.int64), *fmt)
     return (expo == (1 << fmt[0]) - 1) & (mant == 0)
 
 

@@ -14,6 +14,11 @@ import numpy as np
 
 from sim.num.vector_int import bit_length, i64, round_nearest_even, shift_right_round
 
+# (exponent, mantissa) widths
+FP16 = (5, 10)
+FP17 = (6, 10)
+FP32 = (8, 23)
+
 
 # --- fields and rules (sim.num.rules) --------------------------------------------
 def unpack(x, E, M):

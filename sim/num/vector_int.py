@@ -10,6 +10,8 @@ kernels do by hand.
 
 import numpy as np
 
+from sim.num.arrays import sign_extend_array
+
 
 def i64(x) -> np.ndarray:
     """``x`` as an int64 array (a copy only when the type differs)."""
@@ -35,7 +37,7 @@ def sign_extend(x, bits: int):
     if isinstance(x, int | np.integer):
         x = int(x) & ((1 << bits) - 1)
         return x - ((x >> (bits - 1)) << bits)
-    return (i64(x) << (64 - bits)) >> (64 - bits)
+    return sign_extend_array(x, bits)
 
 
 def wrap(x, bits: int) -> np.ndarray:

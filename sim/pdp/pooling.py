@@ -43,7 +43,6 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ..jit import njit
-from ..num.arrays import sign_extend_array
 from ..num.fpcore import fp_add, fp_max, fp_mul
 from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from ..num.rounding import shift_right_round, x86_int32
@@ -294,11 +293,11 @@ def _pool_int_array(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int, p
     rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, method,
                      np.concatenate([[0], pv]))
     if method == AVERAGE:
-        rows = sign_extend_array(rows, acc_bits)
+        rows = sign_extend(rows, acc_bits)
     acc = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, 1, method,
                     np.concatenate([[0], pv_rows]))
     if method == AVERAGE:
-        acc = sign_extend_array(acc, acc_bits)
+        acc = sign_extend(acc, acc_bits)
         acc = x86_int32_array(shift_right_round_array(acc * cfg.recip_width, 16))
         acc = x86_int32_array(shift_right_round_array(acc * cfg.recip_height, 16))
     return acc
@@ -327,7 +326,7 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
         acc_bits = ACC_BITS[cfg.precision]
         pv_rows = np.array([sign_extend(v * kw, acc_bits) for v in pv], dtype=np.int64)
         acc = _pool_int_array(x, cfg, pad_left, n_out, view.shape[1], pv, pv_rows, acc_bits)
-        view[:, :, col0:col0 + n_out] = sign_extend_array(acc, 8 if cfg.precision == INT8 else 16)
+        view[:, :, col0:col0 + n_out] = sign_extend(acc, 8 if cfg.precision == INT8 else 16)
 
 
 __all__ = [

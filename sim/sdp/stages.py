@@ -17,6 +17,7 @@ import numpy as np
 
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
+from ..num.specials import flush_nans, inf_mask, nan_mask
 
 # operand modes
 OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
@@ -51,14 +52,13 @@ class Datapath:
         layer, counts = self.layer, np.zeros(len(COUNTERS), np.int64)
         if self.fp16_in:
             bits = v & 0xFFFF
-            special = (bits >> 10) & 0x1F == 0x1F
-            nan = special & (bits & 0x3FF != 0)
-            counts[2], counts[3] = np.count_nonzero(nan), np.count_nonzero(special & ~nan)
+            counts[2] = np.count_nonzero(nan_mask(bits))
+            counts[3] = np.count_nonzero(inf_mask(bits))
             v = fp.fp16_to_fp32(bits)
         else:
             v = v & 0xFFFFFFFF
         if self.nan_to_zero:
-            v = np.where(fp.is_nan_pattern(v, 8, 23), 0, v)
+            v = flush_nans(v, fp.FP32)
         for name in ("x1", "x2"):
             stage = getattr(layer, name)
             if not stage.bypass:
@@ -76,9 +76,9 @@ class Datapath:
         out, sat = c_stage(v, layer.cvt_offset & 0xFFFFFFFF, layer.cvt_scale & 0xFFFF,
                            layer.cvt_shift, self.precision, self.out_precision, layer.eql)
         out = np.broadcast_to(out, v.shape)
-        if self.out_precision == 2:
-            counts[0] = np.count_nonzero(out & 0x7FFF == 0x7BFF)
-            counts[1] = np.count_nonzero(((out >> 10) & 0x1F == 0x1F) & (out & 0x3FF != 0))
+        if self.out_precision == 2:  # fp16: saturated means the largest finite magnitude
+            counts[0] = np.count_nonzero(out & 0x7FFF == fp.saturated(0, *fp.FP16))
+            counts[1] = np.count_nonzero(nan_mask(out))
         else:
             counts[0] = np.count_nonzero(sat)
         counts[4] = bool(layer.eql and np.any(out & 0xFFFF))
