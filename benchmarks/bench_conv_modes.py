@@ -1,10 +1,12 @@
 """Image-input and Winograd layer speed against numpy's float64 matmul of the same problem.
 
-Image: a 224x224 RGBA int8 image (T_A8B8G8R8), 32 kernels of 3x3 (padding 1).
-Winograd: a 56x56x64 int16 / fp16 cube, 64 kernels of 3x3 (padding 1+3).
-Times the simulator's CDMA -> CACC pipeline and, in the same run, numpy's
-float64 (K x C*R*S) @ (C*R*S x H'*W') matmul of the same convolution, and
-prints the ratios.
+Image: a 224x224 RGBA image (T_A8B8G8R8) processed as int8 and as fp16, 32
+kernels of 3x3 (padding 1).  Winograd: a 56x56x64 int16 / fp16 cube, 64
+kernels of 3x3 (padding 1+3).  Times the simulator's CDMA -> CACC pipeline
+and, in the same run, numpy's float64 (K x C*R*S) @ (C*R*S x H'*W') matmul of
+the same convolution, and prints the ratios; for fp16 also the CMAC's
+multiplications per second and core (goal: 250 M; Winograd multiplies 16
+pre-added values per 2x2 outputs where direct convolution multiplies 36).
 
     python benchmarks/bench_conv_modes.py [--repeat 3] [--size 224] [--wsize 56]
 """
@@ -12,10 +14,11 @@ prints the ratios.
 import argparse
 
 import numpy as np
-from timing import best_of
+from timing import best_of, verdict
 
 from sim.conv.modes import compute_conv_layer
 from sim.dma.weights import winograd_weights
+from sim.jit import cores
 from sim.machine import LayerContext, Machine
 from sim.program.conv_modes import UNITS, program_image, program_winograd
 
@@ -33,6 +36,11 @@ def matmul_time(repeat, k, crs, pixels):
     return best_of(lambda: a @ b, repeat, warm_up=False)
 
 
+def mac_rate(macs: int, seconds: float) -> str:
+    rate = macs / seconds / cores() / 1e6
+    return f", {rate:.0f} M MAC/s per core {verdict(rate, 250, 'M', at_least=True)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -43,14 +51,19 @@ def main() -> None:
 
     n, k = args.size, 32
     image = rng.integers(0, 256, (4, n, n), dtype=np.uint8)
-    w = rng.integers(-9, 9, (k, 4, 3, 3)).astype(np.int8)
-    run = layer_runner(program_image, image, w, fmt="T_A8B8G8R8", precision="int8",
-                       cvt=(128, 1, 0), pad=(1, 1, 1, 1))
-    run()
-    t_sim = best_of(run, args.repeat, warm_up=False)
-    t_np = matmul_time(args.repeat, k, 36, n * n)
-    print(f"image int8 {n}x{n}x4 -> {k}: sim {t_sim * 1e3:.1f} ms, numpy {t_np * 1e3:.1f} ms, "
-          f"ratio {t_sim / t_np:.1f}x")
+    for precision in ("int8", "fp16"):
+        if precision == "int8":
+            w = rng.integers(-9, 9, (k, 4, 3, 3)).astype(np.int8)
+        else:
+            w = (rng.standard_normal((k, 4, 3, 3)) * 0.1).astype(np.float16).view(np.uint16)
+        run = layer_runner(program_image, image, w, fmt="T_A8B8G8R8", precision=precision,
+                           cvt=(128, 1, 0), pad=(1, 1, 1, 1))
+        run()
+        t_sim = best_of(run, args.repeat, warm_up=False)
+        t_np = matmul_time(args.repeat, k, 36, n * n)
+        print(f"image {precision} {n}x{n}x4 -> {k}: sim {t_sim * 1e3:.1f} ms, "
+              f"numpy {t_np * 1e3:.1f} ms, ratio {t_sim / t_np:.1f}x"
+              + (mac_rate(n * n * k * 36, t_sim) if precision == "fp16" else ""))
 
     s, c, k = args.wsize, 64, 64
     for precision in ("int16", "fp16"):
@@ -68,7 +81,8 @@ def main() -> None:
         t_sim = best_of(run, args.repeat, warm_up=False)
         t_np = matmul_time(args.repeat, k, 9 * c, s * s)
         print(f"winograd {precision} {s}x{s}x{c} -> {k}: sim {t_sim * 1e3:.1f} ms, "
-              f"numpy {t_np * 1e3:.1f} ms, ratio {t_sim / t_np:.1f}x")
+              f"numpy {t_np * 1e3:.1f} ms, ratio {t_sim / t_np:.1f}x"
+              + (mac_rate(s * s // 4 * 16 * c * k, t_sim) if precision == "fp16" else ""))
 
 
 if __name__ == "__main__":

@@ -3,9 +3,10 @@
 import time
 
 
-def verdict(value: float, goal: float, unit: str = "s") -> str:
-    """``(goal 5 s: met)`` or ``... missed``: lower is better."""
-    return f"(goal {goal:g} {unit}: {'met' if value <= goal else 'missed'})"
+def verdict(value: float, goal: float, unit: str = "s", at_least: bool = False) -> str:
+    """``(goal 5 s: met)`` or ``... missed``: lower is better unless ``at_least``."""
+    met = value >= goal if at_least else value <= goal
+    return f"(goal {'>= ' if at_least else ''}{goal:g} {unit}: {'met' if met else 'missed'})"
 
 
 def best_of(fn, repeat: int = 3, warm_up: bool = True) -> float:

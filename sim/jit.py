@@ -11,7 +11,11 @@ numba is imported only when a kernel is first called.  At that moment every
 placeholder becomes a real numba dispatcher and every module global that
 named a placeholder (``from sim.num.fpcore import fp_add`` included) is
 rebound to it, so kernels that call each other compile as usual.
-``prange`` is a placeholder for ``numba.prange`` in the same way.
+
+Kernels are compiled without ``parallel=True`` (numba's parallel pass more
+than doubles a kernel's compile time); a kernel that is worth spreading over
+the cores takes a range of its outer loop and :func:`run_split` calls it from
+threads (kernels release the GIL).
 
 Numba invalidates a cached kernel only when the kernel's own source file
 changes, not when a helper it inlined from another file does; a stale kernel
@@ -25,11 +29,15 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
 _KERNELS: list[Kernel] = []
 _numba = None  # the numba module once a kernel has been called
+_import_lock = threading.RLock()
 
 
 def source_digest() -> str:
@@ -52,8 +60,13 @@ def cache_dir() -> str:
 def _import_numba():
     """Import and configure numba, then turn every placeholder into a dispatcher."""
     global _numba
-    if _numba is not None:
-        return _numba
+    with _import_lock:
+        if _numba is None:
+            _numba = _load_numba()
+    return _numba
+
+
+def _load_numba():
     import numba
 
     path = cache_dir()
@@ -62,9 +75,8 @@ def _import_numba():
         numba.config.CACHE_DIR = path
     except OSError:
         pass  # unwritable: numba falls back to its own locations
-    _numba = numba
     for kernel in _KERNELS:
-        kernel.dispatcher = numba.njit(**kernel.options)(kernel.py_func)
+        kernel.dispatcher = kernel.make(numba)
     _rebind_globals(numba)
     return numba
 
@@ -78,8 +90,6 @@ def _rebind_globals(numba) -> None:
         for name, value in list(names.items()):
             if isinstance(value, Kernel):
                 names[name] = value.dispatcher
-            elif isinstance(value, _Prange):
-                names[name] = numba.prange
 
 
 class Kernel:
@@ -88,7 +98,7 @@ class Kernel:
     def __init__(self, py_func, options: dict):
         self.py_func = py_func
         self.options = options
-        self.dispatcher = None
+        self.dispatcher = None  # the numba object, once numba is imported
         self.__name__ = py_func.__name__
         self.__qualname__ = py_func.__qualname__
         self.__doc__ = py_func.__doc__
@@ -100,19 +110,56 @@ class Kernel:
             _import_numba()
         return self.dispatcher(*args, **kwargs)
 
+    def make(self, numba):
+        return numba.njit(**self.options)(self.py_func)
+
     def __repr__(self) -> str:
         return f"<kernel {self.__module__}.{self.__qualname__}>"
 
 
-class _Prange:
-    """Stands for ``numba.prange`` until numba is imported (plain ``range`` in Python)."""
+class Intrinsic(Kernel):
+    """A ``numba.extending.intrinsic`` (code generated inside kernels) not made yet."""
 
-    def __call__(self, *args):
-        return range(*args)
+    def make(self, numba):
+        from numba.extending import intrinsic as make_intrinsic
+
+        return make_intrinsic(self.py_func)
 
 
+def cores() -> int:
+    """Processor cores this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
-prange = _Prange()
+
+def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1) -> None:
+    """Call ``body(start, stop)`` on consecutive slices of ``range(n)``, one thread per core.
+
+    ``body`` calls a nogil kernel; slices shorter than ``min_chunk`` are not
+    worth a thread.  Numba is imported first, so the threads never race to
+    bring it in.
+    """
+    workers = max(1, min(cores(), n // max(1, min_chunk)))
+    if workers == 1:
+        body(0, n)
+        return
+    _import_numba()
+    bounds = [n * i // workers for i in range(workers + 1)]
+    with ThreadPoolExecutor(workers) as pool:
+        jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(workers)]
+        for job in jobs:
+            job.result()
+
+
+def intrinsic(func):
+    """``numba.extending.intrinsic``, made when numba is imported (only kernels call it)."""
+    if _numba is not None:
+        return Intrinsic(func, {}).make(_numba)
+    kernel = Intrinsic(func, {})
+    _KERNELS.append(kernel)
+    return kernel
 
 
 def njit(*args, **kwargs):

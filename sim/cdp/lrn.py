@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import sim.num as num
-from sim.jit import njit, prange
+from sim.jit import njit, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
@@ -71,11 +71,14 @@ def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
     return (value if mul_bypass else value * centre), outcomes
 
 
-@njit(parallel=True)
-def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes):
-    """fp32 window sum, LUT and fp17 product; ``y`` receives fp17 patterns."""
-    rows, pixels = y.shape
-    for px in prange(pixels):
+@njit
+def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes, pixels):
+    """fp32 window sum, LUT and fp17 product of pixels ``pixels[0]:pixels[1]``.
+
+    ``y`` receives fp17 patterns.
+    """
+    rows = y.shape[0]
+    for px in range(pixels[0], pixels[1]):
         for c in range(rows):
             k = c + HALO
             if sqsum_bypass:
@@ -134,7 +137,8 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         x17 = num.fp16_to_fp17(ext.astype(np.uint16)).astype(np.int64)
         x32 = num.fp17_to_fp32(x17.astype(np.uint32)).astype(np.int64)
         sq = x32 if s.sqsum_bypass else num.fp32_mul(x32, x32).astype(np.int64)
-        _window_fp(x17, x32, sq, half, s.sqsum_bypass, s.mul_bypass, le, lo, lut, y, outcomes)
+        run_split(lambda a, b: _window_fp(x17, x32, sq, half, s.sqsum_bypass, s.mul_bypass, le,
+                                          lo, lut, y, outcomes, (a, b)), pixels, 256)
         out = num.cdp_ocvt(data_in=y.astype(np.uint64), alu_in=0, mul_in=0, truncate=0,
                            precision=code)["out"].astype(np.int64)
         found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(out)))

@@ -15,100 +15,87 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import njit, prange
+from ..jit import njit, run_split
 from ..num.mac import (
     MAC_NAN_EXP,
+    block_sum,
     cacc_accumulate,
     cacc_to_fp32,
-    fp16_block_dot,
+    first_nan_per_block,
+    fp16_block_dots,
     fp16_mac_operands,
+    fp16_nan,
     mac_nan_block,
 )
 from ..num.rounding import sign_extend
 from .layer import ConvLayer
 
 
-@njit(parallel=True)
-def _conv_fp16_kernel(x, w, stride_y, stride_x, dil_y, dil_x, top, left, pad_bits,
-                      out_h, out_w, block):
-    """x: (N, H, W, C) fp16 bits; w: (K, R, S, C) fp16 bits -> (N, K, H', W') fp32 bits."""
-    n_b, in_h, in_w, n_c = x.shape
-    n_k, n_r, n_s, _ = w.shape
-    xf = x.ravel()
-    wf = w.ravel()
-    xz, xn, xsg, xm, xe = fp16_mac_operands(xf)
-    wz, wn, wsg, wm, we = fp16_mac_operands(wf)
-    pad = np.array([pad_bits], dtype=np.uint16)
-    pz, pn, psg, pm, pe = fp16_mac_operands(pad)
-    groups = (n_c + block - 1) // block
-    # first weight NaN of every block (weights are scanned before data), -1 if none
-    wnan = np.full((n_k, groups, n_r, n_s), -1, np.int64)
-    for k in range(n_k):
-        for r in range(n_r):
-            for s in range(n_s):
-                base = ((k * n_r + r) * n_s + s) * n_c
-                for g in range(groups):
-                    for c in range(g * block, min(n_c, g * block + block)):
-                        if wn[base + c]:
-                            wnan[k, g, r, s] = wf[base + c]
-                            break
-    out = np.zeros((n_b, n_k, out_h, out_w), dtype=np.uint32)
-    for row in prange(n_b * out_h):
+@njit
+def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x, dil_y, dil_x,
+                    top, left, out, rows):
+    """CACC's fp32 bit patterns into ``out`` (N, K, H', W'), output rows ``rows[0]:rows[1]``.
+
+    Rows count over batches and output lines (row = batch * H' + line).
+
+    ``x`` = (sign, significand, exponent) arrays (N, H, W, C') and ``w`` the
+    same (R, S, C', K), from :func:`fp16_mac_operands`, of the channels that
+    matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
+    H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
+    block, -1 if none; ``pad`` the operands of the pad value (one block of
+    lanes) and ``pad_nan`` its NaN, -1 if none.
+    """
+    x_sign, x_sig, x_exp = x
+    w_sign, w_sig, w_exp = w
+    p_sign, p_sig, p_exp = pad
+    _, in_h, in_w, _ = x_sig.shape
+    n_r, n_s, _, n_k = w_sig.shape
+    groups = w_nan.shape[3]
+    out_h, out_w = out.shape[2], out.shape[3]
+    acc_e = np.zeros(n_k, np.int64)
+    acc_m = np.zeros(n_k, np.int64)
+    emax = np.zeros(n_k, np.int64)
+    high = np.zeros(n_k, np.uint32)
+    low = np.zeros(n_k, np.uint32)
+    for row in range(rows[0], rows[1]):
         b = row // out_h
         oy = row % out_h
-        d_z = np.zeros(block, np.bool_)
-        d_s = np.zeros(block, np.int64)
-        d_m = np.zeros(block, np.int64)
-        d_e = np.zeros(block, np.int64)
-        lane_e = np.zeros(block, np.int64)
-        acc_e = np.zeros(n_k, np.int64)
-        acc_m = np.zeros(n_k, np.int64)
         for ox in range(out_w):
             acc_e[:] = 0
             acc_m[:] = 0
             for g in range(groups):
-                c0 = g * block
-                lanes = min(n_c, c0 + block) - c0
+                c0, c1 = lanes[g], lanes[g + 1]
                 for r in range(n_r):
                     iy = oy * stride_y + r * dil_y - top
                     for s in range(n_s):
                         ix = ox * stride_x + s * dil_x - left
-                        # the data lanes of this block, and their first NaN
-                        dnan = -1
                         if 0 <= iy < in_h and 0 <= ix < in_w:
-                            base = ((b * in_h + iy) * in_w + ix) * n_c + c0
-                            for j in range(lanes):
-                                d_z[j] = xz[base + j]
-                                d_s[j] = xsg[base + j]
-                                d_m[j] = xm[base + j]
-                                d_e[j] = xe[base + j]
-                                if dnan < 0 and xn[base + j]:
-                                    dnan = xf[base + j]
-                        else:
-                            for j in range(lanes):
-                                d_z[j] = pz[0]
-                                d_s[j] = psg[0]
-                                d_m[j] = pm[0]
-                                d_e[j] = pe[0]
-                            if pn[0]:
-                                dnan = pad_bits
+                            d_sign = x_sign[b, iy, ix, c0:c1]
+                            d_sig = x_sig[b, iy, ix, c0:c1]
+                            d_exp = x_exp[b, iy, ix, c0:c1]
+                            d_nan = x_nan[b, iy, ix, g]
+                        else:  # outside the input: the CSC's pad value in every lane
+                            d_sign = p_sign[: c1 - c0]
+                            d_sig = p_sig[: c1 - c0]
+                            d_exp = p_exp[: c1 - c0]
+                            d_nan = pad_nan
+                        fp16_block_dots(d_sign, d_sig, d_exp, w_sign[r, s, c0:c1],
+                                        w_sig[r, s, c0:c1], w_exp[r, s, c0:c1], emax, high, low)
                         for k in range(n_k):
-                            nan_bits = wnan[k, g, r, s]
+                            nan_bits = w_nan[k, r, s, g]  # weights are scanned before data
                             if nan_bits < 0:
-                                nan_bits = dnan
+                                nan_bits = d_nan
                             if nan_bits >= 0:
                                 acc_e[k], acc_m[k] = cacc_accumulate(
                                     acc_e[k], acc_m[k], MAC_NAN_EXP, mac_nan_block(nan_bits))
                                 continue
-                            wbase = ((k * n_r + r) * n_s + s) * n_c + c0
-                            emax, total = fp16_block_dot(d_z, d_s, d_m, d_e, wz, wsg, wm, we,
-                                                         wbase, lanes, lane_e)
+                            total = block_sum(high[k], low[k])
                             if total != 0:
                                 acc_e[k], acc_m[k] = cacc_accumulate(
-                                    acc_e[k], acc_m[k], (emax * 4) & 63, sign_extend(total, 38))
+                                    acc_e[k], acc_m[k], (emax[k] * 4) & 63,
+                                    sign_extend(total, 38))
             for k in range(n_k):
                 out[b, k, oy, ox] = cacc_to_fp32(acc_e[k], acc_m[k])
-    return out
 
 
 def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: int) -> np.ndarray:
@@ -119,7 +106,19 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     """
     x = np.ascontiguousarray(np.asarray(cube, dtype=np.uint16).transpose(0, 2, 3, 1))
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.uint16).transpose(0, 2, 3, 1))
-    return _conv_fp16_kernel(
-        x, w, layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
-        layer.pad_top, layer.pad_left, np.int64(layer.pad_value & 0xFFFF), layer.out_height,
-        layer.out_width, block)
+    pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
+    first_nans = [first_nan_per_block(a, fp16_nan(a), block) for a in (x, w, pad)]
+    # Lanes whose weight is zero in every kernel contribute nothing to any block
+    # (a NaN in them is already in first_nans): the products skip them.
+    live = np.flatnonzero(np.any(w & 0x7FFF, axis=(0, 1, 2)))
+    lanes = np.searchsorted(live, np.arange(first_nans[1].shape[-1] + 1) * block)
+    if live.size < x.shape[-1]:
+        x, w = x[..., live], w[..., live]
+    w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
+    operands = (fp16_mac_operands(x)[1:], first_nans[0], fp16_mac_operands(w)[1:], first_nans[1],
+                fp16_mac_operands(pad)[1:], int(first_nans[2][0]), lanes,
+                layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
+                layer.pad_top, layer.pad_left)
+    out = np.zeros((x.shape[0], w.shape[-1], layer.out_height, layer.out_width), np.uint32)
+    run_split(lambda a, b: _conv_fp16_rows(*operands, out, (a, b)), out.shape[0] * out.shape[2])
+    return out

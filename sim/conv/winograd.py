@@ -45,19 +45,21 @@ from ..configs import FP16, INT8
 from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
 from ..errors import ConfigurationError
-from ..jit import njit
+from ..jit import njit, run_split
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
 from ..num.mac import (
     MAC_NAN_EXP,
     aligned_product,
+    block_exponent,
     cacc_accumulate,
     cacc_round_int32,
     cacc_to_fp32,
+    first_nan_per_block,
     fp16_mac_operands,
-    lane_exponent,
     mac_nan_block,
 )
 from ..num.rounding import sign_extend
+from ..num.word32 import xor32
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -241,67 +243,49 @@ def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -
 
 
 @njit
-def _winograd_fp16_kernel(d, w):
-    """fp32 bit patterns (K, oh2, ow2, 4): CACC over 4-channel groups of CMAC operations.
+def _winograd_fp16_rows(d, d_nan, w, w_nan, out, rows):
+    """fp32 bit patterns into ``out`` (K, oh2, ow2, 4), tile rows ``rows[0]:rows[1]``.
 
-    ``d`` (C, oh2, ow2, 16) pre-added fp16 bits, ``w`` (K, C, 16) fp16 bits.
+    CACC over 4-channel groups of CMAC operations.
+
+    ``d`` = (sign, significand, exponent) arrays (oh2, ow2, groups, 64) of the
+    pre-added tiles, ``w`` the same (K, groups, 64) of the weights (CMAC
+    operands, lane = 16 * channel in the group + tile position); ``d_nan``
+    (oh2, ow2, groups) and ``w_nan`` (K, groups) the first NaN of each block,
+    -1 if none.
     """
-    n_c, oh2, ow2, _ = d.shape
-    n_k = w.shape[0]
-    df = d.ravel()
-    wf = w.ravel()
-    dz, dn, dsg, dm, de = fp16_mac_operands(df)
-    wz, wn, wsg, wm, we = fp16_mac_operands(wf)
-    lane_e = np.zeros(64, np.int64)
-    phase1 = np.zeros(16, np.int64)
-    phase2 = np.zeros(8, np.int64)
-    res = np.zeros(4, np.int64)
-    out = np.zeros((n_k, oh2, ow2, 4), dtype=np.uint32)
-    groups = n_c // 4
-    for k in range(n_k):
-        for y in range(oh2):
-            for x in range(ow2):
-                acc_e = np.zeros(4, np.int64)
-                acc_m = np.zeros(4, np.int64)
+    d_sign, d_sig, d_exp = d
+    w_sign, w_sig, w_exp = w
+    oh2, ow2, groups, lanes = d_sig.shape
+    n_k = w_sig.shape[0]
+    for y in range(rows[0], rows[1]):
+        phase1 = np.zeros(16, np.int64)
+        phase2 = np.zeros(8, np.int64)
+        res = np.zeros(4, np.int64)
+        acc_e = np.zeros(4, np.int64)
+        acc_m = np.zeros(4, np.int64)
+        for x in range(ow2):
+            for k in range(n_k):
+                acc_e[:] = 0
+                acc_m[:] = 0
                 for g in range(groups):
-                    # NaN: the weights of the 64 lanes first, then the data (lane = pos*4 + c)
-                    nan_bits = -1
-                    for lane in range(64):
-                        p, c = lane // 4, g * 4 + lane % 4
-                        wi = (k * n_c + c) * 16 + p
-                        if wn[wi]:
-                            nan_bits = wf[wi]
-                            break
+                    nan_bits = w_nan[k, g]  # weights are scanned before data
                     if nan_bits < 0:
-                        for lane in range(64):
-                            p, c = lane // 4, g * 4 + lane % 4
-                            di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                            if dn[di]:
-                                nan_bits = df[di]
-                                break
+                        nan_bits = d_nan[y, x, g]
                     if nan_bits >= 0:
-                        mac_m = mac_nan_block(nan_bits)
                         for o in range(4):
-                            acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o], MAC_NAN_EXP,
-                                                                 mac_m)
+                            acc_e[o], acc_m[o] = cacc_accumulate(
+                                acc_e[o], acc_m[o], MAC_NAN_EXP, mac_nan_block(nan_bits))
                         continue
-                    emax = 0
-                    for lane in range(64):
-                        p, c = lane // 4, g * 4 + lane % 4
-                        wi = (k * n_c + c) * 16 + p
-                        di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        e = lane_exponent(dz[di], wz[wi], de[di], we[wi])
-                        lane_e[lane] = e
-                        if e > emax:
-                            emax = e
-                    for p in range(16):
-                        phase1[p] = 0
-                    for lane in range(64):
-                        p, c = lane // 4, g * 4 + lane % 4
-                        wi = (k * n_c + c) * 16 + p
-                        di = ((c * oh2 + y) * ow2 + x) * 16 + p
-                        phase1[p] += aligned_product(dsg[di] ^ wsg[wi], wm[wi], dm[di],
-                                                     lane_e[lane], emax)
+                    ds, dm, de = d_sign[y, x, g], d_sig[y, x, g], d_exp[y, x, g]
+                    ws, wm, we = w_sign[k, g], w_sig[k, g], w_exp[k, g]
+                    emax = block_exponent(de, we)
+                    phase1[:] = 0
+                    for c in range(4):
+                        for p in range(16):
+                            j = 16 * c + p
+                            phase1[p] += np.int32(aligned_product(
+                                xor32(ds[j], ws[j]), wm[j], dm[j], de[j] + we[j], emax))
                     for i in range(4):
                         phase2[i] = sign_extend(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
                         phase2[i + 4] = sign_extend(phase1[i + 4] - phase1[i + 8]
@@ -317,16 +301,34 @@ def _winograd_fp16_kernel(d, w):
                                                                  (emax * 4) & 63, res[o])
                 for o in range(4):
                     out[k, y, x, o] = cacc_to_fp32(acc_e[o], acc_m[o])
-    return out
+
+
+def _first_nan_in_cmac_order(blocks: np.ndarray) -> np.ndarray:
+    """First NaN of each (..., 4 channels, 16 positions) block in the CMAC's lane order
+    (lane = 4 * position + channel), -1 if none."""
+    lanes = blocks.swapaxes(-1, -2).reshape(*blocks.shape[:-2], 64)
+    return first_nan_per_block(lanes, nan_mask(lanes), 64)[..., 0]
 
 
 def winograd_fp16(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """fp32 bit patterns (K, H', W') of an fp16 Winograd layer."""
-    w = np.ascontiguousarray(weights, dtype=np.uint16).reshape(weights.shape[0],
-                                                               weights.shape[1], 16)
-    out = _winograd_fp16_kernel(np.ascontiguousarray(tiles, dtype=np.uint16), w)
-    k, oh2, ow2, _ = out.shape
-    return out.reshape(k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
+    """fp32 bit patterns (K, H', W') of an fp16 Winograd layer.
+
+    ``tiles`` (C, oh2, ow2, 16) pre-added fp16 bits, ``weights`` (K, C, 4, 4).
+    A CMAC block is 4 channels of the 16 tile positions.
+    """
+    n_c, oh2, ow2, _ = tiles.shape
+    n_k = weights.shape[0]
+    groups = n_c // 4
+    # (..., channel, position) blocks: channel-major lanes for the products
+    d = np.asarray(tiles, np.uint16).reshape(groups, 4, oh2, ow2, 16).transpose(2, 3, 0, 1, 4)
+    w = np.asarray(weights, np.uint16).reshape(n_k, groups, 4, 16)
+    d_ops = fp16_mac_operands(np.ascontiguousarray(d).reshape(oh2, ow2, groups, 64))
+    w_ops = fp16_mac_operands(w.reshape(n_k, groups, 64))
+    operands = (d_ops[1:], _first_nan_in_cmac_order(d), w_ops[1:], _first_nan_in_cmac_order(w))
+    out = np.zeros((n_k, oh2, ow2, 4), dtype=np.uint32)
+    run_split(lambda a, b: _winograd_fp16_rows(*operands, out, (a, b)), oh2)
+    return out.reshape(n_k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(
+        n_k, 2 * oh2, 2 * ow2)
 
 
 def fetch_winograd_weights(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:

@@ -1,7 +1,7 @@
 """fp16 multiply-accumulate of the convolution pipeline (CMAC + CACC), bit-exact.
 
-Element kernels for numba (int64 in and out); the convolution units loop over
-lanes, blocks and outputs in the CSC's order and call them.  The arithmetic
+Element kernels for numba; the convolution units loop over lanes, blocks and
+outputs in the CSC's order and call them.  The arithmetic
 follows NVIDIA's C-model of the CMAC (``calculation_fp16``) and CACC:
 
 CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
@@ -21,8 +21,7 @@ CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
   whose two outputs are shifted right by ``4*(E - lane)`` *separately*
   before they are added with a sign-compensation constant -- so a shifted
   product may differ from the exact floor by one unit
-  (:func:`booth_product`, :func:`booth_lane`).  Lanes shifted by 32 or more
-  give 0.
+  (:mod:`sim.num.booth`).  Lanes shifted by 32 or more give 0.
 * The block result (:func:`fp16_block_dot`) is the exact integer sum of the
   lane products with the 6-bit exponent ``4*E``: value ``sum * 2**(4E - 50)``.
 
@@ -45,103 +44,15 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit
+from sim.num.booth import booth_lane
 from sim.num.rounding import sign_extend
+from sim.num.word32 import add32, and32, sar32, word32, xor32
 
-M32 = 0xFFFFFFFF
 M40 = (1 << 40) - 1
 MAC_NAN_EXP = 63  # block exponent of a NaN block
 CACC_NAN_EXP = 255  # accumulator exponent of NaN
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
-
-# sign compensation added to the two shifted carry-save outputs, by shift // 4
-SIGN_COMPENSATION = np.array([0xAAAB0000, 0xFAAAB000, 0xFFAAAB00, 0xFFFAAAB0, 0xFFFFAAAB,
-                              0xFFFFFAAB, 0xFFFFFFAB, 0xFFFFFFFB], dtype=np.int64)
-
-
-@njit(inline="always")
-def _csa(a, b, c):
-    """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
-    s = a ^ b ^ c
-    carry = ((a & b) | (b & c) | (a & c)) << 1
-    return s & M32, carry & M32
-
-
-@njit(inline="always")
-def _booth_row(digit, dat):
-    """Partial product and negate bit of one radix-4 Booth digit (branch-free).
-
-    Digits 1, 2 (5, 6) select +1 (-1) times the multiplicand, 3 (4) select
-    +2 (-2) times, 0 and 7 select zero.  A positive row carries a leading one
-    at bit 16; a negative row is the 16-bit ones' complement with the negate
-    bit set (added one position below the next row).
-    """
-    b0 = digit & 1
-    b1 = (digit >> 1) & 1
-    b2 = (digit >> 2) & 1
-    one = b0 ^ b1
-    two = (1 - one) & (b2 ^ b1)
-    neg = b2 & (1 - (b1 & b0))
-    v = (dat & -one) | ((dat << 1) & -two)
-    return ((v ^ (0xFFFF * neg)) & 0xFFFF) | ((1 - neg) << 16), neg
-
-
-@njit(inline="always")
-def _booth_tree(negative, wt, dat):
-    """The two carry-save words of the CMAC's Booth multiplier for |wt| * |dat| (<= 14 bits).
-
-    The weight is Booth-recoded (radix 4; all digits inverted for a negative
-    product) into eight partial products; a carry-save tree reduces rows 0-4
-    and rows 5-9 to two words each, then those four to two.
-    """
-    rev = 7 * negative
-    w = wt << 1
-    p0, i0 = _booth_row((w & 7) ^ rev, dat)
-    p1, i1 = _booth_row(((w >> 2) & 7) ^ rev, dat)
-    p2, i2 = _booth_row(((w >> 4) & 7) ^ rev, dat)
-    p3, i3 = _booth_row(((w >> 6) & 7) ^ rev, dat)
-    p4, i4 = _booth_row(((w >> 8) & 7) ^ rev, dat)
-    p5, i5 = _booth_row(((w >> 10) & 7) ^ rev, dat)
-    p6, i6 = _booth_row(((w >> 12) & 7) ^ rev, dat)
-    p7, i7 = _booth_row(((w >> 14) & 7) ^ rev, dat)
-    # rows of the tree: partial products shifted into place, negate bits below them
-    a, b = _csa(p0, (p1 << 2) | i0, (p2 << 4) | (i1 << 2))
-    a, b = _csa(a, b, (p3 << 6) | (i2 << 4))
-    a, b = _csa(a, b, i3 << 6)
-    c, d = _csa(p4 << 8, (p5 << 10) | (i4 << 8), (p6 << 12) | (i5 << 10))
-    c, d = _csa(c, d, (p7 << 14) | (i6 << 12))
-    c, d = _csa(c, d, i7 << 14)
-    a, b = _csa(a, b, c)
-    return _csa(a, b, d)
-
-
-@njit
-def booth_product(negative, wt, dat, shift, sign_comp):
-    """The CMAC's shifted product (signed 32-bit) of two <= 14-bit magnitudes.
-
-    Each carry-save word is shifted right by ``shift`` (a multiple of 4)
-    *before* the two are added with the sign compensation ``sign_comp[shift
-    >> 2]`` -- the truncation NVDLA's C-model applies; 0 for shifts of 32 or
-    more.
-    """
-    if shift >= 32:
-        return 0
-    a, b = _booth_tree(negative, wt, dat)
-    total = ((a >> shift) + (b >> shift) + sign_comp[shift >> 2]) & M32
-    return total - ((total >> 31) << 32)
-
-
-@njit(inline="always")
-def booth_lane(negative, wt, dat, shift):
-    """:func:`booth_product` without branches or table, so lane loops vectorise.
-
-    The compensation table is ``(0xAAAB0000 as int32) >> shift``, plus one
-    for shifts of 20 and more.
-    """
-    a, b = _booth_tree(negative, wt, dat)
-    s = shift & 31
-    comp = (-0x55550000 >> s) + ((s + 12) >> 5)
-    total = ((a >> s) + (b >> s) + comp) & M32
-    return (total - ((total >> 31) << 32)) & -(shift < 32)
+ZERO_LANE_EXP = -64  # a zero operand's exponent: its lanes sit >= 32 bits below any block
 
 
 @njit
@@ -253,32 +164,54 @@ def cacc_to_fp32(exp, man):
     return (sign << 31) | (out_exp << 23) | frac
 
 
-@njit
-def fp16_mac_operands(bits):
-    """The CMAC's view of fp16 operands, per element of ``bits``.
-
-    Returns (is_zero, is_nan, sign, significand shifted left by ``e & 3``,
-    ``e >> 2``): the lane exponent of a product is the sum of its operands'
-    ``e >> 2``.
-    """
-    n = bits.size
-    zero = np.zeros(n, np.bool_)
-    nan = np.zeros(n, np.bool_)
-    sign = np.zeros(n, np.int64)
-    mts = np.zeros(n, np.int64)
-    hexp = np.zeros(n, np.int64)
-    for i in range(n):
-        b = np.int64(bits[i])
+def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fp16_mac_operands` of all 65536 fp16 patterns, computed once."""
+    global _TABLES
+    if _TABLES is None:
+        b = np.arange(1 << 16, dtype=np.uint32)
         e = (b >> 10) & 0x1F
         f = b & 0x3FF
-        zero[i] = (b & 0x7FFF) == 0
-        nan[i] = e == 31 and f != 0
-        sign[i] = (b >> 15) & 1
-        low = 1 if e == 0 else (e & 3)
-        m = f | (1 << 10) if e != 0 else f
-        mts[i] = m << low
-        hexp[i] = e >> 2
-    return zero, nan, sign, mts, hexp
+        nan = (e == 31) & (f != 0)
+        sig = np.where(e == 0, f << 1, (f | 0x400) << (e & 3)).astype(np.uint32)
+        exp = np.where((b & 0x7FFF) == 0, ZERO_LANE_EXP, e >> 2).astype(np.int32)
+        _TABLES = nan, (b >> 15).astype(np.uint32), sig, exp
+    return _TABLES
+
+
+_TABLES = None
+
+
+def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The CMAC's view of fp16 operands, per element of ``bits`` (numpy arrays).
+
+    Returns (is_nan, sign as uint32, significand shifted left by ``e & 3`` as
+    uint32, ``e >> 2`` as int32).  The exponent of a zero (+0 or -0) is
+    ``ZERO_LANE_EXP``, so that a lane's exponent, the sum of its operands',
+    puts any lane with a zero operand out of every block's reach.
+    """
+    index = np.asarray(bits).astype(np.uint16)
+    return tuple(table[index] for table in _operand_tables())
+
+
+def fp16_nan(bits) -> np.ndarray:
+    """The NaN mask of fp16 patterns (the first of :func:`fp16_mac_operands`)."""
+    return _operand_tables()[0][np.asarray(bits).astype(np.uint16)]
+
+
+def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.ndarray:
+    """The first NaN (in lane order) of every ``block`` lanes of the last axis, -1 if none.
+
+    ``bits`` (..., C) fp16 bits, ``nan`` their NaN mask; returns (..., ceil(C / block)) int64.
+    """
+    lanes = bits.shape[-1]
+    groups = -(-lanes // block)
+    if not nan.any():
+        return np.full((*bits.shape[:-1], groups), -1, np.int64)
+    pad = [(0, 0)] * (bits.ndim - 1) + [(0, groups * block - lanes)]
+    nan = np.pad(nan, pad).reshape(*bits.shape[:-1], groups, block)
+    bits = np.pad(bits, pad).reshape(nan.shape).astype(np.int64)
+    first = np.argmax(nan, axis=-1)[..., None]
+    return np.where(nan.any(axis=-1), np.take_along_axis(bits, first, -1)[..., 0], -1)
 
 
 @njit
@@ -293,43 +226,56 @@ def mac_nan_block(bits):
 
 @njit(inline="always")
 def aligned_product(negative, wt, dat, lane_exp, block_exp):
-    """One lane's product aligned to the block exponent (:func:`booth_lane`).
-
-    ``lane_exp`` is -1 for a lane that contributes nothing (a zero operand).
-    """
-    shift = ((block_exp - lane_exp) * 4) | (((lane_exp >> 63) & 1) << 5)
-    return booth_lane(negative, wt, dat, shift)
+    """One lane's product aligned to the block exponent: a uint32 word (read it as int32)."""
+    return booth_lane(negative, wt, dat, word32((block_exp - lane_exp) * 4))
 
 
 @njit(inline="always")
-def lane_exponent(d_zero, w_zero, d_exp, w_exp):
-    """A lane's exponent (``e >> 2`` of data plus weight), -1 when an operand is zero."""
-    if d_zero or w_zero:
-        return -1
-    return d_exp + w_exp
-
-
-@njit(inline="always")
-def fp16_block_dot(d_zero, d_sign, d_sig, d_exp, w_zero, w_sign, w_sig, w_exp, w0, lanes,
-                   lane_exp):
-    """One CMAC block: (block exponent, exact sum of the aligned lane products).
-
-    Lane ``j`` multiplies data ``d_*[j]`` by weight ``w_*[w0 + j]`` (arrays
-    from :func:`fp16_mac_operands`); ``lane_exp`` is scratch space of at least
-    ``lanes`` entries.  The result goes to :func:`cacc_accumulate` as
-    ``((4 * exponent) & 63, sign_extend(sum, 38))`` when the sum is not 0.
-    """
+def block_exponent(d_exp, w_exp):
+    """A block's exponent: the largest lane exponent, at least 0 (zero lanes are far below)."""
     block_exp = 0
-    for j in range(lanes):
-        e = lane_exponent(d_zero[j], w_zero[w0 + j], d_exp[j], w_exp[w0 + j])
-        lane_exp[j] = e
-        if e > block_exp:
-            block_exp = e
-    total = 0
-    for j in range(lanes):  # branch-free: vectorises
-        total += aligned_product(d_sign[j] ^ w_sign[w0 + j], w_sig[w0 + j], d_sig[j],
-                                 lane_exp[j], block_exp)
-    return block_exp, total
+    for j in range(d_exp.size):
+        block_exp = max(block_exp, d_exp[j] + w_exp[j])
+    return block_exp
+
+
+@njit(inline="always")
+def fp16_block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp, block_exp, high, low):
+    """One CMAC block of data against the same lanes of every kernel.
+
+    ``d_*`` (lanes,) and ``w_*`` (lanes, K) are CMAC operands
+    (:func:`fp16_mac_operands`).  Kernel ``k``'s block exponent goes to
+    ``block_exp[k]`` and the exact sum of its aligned lane products is
+    ``block_sum(high[k], low[k])`` (``high``, ``low``: uint32 (K,)).  The
+    sum goes to :func:`cacc_accumulate` as ``((4 * exponent) & 63,
+    sign_extend(sum, 38))`` when it is not 0; NaN lanes give meaningless
+    sums (the caller knows the block is NaN).
+
+    The loops run over kernels, so they vectorise 16 wide however few the
+    lanes; the products are summed as 16-bit halves in 32-bit words, exact
+    for up to 32768 lanes.
+    """
+    n_k = block_exp.size
+    block_exp[:] = 0
+    for j in range(d_exp.size):
+        de = d_exp[j]
+        for k in range(n_k):
+            block_exp[k] = max(block_exp[k], de + w_exp[j, k])
+    high[:] = 0
+    low[:] = 0
+    for j in range(d_exp.size):
+        ds, dm, de = d_sign[j], d_sig[j], d_exp[j]
+        for k in range(n_k):
+            p = aligned_product(xor32(ds, w_sign[j, k]), w_sig[j, k], dm, de + w_exp[j, k],
+                                block_exp[k])
+            high[k] = add32(high[k], sar32(p, 16))
+            low[k] = add32(low[k], and32(p, 0xFFFF))
+
+
+@njit(inline="always")
+def block_sum(high, low):
+    """The block sum from its 32-bit halves (:func:`fp16_block_dots`)."""
+    return np.int64(np.int32(high)) * 65536 + np.int64(low)
 
 
 def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:

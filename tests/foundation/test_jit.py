@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from sim import jit
 
 
@@ -19,13 +21,14 @@ def test_kernels_calling_kernels_compile_once_numba_arrives():
 import sys
 import numpy as np
 from sim.num.fpcore import fp_add            # a placeholder, imported by name
-from sim.conv.mac_fp16 import conv_fp16      # a kernel module using prange
+from sim.num.mac import add32                # an intrinsic, imported by name
 assert "numba" not in sys.modules
 assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # first call: numba comes in
 import sim.num.fpcore as core
 assert fp_add is core.fp_add and type(fp_add).__name__ == "CPUDispatcher"  # rebound here too
-import sim.conv.mac_fp16 as mac
-assert mac.prange is __import__("numba").prange
+import sim.num.mac as mac
+from sim.jit import Kernel
+assert not isinstance(mac.add32, Kernel) and mac.add32 is sys.modules["sim.num.word32"].add32
 """
     subprocess.run([sys.executable, "-c", probe], check=True)
 
@@ -55,3 +58,17 @@ def test_digest_changes_with_a_source(tmp_path, monkeypatch):
     before = jit.source_digest()
     (pkg / "a.py").write_text("x = 2\n")
     assert jit.source_digest() != before
+
+
+@pytest.mark.parametrize("n,min_chunk", [(0, 1), (1, 1), (7, 1), (100, 3), (100, 60), (5, 10)])
+def test_run_split_covers_every_index_once(n, min_chunk, monkeypatch):
+    monkeypatch.setattr(jit, "cores", lambda: 4)
+    seen, calls = [], []
+
+    def body(start, stop):
+        calls.append(stop - start)
+        seen.extend(range(start, stop))
+
+    jit.run_split(body, n, min_chunk)
+    assert sorted(seen) == list(range(n))
+    assert len(calls) == max(1, min(4, n // min_chunk))

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 
 from sim.jit import njit
+from sim.num.booth import SIGN_COMPENSATION, booth_lane, booth_product
 from sim.num.mac import (
     CACC_NAN_EXP,
     MAC_NAN_EXP,
-    SIGN_COMPENSATION,
-    booth_lane,
-    booth_product,
+    block_sum,
     cacc_accumulate,
     cacc_round_int32,
     cacc_to_fp32,
-    fp16_block_dot,
+    first_nan_per_block,
+    fp16_block_dots,
     fp16_mac_operands,
     mac_nan_block,
 )
@@ -35,7 +35,7 @@ def _mismatches(neg, wt, dat, shift, table):
     bad = 0
     for j in range(neg.size):
         p = booth_product(neg[j], wt[j], dat[j], shift[j], table)
-        if booth_lane(neg[j], wt[j], dat[j], shift[j]) != p:
+        if np.int32(booth_lane(neg[j], wt[j], dat[j], shift[j])) != p:
             bad += 1
             continue
         exact = (1 - 2 * neg[j]) * wt[j] * dat[j]
@@ -71,12 +71,88 @@ def fp16_bits(values):
     return np.asarray(values, dtype=np.float16).view(np.uint16)
 
 
+@njit
+def _block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp):
+    n_k = w_sig.shape[1]
+    block_exp = np.zeros(n_k, np.int64)
+    high = np.zeros(n_k, np.uint32)
+    low = np.zeros(n_k, np.uint32)
+    fp16_block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp, block_exp, high, low)
+    sums = np.zeros(n_k, np.int64)
+    for k in range(n_k):
+        sums[k] = block_sum(high[k], low[k])
+    return block_exp, sums
+
+
+def block_dots(data_bits, weight_bits):
+    """(block exponent, sum) of data (lanes,) against each kernel of weights (K, lanes)."""
+    w = np.ascontiguousarray(np.asarray(weight_bits).T)
+    exps, sums = _block_dots(*fp16_mac_operands(data_bits)[1:], *fp16_mac_operands(w)[1:])
+    return list(zip(exps.tolist(), sums.tolist(), strict=True))
+
+
 def block_dot(data_bits, weight_bits):
-    ops_d = fp16_mac_operands(data_bits)
-    ops_w = fp16_mac_operands(weight_bits)
-    scratch = np.zeros(data_bits.size, np.int64)
-    return fp16_block_dot(ops_d[0], ops_d[2], ops_d[3], ops_d[4], ops_w[0], ops_w[2],
-                          ops_w[3], ops_w[4], 0, data_bits.size, scratch)
+    return block_dots(data_bits, weight_bits[None, :])[0]
+
+
+def block_dot_reference(data_bits, weight_bits):
+    """The block product lane by lane with the table-driven multiplier, in Python integers."""
+    lanes = []
+    for d, w in zip(data_bits.tolist(), weight_bits.tolist(), strict=True):
+        if not (d & 0x7FFF and w & 0x7FFF):
+            continue  # a zero operand: no contribution
+        (ed, fd), (ew, fw) = (((x >> 10) & 31, x & 0x3FF) for x in (d, w))
+        sig_d = fd << 1 if ed == 0 else (fd | 0x400) << (ed & 3)
+        sig_w = fw << 1 if ew == 0 else (fw | 0x400) << (ew & 3)
+        lanes.append(((d ^ w) >> 15, sig_w, sig_d, (ed >> 2) + (ew >> 2)))
+    block_exp = max([0] + [e for *_, e in lanes])
+    total = sum(booth_product(neg, wt, dat, 4 * (block_exp - e), SIGN_COMPENSATION)
+                for neg, wt, dat, e in lanes)
+    return block_exp, total
+
+
+def _edge_block(rng, kind: str, lanes: int) -> np.ndarray:
+    """fp16 bits of one NaN-free block of a given character."""
+    if kind == "random":
+        bits = rng.integers(0, 1 << 16, lanes)
+    elif kind == "same_exponent":  # every lane at one exponent: no shift at all
+        bits = (rng.integers(0, 2, lanes) << 15) | (17 << 10) | rng.integers(0, 1024, lanes)
+    elif kind == "widest_spread":  # Inf (2**16) beside denormals and zeros
+        bits = rng.choice([0x7C00, 0xFC00, 0x0001, 0x83FF, 0x0000, 0x8000, 0x7BFF, 0x0400],
+                          lanes)
+    else:  # "denormal": all subnormal or zero
+        bits = (rng.integers(0, 2, lanes) << 15) | rng.integers(0, 1024, lanes)
+    bits = bits.astype(np.uint16)
+    nan = ((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)
+    bits[nan] = 0x7C00  # NaN blocks never reach the dot product
+    return bits
+
+
+@pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
+@pytest.mark.parametrize("lanes,kernels", [(1, 3), (8, 1), (12, 40), (64, 17), (200, 2)])
+def test_block_dot_matches_the_lane_by_lane_reference(kind, lanes, kernels):
+    """The 32-bit vector form (words, halves summed in 32 bits) is the per-product sum."""
+    rng = np.random.default_rng(lanes)
+    for _ in range(10):
+        d = _edge_block(rng, kind, lanes)
+        w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
+        assert block_dots(d, w) == [block_dot_reference(d, wk) for wk in w]
+
+
+def test_block_dot_extremes_do_not_overflow_the_32_bit_halves():
+    """The largest products of one sign, 200 lanes: sums far beyond int32."""
+    for sign in (0, 0x8000):
+        d = np.full(200, 0x7C00, np.uint16)  # Inf: significand 0x400 << 3
+        w = np.full(200, 0x7BFF | sign, np.uint16)
+        assert block_dot(d, w) == block_dot_reference(d, w)
+
+
+def test_first_nan_per_block_finds_the_first_nan_in_lane_order():
+    bits = np.zeros((2, 10), np.uint16)
+    bits[0, [3, 5]] = [0x7E01, 0xFE02]
+    bits[1, 9] = 0x7C01
+    nan = ((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)
+    assert first_nan_per_block(bits, nan, 4).tolist() == [[0x7E01, 0xFE02, -1], [-1, -1, 0x7C01]]
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -1,0 +1,162 @@
+"""The CMAC's fp16 multiplier: a radix-4 Booth multiplier with a carry-save tree, bit-exact.
+
+Each lane multiplies two <= 14-bit magnitudes (:mod:`sim.num.mac` gives the
+operands).  The weight is Booth-recoded (all digits inverted for a negative
+product) into eight partial products, which a carry-save tree reduces to two
+32-bit words.  To align the product to its block's exponent, NVIDIA's C-model
+shifts the two words right *separately* before adding them with a sign
+compensation constant, so a shifted product may be one unit below the floor of
+the exact one; that is why the tree is emulated gate by gate.
+
+Two forms of the same multiplier:
+
+* :func:`booth_product`, the reference, in numba's 64-bit integers with the
+  C-model's compensation table;
+* :func:`booth_lane`, branch-free and table-free in 32-bit words
+  (:mod:`sim.num.word32`), so a loop over lanes vectorises 16 wide.  It is the
+  one the convolutions use; tests hold it to the reference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.jit import njit
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32, xor32
+
+M32 = 0xFFFFFFFF
+
+# sign compensation added to the two shifted carry-save outputs, by shift // 4
+SIGN_COMPENSATION = np.array([0xAAAB0000, 0xFAAAB000, 0xFFAAAB00, 0xFFFAAAB0, 0xFFFFAAAB,
+                              0xFFFFFAAB, 0xFFFFFFAB, 0xFFFFFFFB], dtype=np.int64)
+
+
+@njit(inline="always")
+def _csa(a, b, c):
+    """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
+    s = a ^ b ^ c
+    carry = ((a & b) | (b & c) | (a & c)) << 1
+    return s & M32, carry & M32
+
+
+@njit(inline="always")
+def _booth_row(digit, dat):
+    """Partial product and negate bit of one radix-4 Booth digit (branch-free).
+
+    Digits 1, 2 (5, 6) select +1 (-1) times the multiplicand, 3 (4) select
+    +2 (-2) times, 0 and 7 select zero.  A positive row carries a leading one
+    at bit 16; a negative row is the 16-bit ones' complement with the negate
+    bit set (added one position below the next row).
+    """
+    b0 = digit & 1
+    b1 = (digit >> 1) & 1
+    b2 = (digit >> 2) & 1
+    one = b0 ^ b1
+    two = (1 - one) & (b2 ^ b1)
+    neg = b2 & (1 - (b1 & b0))
+    v = (dat & -one) | ((dat << 1) & -two)
+    return ((v ^ (0xFFFF * neg)) & 0xFFFF) | ((1 - neg) << 16), neg
+
+
+@njit(inline="always")
+def _booth_tree(negative, wt, dat):
+    """The two carry-save words of the CMAC's Booth multiplier for |wt| * |dat| (<= 14 bits).
+
+    The weight is Booth-recoded (radix 4; all digits inverted for a negative
+    product) into eight partial products; a carry-save tree reduces rows 0-4
+    and rows 5-9 to two words each, then those four to two.
+    """
+    rev = 7 * negative
+    w = wt << 1
+    p0, i0 = _booth_row((w & 7) ^ rev, dat)
+    p1, i1 = _booth_row(((w >> 2) & 7) ^ rev, dat)
+    p2, i2 = _booth_row(((w >> 4) & 7) ^ rev, dat)
+    p3, i3 = _booth_row(((w >> 6) & 7) ^ rev, dat)
+    p4, i4 = _booth_row(((w >> 8) & 7) ^ rev, dat)
+    p5, i5 = _booth_row(((w >> 10) & 7) ^ rev, dat)
+    p6, i6 = _booth_row(((w >> 12) & 7) ^ rev, dat)
+    p7, i7 = _booth_row(((w >> 14) & 7) ^ rev, dat)
+    # rows of the tree: partial products shifted into place, negate bits below them
+    a, b = _csa(p0, (p1 << 2) | i0, (p2 << 4) | (i1 << 2))
+    a, b = _csa(a, b, (p3 << 6) | (i2 << 4))
+    a, b = _csa(a, b, i3 << 6)
+    c, d = _csa(p4 << 8, (p5 << 10) | (i4 << 8), (p6 << 12) | (i5 << 10))
+    c, d = _csa(c, d, (p7 << 14) | (i6 << 12))
+    c, d = _csa(c, d, i7 << 14)
+    a, b = _csa(a, b, c)
+    return _csa(a, b, d)
+
+
+@njit
+def booth_product(negative, wt, dat, shift, sign_comp):
+    """The CMAC's shifted product (signed 32-bit) of two <= 14-bit magnitudes.
+
+    Each carry-save word is shifted right by ``shift`` (a multiple of 4)
+    *before* the two are added with the sign compensation ``sign_comp[shift
+    >> 2]`` -- the truncation NVDLA's C-model applies; 0 for shifts of 32 or
+    more.
+    """
+    if shift >= 32:
+        return 0
+    a, b = _booth_tree(negative, wt, dat)
+    total = ((a >> shift) + (b >> shift) + sign_comp[shift >> 2]) & M32
+    return total - ((total >> 31) << 32)
+
+
+@njit(inline="always")
+def _csa32(a, b, c):
+    """:func:`_csa` on uint32 words."""
+    x = xor32(a, b)
+    return xor32(x, c), shl32(or32(and32(a, b), and32(c, x)), 1)
+
+
+@njit(inline="always")
+def _booth_row32(digit, dat):
+    """:func:`_booth_row` on uint32 words."""
+    b0 = and32(digit, 1)
+    b1 = and32(shr32(digit, 1), 1)
+    b2 = shr32(digit, 2)
+    one = xor32(b0, b1)
+    two = and32(xor32(one, 1), xor32(b2, b1))
+    neg = and32(b2, xor32(and32(b1, b0), 1))
+    v = or32(and32(dat, sub32(0, one)), and32(shl32(dat, 1), sub32(0, two)))
+    return or32(xor32(v, and32(sub32(0, neg), 0xFFFF)), shl32(xor32(neg, 1), 16)), neg
+
+
+@njit(inline="always")
+def _booth_tree32(negative, wt, dat):
+    """:func:`_booth_tree` on uint32 words."""
+    rev = and32(sub32(0, negative), 7)
+    w = shl32(wt, 1)
+    p0, i0 = _booth_row32(xor32(and32(w, 7), rev), dat)
+    p1, i1 = _booth_row32(xor32(and32(shr32(w, 2), 7), rev), dat)
+    p2, i2 = _booth_row32(xor32(and32(shr32(w, 4), 7), rev), dat)
+    p3, i3 = _booth_row32(xor32(and32(shr32(w, 6), 7), rev), dat)
+    p4, i4 = _booth_row32(xor32(and32(shr32(w, 8), 7), rev), dat)
+    p5, i5 = _booth_row32(xor32(and32(shr32(w, 10), 7), rev), dat)
+    p6, i6 = _booth_row32(xor32(and32(shr32(w, 12), 7), rev), dat)
+    p7, i7 = _booth_row32(xor32(and32(shr32(w, 14), 7), rev), dat)
+    a, b = _csa32(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)))
+    a, b = _csa32(a, b, or32(shl32(p3, 6), shl32(i2, 4)))
+    a, b = _csa32(a, b, shl32(i3, 6))
+    c, d = _csa32(shl32(p4, 8), or32(shl32(p5, 10), shl32(i4, 8)),
+                  or32(shl32(p6, 12), shl32(i5, 10)))
+    c, d = _csa32(c, d, or32(shl32(p7, 14), shl32(i6, 12)))
+    c, d = _csa32(c, d, shl32(i7, 14))
+    a, b = _csa32(a, b, c)
+    return _csa32(a, b, d)
+
+
+@njit(inline="always")
+def booth_lane(negative, wt, dat, shift):
+    """:func:`booth_product` as a uint32 word (read it as int32), without branches or table.
+
+    ``shift`` is any non-negative integer below 2**32.  The compensation
+    table is ``(0xAAAB0000 as int32) >> shift``, plus one for shifts of 20
+    and more.
+    """
+    a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
+    s = and32(shift, 31)
+    comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
+    total = add32(add32(shr32(a, s), shr32(b, s)), comp)
+    return and32(total, sub32(0, word32(shift < 32)))
