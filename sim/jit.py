@@ -126,6 +126,9 @@ class Intrinsic(Kernel):
         return make_intrinsic(self.py_func)
 
 
+PARALLEL_ELEMENTS = 1 << 17  # numpy work below this many elements is not worth a thread
+
+
 def cores() -> int:
     """Processor cores this process may use."""
     try:
@@ -137,15 +140,13 @@ def cores() -> int:
 def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1) -> None:
     """Call ``body(start, stop)`` on consecutive slices of ``range(n)``, one thread per core.
 
-    ``body`` calls a nogil kernel; slices shorter than ``min_chunk`` are not
-    worth a thread.  Numba is imported first, so the threads never race to
-    bring it in.
+    ``body`` runs a nogil kernel or numpy (which releases the GIL); slices
+    shorter than ``min_chunk`` are not worth a thread.
     """
     workers = max(1, min(cores(), n // max(1, min_chunk)))
     if workers == 1:
         body(0, n)
         return
-    _import_numba()
     bounds = [n * i // workers for i in range(workers + 1)]
     with ThreadPoolExecutor(workers) as pool:
         jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(workers)]

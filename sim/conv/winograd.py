@@ -45,7 +45,7 @@ from ..configs import FP16, INT8
 from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
 from ..errors import ConfigurationError
-from ..jit import njit, run_split
+from ..jit import PARALLEL_ELEMENTS, njit, run_split
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
 from ..num.mac import (
     MAC_NAN_EXP,
@@ -227,8 +227,14 @@ def pre_added_tiles(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
     tiles = ext[:, rows[:, None, :, None], cols[None, :, None, :]]  # (C, oh2, ow2, 4, 4)
     bits = tiles.reshape(*tiles.shape[:3], 16).view(np.uint16) if tiles.dtype != np.int8 \
         else (tiles.astype(np.int16).reshape(*tiles.shape[:3], 16).view(np.uint16))
-    return csc_cvt(data_in=bits, precision=PRECISION_CODES[layer.precision],
-                   truncate=layer.pra_truncate)["out"]
+    parts = {}
+
+    def convert(start: int, stop: int) -> None:  # channels are independent
+        parts[start] = csc_cvt(data_in=bits[start:stop], precision=PRECISION_CODES[
+            layer.precision], truncate=layer.pra_truncate)["out"]
+
+    run_split(convert, bits.shape[0], min_chunk=max(1, PARALLEL_ELEMENTS // bits[0].size))
+    return np.concatenate([parts[start] for start in sorted(parts)])
 
 
 def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -> np.ndarray:

@@ -46,7 +46,7 @@ import numpy as np
 from sim.jit import njit
 from sim.num.booth import booth_lane
 from sim.num.rounding import sign_extend
-from sim.num.word32 import add32, and32, sar32, word32, xor32
+from sim.num.word32 import add32, and32, leading_zeros64, sar32, word32, xor32
 
 M40 = (1 << 40) - 1
 MAC_NAN_EXP = 63  # block exponent of a NaN block
@@ -70,10 +70,7 @@ def cacc_accumulate(acc_exp, acc_man, mac_exp, mac_man):
         return CACC_NAN_EXP, sign_extend(((mac_man >> 27) & 0x7FF) << 29, 40)
     # normalise the block so that bit 36 differs from the sign (bit 37)
     sign = (mac_man >> 37) & 1
-    i = 36
-    while i >= 0 and ((mac_man >> i) & 1) == sign:
-        i -= 1
-    shift0 = 36 - i
+    shift0 = leading_zeros64((mac_man ^ -sign) & ((1 << 37) - 1)) - 27  # bits 36.. == sign
     mac_ext = sign_extend(mac_man << shift0, 38) << 2
     mac_e = (mac_exp - shift0 + 49) & 0xFF
     if acc_man == 0:
@@ -109,10 +106,7 @@ def cacc_accumulate(acc_exp, acc_man, mac_exp, mac_man):
         sum_man = sign_extend(((acc_ext + mac_ext) >> 1), 40)
         exp = bigger + 1
     elif ((total >> 38) & 1) == s_tot:
-        j = 38
-        while j >= 0 and ((total >> j) & 1) == s_tot:
-            j -= 1
-        shift1 = 38 - j
+        shift1 = leading_zeros64((total ^ -s_tot) & ((1 << 39) - 1)) - 25  # bits 38.. == sign
         kept = total & ((1 << (40 - shift1)) - 1)
         sum_man = sign_extend((kept << shift1) | (out_bits >> (40 - shift1)), 40)
         out_bits = (out_bits << shift1) & M40

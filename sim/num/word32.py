@@ -1,4 +1,4 @@
-"""32-bit word arithmetic for numba kernels: wrap-around, as in C.
+"""Machine-word arithmetic for numba kernels: 32-bit words (wrap-around, as in C), bit counts.
 
 numba widens every integer operation to 64 bits (``uint32 ^ uint32`` is a
 ``uint64``), so a loop over 32-bit words vectorises at half the width the
@@ -54,3 +54,16 @@ def word32(typingctx, a):
         return context.cast(builder, args[0], sig.args[0], types.uint32)
 
     return types.uint32(a), codegen
+
+
+@intrinsic
+def leading_zeros64(typingctx, a):
+    """The number of leading zero bits of a 64-bit integer (64 for 0), as an int64."""
+    from llvmlite import ir
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        x = context.cast(builder, args[0], sig.args[0], types.uint64)
+        return builder.ctlz(x, ir.Constant(ir.IntType(1), 0))
+
+    return types.int64(a), codegen

@@ -186,6 +186,32 @@ def test_cacc_gives_the_fp32_of_exact_sums(seed):
     assert Fraction(float(got)) == want
 
 
+def fp32_value(bits) -> Fraction:
+    return Fraction(float(np.array([bits], np.uint32).view(np.float32)[0]))
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_cacc_normalises_every_block_magnitude(sign):
+    """A single block +/-2**k (every normalisation shift) and its neighbours are exact in fp32."""
+    for k in range(38):
+        for m in {1 << k, (1 << k) + (1 << max(k - 5, 0))}:
+            m = sign * m
+            if not -(1 << 37) <= m < 1 << 37:
+                continue
+            assert fp32_value(accumulate([(40, m)])) == Fraction(m) * Fraction(2) ** -10
+
+
+def test_cacc_renormalises_after_cancellation():
+    """Two blocks that nearly cancel leave a few low bits: the sum's renormalisation shift."""
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        big = int(rng.integers(1 << 20, 1 << 36)) * int(rng.choice([-1, 1]))
+        rest = int(rng.integers(-(1 << 12), 1 << 12))
+        blocks = [(44, big), (44, -big + rest)]
+        want = Fraction(rest) * Fraction(2) ** (44 - 50)
+        assert fp32_value(accumulate(blocks)) == want
+
+
 def test_nan_block_wins_and_keeps_sign_and_fraction():
     nan = 0xFE01  # negative NaN, fraction 0x201
     bits = accumulate([(40, 1000), (MAC_NAN_EXP, mac_nan_block(nan)), (44, -5)])
