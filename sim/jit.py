@@ -31,7 +31,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
@@ -147,6 +146,8 @@ def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1) ->
     if workers == 1:
         body(0, n)
         return
+    from concurrent.futures import ThreadPoolExecutor  # loads only where a layer is large
+
     bounds = [n * i // workers for i in range(workers + 1)]
     with ThreadPoolExecutor(workers) as pool:
         jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(workers)]

@@ -12,11 +12,7 @@ import numpy as np
 
 from .cdma import Cbuf
 from .direct import compute_direct_layer
-from .image import compute_image_layer
-from .layer import DIRECT, IMAGE, WINOGRAD, conv_mode, decode_layer
-from .winograd import compute_winograd_layer
-
-SPECIAL_MODES = {IMAGE: compute_image_layer, WINOGRAD: compute_winograd_layer}
+from .layer import DIRECT, IMAGE, conv_mode, decode_layer
 
 
 def compute_conv_layer(ctx, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict, Cbuf]:
@@ -30,5 +26,9 @@ def compute_conv_layer(ctx, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict,
         cbuf = cbuf or Cbuf()
         out, counters = compute_direct_layer(ctx, layer, cbuf)
         return (out if layer.batches > 1 else out[0]), counters, cbuf
-    out, counters = SPECIAL_MODES[mode](ctx)
+    if mode == IMAGE:  # the rarer modes load with their first layer
+        from .image import compute_image_layer as compute
+    else:
+        from .winograd import compute_winograd_layer as compute
+    out, counters = compute(ctx)
     return out, counters, Cbuf()

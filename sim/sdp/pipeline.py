@@ -17,13 +17,11 @@ the processor's cache; large cubes spread their blocks over the cores
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ..configs import FP16
 from ..dma.elements import element_dtype
+from ..jit import run_split
 from . import stages
 from .config import PRECISION_CODE
 
@@ -62,11 +60,14 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         return counts
 
     blocks = _blocks(n, cp, h * w)
-    if cube.size >= PARALLEL_MIN and len(blocks) > 1:
-        with ThreadPoolExecutor(min(os.cpu_count() or 1, 8)) as pool:
-            parts = list(pool.map(run, blocks))
-    else:
-        parts = [run(b) for b in blocks]
+    parts = [None] * len(blocks)
+
+    def run_blocks(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            parts[i] = run(blocks[i])
+
+    small = cube.size < PARALLEL_MIN  # one thread runs the whole cube
+    run_split(run_blocks, len(blocks), min_chunk=len(blocks) if small else 1)
     counts = np.sum(parts, axis=0)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts, strict=True)}
     stats["unequal"] = bool(stats["unequal"])

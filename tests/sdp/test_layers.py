@@ -4,6 +4,7 @@ input from CACC (batches, Winograd), output to the PDP, and the nv_small EW trac
 import numpy as np
 import pytest
 
+from sim import jit
 from sim.chains import SDP, SDP_RDMA
 from sim.dma import read_feature
 from sim.errors import ConfigurationError
@@ -151,7 +152,8 @@ def test_chunked_pipeline_matches(monkeypatch):
               operands={"bs": dict(array=bs, use="both", size=2, per_element=True)})
     one, m1 = run_sdp("nv_full", cube, **kw)
     monkeypatch.setattr(pipeline, "PARALLEL_MIN", 1)
-    monkeypatch.setattr(pipeline.os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(jit, "cores", lambda: 3)
+    monkeypatch.setattr(pipeline, "BLOCK", 4 * 5 * 7)  # ten blocks of four channels
     many, m2 = run_sdp("nv_full", cube, **kw)
     assert np.array_equal(one, many)
     for name in ("D_PERF_OUT_SATURATION_0", "D_PERF_LUT_LO_HIT_0", "D_PERF_LUT_UFLOW_0",
