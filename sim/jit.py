@@ -26,7 +26,6 @@ from a fresh cache.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -41,6 +40,8 @@ _import_lock = threading.RLock()
 
 def source_digest() -> str:
     """Digest of every Python source of the ``sim`` package."""
+    import hashlib  # loads OpenSSL: only when numba does
+
     root = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
