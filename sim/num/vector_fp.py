@@ -6,6 +6,12 @@ instead of branches.  ``E``/``M`` are the exponent and mantissa widths.
 Add and multiply use double arithmetic as ``fpcore.fp_add``/``fp_mul`` do
 (exact or innocuously double-rounded); only additions with an all-ones
 exponent operand take the window algorithm, on just those elements.
+
+fp32 add and multiply, and the fp16 <-> fp32 conversions, first run in the
+processor's own IEEE arithmetic (nearest even), which gives NVDLA's bits
+wherever its rules and IEEE's agree: normal or zero operands and a normal
+result clear of the underflow boundary.  Only the other elements (NaN, Inf,
+denormals, overflow, underflow, a zero sum) go through the rules.
 ``tests/num`` checks every function against its scalar twin and the golden
 vectors.
 """
@@ -126,6 +132,13 @@ def fp_add_window(a, b, E, M):
 
 def fp_add(a, b, E, M):
     """a + b, nearest even, NVDLA rules (arrays broadcast together)."""
+    if (E, M) == FP32:
+        return _fp32_in_hardware(a, b, np.add, _add_agrees, fp_add_rules)
+    return fp_add_rules(a, b, E, M)
+
+
+def fp_add_rules(a, b, E, M):
+    """:func:`fp_add` by NVDLA's rules on every element."""
     a, b = np.broadcast_arrays(_masked(a, E, M), _masked(b, E, M))
     out = np.array(fp_add_ordinary(a, b, E, M))
     rare = ~add_is_ordinary(a, b, E, M)
@@ -140,6 +153,13 @@ def fp_sub(a, b, E, M):
 
 def fp_mul(a, b, E, M):
     """a * b, nearest even; underflow flushes, overflow saturates."""
+    if (E, M) == FP32:
+        return _fp32_in_hardware(a, b, np.multiply, _mul_agrees, fp_mul_rules)
+    return fp_mul_rules(a, b, E, M)
+
+
+def fp_mul_rules(a, b, E, M):
+    """:func:`fp_mul` by NVDLA's rules on every element."""
     a, b = _masked(a, E, M), _masked(b, E, M)
     emax = (1 << E) - 1
     bias = (1 << (E - 1)) - 1
@@ -159,6 +179,46 @@ def fp_max(a, b, want_max, E, M):
     sa, sb = a >> (E + M), b >> (E + M)
     a_greater = np.where(sa != sb, sa == 0, ((a & magnitude) > (b & magnitude)) != (sa == 1))
     return nan_or(a, b, E, M, np.where(a_greater == want_max, a, b))
+
+
+# --- the processor's IEEE fp32 where NVDLA agrees -------------------------------
+def _fields32(u):
+    """(exponent field, is +-0) of uint32 fp32 patterns."""
+    return (u >> 23) & 0xFF, (u << np.uint32(1)) == 0
+
+
+def _normal_result(e):
+    """Exponent fields 2..254: normal, finite, not just at the underflow boundary."""
+    return (e >= 2) & (e != 255)
+
+
+def _mul_agrees(ua, ub, ur):
+    """Finite operands, and a zero one or normal ones with a normal product."""
+    (ea, za), (eb, zb) = _fields32(ua), _fields32(ub)
+    finite = (ea != 255) & (eb != 255)
+    return finite & (za | zb | ((ea != 0) & (eb != 0) & _normal_result(_fields32(ur)[0])))
+
+
+def _add_agrees(ua, ub, ur):
+    """Normal or zero operands (NVDLA reads denormals with an implied 1), a normal sum."""
+    (ea, za), (eb, zb) = _fields32(ua), _fields32(ub)
+    return (((ea != 0) | za) & (ea != 255) & ((eb != 0) | zb) & (eb != 255)
+            & _normal_result(_fields32(ur)[0]))
+
+
+def _fp32_in_hardware(a, b, op, agrees, rules):
+    """``op`` in IEEE float32 where ``agrees``, by ``rules`` elsewhere (fp32 patterns)."""
+    a, b = np.broadcast_arrays(_masked(a, *FP32), _masked(b, *FP32))
+    shape = a.shape
+    a, b = a.reshape(-1), b.reshape(-1)
+    ua, ub = a.astype(np.uint32), b.astype(np.uint32)
+    with np.errstate(all="ignore"):
+        ur = op(ua.view(np.float32), ub.view(np.float32)).view(np.uint32)
+    out = ur.astype(np.int64)
+    rare = ~agrees(ua, ub, ur)
+    if rare.any():
+        out[rare] = rules(a[rare], b[rare], *FP32)
+    return out.reshape(shape)
 
 
 # --- conversions ----------------------------------------------------------------
@@ -246,7 +306,14 @@ def fp16_to_fp17(a):
 
 
 def fp16_to_fp32(a):
-    return fp_widen(a, 5, 10, 8, 23, True)
+    """Exact; IEEE's widening agrees except on Inf (saturates) and NaN (payload kept)."""
+    u = np.asarray(i64(a) & 0xFFFF)
+    shape, u = u.shape, u.reshape(-1).astype(np.uint16)
+    out = u.view(np.float16).astype(np.float32).view(np.uint32).astype(np.int64)
+    rare = (u & 0x7C00) == 0x7C00
+    if rare.any():
+        out[rare] = fp_widen(u[rare].astype(np.int64), 5, 10, 8, 23, True)
+    return out.reshape(shape)
 
 
 def fp17_to_fp32(a):
@@ -258,7 +325,18 @@ def fp17_to_fp16(a):
 
 
 def fp32_to_fp16(a):
-    return fp_narrow(a, 8, 23, 5, 10, True)
+    """Nearest even; IEEE's narrowing agrees on zeros and normal (non-boundary) results."""
+    u = np.asarray(_masked(a, *FP32))
+    shape, u = u.shape, u.reshape(-1).astype(np.uint32)
+    with np.errstate(all="ignore"):
+        h = u.view(np.float32).astype(np.float16).view(np.uint16)
+    out = h.astype(np.int64)
+    e = (h >> 10) & 0x1F
+    agrees = (((u >> 23) & 0xFF) != 255) & (((u << np.uint32(1)) == 0) | ((e >= 2) & (e != 31)))
+    if not agrees.all():
+        rare = ~agrees
+        out[rare] = fp_narrow(u[rare].astype(np.int64), 8, 23, 5, 10, True)
+    return out.reshape(shape)
 
 
 def fp32_to_fp17(a):
