@@ -57,8 +57,14 @@ def fp32_alu(algo, a, b):
                                  lambda: fp.fp_max(a, b, algo == ALU_MAX, *FP32)))
 
 
+_INT_ALU = {ALU_MAX: np.maximum, ALU_MIN: np.minimum, ALU_SUM: np.add,
+            ALU_EQL: lambda a, b: (a != b) * 1}
+
+
 def int_alu(algo, a, b):
     """The SDP integer ALU (exact; callers saturate)."""
+    if np.ndim(algo) == 0:  # a layer's one setting
+        return _INT_ALU[int(algo)](a, b)
     return np.where(algo == ALU_MAX, np.maximum(a, b),
                     np.where(algo == ALU_MIN, np.minimum(a, b),
                              np.where(algo == ALU_EQL, (a != b) * 1, a + b)))
@@ -92,10 +98,14 @@ def _x_int(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_p
         np.where(alu_algo == ALU_EQL, ALU_SUM, alu_algo), x,
         shift_left_saturate(sign_extend(alu_op, 16), alu_shift, 32)))
     # products are truncated by mul_shift (also when bypassed); PReLU passes x >= 0 unshifted
-    passes = ~mul_bypass & mul_prelu & (x >= 0)
     product = choose(mul_bypass, lambda: x, lambda: x * sign_extend(mul_op, 16))
-    x = np.where(passes, sign_extend(x, 32), convert(product, mul_shift, 32))
-    return wrap(np.where(~relu_bypass & (x < 0), 0, x), 32)
+    converted = convert(product, mul_shift, 32)
+    prelu = ~mul_bypass & mul_prelu
+    if prelu.any():
+        converted = np.where(prelu & (x >= 0), sign_extend(x, 32), converted)
+    if (~relu_bypass).any():
+        converted = np.where(~relu_bypass & (converted < 0), 0, converted)
+    return wrap(converted, 32)
 
 
 def x_stage(data, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu,

@@ -6,7 +6,7 @@ together for one layer.  Values travel as int64 holding the 32-bit datapath
 word (signed int32 values on the integer path, fp32 bit patterns on the fp16
 path).  An operand is one value (a register, or per element of a 1x1 cube),
 one value per channel or one per element, shaped to broadcast against the
-``(N, C, H, W)`` block.
+``(N, C, H*W)`` cube.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ COUNTERS = ("saturation", "nan_out", "nan_in", "inf_in", "unequal", "lut_uflow",
 
 
 def shaped_operand(values: np.ndarray, mode: int, cp: int, h: int, w: int) -> np.ndarray:
-    """An operand stream as an array that broadcasts against an (N, Cp, H, W) cube."""
+    """An operand stream as an array that broadcasts against an (N, Cp, H*W) cube."""
     if mode == OP_REGISTER:
         return np.asarray(values[0], np.int64)
     if mode == OP_CHANNEL:
-        return np.asarray(values[:cp], np.int64).reshape(1, cp, 1, 1)
-    return np.asarray(values[: cp * h * w], np.int64).reshape(1, cp, h, w)
+        return np.asarray(values[:cp], np.int64).reshape(1, cp, 1)
+    return np.asarray(values[: cp * h * w], np.int64).reshape(1, cp, h * w)
 
 
 @dataclass
@@ -43,12 +43,14 @@ class Datapath:
     out_precision: int
     fp16_in: bool  # fp16 memory input: counted and widened to fp32
     nan_to_zero: bool
-    operands: dict  # "x1"/"x2"/"y" -> (alu, mul), each (Cp or 1, H or 1, W or 1) arrays
+    operands: dict  # "x1"/"x2"/"y" -> (alu, mul), each 0-d, (1, Cp, 1) or (1, Cp, H*W)
     le_bias: int  # LE exponent mode: 2**offset, the underflow extrapolation base
     tables: tuple  # the LUT's (LE, LO) entries
 
-    def run(self, v: np.ndarray, channels: slice) -> tuple[np.ndarray, np.ndarray]:
-        """The output (16-bit words) and counters (COUNTERS order) of ``v[:, channels]``."""
+    def run(self, v: np.ndarray, channels: slice, pixels: slice
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """The output (16-bit words) and counters (COUNTERS order) of ``v``, the block
+        ``[:, channels, pixels]`` of the (N, Cp, H*W) cube."""
         layer, counts = self.layer, np.zeros(len(COUNTERS), np.int64)
         if self.fp16_in:
             bits = v & 0xFFFF
@@ -62,12 +64,12 @@ class Datapath:
         for name in ("x1", "x2"):
             stage = getattr(layer, name)
             if not stage.bypass:
-                alu, mul = (self._operand(op, channels) for op in self.operands[name])
+                alu, mul = (self._operand(op, channels, pixels) for op in self.operands[name])
                 v = x_stage(v, alu, mul, stage.alu_bypass, stage.alu_algo, stage.alu_shift,
                             stage.mul_bypass, stage.mul_prelu, stage.mul_shift,
                             stage.relu_bypass, self.nan_to_zero, self.precision)
         if not layer.y.bypass:
-            alu, mul = (self._operand(op, channels) for op in self.operands["y"])
+            alu, mul = (self._operand(op, channels, pixels) for op in self.operands["y"])
             y = layer.y
             v = y_core_stage(v, alu, mul, y.alu_bypass, y.alu_algo, y.mul_bypass, y.truncate,
                              y.mul_prelu, self.precision)
@@ -85,8 +87,10 @@ class Datapath:
         return out, counts
 
     @staticmethod
-    def _operand(operand: np.ndarray, channels: slice) -> np.ndarray:
-        return operand[:, channels] if operand.ndim else operand
+    def _operand(operand: np.ndarray, channels: slice, pixels: slice) -> np.ndarray:
+        if not operand.ndim:
+            return operand
+        return operand[:, channels, pixels] if operand.shape[2] > 1 else operand[:, channels]
 
     def _lut(self, v: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """LUT index, RAM read and interpolation/extrapolation."""
