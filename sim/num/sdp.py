@@ -78,7 +78,7 @@ def fp16_operand(op, nan_to_zero):
 
 def fp32_positive(x):
     """Sign bit of an fp32 pattern clear (the PReLU pass-through test)."""
-    return (i64(x) >> 31) & 1 == 0
+    return wrap(x, 32) < 0x80000000
 
 
 # --- X: ALU, multiplier, shift, ReLU ------------------------------------------
@@ -87,8 +87,9 @@ def _x_fp(x, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass, mul_prelu, relu_b
     x = choose(alu_bypass, lambda: x, lambda: fp32_alu(alu_algo, x, fp16_operand(alu_op, ntz)))
     x = choose(mul_bypass, lambda: x, lambda: np.where(
         mul_prelu & fp32_positive(x), x, fp.fp_mul(x, fp16_operand(mul_op, ntz), *FP32)))
-    negative = ((x >> 31) & 1 == 1) & ~fp.is_nan_pattern(x, *FP32)  # ReLU keeps NaNs
-    return wrap(np.where(~relu_bypass & negative, 0, x), 32)
+    if (~relu_bypass).any():  # ReLU: negative values (-0 to -Inf) become +0; NaNs stay
+        x = np.where(~relu_bypass & (x >= 0x80000000) & (x <= 0xFF800000), 0, x)
+    return x
 
 
 def _x_int(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu,

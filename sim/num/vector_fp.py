@@ -207,18 +207,24 @@ def _add_agrees(ua, ub, ur):
 
 
 def _fp32_in_hardware(a, b, op, agrees, rules):
-    """``op`` in IEEE float32 where ``agrees``, by ``rules`` elsewhere (fp32 patterns)."""
-    a, b = np.broadcast_arrays(_masked(a, *FP32), _masked(b, *FP32))
-    shape = a.shape
-    a, b = a.reshape(-1), b.reshape(-1)
+    """``op`` in IEEE float32 where ``agrees``, by ``rules`` elsewhere (fp32 patterns).
+
+    Operands broadcast together; a scalar operand stays scalar until the end.
+    """
+    a, b = _masked(a, *FP32), _masked(b, *FP32)
+    result_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+    a, b = np.atleast_1d(a), np.atleast_1d(b)
+    shape = np.broadcast_shapes(a.shape, b.shape)
     ua, ub = a.astype(np.uint32), b.astype(np.uint32)
     with np.errstate(all="ignore"):
         ur = op(ua.view(np.float32), ub.view(np.float32)).view(np.uint32)
     out = ur.astype(np.int64)
     rare = ~agrees(ua, ub, ur)
     if rare.any():
-        out[rare] = rules(a[rare], b[rare], *FP32)
-    return out.reshape(shape)
+        rare = np.broadcast_to(rare, shape)
+        out[rare] = rules(np.broadcast_to(a, shape)[rare], np.broadcast_to(b, shape)[rare],
+                          *FP32)
+    return out.reshape(result_shape)
 
 
 # --- conversions ----------------------------------------------------------------

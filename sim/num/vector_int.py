@@ -62,11 +62,11 @@ def bit_length(x) -> np.ndarray:
 def shift_right_round(x, s) -> np.ndarray:
     """``x / 2**s`` rounded half away from zero (``s`` >= 0)."""
     x, s = i64(x), i64(s)
-    if s.ndim == 0 and s < 32:  # one shift for the whole array (a layer's setting)
+    if s.ndim == 0 and s < 63:  # one shift for the whole array (a layer's setting)
         if s == 0:
             return x
         # -x rounds to -(|x| + half >> s), which is (x + half - 1) >> s
-        return (x + ((np.int64(1) << (s - 1)) - (x < 0))) >> s  # |x| < 2**62: no overflow
+        return (x + ((np.int64(1) << (s - 1)) - (x < 0))) >> s  # |x| <= 2**62: no overflow
     m = np.abs(x)
     half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
     r = (m >> s) + half

@@ -18,6 +18,7 @@ import numpy as np
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
 from ..num.specials import flush_nans, inf_mask, nan_mask
+from . import fast_fp
 
 # operand modes
 OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
@@ -56,20 +57,45 @@ class Datapath:
             bits = v & 0xFFFF
             counts[2] = np.count_nonzero(nan_mask(bits))
             counts[3] = np.count_nonzero(inf_mask(bits))
-            v = fp.fp16_to_fp32(bits)
+
+        def block_operand(op):
+            return self._operand(op, channels, pixels)
+
+        if fast_fp.applies(layer, self.precision, self.out_precision):
+            out, redo = fast_fp.run(self, v, block_operand)
+            if redo.any():  # the rules for what float32 may get wrong
+                def redo_operand(op):
+                    op = block_operand(op)
+                    return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
+
+                out[redo] = self._values(v[redo], redo_operand, counts)[0]
         else:
-            v = v & 0xFFFFFFFF
+            out, sat = self._values(v, block_operand, counts)
+            counts[0] = np.count_nonzero(sat)
+        if self.out_precision == 2:  # fp16: saturated means the largest finite magnitude
+            counts[0] = np.count_nonzero(out & 0x7FFF == fp.saturated(0, *fp.FP16))
+            counts[1] = np.count_nonzero(nan_mask(out))
+        counts[4] = bool(layer.eql and np.any(out & 0xFFFF))
+        return out, counts
+
+    def _values(self, v: np.ndarray, operand, counts: np.ndarray) -> tuple:
+        """(output words, saturation flags) of the elements ``v`` by NVDLA's rules.
+
+        ``operand(op)`` shapes an operand for ``v``; LUT counters go to ``counts``.
+        """
+        layer = self.layer
+        v = fp.fp16_to_fp32(v & 0xFFFF) if self.fp16_in else v & 0xFFFFFFFF
         if self.nan_to_zero:
             v = flush_nans(v, fp.FP32)
         for name in ("x1", "x2"):
             stage = getattr(layer, name)
             if not stage.bypass:
-                alu, mul = (self._operand(op, channels, pixels) for op in self.operands[name])
+                alu, mul = (operand(op) for op in self.operands[name])
                 v = x_stage(v, alu, mul, stage.alu_bypass, stage.alu_algo, stage.alu_shift,
                             stage.mul_bypass, stage.mul_prelu, stage.mul_shift,
                             stage.relu_bypass, self.nan_to_zero, self.precision)
         if not layer.y.bypass:
-            alu, mul = (self._operand(op, channels, pixels) for op in self.operands["y"])
+            alu, mul = (operand(op) for op in self.operands["y"])
             y = layer.y
             v = y_core_stage(v, alu, mul, y.alu_bypass, y.alu_algo, y.mul_bypass, y.truncate,
                              y.mul_prelu, self.precision)
@@ -77,14 +103,7 @@ class Datapath:
                 v = self._lut(v, counts)
         out, sat = c_stage(v, layer.cvt_offset & 0xFFFFFFFF, layer.cvt_scale & 0xFFFF,
                            layer.cvt_shift, self.precision, self.out_precision, layer.eql)
-        out = np.broadcast_to(out, v.shape)
-        if self.out_precision == 2:  # fp16: saturated means the largest finite magnitude
-            counts[0] = np.count_nonzero(out & 0x7FFF == fp.saturated(0, *fp.FP16))
-            counts[1] = np.count_nonzero(nan_mask(out))
-        else:
-            counts[0] = np.count_nonzero(sat)
-        counts[4] = bool(layer.eql and np.any(out & 0xFFFF))
-        return out, counts
+        return np.array(np.broadcast_to(out, v.shape)), sat
 
     @staticmethod
     def _operand(operand: np.ndarray, channels: slice, pixels: slice) -> np.ndarray:
@@ -100,14 +119,16 @@ class Datapath:
             lut.le_index_select & 0xFF, lut.lo_index_select & 0xFF, lut.le_function_linear,
             lut.uflow_priority_lo, lut.oflow_priority_lo, lut.hybrid_priority_lo, self.precision)
         flow = oflow | uflow
+        table = np.concatenate([le, lo]) & 0xFFFF  # LE entries, then LO
+        base = np.where(use_lo, le.size, 0)
 
         def entry(index):
-            return np.where(use_lo, lo[np.minimum(index, lo.size - 1)],
-                            le[np.minimum(index, le.size - 1)]) & 0xFFFF
+            return table[base + np.minimum(index, np.where(use_lo, lo.size, le.size) - 1)]
 
-        def slope(le_u, le_o, lo_u, lo_o):  # the setting of the table and side a value left by
-            return np.where(flow, np.where(use_lo, np.where(oflow, lo_o, lo_u),
-                                           np.where(oflow, le_o, le_u)), 0)
+        side = base // le.size * 2 + oflow  # LE underflow, LE overflow, LO under-, LO overflow
+
+        def slope(*settings):  # the setting of the table and side a value left by
+            return np.where(flow, np.array(settings, np.int64)[side], 0)
 
         y0, y1 = entry(addr), np.where(flow, 0, entry(addr + 1))
         scale = slope(lut.le_uflow_scale, lut.le_oflow_scale, lut.lo_uflow_scale,
