@@ -245,16 +245,21 @@ def gather_atoms(buf, base: int, layout: FeatureLayout) -> np.ndarray:
     """Raw element bytes, shape (N, C_padded, H, W, element_bytes) (C padded to surfaces*C')."""
     atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(buf), base, layout, False))
     n, s, h, w, _ = atoms.shape
-    raw = atoms.reshape(n, s, h, w, layout.group, layout.element_bytes)
-    return raw.transpose(0, 1, 4, 2, 3, 5).reshape(n, s * layout.group, h, w, layout.element_bytes)
+    eb = layout.element_bytes
+    words = atoms.view(f"<u{eb}")  # (N, S, H, W, group): whole elements move in the transpose
+    raw = np.ascontiguousarray(words.transpose(0, 1, 4, 2, 3).reshape(n, s * layout.group, h, w))
+    return raw.view(np.uint8).reshape(n, s * layout.group, h, w, eb)
 
 
 def scatter_atoms(buf: np.ndarray, base: int, layout: FeatureLayout, raw: np.ndarray) -> None:
     """Write raw element bytes (N, C_padded, H, W, element_bytes) into ``buf`` in place."""
-    n, s, h, w = layout.batch, layout.surfaces, layout.height, layout.width
-    atoms = raw.reshape(n, s, layout.group, h, w, layout.element_bytes).transpose(0, 1, 3, 4, 2, 5)
+    n, s, h, w, eb = layout.batch, layout.surfaces, layout.height, layout.width, \
+        layout.element_bytes
+    words = np.ascontiguousarray(raw).view(f"<u{eb}")[..., 0]  # (N, C_padded, H, W) elements
+    atoms = words.reshape(n, s, layout.group, h, w).transpose(0, 1, 3, 4, 2)
     view = _atom_view(buf, base, layout, True)
-    view[...] = atoms.reshape(n, s, h, w, layout.atom_bytes)
+    view[...] = np.ascontiguousarray(atoms).view(np.uint8).reshape(n, s, h, w,
+                                                                    layout.atom_bytes)
 
 
 def gather_feature(buf, base: int, layout: FeatureLayout, precision: str) -> np.ndarray:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim.num.vector_fp import FP16, is_nan_pattern, unpack
+from sim.num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
 
 
 @dataclass(frozen=True)
@@ -91,13 +91,12 @@ NAN_HANDLING = {
 
 def nan_mask(bits, fmt=FP16) -> np.ndarray:
     """True where a pattern (default fp16) is a NaN."""
-    return is_nan_pattern(np.asarray(bits).astype(np.int64), *fmt)
+    return is_nan_pattern(np.asarray(bits), *fmt)
 
 
 def inf_mask(bits, fmt=FP16) -> np.ndarray:
     """True where a pattern (default fp16) is +-Inf."""
-    _, expo, mant = unpack(np.asarray(bits).astype(np.int64), *fmt)
-    return (expo == (1 << fmt[0]) - 1) & (mant == 0)
+    return is_inf_pattern(np.asarray(bits), *fmt)
 
 
 def flush_nans(bits, fmt=FP16) -> np.ndarray:

@@ -41,9 +41,13 @@ def is_nan(expo, mant, E):
 
 
 def is_nan_pattern(x, E, M):
-    """NaN test on whole patterns."""
-    _, e, m = unpack(x, E, M)
-    return is_nan(e, m, E)
+    """NaN test on whole patterns (of any integer dtype): magnitudes above Inf's."""
+    return (x & ((1 << (E + M)) - 1)) > (((1 << E) - 1) << M)
+
+
+def is_inf_pattern(x, E, M):
+    """+-Inf test on whole patterns (of any integer dtype)."""
+    return (x & ((1 << (E + M)) - 1)) == (((1 << E) - 1) << M)
 
 
 def significand(expo, mant, M):

@@ -57,11 +57,13 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
     n, cp, h, w = data.shape
     path = datapath(layer, operands, lut, from_memory, cp, h, w)
-    cube = np.asarray(data, dtype=np.int64).reshape(n, cp, h * w)
-    out = np.empty(cube.shape, np.int64)
+    cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened block by block
+    out = np.empty(cube.shape, np.uint16)
 
     def run(block: tuple[slice, slice]) -> np.ndarray:
-        out[:, block[0], block[1]], counts = path.run(cube[:, block[0], block[1]], *block)
+        v = cube[:, block[0], block[1]].astype(np.int64)
+        words, counts = path.run(v, *block)
+        out[:, block[0], block[1]] = words & 0xFFFF
         return counts
 
     blocks = _blocks(n, cp, h * w)
@@ -76,7 +78,7 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
     counts = np.sum(parts, axis=0)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts, strict=True)}
     stats["unequal"] = bool(stats["unequal"])
-    bits = (out & 0xFFFF).astype(np.uint16).reshape(n, cp, h, w)
+    bits = out.reshape(n, cp, h, w)
     if layer.out_precision == FP16:
         elems = bits
     else:
