@@ -33,7 +33,8 @@ from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
 from sim.num.lut import COUNTER_NAMES, lookup_int
-from sim.num.lut_cdp import lookup_fp
+from sim.num.lut_cdp import lookup_fp, lookup_int_one
+from sim.num.rounding import convert, convert_flag, sign_extend
 
 from ..configs import FP16, INT8
 
@@ -53,6 +54,61 @@ class LrnSettings:
     datin: tuple = (0, 1, 0)  # (offset, scale, shifter) raw register values
     datout: tuple = (0, 1, 0)
     throughput: int = 8  # CDP output elements per cycle of the configuration
+
+
+KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel
+
+
+@njit
+def _lrn_int_pixels(x, channels, half, sqsum_bypass, mul_bypass, widths, datin, datout, le,
+                    lo, p, y, sat, outcomes, pixels):
+    """The whole integer LRN of pixels ``pixels[0]:pixels[1]``, one element at a time.
+
+    ``x`` (pixels, rows) raw int8/int16 values; ``widths`` = (input bits, input
+    convertor bits, output word bits, output bits, output offset bits) of the
+    precision; ``datin``/``datout`` the convertors' (offset, scale, shifter).
+    ``y`` (pixels, rows) receives the output values, ``sat`` the output
+    convertor's saturation flags and ``outcomes`` the lookup outcomes.  The
+    arithmetic is :func:`normalize`'s numpy path, element by element.
+    """
+    rows = x.shape[1]
+    in_bits, a_bits, word_bits, out_bits, offset_bits = widths
+    alu_in, mul_in = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16)
+    alu_out, mul_out = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16)
+    a = np.zeros(rows + 2 * HALO, np.int64)  # outside the cube: 0 after the convertor
+    for px in range(pixels[0], pixels[1]):
+        for c in range(channels):
+            a[c + HALO] = convert((sign_extend(x[px, c], in_bits) - alu_in) * mul_in,
+                                  datin[2] & 31, a_bits)
+        for c in range(rows):
+            k = c + HALO
+            if sqsum_bypass:
+                total = a[k]
+            else:
+                total = np.int64(0)
+                for j in range(k - half, k + half + 1):
+                    total += a[j] * a[j]
+            value, outcomes[px, c] = lookup_int_one(total, le, lo, p)
+            product = value if mul_bypass else value * a[k]
+            y[px, c], sat[px, c] = convert_flag(
+                (sign_extend(product, word_bits) - alu_out) * mul_out, datout[2] & 63, out_bits)
+
+
+def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
+    """(output values, saturation count, outcomes) of an integer layer by the fused kernel."""
+    rows, pixels = x.shape
+    int8 = s.precision == INT8
+    widths = (8, 9, 25, 8, 25) if int8 else (16, 17, 33, 16, 32)
+    xt = np.ascontiguousarray(x.T)
+    y = np.zeros((pixels, rows), np.int64)
+    sat = np.zeros((pixels, rows), np.bool_)
+    outcomes = np.zeros((pixels, rows), np.int8)
+    run_split(lambda a, b: _lrn_int_pixels(
+        xt, channels, (s.window - 1) // 2, s.sqsum_bypass, s.mul_bypass, widths,
+        np.array(s.datin, np.int64), np.array(s.datout, np.int64), np.asarray(le, np.int64),
+        np.asarray(lo, np.int64), np.asarray(lut, np.int64), y, sat, outcomes, (a, b)),
+        pixels, 256)
+    return y.T, int(np.count_nonzero(sat)), outcomes.T
 
 
 def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
@@ -143,6 +199,12 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
                            precision=code)["out"].astype(np.int64)
         found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(out)))
         found["D_OUT_SATURATION_0"] = 0
+    elif x.size >= KERNEL_MIN:
+        out, saturated, outcomes = _normalize_int_fused(x, channels, s, le, lo, lut)
+        if s.precision == INT8:
+            saturated += phantom_saturations(rows * pixels, s.throughput)
+        found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
+                      "D_OUT_SATURATION_0": saturated})
     else:
         int8 = s.precision == INT8
         offset, scale, shifter = s.datin

@@ -1,8 +1,8 @@
-"""The CDP's fp16 LUT lookup, one value at a time (numba kernels for the LRN loop).
+"""The CDP's LUT lookup, one value at a time (numba kernels for the LRN loops).
 
 See :mod:`sim.num.lut` for the tables, the choice between them and the
-integer lookup (numpy); fp16 data is looked up in fp32/fp17 as NVDLA's
-C-model does.
+integer lookup on whole arrays (numpy, which small layers use); fp16 data is
+looked up in fp32/fp17 as NVDLA's C-model does.
 """
 
 import math
@@ -13,6 +13,7 @@ from sim.jit import njit
 from sim.num.fpcore import fp_add, fp_mul, fp_sub
 from sim.num.lut import (
     HYBRID,
+    INTERP_BITS,
     KIND_HIT,
     KIND_OFLOW,
     KIND_UFLOW,
@@ -26,14 +27,18 @@ from sim.num.lut import (
     P_LE_END,
     P_LE_OFFSET,
     P_LE_OSCALE,
+    P_LE_OSHIFT,
     P_LE_SELECT,
     P_LE_START,
     P_LE_USCALE,
+    P_LE_USHIFT,
     P_LO_END,
     P_LO_OSCALE,
+    P_LO_OSHIFT,
     P_LO_SELECT,
     P_LO_START,
     P_LO_USCALE,
+    P_LO_USHIFT,
     P_OFLOW_PRI,
     P_UFLOW_PRI,
     UFLOW,
@@ -44,6 +49,7 @@ from sim.num.ops import (
     fp32_to_fp17_bits,
     uint16_to_fp17_bits,
 )
+from sim.num.rounding import bit_length, round_via_double
 
 
 @njit
@@ -60,8 +66,90 @@ def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
     return hybrid_lo != 0, HYBRID
 
 
-# --- CDP lookup ----------------------------------------------------------------
+# --- integer lookup ----------------------------------------------------------
 
+@njit
+def _c_shift_right(x, n):
+    """``x >> n`` with the shift count taken modulo 64, as x86 does."""
+    return x >> (n & 63)
+
+
+@njit
+def _c_shift_left(x, n):
+    return x << (n & 63)
+
+
+@njit
+def _extrapolate(base, x, ref, scale, shift):
+    r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
+    return round_via_double(r, 0, 16)
+
+
+@njit
+def _interpolate(y0, y1, frac16):
+    r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
+    return round_via_double(r, 0, 16)
+
+
+@njit
+def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, oshift):
+    """(value, kind) of a linear table; kind 0 underflow, 1 overflow, 2 hit."""
+    d = x - start
+    index = _c_shift_left(d, -select) if select < 0 else _c_shift_right(d, select)
+    if index < 0 or d <= 0:
+        return _extrapolate(table[0], x, start, uscale, ushift), 0
+    if index >= size - 1:
+        return _extrapolate(table[size - 1], x, end, oscale, oshift), 1
+    frac = 0
+    if select >= 0:
+        frac = d & ((np.int64(1) << (select & 31)) - 1)  # d > 0: its remainder
+        if select > 16:
+            frac = _c_shift_right(frac, select - 16)
+        else:
+            frac = _c_shift_left(frac, 16 - select)
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
+    """(value, kind) of the LE table in exponent mode."""
+    d = x - start
+    log2 = bit_length(d) - 1 if d > 0 else 0
+    index = log2 - offset
+    if index < 0 or d <= 0:
+        bias = 0 if offset < 0 else _c_shift_left(np.int64(1), offset)
+        return _extrapolate(table[0], x - bias, start, uscale, ushift), 0
+    if index >= LE_ENTRIES - 1:
+        return _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift), 1
+    frac = d - (np.int64(1) << log2)
+    frac = (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
+    return _interpolate(table[index], table[index + 1], frac), 2
+
+
+@njit
+def _select(le_val, le_kind, lo_val, lo_kind, p):
+    """Choose between the LE and LO results; returns (value, counter index)."""
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
+                                   p[P_HYBRID_PRI])
+    return (lo_val if use_lo else le_val), outcome
+
+
+@njit
+def lookup_int_one(x, le, lo, p):
+    """LUT value (int16) of one integer square sum ``x`` and its counter index: the scalar
+    twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel."""
+    if p[P_EXPONENT]:
+        le_val, le_kind = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],
+                                           p[P_LE_USCALE], p[P_LE_USHIFT],
+                                           p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    else:
+        le_val, le_kind = _linear_lookup(x, le, LE_ENTRIES, p[P_LE_START], p[P_LE_END],
+                                         p[P_LE_SELECT], p[P_LE_USCALE], p[P_LE_USHIFT],
+                                         p[P_LE_OSCALE], p[P_LE_OSHIFT])
+    lo_val, lo_kind = _linear_lookup(x, lo, LO_ENTRIES, p[P_LO_START], p[P_LO_END],
+                                     p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_USHIFT],
+                                     p[P_LO_OSCALE], p[P_LO_OSHIFT])
+    return _select(le_val, le_kind, lo_val, lo_kind, p)
 
 
 # --- fp16 lookup (fp32 index arithmetic, fp17 interpolation) -------------------

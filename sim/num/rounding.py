@@ -150,7 +150,7 @@ def round_via_double(value, shift, bits):
     """
     vf = np.float64(value)
     positive = vf > 0
-    vf = vf / (2.0 ** shift)
+    vf = math.ldexp(vf, -shift)  # exact scaling, as dividing by 2.0**shift is
     hi = (1 << (bits - 1)) - 1
     lo = -(1 << (bits - 1))
     if abs(vf) >= 9223372036854775808.0:

@@ -5,6 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from sim.cdp import lrn
 from sim.cdp.config import lut_params
 from sim.cdp.lrn import LrnSettings, normalize
 
@@ -120,8 +121,15 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=["numpy", "kernel"])
+def path(request, monkeypatch):
+    """Integer layers run in numpy when small, in the fused kernel when large: both."""
+    monkeypatch.setattr(lrn, "KERNEL_MIN", 0 if request.param == "kernel" else 1 << 62)
+    return request.param
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-w{c[1]}-{i}" for i, c in enumerate(CASES)])
-def test_normalize_matches_reference(case):
+def test_normalize_matches_reference(case, path):
     precision, window, (channels, padded), datin, datout, lut_regs, (sq_bp, mul_bp) = case
     rng = np.random.default_rng(window * 31 + channels)
     lo_v, hi_v = (-128, 128) if precision == "int8" else (-32768, 32768)
@@ -133,7 +141,7 @@ def test_normalize_matches_reference(case):
     assert got == want
 
 
-def test_padding_channels_do_not_depend_on_memory():
+def test_padding_channels_do_not_depend_on_memory(path):
     """Channels beyond the cube enter as the input offset, whatever memory holds."""
     rng = np.random.default_rng(1)
     x = rng.integers(-128, 128, (16, 6)).astype(np.int64)
@@ -148,7 +156,7 @@ def test_padding_channels_do_not_depend_on_memory():
 
 
 @pytest.mark.parametrize("throughput,extra", [(8, 0), (2, 0), (1, 64)])
-def test_phantom_lane_saturation(throughput, extra):
+def test_phantom_lane_saturation(throughput, extra, path):
     """The C-model's odd-throughput int8 convertor counts one phantom lane per element."""
     x = np.zeros((8, 8), np.int64)
     regs = registers(lut_le_index_select=2, lut_lo_index_select=2)

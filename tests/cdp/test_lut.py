@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from sim.cdp.config import lut_params
+from sim.jit import njit
 from sim.machine import Machine
 from sim.num.lut import HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
+from sim.num.lut_cdp import lookup_int_one
 
 from .reference import lookup_table
 from .test_lrn import reference_lut, registers
@@ -74,6 +76,7 @@ def test_lookup_corner_cases(regs, x):
     blk = registers(**regs)
     le, lo = _tables()
     value, which = lookup_int(x, le, lo, lut_params(blk, "int16"))
+    assert _lookup_one(np.array([x]), le, lo, lut_params(blk, "int16")) == ([value], [which])
     ref = reference_lut(blk, le, lo, 7)
     le_v, le_k = lookup_table(ref.le, x)
     lo_v, lo_k = lookup_table(ref.lo, x)
@@ -110,3 +113,40 @@ def test_index_select_sign_follows_the_precision():
     assert lut_params(blk, "int8")[9:11].tolist() == [-16, 16]
     assert lut_params(blk, "int16")[9:11].tolist() == [48, -48]
     assert lut_params(blk, "fp16")[9:11].tolist() == [48, 80]
+
+
+@njit
+def _lookup_each(x, le, lo, p, values, outcomes):
+    for i in range(x.size):
+        values[i], outcomes[i] = lookup_int_one(x[i], le, lo, p)
+
+
+def _lookup_one(x, le, lo, p):
+    values, outcomes = np.zeros(x.size, np.int64), np.zeros(x.size, np.int64)
+    _lookup_each(x, le, lo, p, values, outcomes)
+    return values.tolist(), outcomes.tolist()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_scalar_lookup_matches_the_array_lookup(seed):
+    """lookup_int_one (the fused LRN kernel's) against lookup_int over random settings."""
+    rng = np.random.default_rng(seed)
+    precision = ("int8", "int16")[seed % 2]
+    fields = dict(
+        lut_le_function=int(rng.integers(0, 2)), lut_le_index_offset=int(rng.integers(0, 256)),
+        lut_le_index_select=int(rng.integers(0, 128)),
+        lut_lo_index_select=int(rng.integers(0, 128)),
+        lut_uflow_priority=int(rng.integers(0, 2)), lut_oflow_priority=int(rng.integers(0, 2)),
+        lut_hybrid_priority=int(rng.integers(0, 2)))
+    for stem in ("le_start", "le_end", "lo_start", "lo_end"):
+        fields[f"lut_{stem}_low"] = int(rng.integers(0, 1 << 20))
+        fields[f"lut_{stem}_high"] = int(rng.choice([0, 0, 0x3F]))
+    for t in ("le", "lo"):
+        for side in ("uflow", "oflow"):
+            fields[f"lut_{t}_slope_{side}_scale"] = int(rng.integers(0, 1 << 16))
+            fields[f"lut_{t}_slope_{side}_shift"] = int(rng.integers(0, 32))
+    p = lut_params(registers(**fields), precision)
+    le, lo = rng.integers(-32768, 32768, 65), rng.integers(-32768, 32768, 257)
+    x = np.concatenate([rng.integers(0, 1 << 22, 3000), rng.integers(-(1 << 34), 1 << 34, 1000)])
+    values, outcomes = lookup_int(x, le, lo, p)
+    assert _lookup_one(x, le, lo, p) == (values.tolist(), outcomes.tolist())

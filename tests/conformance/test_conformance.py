@@ -24,3 +24,18 @@ def test_trace_passes(trace):
     config = Path(trace).parent.name
     result = run_trace(path, config)
     assert result.status == "pass", result.message
+
+
+def _integer_lrn():
+    """Listed CDP traces with integer data (their names say the precision)."""
+    return [t for t in _listed() if "cdp" in Path(t).name and "fp16" not in Path(t).name]
+
+
+@pytest.mark.parametrize("trace", _integer_lrn())
+def test_integer_lrn_passes_in_the_fused_kernel(trace, monkeypatch):
+    """Small layers run the CDP's integer LRN in numpy; force the fused kernel large
+    layers take and hold it to the same traces."""
+    import sim.cdp.lrn as lrn
+
+    monkeypatch.setattr(lrn, "KERNEL_MIN", 0)
+    test_trace_passes(trace)
