@@ -18,7 +18,7 @@ import numpy as np
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
 from ..num.specials import flush_nans, inf_mask, nan_mask
-from . import fast_fp
+from . import fast_fp, lut_int
 
 # operand modes
 OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
@@ -114,6 +114,13 @@ class Datapath:
     def _lut(self, v: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """LUT index, RAM read and interpolation/extrapolation."""
         lut, le, lo = self.layer.lut, self.tables[0], self.tables[1]
+        if self.precision != 2 and v.size >= lut_int.KERNEL_MIN:  # a large integer block
+            out = np.empty(v.size, np.int64)
+            found = np.zeros(5, np.int64)
+            lut_int.lut_int(np.ascontiguousarray(v).reshape(-1), lut_int.params(lut, self.le_bias),
+                            le, lo, out, found)
+            counts[5:10] += found
+            return out.reshape(v.shape)
         fraction, oflow, uflow, use_lo, addr, le_hit, lo_hit = y_idx_stage(
             v, lut.le_start, lut.lo_start, lut.le_index_offset & 0xFF,
             lut.le_index_select & 0xFF, lut.lo_index_select & 0xFF, lut.le_function_linear,

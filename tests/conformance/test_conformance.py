@@ -39,3 +39,16 @@ def test_integer_lrn_passes_in_the_fused_kernel(trace, monkeypatch):
 
     monkeypatch.setattr(lrn, "KERNEL_MIN", 0)
     test_trace_passes(trace)
+
+
+def _integer_sdp():
+    return [t for t in _listed() if "sdp" in Path(t).name and "fp16" not in Path(t).name]
+
+
+@pytest.mark.parametrize("trace", _integer_sdp())
+def test_integer_sdp_passes_with_the_lut_kernel(trace, monkeypatch):
+    """Large integer SDP layers look up the LUT in a kernel (sim.sdp.lut_int); force it."""
+    import sim.sdp.lut_int as lut_int
+
+    monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
+    test_trace_passes(trace)
