@@ -68,30 +68,30 @@ def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
 
 # --- integer lookup ----------------------------------------------------------
 
-@njit
+@njit(inline="always")
 def _c_shift_right(x, n):
     """``x >> n`` with the shift count taken modulo 64, as x86 does."""
     return x >> (n & 63)
 
 
-@njit
+@njit(inline="always")
 def _c_shift_left(x, n):
     return x << (n & 63)
 
 
-@njit
+@njit(inline="always")
 def _extrapolate(base, x, ref, scale, shift):
     r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
-@njit
+@njit(inline="always")
 def _interpolate(y0, y1, frac16):
     r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
-@njit
+@njit(inline="always")
 def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, oshift):
     """(value, kind) of a linear table; kind 0 underflow, 1 overflow, 2 hit."""
     d = x - start
@@ -110,7 +110,7 @@ def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, o
     return _interpolate(table[index], table[index + 1], frac), 2
 
 
-@njit
+@njit(inline="always")
 def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
     """(value, kind) of the LE table in exponent mode."""
     d = x - start
@@ -126,7 +126,7 @@ def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshif
     return _interpolate(table[index], table[index + 1], frac), 2
 
 
-@njit
+@njit(inline="always")
 def _select(le_val, le_kind, lo_val, lo_kind, p):
     """Choose between the LE and LO results; returns (value, counter index)."""
     use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
@@ -134,7 +134,7 @@ def _select(le_val, le_kind, lo_val, lo_kind, p):
     return (lo_val if use_lo else le_val), outcome
 
 
-@njit
+@njit(inline="always")
 def lookup_int_one(x, le, lo, p):
     """LUT value (int16) of one integer square sum ``x`` and its counter index: the scalar
     twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel."""
