@@ -60,55 +60,70 @@ KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused ke
 
 
 @njit
-def _lrn_int_pixels(x, channels, half, sqsum_bypass, mul_bypass, widths, datin, datout, le,
-                    lo, p, y, sat, outcomes, pixels):
-    """The whole integer LRN of pixels ``pixels[0]:pixels[1]``, one element at a time.
+def _lrn_int_input(x, channels, widths, datin, a):
+    """The input convertor into ``a`` (rows + 2*HALO, pixels), row ``c`` at ``c + HALO``.
 
-    ``x`` (pixels, rows) raw int8/int16 values; ``widths`` = (input bits, input
-    convertor bits, output word bits, output bits, output offset bits) of the
-    precision; ``datin``/``datout`` the convertors' (offset, scale, shifter).
-    ``y`` (pixels, rows) receives the output values, ``sat`` the output
-    convertor's saturation flags and ``outcomes`` the lookup outcomes.  The
-    arithmetic is :func:`normalize`'s numpy path, element by element.
+    Rows outside the cube's ``channels`` stay 0, as their pad value converts.
     """
-    rows = x.shape[1]
-    in_bits, a_bits, word_bits, out_bits, offset_bits = widths
-    alu_in, mul_in = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16)
-    alu_out, mul_out = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16)
-    a = np.zeros(rows + 2 * HALO, np.int64)  # outside the cube: 0 after the convertor
-    for px in range(pixels[0], pixels[1]):
-        for c in range(channels):
-            a[c + HALO] = convert((sign_extend(x[px, c], in_bits) - alu_in) * mul_in,
-                                  datin[2] & 31, a_bits)
-        for c in range(rows):
-            k = c + HALO
+    in_bits, a_bits = widths[0], widths[1]
+    alu, mul, shift = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16), datin[2] & 31
+    for c in range(channels):
+        for px in range(x.shape[1]):
+            a[c + HALO, px] = convert((sign_extend(x[c, px], in_bits) - alu) * mul, shift, a_bits)
+
+
+@njit
+def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, y, counts,
+                  rows):
+    """Window sums, lookups, products and the output convertor of rows ``rows[0]:rows[1]``.
+
+    ``a`` is from :func:`_lrn_int_input`; ``widths`` = (input bits, input
+    convertor bits, output word bits, output bits, output offset bits) of the
+    precision, ``datout`` the output convertor's (offset, scale, shifter).
+    ``y`` (rows, pixels) receives the outputs; ``counts`` gains each lookup
+    outcome (by counter index) and, last, the saturations.  The arithmetic is
+    :func:`normalize`'s numpy path, element by element.
+    """
+    word_bits, out_bits, offset_bits = widths[2], widths[3], widths[4]
+    alu, mul, shift = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16), \
+        datout[2] & 63
+    for c in range(rows[0], rows[1]):
+        k = c + HALO
+        for px in range(a.shape[1]):
             if sqsum_bypass:
-                total = a[k]
+                total = a[k, px]
             else:
                 total = np.int64(0)
                 for j in range(k - half, k + half + 1):
-                    total += a[j] * a[j]
-            value, outcomes[px, c] = lookup_int_one(total, le, lo, p)
-            product = value if mul_bypass else value * a[k]
-            y[px, c], sat[px, c] = convert_flag(
-                (sign_extend(product, word_bits) - alu_out) * mul_out, datout[2] & 63, out_bits)
+                    total += a[j, px] * a[j, px]
+            value, which = lookup_int_one(total, le, lo, p)
+            counts[which] += 1
+            product = value if mul_bypass else value * a[k, px]
+            y[c, px], saturated = convert_flag(
+                (sign_extend(product, word_bits) - alu) * mul, shift, out_bits)
+            counts[-1] += saturated
 
 
 def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
-    """(output values, saturation count, outcomes) of an integer layer by the fused kernel."""
+    """(output values, saturation count, counter values) of an integer layer, fused kernels."""
     rows, pixels = x.shape
-    int8 = s.precision == INT8
-    widths = (8, 9, 25, 8, 25) if int8 else (16, 17, 33, 16, 32)
-    xt = np.ascontiguousarray(x.T)
-    y = np.zeros((pixels, rows), np.int64)
-    sat = np.zeros((pixels, rows), np.bool_)
-    outcomes = np.zeros((pixels, rows), np.int8)
-    run_split(lambda a, b: _lrn_int_pixels(
-        xt, channels, (s.window - 1) // 2, s.sqsum_bypass, s.mul_bypass, widths,
-        np.array(s.datin, np.int64), np.array(s.datout, np.int64), np.asarray(le, np.int64),
-        np.asarray(lo, np.int64), np.asarray(lut, np.int64), y, sat, outcomes, (a, b)),
-        pixels, 256)
-    return y.T, int(np.count_nonzero(sat)), outcomes.T
+    widths = np.array((8, 9, 25, 8, 25) if s.precision == INT8 else (16, 17, 33, 16, 32))
+    a = np.zeros((rows + 2 * HALO, pixels), np.int64)
+    _lrn_int_input(x, channels, widths, np.array(s.datin, np.int64), a)
+    y = np.zeros((rows, pixels), np.int64)
+    parts = []
+
+    def body(start: int, stop: int) -> None:
+        counts = np.zeros(len(COUNTER_NAMES) + 1, np.int64)
+        _lrn_int_rows(a, (s.window - 1) // 2, s.sqsum_bypass, s.mul_bypass, widths,
+                      np.array(s.datout, np.int64), np.asarray(le, np.int64),
+                      np.asarray(lo, np.int64), np.asarray(lut, np.int64), y, counts,
+                      (start, stop))
+        parts.append(counts)
+
+    run_split(body, rows, max(1, (1 << 14) // max(pixels, 1)))
+    counts = np.sum(parts, axis=0)
+    return y, int(counts[-1]), counts[:-1]
 
 
 def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
@@ -200,11 +215,13 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(out)))
         found["D_OUT_SATURATION_0"] = 0
     elif x.size >= KERNEL_MIN:
-        out, saturated, outcomes = _normalize_int_fused(x, channels, s, le, lo, lut)
+        out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
         if s.precision == INT8:
             saturated += phantom_saturations(rows * pixels, s.throughput)
         found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
                       "D_OUT_SATURATION_0": saturated})
+        found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
+        return out, found
     else:
         int8 = s.precision == INT8
         offset, scale, shifter = s.datin

@@ -52,7 +52,7 @@ from sim.num.ops import (
 from sim.num.rounding import bit_length, round_via_double
 
 
-@njit
+@njit(inline="always")
 def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
     """(use LO, outcome) from the two tables' result kinds and the three priorities."""
     if le_kind == KIND_UFLOW and lo_kind == KIND_UFLOW:
@@ -92,14 +92,14 @@ def _interpolate(y0, y1, frac16):
 
 
 @njit(inline="always")
-def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, oshift):
-    """(value, kind) of a linear table; kind 0 underflow, 1 overflow, 2 hit."""
+def _linear_kind(x, size, start, select):
+    """(kind, index, 16-bit fraction) in a linear table; kind 0 underflow, 1 overflow, 2 hit."""
     d = x - start
     index = _c_shift_left(d, -select) if select < 0 else _c_shift_right(d, select)
     if index < 0 or d <= 0:
-        return _extrapolate(table[0], x, start, uscale, ushift), 0
+        return 0, 0, 0
     if index >= size - 1:
-        return _extrapolate(table[size - 1], x, end, oscale, oshift), 1
+        return 1, 0, 0
     frac = 0
     if select >= 0:
         frac = d & ((np.int64(1) << (select & 31)) - 1)  # d > 0: its remainder
@@ -107,49 +107,54 @@ def _linear_lookup(x, table, size, start, end, select, uscale, ushift, oscale, o
             frac = _c_shift_right(frac, select - 16)
         else:
             frac = _c_shift_left(frac, 16 - select)
-    return _interpolate(table[index], table[index + 1], frac), 2
+    return 2, index, frac
 
 
 @njit(inline="always")
-def _exponent_lookup(x, table, start, end, offset, uscale, ushift, oscale, oshift):
-    """(value, kind) of the LE table in exponent mode."""
+def _exponent_kind(x, start, offset):
+    """:func:`_linear_kind` of the LE table in exponent mode."""
     d = x - start
     log2 = bit_length(d) - 1 if d > 0 else 0
     index = log2 - offset
     if index < 0 or d <= 0:
-        bias = 0 if offset < 0 else _c_shift_left(np.int64(1), offset)
-        return _extrapolate(table[0], x - bias, start, uscale, ushift), 0
+        return 0, 0, 0
     if index >= LE_ENTRIES - 1:
-        return _extrapolate(table[LE_ENTRIES - 1], x, end, oscale, oshift), 1
+        return 1, 0, 0
     frac = d - (np.int64(1) << log2)
-    frac = (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
-    return _interpolate(table[index], table[index + 1], frac), 2
+    return 2, index, (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
 
 
 @njit(inline="always")
-def _select(le_val, le_kind, lo_val, lo_kind, p):
-    """Choose between the LE and LO results; returns (value, counter index)."""
-    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
-                                   p[P_HYBRID_PRI])
-    return (lo_val if use_lo else le_val), outcome
+def _value(kind, index, frac, x, x_under, table, start, end, uscale, ushift, oscale, oshift):
+    """A table's value: extrapolated below (from ``x_under``) or above it, or interpolated."""
+    if kind == 0:
+        return _extrapolate(table[0], x_under, start, uscale, ushift)
+    if kind == 1:
+        return _extrapolate(table[table.size - 1], x, end, oscale, oshift)
+    return _interpolate(table[index], table[index + 1], frac)
 
 
 @njit(inline="always")
 def lookup_int_one(x, le, lo, p):
     """LUT value (int16) of one integer square sum ``x`` and its counter index: the scalar
-    twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel."""
+    twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel.  Only the chosen
+    table's value is computed."""
+    x_under = x
     if p[P_EXPONENT]:
-        le_val, le_kind = _exponent_lookup(x, le, p[P_LE_START], p[P_LE_END], p[P_LE_OFFSET],
-                                           p[P_LE_USCALE], p[P_LE_USHIFT],
-                                           p[P_LE_OSCALE], p[P_LE_OSHIFT])
+        le_kind, le_index, le_frac = _exponent_kind(x, p[P_LE_START], p[P_LE_OFFSET])
+        offset = p[P_LE_OFFSET]
+        x_under = x - (0 if offset < 0 else _c_shift_left(np.int64(1), offset))
     else:
-        le_val, le_kind = _linear_lookup(x, le, LE_ENTRIES, p[P_LE_START], p[P_LE_END],
-                                         p[P_LE_SELECT], p[P_LE_USCALE], p[P_LE_USHIFT],
-                                         p[P_LE_OSCALE], p[P_LE_OSHIFT])
-    lo_val, lo_kind = _linear_lookup(x, lo, LO_ENTRIES, p[P_LO_START], p[P_LO_END],
-                                     p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_USHIFT],
-                                     p[P_LO_OSCALE], p[P_LO_OSHIFT])
-    return _select(le_val, le_kind, lo_val, lo_kind, p)
+        le_kind, le_index, le_frac = _linear_kind(x, LE_ENTRIES, p[P_LE_START],
+                                                  p[P_LE_SELECT])
+    lo_kind, lo_index, lo_frac = _linear_kind(x, LO_ENTRIES, p[P_LO_START], p[P_LO_SELECT])
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
+                                   p[P_HYBRID_PRI])
+    if use_lo:
+        return _value(lo_kind, lo_index, lo_frac, x, x, lo, p[P_LO_START], p[P_LO_END],
+                      p[P_LO_USCALE], p[P_LO_USHIFT], p[P_LO_OSCALE], p[P_LO_OSHIFT]), outcome
+    return _value(le_kind, le_index, le_frac, x, x_under, le, p[P_LE_START], p[P_LE_END],
+                  p[P_LE_USCALE], p[P_LE_USHIFT], p[P_LE_OSCALE], p[P_LE_OSHIFT]), outcome
 
 
 # --- fp16 lookup (fp32 index arithmetic, fp17 interpolation) -------------------
