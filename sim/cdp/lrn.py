@@ -60,14 +60,12 @@ KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused ke
 
 
 @njit
-def _lrn_int_input(x, channels, widths, datin, a):
-    """The input convertor into ``a`` (rows + 2*HALO, pixels), row ``c`` at ``c + HALO``.
-
-    Rows outside the cube's ``channels`` stay 0, as their pad value converts.
-    """
+def _lrn_int_input(x, widths, datin, a, rows):
+    """The input convertor of rows ``rows[0]:rows[1]`` into ``a`` (rows + 2*HALO, pixels),
+    row ``c`` at ``c + HALO``; rows outside the cube stay 0, as their pad value converts."""
     in_bits, a_bits = widths[0], widths[1]
     alu, mul, shift = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16), datin[2] & 31
-    for c in range(channels):
+    for c in range(rows[0], rows[1]):
         for px in range(x.shape[1]):
             a[c + HALO, px] = convert((sign_extend(x[c, px], in_bits) - alu) * mul, shift, a_bits)
 
@@ -87,6 +85,8 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
     word_bits, out_bits, offset_bits = widths[2], widths[3], widths[4]
     alu, mul, shift = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16), \
         datout[2] & 63
+    # this call's own tally, padded past a cache line: threads never write the same line
+    tally = np.zeros(counts.size + 16, np.int64)
     for c in range(rows[0], rows[1]):
         k = c + HALO
         for px in range(a.shape[1]):
@@ -97,11 +97,12 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
                 for j in range(k - half, k + half + 1):
                     total += a[j, px] * a[j, px]
             value, which = lookup_int_one(total, le, lo, p)
-            counts[which] += 1
+            tally[which] += 1
             product = value if mul_bypass else value * a[k, px]
             y[c, px], saturated = convert_flag(
                 (sign_extend(product, word_bits) - alu) * mul, shift, out_bits)
-            counts[-1] += saturated
+            tally[counts.size - 1] += saturated
+    counts[:] += tally[:counts.size]
 
 
 def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
@@ -109,7 +110,9 @@ def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
     rows, pixels = x.shape
     widths = np.array((8, 9, 25, 8, 25) if s.precision == INT8 else (16, 17, 33, 16, 32))
     a = np.zeros((rows + 2 * HALO, pixels), np.int64)
-    _lrn_int_input(x, channels, widths, np.array(s.datin, np.int64), a)
+    chunk = max(1, (1 << 14) // max(pixels, 1))  # rows a thread is worth
+    run_split(lambda start, stop: _lrn_int_input(x, widths, np.array(s.datin, np.int64), a,
+                                                 (start, stop)), channels, chunk)
     y = np.zeros((rows, pixels), np.int64)
     parts = []
 
@@ -121,7 +124,7 @@ def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
                       (start, stop))
         parts.append(counts)
 
-    run_split(body, rows, max(1, (1 << 14) // max(pixels, 1)))
+    run_split(body, rows, chunk)
     counts = np.sum(parts, axis=0)
     return y, int(counts[-1]), counts[:-1]
 
