@@ -32,7 +32,7 @@ from sim.jit import njit, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
-from sim.num.lut import COUNTER_NAMES, lookup_int
+from sim.num.lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
 from sim.num.lut_cdp import lookup_fp, lookup_int_one
 from sim.num.rounding import convert, convert_flag, sign_extend
 
@@ -85,8 +85,8 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
     word_bits, out_bits, offset_bits = widths[2], widths[3], widths[4]
     alu, mul, shift = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16), \
         datout[2] & 63
-    # this call's own tally, padded past a cache line: threads never write the same line
-    tally = np.zeros(counts.size + 16, np.int64)
+    # tallies in locals (threads never write the same cache line): outcomes, saturations
+    uflow = oflow = hybrid = le_hit = lo_hit = saturations = 0
     for c in range(rows[0], rows[1]):
         k = c + HALO
         for px in range(a.shape[1]):
@@ -97,12 +97,21 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
                 for j in range(k - half, k + half + 1):
                     total += a[j, px] * a[j, px]
             value, which = lookup_int_one(total, le, lo, p)
-            tally[which] += 1
+            uflow += which == UFLOW
+            oflow += which == OFLOW
+            hybrid += which == HYBRID
+            le_hit += which == LE_HIT
+            lo_hit += which == LO_HIT
             product = value if mul_bypass else value * a[k, px]
             y[c, px], saturated = convert_flag(
                 (sign_extend(product, word_bits) - alu) * mul, shift, out_bits)
-            tally[counts.size - 1] += saturated
-    counts[:] += tally[:counts.size]
+            saturations += saturated
+    counts[UFLOW] += uflow
+    counts[OFLOW] += oflow
+    counts[HYBRID] += hybrid
+    counts[LE_HIT] += le_hit
+    counts[LO_HIT] += lo_hit
+    counts[-1] += saturations
 
 
 def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):

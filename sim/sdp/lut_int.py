@@ -4,9 +4,7 @@ Large integer layers run the Y stage's LUT here, one element at a time,
 instead of as the hundred-odd array passes of :mod:`sim.num.sdp`
 (``y_idx_stage`` and ``y_inp_stage``, verified against the golden vectors);
 this is the same arithmetic element by element, and ``tests/sdp`` holds the
-two to each other.  Small layers stay in numpy, so they need no compiling
-(``sim.sdp.int_kernel.KERNEL_MIN``); most large ones run the whole datapath
-in :mod:`sim.sdp.int_kernel`, which calls :func:`lut_element`.
+two to each other.  Small layers stay in numpy, so they need no compiling.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ import numpy as np
 from ..jit import njit
 from ..num.rounding import bit_length, convert, saturate, shift_signed, sign_extend
 
+KERNEL_MIN = 1 << 16  # blocks from this many elements take the kernel
 FRACTION_BITS = 35
 INDEX_MAX = 511
 LE_DEPTH, LO_DEPTH = 65, 257
@@ -85,62 +84,63 @@ def _table(uflow, index, fraction, depth):
     return False, False, index, fraction
 
 
-@njit(inline="always")
-def lut_element(value, p, le, lo, counts):
-    """The LUT stage of one 32-bit word; adds to ``counts`` (underflows, overflows, hits of
-    the chosen table, LE hits, LO hits) and returns the result word."""
-    x = sign_extend(value, 32)
-    # LE table: exponent or linear index of x - start
-    uflow = x <= p[LE_START]
-    u = (x - p[LE_START]) & 0xFFFFFFFF
-    if p[LE_LINEAR]:
-        index, fraction = _linear_index(u, p[LE_SELECT], True)
-    else:
-        log2 = max(bit_length(u) - 1, 0)
-        fraction = (u & ((np.int64(1) << log2) - 1)) << (FRACTION_BITS - log2)
-        uflow = uflow or log2 < p[LE_OFFSET]
-        index = (log2 - p[LE_OFFSET]) & 0x1FF
-    le_u, le_o, le_addr, le_frac = _table(uflow, index, fraction, LE_DEPTH)
-    # LO table: linear
-    uflow = x <= p[LO_START]
-    index, fraction = _linear_index((x - p[LO_START]) & 0xFFFFFFFF, p[LO_SELECT], False)
-    lo_u, lo_o, lo_addr, lo_frac = _table(uflow, index, fraction, LO_DEPTH)
-    # the choice between them
-    le_hit, lo_hit = not (le_u or le_o), not (lo_u or lo_o)
-    if le_u and lo_u:
-        use_lo = p[UFLOW_LO] != 0
-    elif le_o and lo_o:
-        use_lo = p[OFLOW_LO] != 0
-    elif le_hit != lo_hit:
-        use_lo = lo_hit
-    else:
-        use_lo = p[HYBRID_LO] != 0
-    counts[3] += le_hit
-    counts[4] += lo_hit
-    if use_lo:
-        uflow, oflow, addr, fraction, table = lo_u, lo_o, lo_addr, lo_frac, lo
-    else:
-        uflow, oflow, addr, fraction, table = le_u, le_o, le_addr, le_frac, le
-    y0 = sign_extend(table[min(addr, table.size - 1)] & 0xFFFF, 16)
-    if uflow or oflow:  # extrapolation from the table's edge (never when both tables hit)
-        counts[0 if uflow else 1] += 1
-        side = 2 * use_lo + oflow
-        bias = p[LE_BIAS] if not p[LE_LINEAR] and not use_lo and not oflow else 0
-        slope = shift_signed((x - (bias + p[EDGE + side])) * p[SCALE + side], p[SHIFT + side],
-                             32)
-        return saturate(y0 + slope, 32) & 0xFFFFFFFF
-    counts[2] += 1  # interpolation between two entries
-    y1 = sign_extend(table[min(addr + 1, table.size - 1)] & 0xFFFF, 16)
-    f = fraction & ((np.int64(1) << FRACTION_BITS) - 1)
-    total = y0 * ((np.int64(1) << FRACTION_BITS) - f) + y1 * f
-    return convert(total, FRACTION_BITS, 32) & 0xFFFFFFFF
-
-
 @njit
 def lut_int(v, p, le, lo, out, counts):
-    """The LUT stage of the 32-bit words ``v`` (flat) into ``out``; adds the counters
-    (:func:`lut_element`) to ``counts``."""
-    tally = np.zeros(counts.size + 16, np.int64)  # padded: threads never share its line
+    """The LUT stage of the int32 values ``v`` (flat) into ``out``; adds the counters
+    (underflows, overflows, hits of the chosen table, LE hits, LO hits) to ``counts``."""
+    under = over = hits = le_hits = lo_hits = 0  # locals: threads never share a cache line
     for i in range(v.size):
-        out[i] = lut_element(v[i], p, le, lo, tally)
-    counts[:] += tally[:counts.size]
+        x = sign_extend(v[i], 32)
+        # LE table: exponent or linear index of x - start
+        uflow = x <= p[LE_START]
+        u = (x - p[LE_START]) & 0xFFFFFFFF
+        if p[LE_LINEAR]:
+            index, fraction = _linear_index(u, p[LE_SELECT], True)
+        else:
+            log2 = max(bit_length(u) - 1, 0)
+            fraction = (u & ((np.int64(1) << log2) - 1)) << (FRACTION_BITS - log2)
+            uflow = uflow or log2 < p[LE_OFFSET]
+            index = (log2 - p[LE_OFFSET]) & 0x1FF
+        le_u, le_o, le_addr, le_frac = _table(uflow, index, fraction, LE_DEPTH)
+        # LO table: linear
+        uflow = x <= p[LO_START]
+        index, fraction = _linear_index((x - p[LO_START]) & 0xFFFFFFFF, p[LO_SELECT], False)
+        lo_u, lo_o, lo_addr, lo_frac = _table(uflow, index, fraction, LO_DEPTH)
+        # the choice between them
+        le_hit, lo_hit = not (le_u or le_o), not (lo_u or lo_o)
+        if le_u and lo_u:
+            use_lo = p[UFLOW_LO] != 0
+        elif le_o and lo_o:
+            use_lo = p[OFLOW_LO] != 0
+        elif le_hit != lo_hit:
+            use_lo = lo_hit
+        else:
+            use_lo = p[HYBRID_LO] != 0
+        both = le_hit and lo_hit
+        if use_lo:
+            uflow, oflow, addr, fraction, table = lo_u, lo_o, lo_addr, lo_frac, lo
+        else:
+            uflow, oflow, addr, fraction, table = le_u, le_o, le_addr, le_frac, le
+        uflow, oflow = uflow and not both, oflow and not both
+        y0 = sign_extend(table[min(addr, table.size - 1)] & 0xFFFF, 16)
+        if uflow or oflow:  # extrapolation from the table's edge
+            side = 2 * use_lo + oflow
+            bias = p[LE_BIAS] if not p[LE_LINEAR] and not use_lo and not oflow else 0
+            a = x - (bias + p[EDGE + side])
+            slope = shift_signed(a * p[SCALE + side], p[SHIFT + side], 32)
+            out[i] = saturate(y0 + slope, 32) & 0xFFFFFFFF
+            under += uflow
+            over += oflow
+        else:  # interpolation between two entries
+            y1 = sign_extend(table[min(addr + 1, table.size - 1)] & 0xFFFF, 16)
+            f = fraction & ((np.int64(1) << FRACTION_BITS) - 1)
+            total = y0 * ((np.int64(1) << FRACTION_BITS) - f) + y1 * f
+            out[i] = convert(total, FRACTION_BITS, 32) & 0xFFFFFFFF
+            hits += 1
+        le_hits += le_hit
+        lo_hits += lo_hit
+    counts[0] += under
+    counts[1] += over
+    counts[2] += hits
+    counts[3] += le_hits
+    counts[4] += lo_hits

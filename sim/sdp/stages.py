@@ -18,7 +18,7 @@ import numpy as np
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
 from ..num.specials import flush_nans, inf_mask, nan_mask
-from . import fast_fp, int_kernel, lut_int
+from . import fast_fp, lut_int
 
 # operand modes
 OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
@@ -61,18 +61,7 @@ class Datapath:
         def block_operand(op):
             return self._operand(op, channels, pixels)
 
-        if (v.size >= int_kernel.KERNEL_MIN
-                and int_kernel.applies(layer, self.precision, self.out_precision)):
-            out = np.empty(v.shape, np.int64)
-            found = np.zeros(6, np.int64)
-            ops = tuple(int_kernel.operand_3d(block_operand(self.operands[name][i]))
-                        for name, i in int_kernel.OPERANDS)
-            int_kernel.int_datapath(
-                np.ascontiguousarray(v), ops, int_kernel.settings(layer, self.out_precision),
-                lut_int.params(layer.lut, self.le_bias), self.tables[0], self.tables[1], out,
-                found)
-            counts[0], counts[5:10] = found[0], found[1:6]
-        elif fast_fp.applies(layer, self.precision, self.out_precision):
+        if fast_fp.applies(layer, self.precision, self.out_precision):
             out, redo = fast_fp.run(self, v, block_operand)
             if redo.any():  # the rules for what float32 may get wrong
                 def redo_operand(op):
@@ -125,7 +114,7 @@ class Datapath:
     def _lut(self, v: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """LUT index, RAM read and interpolation/extrapolation."""
         lut, le, lo = self.layer.lut, self.tables[0], self.tables[1]
-        if self.precision != 2 and v.size >= int_kernel.KERNEL_MIN:  # a large integer block
+        if self.precision != 2 and v.size >= lut_int.KERNEL_MIN:  # a large integer block
             out = np.empty(v.size, np.int64)
             found = np.zeros(5, np.int64)
             lut_int.lut_int(np.ascontiguousarray(v).reshape(-1), lut_int.params(lut, self.le_bias),

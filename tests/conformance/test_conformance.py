@@ -46,9 +46,9 @@ def _integer_sdp():
 
 
 @pytest.mark.parametrize("trace", _integer_sdp())
-def test_integer_sdp_passes_in_the_kernels(trace, monkeypatch):
-    """Large integer SDP layers run in kernels (sim.sdp.int_kernel, lut_int); force them."""
-    import sim.sdp.int_kernel as int_kernel
+def test_integer_sdp_passes_with_the_lut_kernel(trace, monkeypatch):
+    """Large integer SDP layers look up the LUT in a kernel (sim.sdp.lut_int); force it."""
+    import sim.sdp.lut_int as lut_int
 
-    monkeypatch.setattr(int_kernel, "KERNEL_MIN", 0)
+    monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
     test_trace_passes(trace)

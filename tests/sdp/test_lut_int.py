@@ -1,4 +1,4 @@
-"""The SDP's integer kernels (sim.sdp.int_kernel, lut_int: large layers) against numpy.
+"""The SDP's integer LUT kernel (sim.sdp.lut_int, large layers) against the numpy path.
 
 Each layer runs twice, through the kernel and through ``sim.num.sdp``'s
 array stages, with random LUT settings (both LE modes, index selects of
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from sim.program.sdp import counter, run_sdp
-from sim.sdp import int_kernel
+from sim.sdp import lut_int
 
 COUNTERS = ("D_PERF_LUT_UFLOW_0", "D_PERF_LUT_OFLOW_0", "D_PERF_LUT_HYBRID_0",
             "D_PERF_LUT_LE_HIT_0", "D_PERF_LUT_LO_HIT_0", "D_PERF_OUT_SATURATION_0")
@@ -52,53 +52,10 @@ def test_kernel_matches_the_array_stages(seed, monkeypatch):
               y=dict(bypass=0, lut_bypass=0), lut=random_lut(rng, (bound * mul).bit_length()),
               le=[int(v) for v in rng.integers(0, 1 << 16, 65)],
               lo=[int(v) for v in rng.integers(0, 1 << 16, 257)])
-    monkeypatch.setattr(int_kernel, "KERNEL_MIN", 0)
+    monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
     kernel, m_kernel = run_sdp("nv_full", cube, **kw)
-    monkeypatch.setattr(int_kernel, "KERNEL_MIN", 1 << 62)
+    monkeypatch.setattr(lut_int, "KERNEL_MIN", 1 << 62)
     arrays, m_arrays = run_sdp("nv_full", cube, **kw)
     assert np.array_equal(kernel, arrays)
     for reg in COUNTERS:
         assert counter(m_kernel, reg) == counter(m_arrays, reg), reg
-
-
-def random_stage(rng, y: bool = False) -> dict:
-    """Random settings of an X stage (or of Y), register operands."""
-    cfg = dict(bypass=0, alu_bypass=int(rng.integers(0, 2)), alu_algo=int(rng.integers(0, 4)),
-               mul_bypass=int(rng.integers(0, 2)), prelu=int(rng.integers(0, 2)))
-    if y:
-        cfg.update(alu_operand=int(rng.integers(0, 1 << 32)),
-                   mul_operand=int(rng.integers(0, 1 << 32)),
-                   truncate=int(rng.choice([0, 5, 31, 40, 1023])))
-        if cfg["alu_algo"] == 3:  # EQL takes the numpy path: not this test's subject
-            cfg["alu_algo"] = 2
-    else:
-        cfg.update(alu_operand=int(rng.integers(0, 1 << 16)),
-                   alu_shift=int(rng.choice([0, 3, 17, 40, 63])),
-                   mul_operand=int(rng.integers(0, 1 << 16)),
-                   mul_shift=int(rng.choice([0, 4, 15, 33, 63])),
-                   relu_bypass=int(rng.integers(0, 2)))
-    return cfg
-
-
-@pytest.mark.parametrize("seed", range(36))
-def test_integer_datapath_kernel_matches_the_array_stages(seed, monkeypatch):
-    """X1, X2, Y core and output convertor of sim.sdp.int_kernel against sim.num.sdp."""
-    rng = np.random.default_rng(100 + seed)
-    precision = ("int8", "int16")[seed % 2]
-    out_prec = ("int8", "int16")[(seed // 2) % 2]
-    bound = 128 if precision == "int8" else 32768
-    cube = rng.integers(-bound, bound, (16, 4, 7)).astype(np.int8 if bound == 128 else np.int16)
-    gentle = seed % 3 != 0  # a plain output convertor, so that no stage's effect is hidden
-    cvt = (0, 1, int(rng.integers(0, 3))) if gentle else (
-        int(rng.integers(-100, 100)) & 0xFFFFFFFF, int(rng.integers(0, 1 << 16)),
-        int(rng.integers(0, 40)))
-    stages = dict(x1=random_stage(rng), x2=random_stage(rng), y=random_stage(rng, y=True))
-    if gentle:  # one stage at a time
-        stages = {name: cfg for name, cfg in stages.items() if name == ("x1", "x2", "y")[seed % 3]}
-    kw = dict(in_prec=precision, out_prec=out_prec, cvt=cvt, **stages)
-    monkeypatch.setattr(int_kernel, "KERNEL_MIN", 0)
-    kernel, m_kernel = run_sdp("nv_full", cube, **kw)
-    monkeypatch.setattr(int_kernel, "KERNEL_MIN", 1 << 62)
-    arrays, m_arrays = run_sdp("nv_full", cube, **kw)
-    assert np.array_equal(kernel, arrays)
-    assert counter(m_kernel, COUNTERS[-1]) == counter(m_arrays, COUNTERS[-1])
