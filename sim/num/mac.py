@@ -22,7 +22,7 @@ CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
   before they are added with a sign-compensation constant -- so a shifted
   product may differ from the exact floor by one unit
   (:mod:`sim.num.booth`).  Lanes shifted by 32 or more give 0.
-* The block result (:func:`fp16_block_dot`) is the exact integer sum of the
+* The block result (:func:`fp16_block_dots`) is the exact integer sum of the
   lane products with the 6-bit exponent ``4*E``: value ``sum * 2**(4E - 50)``.
 
 CACC keeps one 48-bit float per output (:func:`cacc_accumulate`): an 8-bit
