@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from sim.jit import njit
+from sim.num.word32 import leading_zeros64
 
 
 @njit
@@ -59,13 +60,7 @@ def saturate(x, bits):
 @njit
 def bit_length(x):
     """Number of bits needed for the non-negative ``x``: 0 for 0."""
-    n = 0
-    if x >> 32:  # keep the float conversion below exact
-        x >>= 32
-        n = 32
-    if x == 0:
-        return n
-    return n + math.frexp(x)[1]
+    return 64 - leading_zeros64(x)
 
 
 @njit
