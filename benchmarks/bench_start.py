@@ -5,8 +5,10 @@
 Goals (issue "Speed"): a warm ``nvdla-sim run`` of a small int8 trace <= 0.2 s
 and of a GoogLeNet-conv2-sized int16 3x3 layer (56x56x64 in, 192 kernels, from
 ``input.txn``) <= 0.25 s, each as a whole process; the mean time per trace
-inside ``regress`` over ``oracle-traces/nv_full`` <= 5 ms.  Import time is
-printed for reference.
+inside ``regress`` over ``oracle-traces/nv_full`` <= 5 ms.  Import time, and
+where the GoogLeNet-sized layer's time goes inside the process (trace
+parsing, memory files, convolution, SDP, write DMA), are printed for
+reference.
 
 Processes run as on a user's machine: Python may cache its bytecode (a
 ``PYTHONDONTWRITEBYTECODE`` in the environment is dropped), and "warm" means
@@ -57,6 +59,50 @@ def whole_process(args, repeat: int = 5) -> float:
     return best
 
 
+STAGES = (  # (label, module, function) timed inside a run
+    ("trace parsing", "sim.trace.txn", "parse_txn"),
+    ("memory files (.dat)", "sim.dram", "read_hex_dat"),
+    ("convolution (CDMA..CACC)", "sim.conv.modes", "compute_conv_layer"),
+    ("SDP", "sim.sdp.engine", "process_sdp"),
+    ("write DMA", "sim.dma.feature", "write_feature"),
+)
+
+
+def stage_times(trace: Path, config: str) -> tuple[float, dict]:
+    """Run ``trace`` in this process (twice: warm) and time the STAGES of the second run.
+
+    Each function is wrapped wherever a ``sim`` module holds it, so calls
+    through imported names are timed too.
+    """
+    import importlib
+
+    from sim.trace import run_trace
+
+    spent = {}
+
+    def timed(label, func):
+        def wrapper(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return func(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - start
+        return wrapper
+
+    for label, module, name in STAGES:
+        func = getattr(importlib.import_module(module), name)
+        wrapper = timed(label, func)
+        for mod in [m for n, m in sys.modules.items() if n.startswith("sim")]:
+            for attr, value in list(vars(mod).items()):
+                if value is func:
+                    setattr(mod, attr, wrapper)
+    run_trace(trace, config)
+    spent.clear()
+    start = time.perf_counter()
+    run_trace(trace, config)
+    return time.perf_counter() - start, dict(spent)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shared", default=str(ROOT.parent / "shared"))
@@ -78,8 +124,13 @@ def main() -> int:
         trace = Path(tmp) / "googlenet_conv2"
         run(["-m", "sim.cli", "gen", str(spec), "-o", str(trace), "--format", "txn"])
         seconds = whole_process(["run", str(trace), "--config", "nv_full"])
+        inside, stages = stage_times(trace, "nv_full")
     print(f"int16 3x3 conv 56x56x64 -> 192 from input.txn, warm, whole process: {seconds:.3f} s "
           f"{verdict(seconds, GOAL_GOOGLENET)}")
+    print(f"  inside the process: {inside * 1e3:.0f} ms of simulation")
+    for label, spent in stages.items():
+        print(f"    {label:26} {spent * 1e3:6.1f} ms")
+    print(f"    {'other':26} {(inside - sum(stages.values())) * 1e3:6.1f} ms")
     oracle = Path(args.shared) / "oracle-traces" / "nv_full"
     if oracle.is_dir():
         from sim.regress import discover

@@ -344,23 +344,60 @@ def read_hex_dat(path: str | Path) -> bytes:
     """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
 
     Header lines (``key = value``, ``dumped memory,...``, rules of ``=``) are
-    skipped; every other token must be a hex byte.  Well-formed files (every
-    token ``0xHH``) are parsed in one call; anything else goes token by token
-    to find the line to blame.
+    skipped; every other token must be a hex byte.  Files whose lines all look
+    like the first (the usual layout) are decoded as one array; other
+    well-formed files (every token ``0xHH``) in one call; anything else goes
+    token by token to find the line to blame.
     """
     path = Path(path)
-    text = _read_text(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
     start = 0  # skip the header lines at the top; any later ones take the slow path
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end
-        if _is_data_line(text[start:end]):
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        if _is_data_line(raw[start:end].decode("latin-1")):
             break
         start = end + 1
-    data = _hex_bytes(text[start:])
+    data = _regular_hex(raw, start)
+    if data is None:
+        data = _hex_bytes(raw[start:].decode("latin-1"))
     if data is not None:
         return data
     return _read_hex_tokens(path)
+
+
+_HEX_DIGIT = np.full(256, 255, np.uint8)  # value of an ASCII hex digit, 255 for anything else
+_HEX_DIGIT[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
+_HEX_DIGIT[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+
+def _regular_hex(raw: bytes, start: int) -> bytes | None:
+    """The bytes of ``raw[start:]`` when every full line is laid out like the first
+    (``0xHH`` tokens at the same columns, the same separators); None otherwise.
+    A shorter last line goes through :func:`_hex_bytes`."""
+    first = raw.find(b"\n", start)
+    if first < 0:
+        return None
+    width = first + 1 - start
+    line = np.frombuffer(raw, np.uint8, count=width, offset=start)
+    xs = np.flatnonzero((line | 0x20) == ord("x"))  # the x of every 0x
+    if xs.size == 0 or xs[0] < 1 or xs[-1] + 2 >= width:
+        return None
+    lines = (len(raw) - start) // width
+    body = np.frombuffer(raw, np.uint8, count=lines * width, offset=start).reshape(lines, width)
+    fixed = np.ones(width, bool)
+    fixed[xs + 1] = fixed[xs + 2] = False
+    if not (body[:, fixed] == line[fixed]).all():
+        return None
+    high, low = _HEX_DIGIT[body[:, xs + 1]], _HEX_DIGIT[body[:, xs + 2]]
+    if ((high | low) > 15).any():
+        return None
+    tail = raw[start + lines * width:].decode("latin-1")
+    rest = _hex_bytes(tail) if tail.strip() else b""
+    return None if rest is None else ((high << 4) | low).tobytes() + rest
 
 
 def _read_hex_tokens(path: Path) -> bytes:

@@ -106,6 +106,36 @@ def test_malformed_record_dat_names_the_line(tmp_path, text, where):
         read_record_dat(path)
 
 
+def _hex_lines(data: bytes, per_line: int, token: str) -> str:
+    rows = [data[i:i + per_line] for i in range(0, len(data), per_line)]
+    return "".join("".join(token.format(b) for b in row) + "\n" for row in rows)
+
+
+@pytest.mark.parametrize("layout", [
+    ("header = 1\n", 16, "0x{:02x} "),      # NVIDIA's: token then space
+    ("", 32, " 0x{:02x}"),                    # the generator's: space then token
+    ("dumped memory\n====\n", 7, "0x{:02X}\t"),  # capitals, tabs, a short last line
+])
+@pytest.mark.parametrize("spoil", [None, "extra space", "bad digit"])
+def test_hex_dat_layouts(tmp_path, layout, spoil):
+    """Regular files decode as one array; a line that breaks the pattern still parses
+    (or is blamed by line) through the token-by-token path."""
+    header, per_line, token = layout
+    data = bytes(np.random.default_rng(per_line).integers(0, 256, 200, dtype=np.uint8))
+    lines = _hex_lines(data, per_line, token).splitlines(keepends=True)
+    if spoil == "extra space":
+        lines[3] = " " + lines[3]
+    elif spoil == "bad digit":
+        lines[3] = lines[3].replace("0x", "0xg", 1)
+    path = tmp_path / "m.dat"
+    path.write_text(header + "".join(lines))
+    if spoil == "bad digit":
+        with pytest.raises(SimError, match=rf"m.dat:{header.count(chr(10)) + 4}:"):
+            read_hex_dat(path)
+    else:
+        assert read_hex_dat(path) == data
+
+
 def test_malformed_hex_dat_names_the_line(tmp_path):
     path = tmp_path / "bad.dat"
     path.write_text("0x01 0x02\n0x03 0xgg\n")
