@@ -28,6 +28,7 @@ from ..num.mac import (
     mac_nan_block,
 )
 from ..num.rounding import sign_extend
+from ..num.vector_fp import FP16, is_nan_pattern
 from .layer import ConvLayer
 
 
@@ -104,19 +105,28 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     ``cube`` is (N, C, H, W) fp16 bits after the CDMA (NaN flush applied);
     ``weights`` (K, C, R, S) fp16 bits; ``block`` is the MAC atomic C.
     """
-    x = np.ascontiguousarray(np.asarray(cube, dtype=np.uint16).transpose(0, 2, 3, 1))
+    cube = np.asarray(cube, dtype=np.uint16)
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.uint16).transpose(0, 2, 3, 1))
     pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
-    first_nans = [first_nan_per_block(a, fp16_nan(a), block) for a in (x, w, pad)]
     # Lanes whose weight is zero in every kernel contribute nothing to any block
-    # (a NaN in them is already in first_nans): the products skip them.
+    # (a NaN in them still decides its block): the products skip them.
     live = np.flatnonzero(np.any(w & 0x7FFF, axis=(0, 1, 2)))
-    lanes = np.searchsorted(live, np.arange(first_nans[1].shape[-1] + 1) * block)
-    if live.size < x.shape[-1]:
-        x, w = x[..., live], w[..., live]
+    n, c, h, width = cube.shape
+    groups = -(-c // block)
+    lanes = np.searchsorted(live, np.arange(groups + 1) * block)
+    if is_nan_pattern(cube, *FP16).any():  # first NaNs over whole blocks, dead lanes too
+        x = np.ascontiguousarray(cube.transpose(0, 2, 3, 1))
+        x_nans = first_nan_per_block(x, fp16_nan(x), block)
+        x = x[..., live] if live.size < c else x
+    else:  # only the live lanes are moved
+        x_nans = np.full((n, h, width, groups), -1, np.int64)
+        x = np.ascontiguousarray((cube[:, live] if live.size < c else cube).transpose(0, 2, 3, 1))
+    w_nans, pad_nans = (first_nan_per_block(a, fp16_nan(a), block) for a in (w, pad))
+    if live.size < c:
+        w = w[..., live]
     w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
-    operands = (fp16_mac_operands(x)[1:], first_nans[0], fp16_mac_operands(w)[1:], first_nans[1],
-                fp16_mac_operands(pad)[1:], int(first_nans[2][0]), lanes,
+    operands = (fp16_mac_operands(x)[1:], x_nans, fp16_mac_operands(w)[1:], w_nans,
+                fp16_mac_operands(pad)[1:], int(pad_nans[0]), lanes,
                 layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
                 layer.pad_top, layer.pad_left)
     out = np.zeros((x.shape[0], w.shape[-1], layer.out_height, layer.out_width), np.uint32)

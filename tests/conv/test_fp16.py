@@ -84,3 +84,24 @@ def test_fp16_nan_priority_flush_and_counters(flush):
     assert counters[(CDMA, "D_INF_INPUT_DATA_NUM_0")] == 1
     assert counters[(CDMA, "D_NAN_INPUT_WEIGHT_NUM_0")] == 1
     assert counters[(CDMA, "D_INF_INPUT_WEIGHT_NUM_0")] == 0
+
+
+@pytest.mark.parametrize("dead_weight", [0x0000, 0x8000])
+def test_nan_in_a_lane_every_kernel_ignores_still_decides_its_blocks(dead_weight):
+    """Lanes whose weights are all zero are skipped for the products, not for NaNs."""
+    from types import SimpleNamespace
+
+    from sim.conv.mac_fp16 import conv_fp16
+
+    layer = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=1,
+                            pad_left=1, pad_value=0, out_height=4, out_width=4)
+    x = np.full((1, 8, 4, 4), 0x3C00, np.uint16)  # 1.0
+    x[0, 3, 1, 2] = 0x7E05  # a NaN in channel 3
+    w = np.full((2, 8, 3, 3), 0x3C00, np.uint16)
+    w[:, 3] = dead_weight  # channel 3 is dead in every kernel
+    out = conv_fp16(x, w, layer, 8)
+    touched = np.zeros((4, 4), bool)
+    touched[0:3, 1:4] = True  # outputs whose 3x3 window covers pixel (1, 2)
+    for k in range(2):
+        assert (out[0, k][touched] == 0x7F800205).all()
+        assert (out[0, k][~touched] & 0x7F800000 != 0x7F800000).all()
