@@ -26,6 +26,7 @@ from ..num.mac import (
     fp16_mac_operands,
     fp16_nan,
     mac_nan_block,
+    weight_plans,
 )
 from ..num.rounding import sign_extend
 from ..num.vector_fp import FP16, is_nan_pattern
@@ -39,18 +40,19 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
 
     Rows count over batches and output lines (row = batch * H' + line).
 
-    ``x`` = (sign, significand, exponent) arrays (N, H, W, C') and ``w`` the
-    same (R, S, C', K), from :func:`fp16_mac_operands`, of the channels that
+    ``x`` = (sign, significand, exponent) arrays (N, H, W, C') from
+    :func:`fp16_mac_operands` and ``w`` = (Booth plans (R, S, C', 2, K) from
+    :func:`weight_plans`, exponents (R, S, C', K)), of the channels that
     matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
     block, -1 if none; ``pad`` the operands of the pad value (one block of
     lanes) and ``pad_nan`` its NaN, -1 if none.
     """
     x_sign, x_sig, x_exp = x
-    w_sign, w_sig, w_exp = w
+    w_plans, w_exp = w
     p_sign, p_sig, p_exp = pad
     _, in_h, in_w, _ = x_sig.shape
-    n_r, n_s, _, n_k = w_sig.shape
+    n_r, n_s, _, n_k = w_exp.shape
     groups = w_nan.shape[3]
     out_h, out_w = out.shape[2], out.shape[3]
     acc_e = np.zeros(n_k, np.int64)
@@ -80,8 +82,8 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
                             d_sig = p_sig[: c1 - c0]
                             d_exp = p_exp[: c1 - c0]
                             d_nan = pad_nan
-                        fp16_block_dots(d_sign, d_sig, d_exp, w_sign[r, s, c0:c1],
-                                        w_sig[r, s, c0:c1], w_exp[r, s, c0:c1], emax, high, low)
+                        fp16_block_dots(d_sign, d_sig, d_exp, w_plans[r, s, c0:c1],
+                                        w_exp[r, s, c0:c1], emax, high, low)
                         for k in range(n_k):
                             nan_bits = w_nan[k, r, s, g]  # weights are scanned before data
                             if nan_bits < 0:
@@ -125,7 +127,8 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     if live.size < c:
         w = w[..., live]
     w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
-    operands = (fp16_mac_operands(x)[1:], x_nans, fp16_mac_operands(w)[1:], w_nans,
+    _, w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    operands = (fp16_mac_operands(x)[1:], x_nans, (weight_plans(w_sign, w_sig), w_exp), w_nans,
                 fp16_mac_operands(pad)[1:], int(pad_nans[0]), lanes,
                 layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
                 layer.pad_top, layer.pad_left)

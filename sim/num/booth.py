@@ -160,3 +160,61 @@ def booth_lane(negative, wt, dat, shift):
     comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
     total = add32(add32(shr32(a, s), shr32(b, s)), comp)
     return and32(total, sub32(0, word32(shift < 32)))
+
+
+# --- the multiplier with its weight decoded once --------------------------------
+# A convolution multiplies every weight by many data values, so the Booth
+# recoding of the weight (which row selects 1x, 2x or nothing of the data, and
+# which rows are negated) is done once per weight and product sign, packed in a
+# word: bit i = row i selects the data, bit 8 + i = twice the data, bit 16 + i
+# = the row is negated.
+
+def booth_plans(negative, wt) -> np.ndarray:
+    """The packed Booth recoding of each weight magnitude ``wt`` for product sign ``negative``."""
+    w = np.asarray(wt, np.int64) << 1
+    rev = 7 * np.asarray(negative, np.int64)
+    plan = np.zeros(np.broadcast_shapes(w.shape, rev.shape), np.int64)
+    for i in range(8):
+        digit = ((w >> (2 * i)) & 7) ^ rev
+        b0, b1, b2 = digit & 1, (digit >> 1) & 1, (digit >> 2) & 1
+        one = b0 ^ b1
+        two = (1 - one) & (b2 ^ b1)
+        neg = b2 & (1 - (b1 & b0))
+        plan |= (one << i) | (two << (8 + i)) | (neg << (16 + i))
+    return plan.astype(np.uint32)
+
+
+@njit(inline="always")
+def _planned_row(plan, i, dat, dat2):
+    """Row ``i`` of the tree (as :func:`_booth_row32`) from a plan; ``dat2`` = ``dat << 1``."""
+    one = sub32(0, and32(shr32(plan, i), 1))
+    two = sub32(0, and32(shr32(plan, 8 + i), 1))
+    neg = and32(shr32(plan, 16 + i), 1)
+    # v < 2**15: a positive row is v | 1 << 16, a negated one v ^ 0xFFFF
+    return xor32(or32(and32(dat, one), and32(dat2, two)), sub32(0x10000, neg)), neg
+
+
+@njit(inline="always")
+def booth_lane_planned(plan, dat, dat2, shift):
+    """:func:`booth_lane` with the weight's recoding from :func:`booth_plans`."""
+    p0, i0 = _planned_row(plan, 0, dat, dat2)
+    p1, i1 = _planned_row(plan, 1, dat, dat2)
+    p2, i2 = _planned_row(plan, 2, dat, dat2)
+    p3, i3 = _planned_row(plan, 3, dat, dat2)
+    p4, i4 = _planned_row(plan, 4, dat, dat2)
+    p5, i5 = _planned_row(plan, 5, dat, dat2)
+    p6, i6 = _planned_row(plan, 6, dat, dat2)
+    p7, i7 = _planned_row(plan, 7, dat, dat2)
+    a, b = _csa32(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)))
+    a, b = _csa32(a, b, or32(shl32(p3, 6), shl32(i2, 4)))
+    a, b = _csa32(a, b, shl32(i3, 6))
+    c, d = _csa32(shl32(p4, 8), or32(shl32(p5, 10), shl32(i4, 8)),
+                  or32(shl32(p6, 12), shl32(i5, 10)))
+    c, d = _csa32(c, d, or32(shl32(p7, 14), shl32(i6, 12)))
+    c, d = _csa32(c, d, shl32(i7, 14))
+    a, b = _csa32(a, b, c)
+    a, b = _csa32(a, b, d)
+    s = and32(shift, 31)
+    comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
+    total = add32(add32(shr32(a, s), shr32(b, s)), comp)
+    return and32(total, sub32(0, word32(shift < 32)))

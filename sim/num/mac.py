@@ -44,9 +44,9 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit
-from sim.num.booth import booth_lane
+from sim.num.booth import booth_lane, booth_lane_planned, booth_plans
 from sim.num.rounding import sign_extend
-from sim.num.word32 import add32, and32, leading_zeros64, sar32, word32, xor32
+from sim.num.word32 import add32, and32, leading_zeros64, sar32, shl32, word32
 
 M40 = (1 << 40) - 1
 MAC_NAN_EXP = 63  # block exponent of a NaN block
@@ -192,6 +192,13 @@ def fp16_nan(bits) -> np.ndarray:
     return _operand_tables()[0][np.asarray(bits).astype(np.uint16)]
 
 
+def weight_plans(sign: np.ndarray, sig: np.ndarray) -> np.ndarray:
+    """The Booth recodings (:func:`sim.num.booth.booth_plans`) of weights (..., K) with
+    CMAC operands ``sign``/``sig``: (..., 2, K) uint32, for positive and negative data."""
+    return np.stack([booth_plans(sign, sig), booth_plans(1 - np.asarray(sign, np.int64), sig)],
+                    axis=-2)
+
+
 def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.ndarray:
     """The first NaN (in lane order) of every ``block`` lanes of the last axis, -1 if none.
 
@@ -234,11 +241,13 @@ def block_exponent(d_exp, w_exp):
 
 
 @njit(inline="always")
-def fp16_block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp, block_exp, high, low):
+def fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low):
     """One CMAC block of data against the same lanes of every kernel.
 
-    ``d_*`` (lanes,) and ``w_*`` (lanes, K) are CMAC operands
-    (:func:`fp16_mac_operands`).  Kernel ``k``'s block exponent goes to
+    ``d_*`` (lanes,) are CMAC operands of the data (:func:`fp16_mac_operands`),
+    ``w_exp`` (lanes, K) the weights' exponents and ``w_plans`` (lanes, 2, K)
+    their Booth recodings for positive and for negative data
+    (:func:`weight_plans`).  Kernel ``k``'s block exponent goes to
     ``block_exp[k]`` and the exact sum of its aligned lane products is
     ``block_sum(high[k], low[k])`` (``high``, ``low``: uint32 (K,)).  The
     sum goes to :func:`cacc_accumulate` as ``((4 * exponent) & 63,
@@ -258,10 +267,11 @@ def fp16_block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp, block_exp, high,
     high[:] = 0
     low[:] = 0
     for j in range(d_exp.size):
-        ds, dm, de = d_sign[j], d_sig[j], d_exp[j]
+        plans, dat, de = w_plans[j, d_sign[j]], word32(d_sig[j]), d_exp[j]
+        dat2 = shl32(dat, 1)
         for k in range(n_k):
-            p = aligned_product(xor32(ds, w_sign[j, k]), w_sig[j, k], dm, de + w_exp[j, k],
-                                block_exp[k])
+            p = booth_lane_planned(plans[k], dat, dat2,
+                                   word32((block_exp[k] - de - w_exp[j, k]) * 4))
             high[k] = add32(high[k], sar32(p, 16))
             low[k] = add32(low[k], and32(p, 0xFFFF))
 

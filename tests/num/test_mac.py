@@ -12,7 +12,13 @@ import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.booth import SIGN_COMPENSATION, booth_lane, booth_product
+from sim.num.booth import (
+    SIGN_COMPENSATION,
+    booth_lane,
+    booth_lane_planned,
+    booth_plans,
+    booth_product,
+)
 from sim.num.mac import (
     CACC_NAN_EXP,
     MAC_NAN_EXP,
@@ -24,18 +30,26 @@ from sim.num.mac import (
     fp16_block_dots,
     fp16_mac_operands,
     mac_nan_block,
+    weight_plans,
 )
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
+from sim.num.word32 import word32
 
 
 @njit
-def _mismatches(neg, wt, dat, shift, table):
-    """Lanes where the branch-free and the table form differ, or where the table
-    form is more than one unit from the floor of the exact shifted product."""
+def _mismatches(neg, wt, dat, shift, table, plans):
+    """Lanes where the branch-free forms (recoding the weight each time, or from its
+    plan) and the table form differ, or where the table form is more than one unit
+    from the floor of the exact shifted product."""
     bad = 0
     for j in range(neg.size):
         p = booth_product(neg[j], wt[j], dat[j], shift[j], table)
         if np.int32(booth_lane(neg[j], wt[j], dat[j], shift[j])) != p:
+            bad += 1
+            continue
+        planned = booth_lane_planned(plans[j], word32(dat[j]), word32(dat[j] << 1),
+                                     word32(shift[j]))
+        if np.int32(planned) != p:
             bad += 1
             continue
         exact = (1 - 2 * neg[j]) * wt[j] * dat[j]
@@ -64,7 +78,8 @@ def test_booth_product_against_exact_products(case):
     else:  # the largest magnitudes, unshifted: the exact product
         r = np.arange((1 << 14) - 128, 1 << 14)
         args = _grid(np.arange(2), r, r, np.array([0]))
-    assert _mismatches(*[np.asarray(a, np.int64) for a in args], SIGN_COMPENSATION) == 0
+    neg, wt, dat, shift = (np.asarray(a, np.int64) for a in args)
+    assert _mismatches(neg, wt, dat, shift, SIGN_COMPENSATION, booth_plans(neg, wt)) == 0
 
 
 def fp16_bits(values):
@@ -72,12 +87,12 @@ def fp16_bits(values):
 
 
 @njit
-def _block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp):
-    n_k = w_sig.shape[1]
+def _block_dots(d_sign, d_sig, d_exp, w_plans, w_exp):
+    n_k = w_exp.shape[1]
     block_exp = np.zeros(n_k, np.int64)
     high = np.zeros(n_k, np.uint32)
     low = np.zeros(n_k, np.uint32)
-    fp16_block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp, block_exp, high, low)
+    fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low)
     sums = np.zeros(n_k, np.int64)
     for k in range(n_k):
         sums[k] = block_sum(high[k], low[k])
@@ -87,7 +102,9 @@ def _block_dots(d_sign, d_sig, d_exp, w_sign, w_sig, w_exp):
 def block_dots(data_bits, weight_bits):
     """(block exponent, sum) of data (lanes,) against each kernel of weights (K, lanes)."""
     w = np.ascontiguousarray(np.asarray(weight_bits).T)
-    exps, sums = _block_dots(*fp16_mac_operands(data_bits)[1:], *fp16_mac_operands(w)[1:])
+    _, w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    exps, sums = _block_dots(*fp16_mac_operands(data_bits)[1:], weight_plans(w_sign, w_sig),
+                             w_exp)
     return list(zip(exps.tolist(), sums.tolist(), strict=True))
 
 
