@@ -136,6 +136,12 @@ def _booth_tree32(negative, wt, dat):
     p5, i5 = _booth_row32(xor32(and32(shr32(w, 10), 7), rev), dat)
     p6, i6 = _booth_row32(xor32(and32(shr32(w, 12), 7), rev), dat)
     p7, i7 = _booth_row32(xor32(and32(shr32(w, 14), 7), rev), dat)
+    return _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
+
+
+@njit(inline="always")
+def _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7):
+    """The carry-save tree of :func:`_booth_tree` on the rows ``p`` and negate bits ``i``."""
     a, b = _csa32(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)))
     a, b = _csa32(a, b, or32(shl32(p3, 6), shl32(i2, 4)))
     a, b = _csa32(a, b, shl32(i3, 6))
@@ -148,18 +154,24 @@ def _booth_tree32(negative, wt, dat):
 
 
 @njit(inline="always")
-def booth_lane(negative, wt, dat, shift):
-    """:func:`booth_product` as a uint32 word (read it as int32), without branches or table.
+def _shifted_sum32(a, b, shift):
+    """The two words shifted right separately, added with the sign compensation.
 
-    ``shift`` is any non-negative integer below 2**32.  The compensation
-    table is ``(0xAAAB0000 as int32) >> shift``, plus one for shifts of 20
-    and more.
+    ``shift`` is any non-negative integer below 2**32 (32 or more gives 0).
+    The compensation table is ``(0xAAAB0000 as int32) >> shift``, plus one for
+    shifts of 20 and more.
     """
-    a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
     s = and32(shift, 31)
     comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
     total = add32(add32(shr32(a, s), shr32(b, s)), comp)
     return and32(total, sub32(0, word32(shift < 32)))
+
+
+@njit(inline="always")
+def booth_lane(negative, wt, dat, shift):
+    """:func:`booth_product` as a uint32 word (read it as int32), without branches or table."""
+    a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
+    return _shifted_sum32(a, b, shift)
 
 
 # --- the multiplier with its weight decoded once --------------------------------
@@ -205,16 +217,5 @@ def booth_lane_planned(plan, dat, dat2, shift):
     p5, i5 = _planned_row(plan, 5, dat, dat2)
     p6, i6 = _planned_row(plan, 6, dat, dat2)
     p7, i7 = _planned_row(plan, 7, dat, dat2)
-    a, b = _csa32(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)))
-    a, b = _csa32(a, b, or32(shl32(p3, 6), shl32(i2, 4)))
-    a, b = _csa32(a, b, shl32(i3, 6))
-    c, d = _csa32(shl32(p4, 8), or32(shl32(p5, 10), shl32(i4, 8)),
-                  or32(shl32(p6, 12), shl32(i5, 10)))
-    c, d = _csa32(c, d, or32(shl32(p7, 14), shl32(i6, 12)))
-    c, d = _csa32(c, d, shl32(i7, 14))
-    a, b = _csa32(a, b, c)
-    a, b = _csa32(a, b, d)
-    s = and32(shift, 31)
-    comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
-    total = add32(add32(shr32(a, s), shr32(b, s)), comp)
-    return and32(total, sub32(0, word32(shift < 32)))
+    a, b = _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
+    return _shifted_sum32(a, b, shift)
