@@ -127,9 +127,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     if live.size < c:
         w = w[..., live]
     w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
-    _, w_sign, w_sig, w_exp = fp16_mac_operands(w)
-    operands = (fp16_mac_operands(x)[1:], x_nans, (weight_plans(w_sign, w_sig), w_exp), w_nans,
-                fp16_mac_operands(pad)[1:], int(pad_nans[0]), lanes,
+    w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    operands = (fp16_mac_operands(x), x_nans, (weight_plans(w_sign, w_sig), w_exp), w_nans,
+                fp16_mac_operands(pad), int(pad_nans[0]), lanes,
                 layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
                 layer.pad_top, layer.pad_left)
     out = np.zeros((x.shape[0], w.shape[-1], layer.out_height, layer.out_width), np.uint32)

@@ -330,7 +330,7 @@ def winograd_fp16(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
     w = np.asarray(weights, np.uint16).reshape(n_k, groups, 4, 16)
     d_ops = fp16_mac_operands(np.ascontiguousarray(d).reshape(oh2, ow2, groups, 64))
     w_ops = fp16_mac_operands(w.reshape(n_k, groups, 64))
-    operands = (d_ops[1:], _first_nan_in_cmac_order(d), w_ops[1:], _first_nan_in_cmac_order(w))
+    operands = (d_ops, _first_nan_in_cmac_order(d), w_ops, _first_nan_in_cmac_order(w))
     out = np.zeros((n_k, oh2, ow2, 4), dtype=np.uint32)
     run_split(lambda a, b: _winograd_fp16_rows(*operands, out, (a, b)), oh2)
     return out.reshape(n_k, oh2, ow2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(

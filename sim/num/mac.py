@@ -159,7 +159,7 @@ def cacc_to_fp32(exp, man):
 
 
 def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`fp16_mac_operands` of all 65536 fp16 patterns, computed once."""
+    """(NaN mask, :func:`fp16_mac_operands`) of all 65536 fp16 patterns, computed once."""
     global _TABLES
     if _TABLES is None:
         b = np.arange(1 << 16, dtype=np.uint32)
@@ -175,20 +175,21 @@ def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 _TABLES = None
 
 
-def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The CMAC's view of fp16 operands, per element of ``bits`` (numpy arrays).
 
-    Returns (is_nan, sign as uint32, significand shifted left by ``e & 3`` as
-    uint32, ``e >> 2`` as int32).  The exponent of a zero (+0 or -0) is
-    ``ZERO_LANE_EXP``, so that a lane's exponent, the sum of its operands',
-    puts any lane with a zero operand out of every block's reach.
+    Returns (sign as uint32, significand shifted left by ``e & 3`` as uint32,
+    ``e >> 2`` as int32); :func:`fp16_nan` tells the NaNs.  The exponent of a
+    zero (+0 or -0) is ``ZERO_LANE_EXP``, so that a lane's exponent, the sum
+    of its operands', puts any lane with a zero operand out of every block's
+    reach.
     """
     index = np.asarray(bits).astype(np.uint16)
-    return tuple(table[index] for table in _operand_tables())
+    return tuple(table[index] for table in _operand_tables()[1:])
 
 
 def fp16_nan(bits) -> np.ndarray:
-    """The NaN mask of fp16 patterns (the first of :func:`fp16_mac_operands`)."""
+    """The NaN mask of fp16 patterns."""
     return _operand_tables()[0][np.asarray(bits).astype(np.uint16)]
 
 

@@ -102,8 +102,8 @@ def _block_dots(d_sign, d_sig, d_exp, w_plans, w_exp):
 def block_dots(data_bits, weight_bits):
     """(block exponent, sum) of data (lanes,) against each kernel of weights (K, lanes)."""
     w = np.ascontiguousarray(np.asarray(weight_bits).T)
-    _, w_sign, w_sig, w_exp = fp16_mac_operands(w)
-    exps, sums = _block_dots(*fp16_mac_operands(data_bits)[1:], weight_plans(w_sign, w_sig),
+    w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    exps, sums = _block_dots(*fp16_mac_operands(data_bits), weight_plans(w_sign, w_sig),
                              w_exp)
     return list(zip(exps.tolist(), sums.tolist(), strict=True))
 
