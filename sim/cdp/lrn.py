@@ -30,6 +30,7 @@ import numpy as np
 import sim.num as num
 from sim.jit import njit, run_split
 from sim.num.arrays import sign_extend_array
+from sim.num.blocks import CDP_INT_WIDTHS
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
 from sim.num.lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
@@ -63,7 +64,7 @@ KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused ke
 def _lrn_int_input(x, widths, datin, a, rows):
     """The input convertor of rows ``rows[0]:rows[1]`` into ``a`` (rows + 2*HALO, pixels),
     row ``c`` at ``c + HALO``; rows outside the cube stay 0, as their pad value converts."""
-    in_bits, a_bits = widths[0], widths[1]
+    in_bits, a_bits = widths[0], widths[1]  # CdpIntWidths: data, converted
     alu, mul, shift = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16), datin[2] & 31
     for c in range(rows[0], rows[1]):
         for px in range(x.shape[1]):
@@ -75,14 +76,14 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
                   rows):
     """Window sums, lookups, products and the output convertor of rows ``rows[0]:rows[1]``.
 
-    ``a`` is from :func:`_lrn_int_input`; ``widths`` = (input bits, input
-    convertor bits, output word bits, output bits, output offset bits) of the
-    precision, ``datout`` the output convertor's (offset, scale, shifter).
+    ``a`` is from :func:`_lrn_int_input`; ``widths`` the precision's
+    :class:`sim.num.blocks.CdpIntWidths`, ``datout`` the output convertor's
+    (offset, scale, shifter).
     ``y`` (rows, pixels) receives the outputs; ``counts`` gains each lookup
     outcome (by counter index) and, last, the saturations.  The arithmetic is
     :func:`normalize`'s numpy path, element by element.
     """
-    word_bits, out_bits, offset_bits = widths[2], widths[3], widths[4]
+    word_bits, offset_bits, out_bits = widths[2], widths[3], widths[4]
     alu, mul, shift = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16), \
         datout[2] & 63
     # tallies in locals (threads never write the same cache line): outcomes, saturations
@@ -117,7 +118,7 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
 def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
     """(output values, saturation count, counter values) of an integer layer, fused kernels."""
     rows, pixels = x.shape
-    widths = np.array((8, 9, 25, 8, 25) if s.precision == INT8 else (16, 17, 33, 16, 32))
+    widths = np.array(CDP_INT_WIDTHS[_CODES[s.precision]], np.int64)
     a = np.zeros((rows + 2 * HALO, pixels), np.int64)
     chunk = max(1, (1 << 14) // max(pixels, 1))  # rows a thread is worth
     run_split(lambda start, stop: _lrn_int_input(x, widths, np.array(s.datin, np.int64), a,

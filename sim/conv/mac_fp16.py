@@ -24,12 +24,11 @@ from ..num.mac import (
     first_nan_per_block,
     fp16_block_dots,
     fp16_mac_operands,
-    fp16_nan,
     mac_nan_block,
     weight_plans,
 )
 from ..num.rounding import sign_extend
-from ..num.vector_fp import FP16, is_nan_pattern
+from ..num.specials import nan_mask
 from .layer import ConvLayer
 
 
@@ -116,14 +115,14 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     n, c, h, width = cube.shape
     groups = -(-c // block)
     lanes = np.searchsorted(live, np.arange(groups + 1) * block)
-    if is_nan_pattern(cube, *FP16).any():  # first NaNs over whole blocks, dead lanes too
+    if nan_mask(cube).any():  # first NaNs over whole blocks, dead lanes too
         x = np.ascontiguousarray(cube.transpose(0, 2, 3, 1))
-        x_nans = first_nan_per_block(x, fp16_nan(x), block)
+        x_nans = first_nan_per_block(x, nan_mask(x), block)
         x = x[..., live] if live.size < c else x
     else:  # only the live lanes are moved
         x_nans = np.full((n, h, width, groups), -1, np.int64)
         x = np.ascontiguousarray((cube[:, live] if live.size < c else cube).transpose(0, 2, 3, 1))
-    w_nans, pad_nans = (first_nan_per_block(a, fp16_nan(a), block) for a in (w, pad))
+    w_nans, pad_nans = (first_nan_per_block(a, nan_mask(a), block) for a in (w, pad))
     if live.size < c:
         w = w[..., live]
     w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost

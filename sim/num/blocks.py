@@ -9,11 +9,13 @@ Each public function takes the block's arrays as keyword arguments (named as
 in the golden vector files) and returns a dict of output arrays.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sim.num import vector_fp as fp
 from sim.num.arrays import as_bits
-from sim.num.cells import PRECISION_FP16, PRECISION_INT8, elementwise, results
+from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, elementwise, results
 from sim.num.vector_fp import FP16, FP17
 from sim.num.vector_int import (
     choose,
@@ -34,17 +36,34 @@ def _cdma_cvt(data, alu, mul, in_precision, out_precision, truncate):
     return choose((in_precision & 3) == PRECISION_FP16, lambda: wrap(data, 16), lambda: out)
 
 
+class CdpIntWidths(NamedTuple):
+    """Field widths (bits) of the integer CDP convertors."""
+
+    data: int  # an input element, and the part of the offset subtracted from it
+    converted: int  # the input convertor's output
+    word: int  # the output convertor's input (the LRN product)
+    offset: int  # the part of the output offset subtracted from it
+    out: int  # an output element
+
+
+CDP_INT_WIDTHS = {PRECISION_INT8: CdpIntWidths(8, 9, 25, 25, 8),
+                  PRECISION_INT16: CdpIntWidths(16, 17, 33, 32, 16)}
+
+
 def _cdp_icvt(data, alu, mul, truncate, precision):
     truncate, precision, mul = truncate & 31, precision & 3, sign_extend(mul, 16)
 
     def int8():
-        alu8 = sign_extend(alu, 8)  # only the low byte of the offset is used
-        lo = convert((sign_extend(data, 8) - alu8) * mul, truncate, 9)
-        hi = convert((sign_extend(data >> 8, 8) - alu8) * mul, truncate, 9)
-        return (wrap(hi, 9) << 9) | wrap(lo, 9)
+        w = CDP_INT_WIDTHS[PRECISION_INT8]
+        alu8 = sign_extend(alu, w.data)  # only the low byte of the offset is used
+        lo = convert((sign_extend(data, w.data) - alu8) * mul, truncate, w.converted)
+        hi = convert((sign_extend(data >> w.data, w.data) - alu8) * mul, truncate, w.converted)
+        return (wrap(hi, w.converted) << w.converted) | wrap(lo, w.converted)
 
     def int16():
-        return wrap(convert((sign_extend(data, 16) - sign_extend(alu, 16)) * mul, truncate, 17), 18)
+        w = CDP_INT_WIDTHS[PRECISION_INT16]
+        return wrap(convert((sign_extend(data, w.data) - sign_extend(alu, w.data)) * mul, truncate,
+                            w.converted), 18)
 
     return choose(precision == PRECISION_FP16,
                   lambda: wrap(sign_extend(fp.fp16_to_fp17(wrap(data, 16)), 17), 18),
@@ -55,14 +74,19 @@ def _cdp_ocvt(data, alu, mul, truncate, precision):
     truncate, precision, mul = truncate & 63, precision & 3, sign_extend(mul, 16)
 
     def int8():
-        alu25 = sign_extend(alu, 25)  # each 25-bit half uses the low 25 bits of the offset
-        lo, lo_sat = convert_flag((sign_extend(data, 25) - alu25) * mul, truncate, 8)
-        hi, hi_sat = convert_flag((sign_extend(data >> 25, 25) - alu25) * mul, truncate, 8)
-        return np.stack([(wrap(hi, 8) << 8) | wrap(lo, 8), lo_sat | (hi_sat.astype(np.int64) << 1)])
+        w = CDP_INT_WIDTHS[PRECISION_INT8]
+        alu25 = sign_extend(alu, w.offset)  # each 25-bit half uses the low 25 bits of the offset
+        lo, lo_sat = convert_flag((sign_extend(data, w.word) - alu25) * mul, truncate, w.out)
+        hi, hi_sat = convert_flag((sign_extend(data >> w.word, w.word) - alu25) * mul, truncate,
+                                  w.out)
+        return np.stack([(wrap(hi, w.out) << w.out) | wrap(lo, w.out),
+                         lo_sat | (hi_sat.astype(np.int64) << 1)])
 
     def int16():
-        v, sat = convert_flag((sign_extend(data, 33) - sign_extend(alu, 32)) * mul, truncate, 16)
-        return np.stack([wrap(v, 16), sat.astype(np.int64)])
+        w = CDP_INT_WIDTHS[PRECISION_INT16]
+        v, sat = convert_flag((sign_extend(data, w.word) - sign_extend(alu, w.offset)) * mul,
+                              truncate, w.out)
+        return np.stack([wrap(v, w.out), sat.astype(np.int64)])
 
     def fp16():
         return np.stack([fp.fp17_to_fp16(data), np.zeros_like(data)])

@@ -158,17 +158,16 @@ def cacc_to_fp32(exp, man):
     return (sign << 31) | (out_exp << 23) | frac
 
 
-def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(NaN mask, :func:`fp16_mac_operands`) of all 65536 fp16 patterns, computed once."""
+def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fp16_mac_operands` of all 65536 fp16 patterns, computed once."""
     global _TABLES
     if _TABLES is None:
         b = np.arange(1 << 16, dtype=np.uint32)
         e = (b >> 10) & 0x1F
         f = b & 0x3FF
-        nan = (e == 31) & (f != 0)
         sig = np.where(e == 0, f << 1, (f | 0x400) << (e & 3)).astype(np.uint32)
         exp = np.where((b & 0x7FFF) == 0, ZERO_LANE_EXP, e >> 2).astype(np.int32)
-        _TABLES = nan, (b >> 15).astype(np.uint32), sig, exp
+        _TABLES = (b >> 15).astype(np.uint32), sig, exp
     return _TABLES
 
 
@@ -179,18 +178,13 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The CMAC's view of fp16 operands, per element of ``bits`` (numpy arrays).
 
     Returns (sign as uint32, significand shifted left by ``e & 3`` as uint32,
-    ``e >> 2`` as int32); :func:`fp16_nan` tells the NaNs.  The exponent of a
+    ``e >> 2`` as int32); ``sim.num.specials.nan_mask`` tells the NaNs.  The exponent of a
     zero (+0 or -0) is ``ZERO_LANE_EXP``, so that a lane's exponent, the sum
     of its operands', puts any lane with a zero operand out of every block's
     reach.
     """
     index = np.asarray(bits).astype(np.uint16)
-    return tuple(table[index] for table in _operand_tables()[1:])
-
-
-def fp16_nan(bits) -> np.ndarray:
-    """The NaN mask of fp16 patterns."""
-    return _operand_tables()[0][np.asarray(bits).astype(np.uint16)]
+    return tuple(table[index] for table in _operand_tables())
 
 
 def weight_plans(sign: np.ndarray, sig: np.ndarray) -> np.ndarray:

@@ -137,7 +137,7 @@ def fp_add_window(a, b, E, M):
 def fp_add(a, b, E, M):
     """a + b, nearest even, NVDLA rules (arrays broadcast together)."""
     if (E, M) == FP32:
-        return _fp32_in_hardware(a, b, np.add, _add_agrees, fp_add_rules)
+        return _fp32_in_hardware(a, b, ieee_fp32_add, fp_add_rules)
     return fp_add_rules(a, b, E, M)
 
 
@@ -158,7 +158,7 @@ def fp_sub(a, b, E, M):
 def fp_mul(a, b, E, M):
     """a * b, nearest even; underflow flushes, overflow saturates."""
     if (E, M) == FP32:
-        return _fp32_in_hardware(a, b, np.multiply, _mul_agrees, fp_mul_rules)
+        return _fp32_in_hardware(a, b, ieee_fp32_mul, fp_mul_rules)
     return fp_mul_rules(a, b, E, M)
 
 
@@ -186,32 +186,67 @@ def fp_max(a, b, want_max, E, M):
 
 
 # --- the processor's IEEE fp32 where NVDLA agrees -------------------------------
-def _fields32(u):
-    """(exponent field, is +-0) of uint32 fp32 patterns."""
-    return (u >> 23) & 0xFF, (u << np.uint32(1)) == 0
+def _magnitude32(u):
+    return u & np.uint32(0x7FFFFFFF)
 
 
-def _normal_result(e):
-    """Exponent fields 2..254: normal, finite, not just at the underflow boundary."""
-    return (e >= 2) & (e != 255)
+def _zero32(u):
+    return _magnitude32(u) == 0
 
 
-def _mul_agrees(ua, ub, ur):
-    """Finite operands, and a zero one or normal ones with a normal product."""
-    (ea, za), (eb, zb) = _fields32(ua), _fields32(ub)
-    finite = (ea != 255) & (eb != 255)
-    return finite & (za | zb | ((ea != 0) & (eb != 0) & _normal_result(_fields32(ur)[0])))
+def normal_result32(u):
+    """fp32 patterns (uint32) with exponent fields 2..254: normal, finite, and clear of the
+    underflow boundary (where IEEE rounds up to 2**-126 what NVDLA flushes)."""
+    with np.errstate(over="ignore"):  # the range test wraps below the range
+        return (_magnitude32(u) - np.uint32(0x01000000)) < np.uint32(0x7E800000)
 
 
-def _add_agrees(ua, ub, ur):
-    """Normal or zero operands (NVDLA reads denormals with an implied 1), a normal sum."""
-    (ea, za), (eb, zb) = _fields32(ua), _fields32(ub)
-    return (((ea != 0) | za) & (ea != 255) & ((eb != 0) | zb) & (eb != 255)
-            & _normal_result(_fields32(ur)[0]))
+def reads_as_ieee32(u):
+    """fp32 patterns (uint32) that NVDLA and IEEE read as the same number: normal or zero
+    (NVDLA reads a denormal with an implied 1, and Inf as an ordinary number)."""
+    m = _magnitude32(u)
+    with np.errstate(over="ignore"):  # the range test wraps below the range
+        return ((m - np.uint32(0x00800000)) < np.uint32(0x7F000000)) | (m == 0)
 
 
-def _fp32_in_hardware(a, b, op, agrees, rules):
-    """``op`` in IEEE float32 where ``agrees``, by ``rules`` elsewhere (fp32 patterns).
+def ieee_fp32_mul(ua, ub, alike: bool = False):
+    """(IEEE float32 product of uint32 patterns, where it is NVDLA's :func:`fp_mul`).
+
+    They agree when both operands read alike (:func:`reads_as_ieee32`; a caller
+    that knows it passes ``alike``) and the product is normal or has a zero operand.
+    """
+    with np.errstate(all="ignore"):
+        ur = (ua.view(np.float32) * ub.view(np.float32)).view(np.uint32)
+    agrees = normal_result32(ur) | _zero32(ua) | _zero32(ub)
+    return ur, agrees if alike else agrees & reads_as_ieee32(ua) & reads_as_ieee32(ub)
+
+
+def ieee_fp32_add(ua, ub, alike: bool = False):
+    """(IEEE float32 sum of uint32 patterns, where it is NVDLA's :func:`fp_add`): operands
+    that read alike (or ``alike``) and a normal sum (a zero sum takes ``a``'s sign)."""
+    with np.errstate(all="ignore"):
+        ur = (ua.view(np.float32) + ub.view(np.float32)).view(np.uint32)
+    agrees = normal_result32(ur)
+    return ur, agrees if alike else agrees & reads_as_ieee32(ua) & reads_as_ieee32(ub)
+
+
+def ieee_fp16_to_fp32(u16):
+    """(IEEE widening of uint16 fp16 patterns, where it is NVDLA's): all but Inf and NaN."""
+    return (u16.view(np.float16).astype(np.float32).view(np.uint32),
+            (u16 & 0x7C00) != 0x7C00)
+
+
+def ieee_fp32_to_fp16(u):
+    """(IEEE narrowing, nearest even, of uint32 fp32 patterns, where it is NVDLA's): finite
+    inputs whose result is zero from a zero, or normal and off the underflow boundary."""
+    with np.errstate(all="ignore"):
+        h = u.view(np.float32).astype(np.float16).view(np.uint16)
+    e = (h >> 10) & 0x1F
+    return h, (_magnitude32(u) < np.uint32(0x7F800000)) & (_zero32(u) | ((e >= 2) & (e != 31)))
+
+
+def _fp32_in_hardware(a, b, ieee_op, rules):
+    """``ieee_op`` where it agrees with NVDLA, ``rules`` elsewhere (fp32 patterns).
 
     Operands broadcast together; a scalar operand stays scalar until the end.
     """
@@ -219,11 +254,9 @@ def _fp32_in_hardware(a, b, op, agrees, rules):
     result_shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     a, b = np.atleast_1d(a), np.atleast_1d(b)
     shape = np.broadcast_shapes(a.shape, b.shape)
-    ua, ub = a.astype(np.uint32), b.astype(np.uint32)
-    with np.errstate(all="ignore"):
-        ur = op(ua.view(np.float32), ub.view(np.float32)).view(np.uint32)
+    ur, agrees = ieee_op(a.astype(np.uint32), b.astype(np.uint32))
     out = ur.astype(np.int64)
-    rare = ~agrees(ua, ub, ur)
+    rare = ~agrees
     if rare.any():
         rare = np.broadcast_to(rare, shape)
         out[rare] = rules(np.broadcast_to(a, shape)[rare], np.broadcast_to(b, shape)[rare],
@@ -319,8 +352,9 @@ def fp16_to_fp32(a):
     """Exact; IEEE's widening agrees except on Inf (saturates) and NaN (payload kept)."""
     u = np.asarray(i64(a) & 0xFFFF)
     shape, u = u.shape, u.reshape(-1).astype(np.uint16)
-    out = u.view(np.float16).astype(np.float32).view(np.uint32).astype(np.int64)
-    rare = (u & 0x7C00) == 0x7C00
+    widened, agrees = ieee_fp16_to_fp32(u)
+    out = widened.astype(np.int64)
+    rare = ~agrees
     if rare.any():
         out[rare] = fp_widen(u[rare].astype(np.int64), 5, 10, 8, 23, True)
     return out.reshape(shape)
@@ -338,11 +372,8 @@ def fp32_to_fp16(a):
     """Nearest even; IEEE's narrowing agrees on zeros and normal (non-boundary) results."""
     u = np.asarray(_masked(a, *FP32))
     shape, u = u.shape, u.reshape(-1).astype(np.uint32)
-    with np.errstate(all="ignore"):
-        h = u.view(np.float32).astype(np.float16).view(np.uint16)
+    h, agrees = ieee_fp32_to_fp16(u)
     out = h.astype(np.int64)
-    e = (h >> 10) & 0x1F
-    agrees = (((u >> 23) & 0xFF) != 255) & (((u << np.uint32(1)) == 0) | ((e >= 2) & (e != 31)))
     if not agrees.all():
         rare = ~agrees
         out[rare] = fp_narrow(u[rare].astype(np.int64), 8, 23, 5, 10, True)

@@ -19,10 +19,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..num.sdp import ALU_EQL, ALU_MAX, ALU_SUM
+from ..num.vector_fp import (
+    ieee_fp16_to_fp32,
+    ieee_fp32_add,
+    ieee_fp32_mul,
+    ieee_fp32_to_fp16,
+    reads_as_ieee32,
+)
 
 FP16_CODE = 2
-TINY = np.float32(2.0 ** -125)  # smaller magnitudes may round differently (or flush)
-HUGE = np.float32(np.finfo(np.float32).max)
+SIGN = np.uint32(0x80000000)
 
 
 def applies(layer, precision: int, out_precision: int) -> bool:
@@ -37,58 +43,45 @@ def applies(layer, precision: int, out_precision: int) -> bool:
     return all(s.alu_bypass or s.alu_algo != ALU_EQL for s in stages)
 
 
-def _float(bits) -> np.ndarray:
-    return np.asarray(bits & 0xFFFFFFFF, np.uint32).view(np.float32)
-
-
-def _widen16(bits) -> np.ndarray:
-    return np.asarray(bits & 0xFFFF, np.uint16).view(np.float16).astype(np.float32)
-
-
-def _special32(bits) -> np.ndarray:
-    """fp32 patterns that float32 does not read as NVDLA does: Inf, NaN, denormals."""
-    e = np.asarray(bits) & 0x7F800000
-    return (e == 0x7F800000) | ((e == 0) & ((np.asarray(bits) & 0x7FFFFFFF) != 0))
-
-
-def _special16(bits) -> np.ndarray:
-    """fp16 patterns that are Inf or NaN (their widening saturates or keeps a payload)."""
-    return (np.asarray(bits) & 0x7C00) == 0x7C00
-
-
-def _ordinary(r) -> np.ndarray:
-    """Normal magnitudes clear of the underflow and overflow boundaries."""
-    m = np.abs(r)
-    return (m >= TINY) & (m <= HUGE)
-
-
 class _Pass:
-    """One block's float32 values and the mask of elements the rules must redo."""
+    """One block's fp32 patterns (uint32) and the mask of elements the rules must redo.
 
-    def __init__(self, f: np.ndarray, suspect: np.ndarray):
-        self.f, self.suspect = f, suspect
+    Each step is :mod:`sim.num.vector_fp`'s IEEE step with its agreement mask.
+    Values that are not suspect are normal or zero, and operands are checked as
+    they come in, so the steps skip the operand test (``alike``).
+    """
+
+    def __init__(self, u: np.ndarray, agrees: np.ndarray):
+        self.u, self.suspect = u, ~agrees
+
+    def _redo_unless(self, agrees) -> None:
+        self.suspect = self.suspect | ~agrees
 
     def alu(self, algo: int, a: np.ndarray) -> None:
-        f = self.f
         if algo == ALU_SUM:
-            self.f = f + a
-            self.suspect = self.suspect | ~_ordinary(self.f)
+            self.u, agrees = ieee_fp32_add(self.u, a, alike=True)
+            self._redo_unless(agrees)
             return
-        greater = f > a if algo == ALU_MAX else f < a
-        self.suspect = self.suspect | ((f == a) & (f == 0))  # +0 against -0
-        self.f = np.where(greater, f, a)
+        f, fa = self.u.view(np.float32), a.view(np.float32)
+        greater = f > fa if algo == ALU_MAX else f < fa
+        self._redo_unless(~((f == fa) & (f == 0)))  # +0 against -0
+        self.u = np.where(greater, self.u, a)
 
     def mul(self, m: np.ndarray, prelu: bool) -> None:
-        with np.errstate(all="ignore"):
-            r = self.f * m
-        ok = _ordinary(r) | (self.f == 0) | (m == 0)
+        r, agrees = ieee_fp32_mul(self.u, m, alike=True)
         if prelu:  # PReLU: values with the sign bit clear pass unmultiplied
-            keep = ~np.signbit(self.f)
-            r, ok = np.where(keep, self.f, r), keep | ok
-        self.f, self.suspect = r, self.suspect | ~ok
+            keep = self.u < SIGN
+            r, agrees = np.where(keep, self.u, r), keep | agrees
+        self.u = r
+        self._redo_unless(agrees)
 
     def relu(self) -> None:
-        self.f = np.where(np.signbit(self.f), np.float32(0), self.f)  # -0 becomes +0 too
+        self.u = np.where(self.u >= SIGN, np.uint32(0), self.u)  # -0 becomes +0 too
+
+
+def _words16(bits) -> tuple[np.ndarray, np.ndarray]:
+    """fp16 patterns widened to fp32 patterns, and where the widening is NVDLA's."""
+    return ieee_fp16_to_fp32(np.asarray(bits & 0xFFFF, np.uint16))
 
 
 def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
@@ -98,36 +91,37 @@ def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
     shapes one of its operands for the block.
     """
     layer = path.layer
-    with np.errstate(all="ignore"):
-        if path.fp16_in:
-            bits = v & 0xFFFF
-            p = _Pass(_widen16(bits), _special16(bits))
-        else:
-            p = _Pass(_float(v), _special32(v))
-        for name in ("x1", "x2"):
-            stage = getattr(layer, name)
-            if stage.bypass:
-                continue
-            alu, mul = (operand(op) for op in path.operands[name])  # fp16 operands
-            if not stage.alu_bypass:
-                p.suspect = p.suspect | _special16(alu)
-                p.alu(stage.alu_algo, _widen16(alu))
-            if not stage.mul_bypass:
-                p.suspect = p.suspect | _special16(mul)
-                p.mul(_widen16(mul), stage.mul_prelu)
-            if not stage.relu_bypass:
-                p.relu()
-        y = layer.y
-        if not y.bypass:
-            alu, mul = (operand(op) for op in path.operands["y"])  # fp32 operands
-            if not y.mul_bypass:
-                p.suspect = p.suspect | _special32(mul)
-                p.mul(_float(mul), y.mul_prelu)
-            if not y.alu_bypass:
-                p.suspect = p.suspect | _special32(alu)
-                p.alu(y.alu_algo, _float(alu))
-        h = p.f.astype(np.float16).view(np.uint16)
-    e = h & 0x7C00
-    narrow_ok = ((e >= 0x0800) & (e != 0x7C00)) | (p.f == 0)  # normal fp16, or a zero
-    suspect = np.broadcast_to(p.suspect | ~narrow_ok, v.shape)
+    if path.fp16_in:
+        p = _Pass(*_words16(v))
+    else:
+        u = np.asarray(v & 0xFFFFFFFF, np.uint32)
+        p = _Pass(u, reads_as_ieee32(u))
+    for name in ("x1", "x2"):
+        stage = getattr(layer, name)
+        if stage.bypass:
+            continue
+        alu, mul = (operand(op) for op in path.operands[name])  # fp16 operands
+        if not stage.alu_bypass:
+            a, agrees = _words16(alu)
+            p._redo_unless(agrees)
+            p.alu(stage.alu_algo, a)
+        if not stage.mul_bypass:
+            m, agrees = _words16(mul)
+            p._redo_unless(agrees)
+            p.mul(m, stage.mul_prelu)
+        if not stage.relu_bypass:
+            p.relu()
+    y = layer.y
+    if not y.bypass:
+        alu, mul = (operand(op) for op in path.operands["y"])  # fp32 operands
+        if not y.mul_bypass:
+            m = np.asarray(mul & 0xFFFFFFFF, np.uint32)
+            p._redo_unless(reads_as_ieee32(m))
+            p.mul(m, y.mul_prelu)
+        if not y.alu_bypass:
+            a = np.asarray(alu & 0xFFFFFFFF, np.uint32)
+            p._redo_unless(reads_as_ieee32(a))
+            p.alu(y.alu_algo, a)
+    h, agrees = ieee_fp32_to_fp16(p.u)
+    suspect = np.broadcast_to(p.suspect | ~agrees, v.shape)
     return np.broadcast_to(h, v.shape).astype(np.int64), suspect

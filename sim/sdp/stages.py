@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..num import lut_sdp
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
 from ..num.specials import flush_nans, inf_mask, nan_mask
@@ -117,7 +118,7 @@ class Datapath:
         if self.precision != 2 and v.size >= lut_int.KERNEL_MIN:  # a large integer block
             out = np.empty(v.size, np.int64)
             found = np.zeros(5, np.int64)
-            lut_int.lut_int(np.ascontiguousarray(v).reshape(-1), lut_int.params(lut, self.le_bias),
+            lut_sdp.lut_int(np.ascontiguousarray(v).reshape(-1), lut_int.params(lut, self.le_bias),
                             le, lo, out, found)
             counts[5:10] += found
             return out.reshape(v.shape)
