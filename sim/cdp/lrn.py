@@ -33,7 +33,7 @@ from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
 from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
-from sim.num.lut import COUNTER_NAMES, HYBRID, LE_HIT, LO_HIT, OFLOW, UFLOW, lookup_int
+from sim.num.lut import COUNTER_NAMES, lookup_int
 from sim.num.lut_cdp import lookup_fp, lookup_int_one
 from sim.num.rounding import convert, convert_flag, sign_extend
 
@@ -58,80 +58,127 @@ class LrnSettings:
 
 
 KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel
+MEMO_SHARE = 2  # look every possible square sum up once when there are at most 1/2 as many
+MEMO_MAX = 1 << 22  # ... and at most this many
 
 
 @njit
 def _lrn_int_input(x, widths, datin, a, rows):
     """The input convertor of rows ``rows[0]:rows[1]`` into ``a`` (rows + 2*HALO, pixels),
-    row ``c`` at ``c + HALO``; rows outside the cube stay 0, as their pad value converts."""
+    row ``c`` at ``c + HALO``; rows outside the cube stay 0, as their pad value converts.
+    Returns the least and greatest converted value (0 when there are none)."""
     in_bits, a_bits = widths[0], widths[1]  # CdpIntWidths: data, converted
     alu, mul, shift = sign_extend(datin[0], in_bits), sign_extend(datin[1], 16), datin[2] & 31
+    least = greatest = np.int64(0)
     for c in range(rows[0], rows[1]):
         for px in range(x.shape[1]):
-            a[c + HALO, px] = convert((sign_extend(x[c, px], in_bits) - alu) * mul, shift, a_bits)
+            v = convert((sign_extend(x[c, px], in_bits) - alu) * mul, shift, a_bits)
+            a[c + HALO, px] = v
+            least = min(least, v)
+            greatest = max(greatest, v)
+    return least, greatest
 
 
 @njit
-def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, y, counts,
-                  rows):
+def _lookup_each(sums, base, le, lo, p, values, outcomes, span):
+    """LUT value and outcome of every square sum ``sums[i] + base``, ``i`` in
+    ``span[0]:span[1]`` (the one place the kernels look up)."""
+    for i in range(span[0], span[1]):
+        values[i], outcomes[i] = lookup_int_one(sums[i] + base, le, lo, p)
+
+
+OUTCOME_FIELD = 12  # bits per outcome tally packed in one int64 (5 outcomes)
+OUTCOME_RUN = (1 << OUTCOME_FIELD) - 1  # elements tallied before the packed word is spilled
+
+
+@njit
+def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, memo_base,
+                  memo_values, memo_outcomes, scratch, y, counts, rows):
     """Window sums, lookups, products and the output convertor of rows ``rows[0]:rows[1]``.
 
     ``a`` is from :func:`_lrn_int_input`; ``widths`` the precision's
     :class:`sim.num.blocks.CdpIntWidths`, ``datout`` the output convertor's
-    (offset, scale, shifter).
-    ``y`` (rows, pixels) receives the outputs; ``counts`` gains each lookup
-    outcome (by counter index) and, last, the saturations.  The arithmetic is
-    :func:`normalize`'s numpy path, element by element.
+    (offset, scale, shifter).  When ``memo_values`` is not empty it holds
+    :func:`_lookup_span`'s results from ``memo_base`` on, covering every sum.
+    ``scratch`` is a row of workspace.  ``y`` (rows, pixels) receives the
+    outputs; ``counts`` gains each lookup outcome (by counter index) and, last,
+    the saturations.  The arithmetic is :func:`normalize`'s numpy path, element
+    by element, in three passes per row so the sums and the convertor vectorise.
     """
     word_bits, offset_bits, out_bits = widths[2], widths[3], widths[4]
     alu, mul, shift = sign_extend(datout[0], offset_bits), sign_extend(datout[1], 16), \
         datout[2] & 63
-    # tallies in locals (threads never write the same cache line): outcomes, saturations
-    uflow = oflow = hybrid = le_hit = lo_hit = saturations = 0
+    memo = memo_values.size > 0
+    pixels = a.shape[1]
+    sums, which = scratch[0], scratch[1]  # a row of square sums (then LUT values), outcomes
+    saturations = 0
     for c in range(rows[0], rows[1]):
         k = c + HALO
-        for px in range(a.shape[1]):
-            if sqsum_bypass:
-                total = a[k, px]
-            else:
-                total = np.int64(0)
-                for j in range(k - half, k + half + 1):
-                    total += a[j, px] * a[j, px]
-            value, which = lookup_int_one(total, le, lo, p)
-            uflow += which == UFLOW
-            oflow += which == OFLOW
-            hybrid += which == HYBRID
-            le_hit += which == LE_HIT
-            lo_hit += which == LO_HIT
-            product = value if mul_bypass else value * a[k, px]
+        for px in range(pixels):
+            sums[px] = a[k, px] if sqsum_bypass else 0
+        for j in range(k - half, k + half + 1):  # row by row, so the sums vectorise
+            if not sqsum_bypass:
+                for px in range(pixels):
+                    sums[px] += a[j, px] * a[j, px]
+        if memo:
+            for px in range(pixels):
+                i = sums[px] - memo_base
+                sums[px], which[px] = memo_values[i], memo_outcomes[i]
+        else:
+            _lookup_each(sums, 0, le, lo, p, sums, which, (0, pixels))
+        for first in range(0, pixels, OUTCOME_RUN):  # tallies packed in a word
+            packed = 0
+            for px in range(first, min(first + OUTCOME_RUN, pixels)):
+                packed += np.int64(1) << (which[px] * OUTCOME_FIELD)
+            for outcome in range(len(COUNTER_NAMES)):
+                counts[outcome] += (packed >> (outcome * OUTCOME_FIELD)) & OUTCOME_RUN
+        for px in range(pixels):
+            product = sums[px] if mul_bypass else sums[px] * a[k, px]
             y[c, px], saturated = convert_flag(
                 (sign_extend(product, word_bits) - alu) * mul, shift, out_bits)
             saturations += saturated
-    counts[UFLOW] += uflow
-    counts[OFLOW] += oflow
-    counts[HYBRID] += hybrid
-    counts[LE_HIT] += le_hit
-    counts[LO_HIT] += lo_hit
     counts[-1] += saturations
+
+
+def _memo(least: int, greatest: int, s: LrnSettings, elements: int, le, lo, lut):
+    """(base, values, outcomes) of every square sum the layer can reach, when that range is
+    small beside the layer; empty arrays otherwise."""
+    if s.sqsum_bypass:
+        base, top = least, greatest
+    else:
+        base, top = 0, s.window * max(least * least, greatest * greatest)
+    span = top - base + 1
+    if span > MEMO_MAX or span * MEMO_SHARE > elements:
+        return 0, np.zeros(0, np.int64), np.zeros(0, np.int64)
+    sums = np.arange(span, dtype=np.int64)
+    values = np.empty(span, np.int64)
+    outcomes = np.empty(span, np.int64)
+    run_split(lambda start, stop: _lookup_each(sums, base, le, lo, lut, values, outcomes,
+                                               (start, stop)), span, 1 << 12)
+    return base, values, outcomes
 
 
 def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
     """(output values, saturation count, counter values) of an integer layer, fused kernels."""
     rows, pixels = x.shape
+    x = np.asarray(x, np.int16)  # int8 and int16 data alike: one compiled kernel
     widths = np.array(CDP_INT_WIDTHS[_CODES[s.precision]], np.int64)
-    a = np.zeros((rows + 2 * HALO, pixels), np.int64)
+    le, lo, lut = (np.asarray(t, np.int64) for t in (le, lo, lut))
+    a = np.zeros((rows + 2 * HALO, pixels), np.int32)  # converted values have 9 or 17 bits
     chunk = max(1, (1 << 14) // max(pixels, 1))  # rows a thread is worth
-    run_split(lambda start, stop: _lrn_int_input(x, widths, np.array(s.datin, np.int64), a,
-                                                 (start, stop)), channels, chunk)
-    y = np.zeros((rows, pixels), np.int64)
+    ranges = []
+    run_split(lambda start, stop: ranges.append(_lrn_int_input(
+        x, widths, np.array(s.datin, np.int64), a, (start, stop))), channels, chunk)
+    least, greatest = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    memo_base, memo_values, memo_outcomes = _memo(least, greatest, s, x.size, le, lo, lut)
+    y = np.empty((rows, pixels), np.int16)
     parts = []
 
     def body(start: int, stop: int) -> None:
         counts = np.zeros(len(COUNTER_NAMES) + 1, np.int64)
         _lrn_int_rows(a, (s.window - 1) // 2, s.sqsum_bypass, s.mul_bypass, widths,
-                      np.array(s.datout, np.int64), np.asarray(le, np.int64),
-                      np.asarray(lo, np.int64), np.asarray(lut, np.int64), y, counts,
-                      (start, stop))
+                      np.array(s.datout, np.int64), le, lo, lut, memo_base, memo_values,
+                      memo_outcomes, np.empty((2, pixels), np.int64), y, counts, (start, stop))
         parts.append(counts)
 
     run_split(body, rows, chunk)
@@ -204,13 +251,21 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     raw values: int8/int16 values or fp16 bit patterns) and the counters by
     register name.
     """
-    x = np.asarray(x, np.int64)
     rows, pixels = x.shape
+    found = {}
+    if s.precision != FP16 and x.size >= KERNEL_MIN:
+        out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
+        if s.precision == INT8:
+            saturated += phantom_saturations(rows * pixels, s.throughput)
+        found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
+                      "D_OUT_SATURATION_0": saturated})
+        found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
+        return out, found
+    x = np.asarray(x, np.int64)
     code = _CODES[s.precision]
     half = (s.window - 1) // 2
     y = np.zeros((rows, pixels), np.int64)
     outcomes = np.zeros((rows, pixels), np.int8)
-    found = {}
     if s.precision == FP16:
         bits = x & 0xFFFF
         found["D_NAN_INPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(bits)))
@@ -227,14 +282,6 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
                            precision=code)["out"].astype(np.int64)
         found["D_NAN_OUTPUT_NUM_0"] = int(np.count_nonzero(num.nan_mask(out)))
         found["D_OUT_SATURATION_0"] = 0
-    elif x.size >= KERNEL_MIN:
-        out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
-        if s.precision == INT8:
-            saturated += phantom_saturations(rows * pixels, s.throughput)
-        found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
-                      "D_OUT_SATURATION_0": saturated})
-        found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
-        return out, found
     else:
         int8 = s.precision == INT8
         offset, scale, shifter = s.datin

@@ -52,7 +52,7 @@ from sim.num.ops import (
 from sim.num.rounding import bit_length, round_via_double
 
 
-@njit(inline="always")
+@njit
 def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
     """(use LO, outcome) from the two tables' result kinds and the three priorities."""
     if le_kind == KIND_UFLOW and lo_kind == KIND_UFLOW:
@@ -68,30 +68,30 @@ def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
 
 # --- integer lookup ----------------------------------------------------------
 
-@njit(inline="always")
+@njit
 def _c_shift_right(x, n):
     """``x >> n`` with the shift count taken modulo 64, as x86 does."""
     return x >> (n & 63)
 
 
-@njit(inline="always")
+@njit
 def _c_shift_left(x, n):
     return x << (n & 63)
 
 
-@njit(inline="always")
+@njit
 def _extrapolate(base, x, ref, scale, shift):
     r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
-@njit(inline="always")
+@njit
 def _interpolate(y0, y1, frac16):
     r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
-@njit(inline="always")
+@njit
 def _linear_kind(x, size, start, select):
     """(kind, index, 16-bit fraction) in a linear table; kind 0 underflow, 1 overflow, 2 hit."""
     d = x - start
@@ -110,7 +110,7 @@ def _linear_kind(x, size, start, select):
     return 2, index, frac
 
 
-@njit(inline="always")
+@njit
 def _exponent_kind(x, start, offset):
     """:func:`_linear_kind` of the LE table in exponent mode."""
     d = x - start
@@ -124,7 +124,7 @@ def _exponent_kind(x, start, offset):
     return 2, index, (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
 
 
-@njit(inline="always")
+@njit
 def _value(kind, index, frac, x, x_under, table, start, end, uscale, ushift, oscale, oshift):
     """A table's value: extrapolated below (from ``x_under``) or above it, or interpolated."""
     if kind == 0:
@@ -134,7 +134,7 @@ def _value(kind, index, frac, x, x_under, table, start, end, uscale, ushift, osc
     return _interpolate(table[index], table[index + 1], frac)
 
 
-@njit(inline="always")
+@njit
 def lookup_int_one(x, le, lo, p):
     """LUT value (int16) of one integer square sum ``x`` and its counter index: the scalar
     twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel.  Only the chosen

@@ -61,12 +61,15 @@ def _table(uflow, index, fraction, depth):
 
 
 @njit
-def lut_int(v, p, le, lo, out, counts):
+def lut_int(v, p, le, lo, out, counts, weights):
     """The LUT stage of the int32 values ``v`` (flat) into ``out``; adds the counters
-    (underflows, overflows, hits of the chosen table, LE hits, LO hits) to ``counts``."""
+    (underflows, overflows, hits of the chosen table, LE hits, LO hits) to ``counts``,
+    each value counting ``weights[i]`` times (once when ``weights`` is empty)."""
     under = over = hits = le_hits = lo_hits = 0  # locals: threads never share a cache line
+    weighted = weights.size > 0
     for i in range(v.size):
         x = sign_extend(v[i], 32)
+        times = weights[i] if weighted else 1
         # LE table: exponent or linear index of x - start
         uflow = x <= p[LE_START]
         u = (x - p[LE_START]) & 0xFFFFFFFF
@@ -95,16 +98,16 @@ def lut_int(v, p, le, lo, out, counts):
             a = x - (bias + p[EDGE + side])
             slope = shift_signed(a * p[SCALE + side], p[SHIFT + side], 32)
             out[i] = saturate(y0 + slope, 32) & 0xFFFFFFFF
-            under += not oflow
-            over += oflow
+            under += times * (not oflow)
+            over += times * oflow
         else:  # interpolation between two entries
             y1 = sign_extend(table[min(addr + 1, table.size - 1)] & 0xFFFF, 16)
             f = fraction & FRACTION_MASK
             total = y0 * ((np.int64(1) << LUT_FRACTION_BITS) - f) + y1 * f
             out[i] = convert(total, LUT_FRACTION_BITS, 32) & 0xFFFFFFFF
-            hits += 1
-        le_hits += le_kind == KIND_HIT
-        lo_hits += lo_kind == KIND_HIT
+            hits += times
+        le_hits += times * (le_kind == KIND_HIT)
+        lo_hits += times * (lo_kind == KIND_HIT)
     counts[0] += under
     counts[1] += over
     counts[2] += hits

@@ -134,6 +134,9 @@ def round_nearest_even(m, drop):
     return kept
 
 
+_EXACT_IN_DOUBLE = 1 << 52  # value + 2**(shift-1) stays below 2**53: exact in a double
+
+
 @njit
 def round_via_double(value, shift, bits):
     """``saturate(round_half_away(value / 2**shift))`` computed as NVDLA's C-model does it.
@@ -142,7 +145,11 @@ def round_via_double(value, shift, bits):
     ``value`` is converted to double (rounding beyond 53 bits), scaled by a
     power of two (``shift`` may be negative) and 0.5 is added (or subtracted)
     in double before truncation.  Magnitudes of 2**63 or more saturate first.
+    Below 2**52, shifting right, every one of those steps is exact (or, past a
+    shift of 52, gives 0 as the integer rounding does), so integers serve.
     """
+    if shift >= 0 and -_EXACT_IN_DOUBLE < value < _EXACT_IN_DOUBLE:
+        return saturate(shift_right_round(value, shift), bits)
     vf = np.float64(value)
     positive = vf > 0
     vf = math.ldexp(vf, -shift)  # exact scaling, as dividing by 2.0**shift is

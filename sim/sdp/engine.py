@@ -66,7 +66,7 @@ def _read_input(ctx, layer, cp: int) -> np.ndarray:
     cube = read_feature(mem, layer.src_address, (cp, layer.height, layer.width),
                         layer.in_precision, atom, line, surface,
                         what=f"{SDP_RDMA}.D_SRC_BASE_ADDR")
-    return cube.astype(np.int64)[None]
+    return cube[None]  # in the element dtype: the datapath widens it block by block
 
 
 def _from_cacc(layer, cube, cp: int) -> np.ndarray:

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..num import lut_sdp
 from ..num import vector_fp as fp
 from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
 from ..num.specials import flush_nans, inf_mask, nan_mask
@@ -116,12 +115,9 @@ class Datapath:
         """LUT index, RAM read and interpolation/extrapolation."""
         lut, le, lo = self.layer.lut, self.tables[0], self.tables[1]
         if self.precision != 2 and v.size >= lut_int.KERNEL_MIN:  # a large integer block
-            out = np.empty(v.size, np.int64)
-            found = np.zeros(5, np.int64)
-            lut_sdp.lut_int(np.ascontiguousarray(v).reshape(-1), lut_int.params(lut, self.le_bias),
-                            le, lo, out, found)
+            out, found = lut_int.lookup(v, lut, self.le_bias, le, lo)
             counts[5:10] += found
-            return out.reshape(v.shape)
+            return out
         fraction, oflow, uflow, use_lo, addr, le_hit, lo_hit = y_idx_stage(
             v, lut.le_start, lut.lo_start, lut.le_index_offset & 0xFF,
             lut.le_index_select & 0xFF, lut.lo_index_select & 0xFF, lut.le_function_linear,

@@ -121,10 +121,16 @@ CASES = [
 ]
 
 
-@pytest.fixture(params=["numpy", "kernel"])
+def take_path(monkeypatch, name):
+    """Integer layers run in numpy when small, in the fused kernel when large, which looks
+    every reachable square sum up once (the memo) when the layer is large beside them."""
+    monkeypatch.setattr(lrn, "KERNEL_MIN", 1 << 62 if name == "numpy" else 0)
+    monkeypatch.setattr(lrn, "MEMO_SHARE", 0 if name == "memo" else 1 << 62)
+
+
+@pytest.fixture(params=["numpy", "kernel", "memo"])
 def path(request, monkeypatch):
-    """Integer layers run in numpy when small, in the fused kernel when large: both."""
-    monkeypatch.setattr(lrn, "KERNEL_MIN", 0 if request.param == "kernel" else 1 << 62)
+    take_path(monkeypatch, request.param)
     return request.param
 
 
@@ -164,3 +170,32 @@ def test_phantom_lane_saturation(throughput, extra, path):
     settings = LrnSettings("int8", 3, throughput=throughput)
     _, counters = normalize(x, 8, settings, le, lo, lut_params(regs, "int8"))
     assert counters["D_OUT_SATURATION_0"] == extra
+
+
+@pytest.mark.parametrize("precision,sq_bp,mul_bp", [("int8", False, False),
+                                                    ("int8", True, False),
+                                                    ("int16", True, True)])
+def test_wide_layers_agree_on_every_path(precision, sq_bp, mul_bp, monkeypatch):
+    """Rows wider than one packed outcome tally (OUTCOME_RUN pixels), every LUT outcome:
+    the kernel, with and without the memo, gives numpy's outputs and counters."""
+    rng = np.random.default_rng(5)
+    top = 128 if precision == "int8" else 32768
+    x = rng.integers(-top, top, (16, lrn.OUTCOME_RUN + 900)).astype(np.int64)
+    x[:, :50] = 0  # sums of 0: underflow
+    regs = registers(lut_le_index_select=6 if precision == "int8" else 14,
+                     lut_lo_index_select=4 if precision == "int8" else 12,
+                     lut_le_start_low=50, lut_le_end_low=50 + (64 << 6),
+                     lut_lo_start_low=20, lut_lo_end_low=20 + (256 << 4),
+                     lut_le_slope_oflow_scale=3, lut_lo_slope_uflow_scale=5,
+                     lut_hybrid_priority=1)
+    le, lo = random_tables(rng)
+    settings = LrnSettings(precision, 5, sq_bp, mul_bp, datin=(0, 1, 0), datout=(0, 1, 9))
+    results = {}
+    for name in ("numpy", "kernel", "memo"):
+        take_path(monkeypatch, name)
+        results[name] = normalize(x, 14, settings, le, lo, lut_params(regs, precision))
+    out, counters = results["numpy"]
+    assert sum(v > 0 for k, v in counters.items() if "LUT" in k) >= 3, counters
+    for name in ("kernel", "memo"):
+        np.testing.assert_array_equal(results[name][0], out, err_msg=name)
+        assert results[name][1] == counters, name

@@ -31,13 +31,16 @@ def _integer_lrn():
     return [t for t in _listed() if "cdp" in Path(t).name and "fp16" not in Path(t).name]
 
 
+@pytest.mark.parametrize("memo", [False, True], ids=["lookups", "memo"])
 @pytest.mark.parametrize("trace", _integer_lrn())
-def test_integer_lrn_passes_in_the_fused_kernel(trace, monkeypatch):
+def test_integer_lrn_passes_in_the_fused_kernel(trace, memo, monkeypatch):
     """Small layers run the CDP's integer LRN in numpy; force the fused kernel large
-    layers take and hold it to the same traces."""
+    layers take, looking each sum up or every reachable sum once (the memo), and hold it
+    to the same traces."""
     import sim.cdp.lrn as lrn
 
     monkeypatch.setattr(lrn, "KERNEL_MIN", 0)
+    monkeypatch.setattr(lrn, "MEMO_SHARE", 0 if memo else 1 << 62)
     test_trace_passes(trace)
 
 
@@ -45,10 +48,13 @@ def _integer_sdp():
     return [t for t in _listed() if "sdp" in Path(t).name and "fp16" not in Path(t).name]
 
 
+@pytest.mark.parametrize("memo", [False, True], ids=["lookups", "memo"])
 @pytest.mark.parametrize("trace", _integer_sdp())
-def test_integer_sdp_passes_with_the_lut_kernel(trace, monkeypatch):
-    """Large integer SDP layers look up the LUT in a kernel (sim.sdp.lut_int); force it."""
+def test_integer_sdp_passes_with_the_lut_kernel(trace, memo, monkeypatch):
+    """Large integer SDP layers look up the LUT in a kernel (sim.sdp.lut_int), each value
+    or every value of the block's range once (the memo); force both."""
     import sim.sdp.lut_int as lut_int
 
     monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
+    monkeypatch.setattr(lut_int, "MEMO_SHARE", 0 if memo else 1 << 62)
     test_trace_passes(trace)

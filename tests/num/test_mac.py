@@ -6,6 +6,7 @@ one unit of the floor when shifted, exhaustive over small operands), the block
 dot product and the 48-bit accumulator on values whose fp32 result is exact.
 """
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -262,6 +263,28 @@ def test_cacc_round_int32_rounds_half_away_and_saturates(truncate):
 ])
 def test_round_via_double(value, shift, bits, want):
     assert round_via_double(value, shift, bits) == want
+
+
+def _through_double(value, shift, bits):
+    """The C-model's steps in Python floats (IEEE doubles)."""
+    vf = math.ldexp(float(value), -shift)
+    if abs(vf) >= 2.0 ** 63:
+        out = 1 << 64 if value > 0 else -(1 << 64)
+    else:
+        out = int(vf + 0.5) if vf > 0 else int(vf - 0.5)
+    return min(max(out, -(1 << (bits - 1))), (1 << (bits - 1)) - 1)
+
+
+def test_round_via_double_integer_shortcut_matches_the_double_steps():
+    """Below 2**52 the kernel rounds in integers; at and around that edge (and the shift
+    edges 0 and 52) it must still give exactly what the double steps give."""
+    edges = [(1 << 52) + d for d in range(-3, 4)] + [(1 << 53) + d for d in range(-3, 4)]
+    values = edges + [-v for v in edges] + [(3 << 50) + 1, (1 << 51) + (1 << 50) + 7, 1, -1, 0]
+    for value in values:
+        for shift in (-3, 0, 1, 2, 16, 50, 51, 52, 53, 60):
+            for bits in (16, 56):
+                assert round_via_double(value, shift, bits) == \
+                    _through_double(value, shift, bits), (value, shift, bits)
 
 
 def test_sign_extend_is_the_mac_field_reader():

@@ -52,10 +52,12 @@ def test_kernel_matches_the_array_stages(seed, monkeypatch):
               y=dict(bypass=0, lut_bypass=0), lut=random_lut(rng, (bound * mul).bit_length()),
               le=[int(v) for v in rng.integers(0, 1 << 16, 65)],
               lo=[int(v) for v in rng.integers(0, 1 << 16, 257)])
-    monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
-    kernel, m_kernel = run_sdp("nv_full", cube, **kw)
     monkeypatch.setattr(lut_int, "KERNEL_MIN", 1 << 62)
     arrays, m_arrays = run_sdp("nv_full", cube, **kw)
-    assert np.array_equal(kernel, arrays)
-    for reg in COUNTERS:
-        assert counter(m_kernel, reg) == counter(m_arrays, reg), reg
+    monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
+    for memo_share in (1 << 62, 0):  # each value looked up; the block's range looked up once
+        monkeypatch.setattr(lut_int, "MEMO_SHARE", memo_share)
+        kernel, m_kernel = run_sdp("nv_full", cube, **kw)
+        assert np.array_equal(kernel, arrays), memo_share
+        for reg in COUNTERS:
+            assert counter(m_kernel, reg) == counter(m_arrays, reg), (reg, memo_share)
