@@ -20,6 +20,7 @@ from ..num.mac import (
     MAC_NAN_EXP,
     block_sum,
     cacc_accumulate,
+    cacc_accumulate_finite,
     cacc_to_fp32,
     first_nan_per_block,
     fp16_block_dots,
@@ -53,6 +54,12 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
     _, in_h, in_w, _ = x_sig.shape
     n_r, n_s, _, n_k = w_exp.shape
     groups = w_nan.shape[3]
+    w_nan_any = np.zeros((n_r, n_s, groups), np.bool_)  # a NaN in some kernel's block
+    for k in range(w_nan.shape[0]):
+        for r in range(n_r):
+            for s in range(n_s):
+                for g in range(groups):
+                    w_nan_any[r, s, g] |= w_nan[k, r, s, g] >= 0
     out_h, out_w = out.shape[2], out.shape[3]
     acc_e = np.zeros(n_k, np.int64)
     acc_m = np.zeros(n_k, np.int64)
@@ -65,6 +72,7 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
         for ox in range(out_w):
             acc_e[:] = 0
             acc_m[:] = 0
+            nan_seen = False
             for g in range(groups):
                 c0, c1 = lanes[g], lanes[g + 1]
                 for r in range(n_r):
@@ -83,6 +91,13 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
                             d_nan = pad_nan
                         fp16_block_dots(d_sign, d_sig, d_exp, w_plans[r, s, c0:c1],
                                         w_exp[r, s, c0:c1], emax, high, low)
+                        if d_nan < 0 and not w_nan_any[r, s, g] and not nan_seen:
+                            for k in range(n_k):  # no NaN anywhere: vectorised over kernels
+                                acc_e[k], acc_m[k] = cacc_accumulate_finite(
+                                    acc_e[k], acc_m[k], (emax[k] * 4) & 63,
+                                    sign_extend(block_sum(high[k], low[k]), 38))
+                            continue
+                        nan_seen = True  # a NaN block makes its kernels' accumulators NaN
                         for k in range(n_k):
                             nan_bits = w_nan[k, r, s, g]  # weights are scanned before data
                             if nan_bits < 0:

@@ -52,6 +52,7 @@ from ..num.mac import (
     aligned_product,
     block_exponent,
     cacc_accumulate,
+    cacc_accumulate_finite,
     cacc_round_int32,
     cacc_to_fp32,
     first_nan_per_block,
@@ -274,11 +275,13 @@ def _winograd_fp16_rows(d, d_nan, w, w_nan, out, rows):
             for k in range(n_k):
                 acc_e[:] = 0
                 acc_m[:] = 0
+                nan_seen = False
                 for g in range(groups):
                     nan_bits = w_nan[k, g]  # weights are scanned before data
                     if nan_bits < 0:
                         nan_bits = d_nan[y, x, g]
                     if nan_bits >= 0:
+                        nan_seen = True
                         for o in range(4):
                             acc_e[o], acc_m[o] = cacc_accumulate(
                                 acc_e[o], acc_m[o], MAC_NAN_EXP, mac_nan_block(nan_bits))
@@ -302,9 +305,12 @@ def _winograd_fp16_rows(d, d_nan, w, w_nan, out, rows):
                         res[2 * i + 1] = sign_extend(phase2[4 * i + 1] - phase2[4 * i + 2]
                                                      - phase2[4 * i + 3], 38)
                     for o in range(4):
-                        if res[o] != 0:
+                        if nan_seen:
                             acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o],
                                                                  (emax * 4) & 63, res[o])
+                        else:
+                            acc_e[o], acc_m[o] = cacc_accumulate_finite(
+                                acc_e[o], acc_m[o], (emax * 4) & 63, res[o])
                 for o in range(4):
                     out[k, y, x, o] = cacc_to_fp32(acc_e[o], acc_m[o])
 

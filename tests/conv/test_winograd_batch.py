@@ -117,6 +117,24 @@ def test_fp16_winograd_equals_direct_for_exact_values():
     np.testing.assert_array_equal(out.view(np.float32), ref[:, :6, :6].astype(np.float32))
 
 
+def test_fp16_winograd_nan_sticks_through_later_channel_groups():
+    """A NaN in the first channel group makes its tile's outputs that NaN, whatever the
+    later groups add (CACC keeps the first NaN)."""
+    rng = np.random.default_rng(9)
+    c, k = 12, 2  # three 4-channel groups, added in order
+    x = rng.integers(-4, 5, (c, 8, 8)).astype(np.float16).view(np.uint16)
+    x[1, 2, 3] = 0x7E05
+    w = rng.integers(-2, 3, (k, c, 3, 3)).astype(np.float16)
+    w4 = winograd_weights(w.view(np.uint16), "fp16")
+    outs = []
+    for later in (0, 4):  # the later groups add nothing, then something
+        x[4:] = rng.integers(-later, later + 1, (c - 4, 8, 8)).astype(np.float16).view(np.uint16)
+        outs.append(run_mode("nv_full", program_winograd, x, w4, precision="fp16")[0])
+    nan = (outs[0] & 0x7F800000 == 0x7F800000) & (outs[0] & 0x7FFFFF != 0)
+    assert nan.any()
+    np.testing.assert_array_equal(outs[0][nan], outs[1][nan])
+
+
 def test_winograd_is_rejected_on_nv_small():
     x = np.zeros((4, 8, 8), np.int8)
     w4 = np.zeros((1, 8, 4, 4), np.int8)
