@@ -100,6 +100,8 @@ class RegisterMap:
     def __init__(self, units: list[Unit]):
         self.units = {u.name: u for u in units}
         self._by_name = {r.full_name: r for u in units for r in u.registers}
+        self._resets: dict[tuple[str, bool], dict[str, int]] = {}
+        self._fields: dict[str, dict[str, list[Register]]] = {}
         self._by_addr = {m: {} for m in ADDRESS_MAPS}
         for u in units:
             for amap, base in u.bases.items():
@@ -114,6 +116,26 @@ class RegisterMap:
 
     def __iter__(self):
         return iter(self._by_name.values())
+
+    def reset_words(self, unit: str, double_buffered: bool = False) -> dict[str, int]:
+        """Register name -> reset word of ``unit``'s registers, or of its double-buffered
+        ones only (computed once; callers copy it)."""
+        words = self._resets.get((unit, double_buffered))
+        if words is None:
+            words = self._resets[unit, double_buffered] = {
+                r.name: r.reset_value() for r in self.units[unit].registers
+                if r.double_buffered or not double_buffered}
+        return words
+
+    def field_index(self, unit: str) -> dict[str, list[Register]]:
+        """Field name (lower case) -> the registers of ``unit`` that have it (computed once)."""
+        index = self._fields.get(unit)
+        if index is None:
+            index = self._fields[unit] = {}
+            for reg in self.units[unit].registers:
+                for f in reg.fields:
+                    index.setdefault(f.name.lower(), []).append(reg)
+        return index
 
     def __len__(self):
         return len(self._by_name)

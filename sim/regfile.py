@@ -54,11 +54,7 @@ class Block:
         self._words = words  # register name -> word
         self._regmap = regmap
         self._address_map = address_map
-        fields = {}
-        for reg in regmap.units[unit].registers:
-            for f in reg.fields:
-                fields.setdefault(f.name.lower(), []).append(reg)
-        self._fields = fields
+        self._fields = regmap.field_index(unit)
 
     @property
     def unit(self) -> str:
@@ -101,13 +97,11 @@ class RegisterFile:
         self.producer: dict[str, int] = {}
         self.consumer: dict[str, int] = {}
         self.armed: dict[str, list[bool]] = {}
-        for name, unit in self.units.items():
-            self.single[name] = {r.name: r.reset_value() for r in unit.registers}
-            if any(r.double_buffered for r in unit.registers):
-                self.grouped[name] = [
-                    {r.name: r.reset_value() for r in unit.registers if r.double_buffered}
-                    for _ in GROUPS
-                ]
+        for name in self.units:
+            self.single[name] = dict(self.regmap.reset_words(name))
+            grouped = self.regmap.reset_words(name, double_buffered=True)
+            if grouped:
+                self.grouped[name] = [dict(grouped) for _ in GROUPS]
                 self.producer[name] = self.consumer[name] = 0
                 self.armed[name] = [False, False]
 

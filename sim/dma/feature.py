@@ -241,14 +241,36 @@ def _as_flat_u8(memory) -> np.ndarray:
     return arr
 
 
+def swap_last_axes(src: np.ndarray, dst: np.ndarray) -> None:
+    """``dst[m, j, i] = src[m, i, j]`` for a C-contiguous ``src`` (M, A, B) of small elements.
+
+    A plain transpose of bytes reads each element from a different line (the
+    atoms of a cube lie a surface apart), so the elements first move 8 bytes
+    at a time -- ``k`` consecutive ones of a row as one word -- and are then
+    swapped within (A x k) tiles that stay in the cache.  A tail of B that
+    fills no word moves element by element.
+    """
+    m, a, b = src.shape
+    k = 8 // src.itemsize
+    main = b - b % k if k > 1 else 0
+    if main:
+        words = src[:, :, :main].view(np.uint64) if main == b else \
+            np.ascontiguousarray(src[:, :, :main]).view(np.uint64)  # (M, A, main/k)
+        tiles = np.ascontiguousarray(words.transpose(0, 2, 1))  # (M, main/k, A) words
+        tiles = tiles.view(src.dtype).reshape(m, main // k, a, k)
+        dst[:, :main].reshape(m, main // k, k, a)[...] = tiles.transpose(0, 1, 3, 2)
+    dst[:, main:] = src[:, :, main:].transpose(0, 2, 1)
+
+
 def gather_atoms(buf, base: int, layout: FeatureLayout) -> np.ndarray:
     """Raw element bytes, shape (N, C_padded, H, W, element_bytes) (C padded to surfaces*C')."""
     atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(buf), base, layout, False))
     n, s, h, w, _ = atoms.shape
-    eb = layout.element_bytes
-    words = atoms.view(f"<u{eb}")  # (N, S, H, W, group): whole elements move in the transpose
-    raw = np.ascontiguousarray(words.transpose(0, 1, 4, 2, 3).reshape(n, s * layout.group, h, w))
-    return raw.view(np.uint8).reshape(n, s * layout.group, h, w, eb)
+    eb, group = layout.element_bytes, layout.group
+    words = atoms.view(f"<u{eb}").reshape(n * s, h * w, group)  # whole elements move
+    planar = np.empty((n * s, group, h * w), words.dtype)
+    swap_last_axes(words, planar)
+    return planar.view(np.uint8).reshape(n, s * group, h, w, eb)
 
 
 def scatter_atoms(buf: np.ndarray, base: int, layout: FeatureLayout, raw: np.ndarray) -> None:
@@ -256,10 +278,18 @@ def scatter_atoms(buf: np.ndarray, base: int, layout: FeatureLayout, raw: np.nda
     n, s, h, w, eb = layout.batch, layout.surfaces, layout.height, layout.width, \
         layout.element_bytes
     words = np.ascontiguousarray(raw).view(f"<u{eb}")[..., 0]  # (N, C_padded, H, W) elements
-    atoms = words.reshape(n, s, layout.group, h, w).transpose(0, 1, 3, 4, 2)
+    planar = words.reshape(n * s, layout.group, h * w)
     view = _atom_view(buf, base, layout, True)
-    view[...] = np.ascontiguousarray(atoms).view(np.uint8).reshape(n, s, h, w,
-                                                                    layout.atom_bytes)
+    dense = (layout.line_stride == w * layout.atom_bytes
+             and layout.surface_stride == h * layout.line_stride
+             and (n == 1 or layout.batch_stride == s * layout.surface_stride))
+    if dense:  # the atoms lie back to back in (N, S, H, W) order: swap straight into them
+        start = buf[base:base + layout.extent].view(words.dtype)
+        swap_last_axes(planar, start.reshape(n * s, h * w, layout.group))
+        return
+    atoms = np.empty((n * s, h * w, layout.group), words.dtype)
+    swap_last_axes(planar, atoms)
+    view[...] = atoms.view(np.uint8).reshape(n, s, h, w, layout.atom_bytes)
 
 
 def gather_feature(buf, base: int, layout: FeatureLayout, precision: str) -> np.ndarray:

@@ -46,6 +46,7 @@ import numpy as np
 from sim.jit import njit
 from sim.num.booth import booth_lane, booth_lane_planned, booth_plans
 from sim.num.rounding import sign_extend
+from sim.num.vector_int import shift_right_round
 from sim.num.word32 import add32, and32, leading_zeros64, sar32, shl32, word32
 
 M40 = (1 << 40) - 1
@@ -339,9 +340,8 @@ def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
     ``acc`` holds the exact 48-bit sums (int64).  Returns the int32 cube and
     the number of saturated values (D_OUT_SATURATION).
     """
-    if truncate:
-        half = np.int64(1 << (truncate - 1))
-        mag = (np.abs(acc) + half) >> truncate
-        acc = np.where(acc < 0, -mag, mag)
+    acc = shift_right_round(np.asarray(acc, np.int64), truncate)
+    if acc.size == 0 or (INT32_MIN <= acc.min() and acc.max() <= INT32_MAX):
+        return acc.astype(np.int32), 0  # the usual case: nothing to saturate
     sat = int(np.count_nonzero((acc > INT32_MAX) | (acc < INT32_MIN)))
     return np.clip(acc, INT32_MIN, INT32_MAX).astype(np.int32), sat

@@ -20,6 +20,7 @@ from ..dram import (
     read_hex_dat,
     read_record_dat,
     record_dat_extent,
+    record_runs,
     write_memory_file,
 )
 from ..errors import CheckFailed, SimError
@@ -89,6 +90,7 @@ class TracePlayer:
         self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
         self.word_bytes = word_bytes
         self.checks = 0
+        self._parsed: dict[Path, list[tuple[int, bytes]]] = {}
 
     # -- helpers --------------------------------------------------------------
     def _file(self, op: Op, name: str) -> Path:
@@ -206,14 +208,22 @@ class TracePlayer:
         mem_name, addr, size, pattern = op.args
         mem = self._memory(op, mem_name)
         if isinstance(size, str):
-            size = record_dat_extent(read_record_dat(self._file(op, size)))
+            size = record_dat_extent(self._records(op, size))
         mem.fill(addr, size, pattern, what=op.where)
 
     def _op_mem_load(self, op: Op) -> None:
         mem_name, addr, name = op.args
         mem = self._memory(op, mem_name)
-        for offset, payload in read_record_dat(self._file(op, name)):
+        for offset, payload in record_runs(self._records(op, name)):
             mem.write(addr + offset, payload, op.where)
+
+    def _records(self, op: Op, name: str) -> list[tuple[int, bytes]]:
+        """A record file's records, parsed once per trace (mem_init sizes by the file that
+        mem_load then loads)."""
+        path = self._file(op, name)
+        if path not in self._parsed:
+            self._parsed[path] = read_record_dat(path)
+        return self._parsed[path]
 
     def _op_load_hex(self, op: Op) -> None:
         addr, size, name = op.args

@@ -12,6 +12,7 @@ from sim.dram import (
     format_record_dat,
     read_hex_dat,
     read_record_dat,
+    record_runs,
 )
 from sim.errors import SimError
 
@@ -84,6 +85,16 @@ def test_record_dat_round_trip(tmp_path):
     assert bytes(buf) == data
 
 
+def test_record_runs_join_adjacent_records_and_keep_the_order_of_writing():
+    records = [(0, b"ab"), (2, b"cd"), (1, b"X"), (2, b"Y"), (10, b"z"), (11, b"")]
+    assert record_runs(records) == [(0, b"abcd"), (1, b"XY"), (10, b"z")]
+    image, replayed = bytearray(12), bytearray(12)
+    for records_, buf in ((records, image), (record_runs(records), replayed)):
+        for off, payload in records_:
+            buf[off:off + len(payload)] = payload
+    assert image == replayed
+
+
 def test_hex_dat_round_trip(tmp_path):
     data = bytes(range(70))
     path = tmp_path / "x.dat"
@@ -97,6 +108,9 @@ def test_hex_dat_round_trip(tmp_path):
         ("{\n{offset:0x0, size:2, payload:0x01} ,\n}\n", ":2:"),
         ("{\n{offset:0x0, size:1, payload:0x01} ,\ngarbage\n}\n", ":3:"),
         ("{\n{offset:0x0, size:1, payload:0xzz} ,\n}\n", ":2:"),
+        # the sizes add up to the bytes, but not record by record
+        ("{\n{offset:0x0, size:2, payload:0x01} ,\n{offset:0x8, size:1, payload:0x02 0x03} ,"
+         "\n}\n", ":2:"),
     ],
 )
 def test_malformed_record_dat_names_the_line(tmp_path, text, where):

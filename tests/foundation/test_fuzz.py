@@ -86,6 +86,33 @@ def test_record_dat(lines):
     _parse(load_image, "{\n" + "\n".join(lines) + "\n}\n", "m.dat")
 
 
+def _records_or_error(text: str, bulk: bool):
+    import sim.dram as dram
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.dat"
+        path.write_text(text, errors="replace")
+        saved = dram._well_formed_records
+        if not bulk:
+            dram._well_formed_records = lambda _text: None
+        try:
+            return dram.read_record_dat(path)
+        except SimError as exc:
+            return str(exc).split(":")[-1]  # the reason (the paths differ)
+        finally:
+            dram._well_formed_records = saved
+
+
+@FUZZ
+@given(st.lists(st.one_of(RECORD, st.text(max_size=20)), max_size=8),
+       st.sampled_from(["0x", "0X"]))
+def test_record_dat_in_bulk_is_record_by_record(lines, prefix):
+    """Files without a fault are parsed in bulk; whatever the file, the result (or the
+    rejection) is the record-by-record parse's."""
+    text = "{\n" + "\n".join(lines).replace("0x", prefix) + "\n}\n"
+    assert _records_or_error(text, True) == _records_or_error(text, False)
+
+
 @FUZZ
 @given(st.lists(st.lists(st.one_of(st.integers(-2, 300).map(hex), st.text(max_size=4)),
                          max_size=8).map(" ".join), max_size=8))
