@@ -432,15 +432,17 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     framed, data_counters = fetch_image(ctx, layer)
     weights, weight_counters = fetch_image_weights(ctx, layer)
     counters = layer_counters(data_counters, weight_counters)
+    if layer.precision != FP16:  # exact sums: the block structure cannot change them
+        plain = replace(layer.weights, channels=layer.channels, in_width=framed.shape[2],
+                        in_height=layer.height, kernel_width=layer.kernel_width,
+                        dilation_x=1, dilation_y=1, pad_left=0)  # lines above/below: CSC pad
+        out, saturated = cacc_round_int32(conv_sum(framed[None], weights, plain),
+                                          plain.clip_truncate)
+        counters[(CACC, "D_OUT_SATURATION_0")] = saturated
+        return out[0], counters
     lanes = ctx.config.mac_atomic_c
     data, wts = atomic_blocks(framed, weights, layer, lanes)
     flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,
                    in_height=layer.out_height, kernel_width=1, kernel_height=1, stride_x=1,
                    stride_y=1, pad_top=0, pad_left=0)
-    if layer.precision == FP16:
-        out = conv_fp16(data, wts, flat, lanes)
-    else:
-        acc = conv_sum(data, wts, flat)
-        out, saturated = cacc_round_int32(acc, flat.clip_truncate)
-        counters[(CACC, "D_OUT_SATURATION_0")] = saturated
-    return out[0], counters
+    return conv_fp16(data, wts, flat, lanes)[0], counters

@@ -44,9 +44,10 @@ import numpy as np
 from ..configs import FP16, INT8
 from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, NotImplementedFeature
 from ..jit import PARALLEL_ELEMENTS, njit, run_split
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
+from ..num.blocks import winograd_pre_add_int
 from ..num.mac import (
     MAC_NAN_EXP,
     aligned_product,
@@ -78,8 +79,6 @@ from .layer import (
     precision_of,
     weight_layer,
 )
-
-_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)  # output transform
 
 
 @dataclass(frozen=True)
@@ -220,33 +219,69 @@ def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     return np.ascontiguousarray(ext.reshape(layer.ext_channels, th // sy, tw // sx)), counters
 
 
-def pre_added_tiles(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
-    """CSC pre-addition of every 4x4 tile: (C_ext, H'/2, W'/2, 16) elements (16-bit patterns)."""
+def _tile_index(layer: WinogradLayer) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (4, oh2) and columns (4, ow2) of the extended cube each 4x4 tile reads."""
     oh2, ow2 = layer.out_height // 2, layer.out_width // 2
-    rows = (2 * np.arange(oh2))[:, None] + np.arange(4)[None, :]  # (oh2, 4)
-    cols = (2 * np.arange(ow2))[:, None] + np.arange(4)[None, :]  # (ow2, 4)
-    tiles = ext[:, rows[:, None, :, None], cols[None, :, None, :]]  # (C, oh2, ow2, 4, 4)
-    bits = tiles.reshape(*tiles.shape[:3], 16).view(np.uint16) if tiles.dtype != np.int8 \
-        else (tiles.astype(np.int16).reshape(*tiles.shape[:3], 16).view(np.uint16))
+    at = np.arange(4)[:, None]
+    return 2 * np.arange(oh2)[None, :] + at, 2 * np.arange(ow2)[None, :] + at
+
+
+def pre_added_fp16(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
+    """CSC pre-addition of every 4x4 tile of an fp16 layer: (C_ext, H'/2, W'/2, 16) fp16 bits."""
+    rows, cols = _tile_index(layer)
+    tiles = ext[:, rows.T[:, None, :, None], cols.T[None, :, None, :]]  # (C, oh2, ow2, 4, 4)
+    shape = (*tiles.shape[:3], 16)
     parts = {}
 
     def convert(start: int, stop: int) -> None:  # channels are independent
-        parts[start] = csc_cvt(data_in=bits[start:stop], precision=PRECISION_CODES[
-            layer.precision], truncate=layer.pra_truncate)["out"]
+        parts[start] = csc_cvt(data_in=tiles[start:stop].reshape(-1, 16).view(np.uint16),
+                               precision=PRECISION_CODES[FP16],
+                               truncate=layer.pra_truncate)["out"].reshape(-1, *shape[1:])
 
-    run_split(convert, bits.shape[0], min_chunk=max(1, PARALLEL_ELEMENTS // bits[0].size))
+    run_split(convert, tiles.shape[0], min_chunk=max(1, PARALLEL_ELEMENTS // tiles[0].size))
     return np.concatenate([parts[start] for start in sorted(parts)])
 
 
-def winograd_int(tiles: np.ndarray, weights: np.ndarray, layer: WinogradLayer) -> np.ndarray:
-    """Exact integer sums (K, H', W'): sum over channels of At (d' . w') A."""
-    d = tiles.view(np.int16).astype(np.int64)  # (C, oh2, ow2, 16)
-    w = weights.astype(np.int64).reshape(weights.shape[0], weights.shape[1], 16)  # (K, C, 16)
-    m = np.einsum("cyxp,kcp->kyxp", d, w, optimize=True)  # (K, oh2, ow2, 16)
-    m = m.reshape(*m.shape[:3], 4, 4)
-    out = np.einsum("ij,kyxjl,ml->kyxim", _AT, m, _AT, optimize=True)  # (K, oh2, ow2, 2, 2)
-    k, oh2, ow2 = out.shape[:3]
-    return out.transpose(0, 1, 3, 2, 4).reshape(k, 2 * oh2, 2 * ow2)
+def pre_added_int(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
+    """CSC pre-addition of every 4x4 tile of an integer layer: (4, 4, C_ext, H'/2, W'/2) int16,
+    tile row and column first (the order of the channel sums, one per tile position)."""
+    rows, cols = _tile_index(layer)
+    channels = ext.shape[0]
+    out = np.empty((4, 4, channels, rows.shape[1], cols.shape[1]), np.int16)
+    bits = 8 if layer.precision == INT8 else 16
+
+    def convert(start: int, stop: int) -> None:  # channels are independent
+        tiles = ext[start:stop][:, rows[:, None, :, None], cols[None, :, None, :]]
+        out[:, :, start:stop] = winograd_pre_add_int(
+            np.moveaxis(tiles, 0, 2), layer.pra_truncate & 3, bits)
+
+    run_split(convert, channels, min_chunk=max(1, PARALLEL_ELEMENTS // out[0, 0, 0].size // 16))
+    return out
+
+
+def winograd_int(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Exact integer sums (K, H', W'): sum over channels of At (d' . w') A.
+
+    ``tiles`` from :func:`pre_added_int`, ``weights`` (K, C_ext, 4, 4).  The
+    channel sums are one float64 matrix product per tile position: products of
+    16-bit values (below 2**30) summed over fewer than 2**22 channels stay below
+    2**52, where float64 holds every integer exactly.  The post-transform then
+    adds the exact integers.
+    """
+    _, _, c, oh2, ow2 = tiles.shape
+    if c >= 1 << 22:  # 13-bit channel counts times the folded stride never get here
+        raise NotImplementedFeature("CMAC", f"Winograd sums over {c} channels")
+    k = weights.shape[0]
+    w = weights.reshape(k, c, 16).transpose(2, 0, 1).astype(np.float64)  # (16, K, C)
+    d = tiles.reshape(16, c, oh2 * ow2).astype(np.float64)
+    m = np.matmul(w, d).astype(np.int64)  # (16, K, tiles)
+    m = m.reshape(4, 4, k, oh2, ow2)  # [j, l]: tile row and column
+    rows = (m[0] + m[1] + m[2], m[1] - m[2] - m[3])  # At m, At = [[1,1,1,0], [0,1,-1,-1]]
+    out = np.empty((k, oh2, 2, ow2, 2), np.int64)
+    for i, r in enumerate(rows):  # (At m) A
+        out[:, :, i, :, 0] = r[0] + r[1] + r[2]
+        out[:, :, i, :, 1] = r[1] - r[2] - r[3]
+    return out.reshape(k, 2 * oh2, 2 * ow2)
 
 
 @njit
@@ -357,9 +392,9 @@ def compute_winograd_layer(ctx) -> tuple[np.ndarray, dict]:
     ext, data_counters = extended_input(ctx, layer)
     weights, weight_counters = fetch_winograd_weights(ctx, layer)
     counters = layer_counters(data_counters, weight_counters)
-    tiles = pre_added_tiles(ext, layer)
     if layer.precision == FP16:
-        return winograd_fp16(tiles, weights), counters
-    out, saturated = cacc_round_int32(winograd_int(tiles, weights, layer), layer.clip_truncate)
+        return winograd_fp16(pre_added_fp16(ext, layer), weights), counters
+    out, saturated = cacc_round_int32(winograd_int(pre_added_int(ext, layer), weights),
+                                      layer.clip_truncate)
     counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out, counters

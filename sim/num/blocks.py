@@ -114,10 +114,11 @@ _WINOGRAD_BT = ((0, 2, True), (1, 2, False), (2, 1, True), (1, 3, True))
 
 
 def _winograd(tiles, combine):
-    """``Bt * D * B`` of (T, 4, 4) tiles with ``combine(x, y, subtract)``."""
-    rows = np.stack([combine(tiles[:, i], tiles[:, j], sub) for i, j, sub in _WINOGRAD_BT], 1)
-    return np.stack([combine(rows[:, :, i], rows[:, :, j], sub) for i, j, sub in _WINOGRAD_BT],
-                    2)
+    """``Bt * D * B`` of (4, 4, ...) tiles (tile row and column first, so each step is a
+    whole-array operation) with ``combine(x, y, subtract)``."""
+    rows = [combine(tiles[i], tiles[j], sub) for i, j, sub in _WINOGRAD_BT]
+    return np.stack([np.stack([combine(r[i], r[j], sub) for i, j, sub in _WINOGRAD_BT])
+                     for r in rows])
 
 
 def _fp17_combine(x, y, subtract):
@@ -128,20 +129,29 @@ def _int_combine(x, y, subtract):
     return x - y if subtract else x + y
 
 
+def winograd_pre_add_int(tiles, truncate, bits):
+    """The CSC's integer pre-addition ``Bt d B`` of (4, 4, ...) integer tiles, shifted
+    right by ``truncate`` rounding half away from zero and saturated to ``bits`` (int64).
+
+    ``truncate``/``bits`` are one layer's settings or arrays broadcasting to the tiles.
+    """
+    v = _winograd(np.asarray(tiles, np.int64), _int_combine)
+    return saturate(shift_right_round(v, truncate), bits)
+
+
 def _csc_cvt(tiles, precision, truncate):
     """(T, 16) tiles; ``precision``/``truncate`` of shape (T, 1)."""
-    tiles = tiles.reshape(-1, 4, 4)
-    precision, truncate = precision.reshape(-1, 1, 1) & 3, truncate.reshape(-1, 1, 1) & 3
+    tiles = tiles.reshape(-1, 4, 4).transpose(1, 2, 0)  # (4, 4, T)
+    precision, truncate = precision.reshape(1, 1, -1) & 3, truncate.reshape(1, 1, -1) & 3
 
     def fp16():
         return fp.fp17_to_fp16(_winograd(fp.fp16_to_fp17(tiles), _fp17_combine))
 
     def integer():
-        v = _winograd(sign_extend(tiles, 16), _int_combine)
         bits = np.where(precision == PRECISION_INT8, 8, 16)
-        return wrap(saturate(shift_right_round(v, truncate), bits), 16)
+        return wrap(winograd_pre_add_int(sign_extend(tiles, 16), truncate, bits), 16)
 
-    return choose(precision == PRECISION_FP16, fp16, integer).reshape(-1, 16)
+    return choose(precision == PRECISION_FP16, fp16, integer).transpose(2, 0, 1).reshape(-1, 16)
 
 
 # --- public functions ------------------------------------------------------

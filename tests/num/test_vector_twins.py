@@ -168,3 +168,15 @@ def test_integer_helpers(name, bits):
     bad = np.flatnonzero(got != want)
     assert not bad.size, f"{name}: {bad.size} differ, first x={x[bad[0]]} s={s[bad[0]]}: " \
                          f"{got[bad[0]]} != {want[bad[0]]}"
+
+
+@pytest.mark.parametrize("shift", [0, 1, 7, 40, 62, 63, 64, 70])
+def test_shift_right_round_takes_one_setting_spread_over_an_array_as_the_setting(shift):
+    """An array of equal shifts (a layer's setting broadcast by a block) rounds as the
+    scalar and as each element's own shift."""
+    rng = np.random.default_rng(shift)
+    x = np.concatenate([rng.integers(-(1 << 62), 1 << 62, 500), [3, -3, 5, -5, 0, -1]])
+    want = np.array([rounding.shift_right_round(int(v), shift) for v in x])
+    spread = np.full(x.shape, shift)
+    np.testing.assert_array_equal(vector_int.shift_right_round(x, spread), want)
+    np.testing.assert_array_equal(vector_int.shift_right_round(x, shift), want)
