@@ -81,11 +81,12 @@ class _Pass:
 
 def _words16(bits) -> tuple[np.ndarray, np.ndarray]:
     """fp16 patterns widened to fp32 patterns, and where the widening is NVDLA's."""
-    return ieee_fp16_to_fp32(np.asarray(bits & 0xFFFF, np.uint16))
+    bits = np.asarray(bits)
+    return ieee_fp16_to_fp32(bits if bits.dtype == np.uint16 else (bits & 0xFFFF).astype(np.uint16))
 
 
 def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
-    """(fp16 output words as int64, elements the rules must recompute) of the block ``v``.
+    """(fp16 output words as uint16, elements the rules must recompute) of the block ``v``.
 
     ``path`` is the layer's :class:`sim.sdp.stages.Datapath`; ``operand(op)``
     shapes one of its operands for the block.
@@ -124,4 +125,4 @@ def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
             p.alu(y.alu_algo, a)
     h, agrees = ieee_fp32_to_fp16(p.u)
     suspect = np.broadcast_to(p.suspect | ~agrees, v.shape)
-    return np.broadcast_to(h, v.shape).astype(np.int64), suspect
+    return (h if h.shape == v.shape else np.broadcast_to(h, v.shape).copy()), suspect

@@ -57,13 +57,12 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
     n, cp, h, w = data.shape
     path = datapath(layer, operands, lut, from_memory, cp, h, w)
-    cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened block by block
+    cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened where a block needs it
     out = np.empty(cube.shape, np.uint16)
 
     def run(block: tuple[slice, slice]) -> np.ndarray:
-        v = cube[:, block[0], block[1]].astype(np.int64)
-        words, counts = path.run(v, *block)
-        out[:, block[0], block[1]] = words & 0xFFFF
+        words, counts = path.run(cube[:, block[0], block[1]], *block)
+        out[:, block[0], block[1]] = words if words.dtype == np.uint16 else words & 0xFFFF
         return counts
 
     blocks = _blocks(n, cp, h * w)

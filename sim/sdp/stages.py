@@ -51,10 +51,11 @@ class Datapath:
     def run(self, v: np.ndarray, channels: slice, pixels: slice
             ) -> tuple[np.ndarray, np.ndarray]:
         """The output (16-bit words) and counters (COUNTERS order) of ``v``, the block
-        ``[:, channels, pixels]`` of the (N, Cp, H*W) cube."""
+        ``[:, channels, pixels]`` of the (N, Cp, H*W) cube, in the cube's dtype (fp16
+        input as uint16 patterns)."""
         layer, counts = self.layer, np.zeros(len(COUNTERS), np.int64)
         if self.fp16_in:
-            bits = v & 0xFFFF
+            bits = v if v.dtype == np.uint16 else v & 0xFFFF
             counts[2] = np.count_nonzero(nan_mask(bits))
             counts[3] = np.count_nonzero(inf_mask(bits))
 
@@ -68,9 +69,9 @@ class Datapath:
                     op = block_operand(op)
                     return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
 
-                out[redo] = self._values(v[redo], redo_operand, counts)[0]
+                out[redo] = self._values(v[redo].astype(np.int64), redo_operand, counts)[0]
         else:
-            out, sat = self._values(v, block_operand, counts)
+            out, sat = self._values(v.astype(np.int64), block_operand, counts)
             counts[0] = np.count_nonzero(sat)
         if self.out_precision == 2:  # fp16: saturated means the largest finite magnitude
             counts[0] = np.count_nonzero(out & 0x7FFF == fp.saturated(0, *fp.FP16))
