@@ -99,7 +99,7 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
     ``a`` is from :func:`_lrn_int_input`; ``widths`` the precision's
     :class:`sim.num.blocks.CdpIntWidths`, ``datout`` the output convertor's
     (offset, scale, shifter).  When ``memo_values`` is not empty it holds
-    :func:`_lookup_span`'s results from ``memo_base`` on, covering every sum.
+    :func:`_lookup_each`'s results from ``memo_base`` on, covering every sum.
     ``scratch`` is a row of workspace.  ``y`` (rows, pixels) receives the
     outputs; ``counts`` gains each lookup outcome (by counter index) and, last,
     the saturations.  The arithmetic is :func:`normalize`'s numpy path, element
@@ -116,8 +116,8 @@ def _lrn_int_rows(a, half, sqsum_bypass, mul_bypass, widths, datout, le, lo, p, 
         k = c + HALO
         for px in range(pixels):
             sums[px] = a[k, px] if sqsum_bypass else 0
-        for j in range(k - half, k + half + 1):  # row by row, so the sums vectorise
-            if not sqsum_bypass:
+        if not sqsum_bypass:
+            for j in range(k - half, k + half + 1):  # row by row, so the sums vectorise
                 for px in range(pixels):
                     sums[px] += a[j, px] * a[j, px]
         if memo:

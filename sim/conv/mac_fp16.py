@@ -34,8 +34,8 @@ from .layer import ConvLayer
 
 
 @njit
-def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x, dil_y, dil_x,
-                    top, left, out, rows):
+def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y, stride_x,
+                    dil_y, dil_x, top, left, out, rows):
     """CACC's fp32 bit patterns into ``out`` (N, K, H', W'), output rows ``rows[0]:rows[1]``.
 
     Rows count over batches and output lines (row = batch * H' + line).
@@ -45,8 +45,9 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
     :func:`weight_plans`, exponents (R, S, C', K)), of the channels that
     matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
-    block, -1 if none; ``pad`` the operands of the pad value (one block of
-    lanes) and ``pad_nan`` its NaN, -1 if none.
+    block, -1 if none, and ``w_nan_any`` (R, S, groups) whether some kernel's
+    block has one; ``pad`` the operands of the pad value (one block of lanes)
+    and ``pad_nan`` its NaN, -1 if none.
     """
     x_sign, x_sig, x_exp = x
     w_plans, w_exp = w
@@ -54,12 +55,6 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, pad, pad_nan, lanes, stride_y, stride_x,
     _, in_h, in_w, _ = x_sig.shape
     n_r, n_s, _, n_k = w_exp.shape
     groups = w_nan.shape[3]
-    w_nan_any = np.zeros((n_r, n_s, groups), np.bool_)  # a NaN in some kernel's block
-    for k in range(w_nan.shape[0]):
-        for r in range(n_r):
-            for s in range(n_s):
-                for g in range(groups):
-                    w_nan_any[r, s, g] |= w_nan[k, r, s, g] >= 0
     out_h, out_w = out.shape[2], out.shape[3]
     acc_e = np.zeros(n_k, np.int64)
     acc_m = np.zeros(n_k, np.int64)
@@ -143,7 +138,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
     w_sign, w_sig, w_exp = fp16_mac_operands(w)
     operands = (fp16_mac_operands(x), x_nans, (weight_plans(w_sign, w_sig), w_exp), w_nans,
-                fp16_mac_operands(pad), int(pad_nans[0]), lanes,
+                (w_nans >= 0).any(axis=0), fp16_mac_operands(pad), int(pad_nans[0]), lanes,
                 layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x,
                 layer.pad_top, layer.pad_left)
     out = np.zeros((x.shape[0], w.shape[-1], layer.out_height, layer.out_width), np.uint32)

@@ -255,7 +255,7 @@ def pre_added_int(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
         out[:, :, start:stop] = winograd_pre_add_int(
             np.moveaxis(tiles, 0, 2), layer.pra_truncate & 3, bits)
 
-    run_split(convert, channels, min_chunk=max(1, PARALLEL_ELEMENTS // out[0, 0, 0].size // 16))
+    run_split(convert, channels, min_chunk=max(1, PARALLEL_ELEMENTS // (16 * out[0, 0, 0].size)))
     return out
 
 

@@ -117,6 +117,14 @@ class FeatureLayout:
     def is_packed(self) -> bool:
         return self.extent == self.size
 
+    @property
+    def in_atom_order(self) -> bool:
+        """The atoms lie back to back in (N, S, H, W) order (a flat copy of them is the
+        layout's bytes)."""
+        return (self.line_stride == self.line_bytes
+                and self.surface_stride == self.height * self.line_stride
+                and (self.batch == 1 or self.batch_stride == self.surfaces * self.surface_stride))
+
     def shape(self) -> tuple[int, ...]:
         """Array shape: (C, H, W), or (N, C, H, W) when batch > 1."""
         cube = (self.channels, self.height, self.width)
@@ -280,10 +288,7 @@ def scatter_atoms(buf: np.ndarray, base: int, layout: FeatureLayout, raw: np.nda
     words = np.ascontiguousarray(raw).view(f"<u{eb}")[..., 0]  # (N, C_padded, H, W) elements
     planar = words.reshape(n * s, layout.group, h * w)
     view = _atom_view(buf, base, layout, True)
-    dense = (layout.line_stride == w * layout.atom_bytes
-             and layout.surface_stride == h * layout.line_stride
-             and (n == 1 or layout.batch_stride == s * layout.surface_stride))
-    if dense:  # the atoms lie back to back in (N, S, H, W) order: swap straight into them
+    if layout.in_atom_order:  # swap straight into the buffer
         start = buf[base:base + layout.extent].view(words.dtype)
         swap_last_axes(planar, start.reshape(n * s, h * w, layout.group))
         return

@@ -33,7 +33,9 @@ def broadcast_fields(data_ndim: int, fields: dict, dtype=np.int64) -> tuple:
 
     A field with one dimension fewer than the data (a per-row setting, shape
     ``(N,)`` against ``(N, lanes)``) gets a trailing axis first.  Returns the
-    common shape and the fields as flat ``dtype`` arrays in the given order.
+    common shape and the fields in the given order: flat ``dtype`` arrays, or
+    0-d ones for scalar fields (one setting for every element broadcasts in
+    the arithmetic, and stays one value to the functions that test for it).
     """
     arrays = []
     for name, value in fields.items():
@@ -43,9 +45,10 @@ def broadcast_fields(data_ndim: int, fields: dict, dtype=np.int64) -> tuple:
         if 0 < arr.ndim == data_ndim - 1:
             arr = arr[..., None]
         arrays.append(arr)
-    arrays = np.broadcast_arrays(*arrays)
-    shape = arrays[0].shape
-    return shape, tuple(flat(a.astype(dtype, copy=False)) for a in arrays)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    return shape, tuple(a.astype(dtype) if a.ndim == 0 else
+                        flat(np.broadcast_to(a, shape).astype(dtype, copy=False))
+                        for a in arrays)
 
 
 def sign_extend_array(values, bits: int) -> np.ndarray:

@@ -10,39 +10,8 @@ import math
 import numpy as np
 
 from sim.jit import njit
+from sim.num import lut  # the tables and the parameter vector's slots
 from sim.num.fpcore import fp_add, fp_mul, fp_sub
-from sim.num.lut import (
-    HYBRID,
-    INTERP_BITS,
-    KIND_HIT,
-    KIND_OFLOW,
-    KIND_UFLOW,
-    LE_ENTRIES,
-    LE_HIT,
-    LO_ENTRIES,
-    LO_HIT,
-    OFLOW,
-    P_EXPONENT,
-    P_HYBRID_PRI,
-    P_LE_END,
-    P_LE_OFFSET,
-    P_LE_OSCALE,
-    P_LE_OSHIFT,
-    P_LE_SELECT,
-    P_LE_START,
-    P_LE_USCALE,
-    P_LE_USHIFT,
-    P_LO_END,
-    P_LO_OSCALE,
-    P_LO_OSHIFT,
-    P_LO_SELECT,
-    P_LO_START,
-    P_LO_USCALE,
-    P_LO_USHIFT,
-    P_OFLOW_PRI,
-    P_UFLOW_PRI,
-    UFLOW,
-)
 from sim.num.ops import (
     fp16_to_fp17_bits,
     fp16_to_fp32_bits,
@@ -55,15 +24,15 @@ from sim.num.rounding import bit_length, round_via_double
 @njit
 def choose_table(le_kind, lo_kind, uflow_lo, oflow_lo, hybrid_lo):
     """(use LO, outcome) from the two tables' result kinds and the three priorities."""
-    if le_kind == KIND_UFLOW and lo_kind == KIND_UFLOW:
-        return uflow_lo != 0, UFLOW
-    if le_kind == KIND_OFLOW and lo_kind == KIND_OFLOW:
-        return oflow_lo != 0, OFLOW
-    le_hit = le_kind == KIND_HIT
-    lo_hit = lo_kind == KIND_HIT
+    if le_kind == lut.KIND_UFLOW and lo_kind == lut.KIND_UFLOW:
+        return uflow_lo != 0, lut.UFLOW
+    if le_kind == lut.KIND_OFLOW and lo_kind == lut.KIND_OFLOW:
+        return oflow_lo != 0, lut.OFLOW
+    le_hit = le_kind == lut.KIND_HIT
+    lo_hit = lo_kind == lut.KIND_HIT
     if le_hit != lo_hit:
-        return lo_hit, (LO_HIT if lo_hit else LE_HIT)
-    return hybrid_lo != 0, HYBRID
+        return lo_hit, (lut.LO_HIT if lo_hit else lut.LE_HIT)
+    return hybrid_lo != 0, lut.HYBRID
 
 
 # --- integer lookup ----------------------------------------------------------
@@ -81,13 +50,13 @@ def _c_shift_left(x, n):
 
 @njit
 def _extrapolate(base, x, ref, scale, shift):
-    r = base + round_via_double((x - ref) * scale, shift, INTERP_BITS)
+    r = base + round_via_double((x - ref) * scale, shift, lut.INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
 @njit
 def _interpolate(y0, y1, frac16):
-    r = y0 + round_via_double((y1 - y0) * frac16, 16, INTERP_BITS)
+    r = y0 + round_via_double((y1 - y0) * frac16, 16, lut.INTERP_BITS)
     return round_via_double(r, 0, 16)
 
 
@@ -118,7 +87,7 @@ def _exponent_kind(x, start, offset):
     index = log2 - offset
     if index < 0 or d <= 0:
         return 0, 0, 0
-    if index >= LE_ENTRIES - 1:
+    if index >= lut.LE_ENTRIES - 1:
         return 1, 0, 0
     frac = d - (np.int64(1) << log2)
     return 2, index, (frac >> (log2 - 16)) if log2 > 16 else (frac << (16 - log2))
@@ -140,21 +109,24 @@ def lookup_int_one(x, le, lo, p):
     twin of :func:`sim.num.lut.lookup_int`, for the fused LRN kernel.  Only the chosen
     table's value is computed."""
     x_under = x
-    if p[P_EXPONENT]:
-        le_kind, le_index, le_frac = _exponent_kind(x, p[P_LE_START], p[P_LE_OFFSET])
-        offset = p[P_LE_OFFSET]
+    if p[lut.P_EXPONENT]:
+        le_kind, le_index, le_frac = _exponent_kind(x, p[lut.P_LE_START], p[lut.P_LE_OFFSET])
+        offset = p[lut.P_LE_OFFSET]
         x_under = x - (0 if offset < 0 else _c_shift_left(np.int64(1), offset))
     else:
-        le_kind, le_index, le_frac = _linear_kind(x, LE_ENTRIES, p[P_LE_START],
-                                                  p[P_LE_SELECT])
-    lo_kind, lo_index, lo_frac = _linear_kind(x, LO_ENTRIES, p[P_LO_START], p[P_LO_SELECT])
-    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
-                                   p[P_HYBRID_PRI])
+        le_kind, le_index, le_frac = _linear_kind(x, lut.LE_ENTRIES, p[lut.P_LE_START],
+                                                  p[lut.P_LE_SELECT])
+    lo_kind, lo_index, lo_frac = _linear_kind(x, lut.LO_ENTRIES, p[lut.P_LO_START],
+                                              p[lut.P_LO_SELECT])
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[lut.P_UFLOW_PRI], p[lut.P_OFLOW_PRI],
+                                   p[lut.P_HYBRID_PRI])
     if use_lo:
-        return _value(lo_kind, lo_index, lo_frac, x, x, lo, p[P_LO_START], p[P_LO_END],
-                      p[P_LO_USCALE], p[P_LO_USHIFT], p[P_LO_OSCALE], p[P_LO_OSHIFT]), outcome
-    return _value(le_kind, le_index, le_frac, x, x_under, le, p[P_LE_START], p[P_LE_END],
-                  p[P_LE_USCALE], p[P_LE_USHIFT], p[P_LE_OSCALE], p[P_LE_OSHIFT]), outcome
+        return _value(lo_kind, lo_index, lo_frac, x, x, lo, p[lut.P_LO_START],
+                      p[lut.P_LO_END], p[lut.P_LO_USCALE], p[lut.P_LO_USHIFT],
+                      p[lut.P_LO_OSCALE], p[lut.P_LO_OSHIFT]), outcome
+    return _value(le_kind, le_index, le_frac, x, x_under, le, p[lut.P_LE_START],
+                  p[lut.P_LE_END], p[lut.P_LE_USCALE], p[lut.P_LE_USHIFT], p[lut.P_LE_OSCALE],
+                  p[lut.P_LE_OSHIFT]), outcome
 
 
 # --- fp16 lookup (fp32 index arithmetic, fp17 interpolation) -------------------
@@ -217,11 +189,13 @@ def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
 @njit
 def lookup_fp(x, le, lo, p):
     """LUT value (fp17 bits) for the fp32 square sum ``x``; returns (value, counter index)."""
-    le_val, le_kind = _fp_table_lookup(x, le, LE_ENTRIES, p[P_EXPONENT] != 0, p[P_LE_START],
-                                       p[P_LE_END], p[P_LE_OFFSET], p[P_LE_SELECT],
-                                       p[P_LE_USCALE], p[P_LE_OSCALE])
-    lo_val, lo_kind = _fp_table_lookup(x, lo, LO_ENTRIES, False, p[P_LO_START], p[P_LO_END],
-                                       0, p[P_LO_SELECT], p[P_LO_USCALE], p[P_LO_OSCALE])
-    use_lo, outcome = choose_table(le_kind, lo_kind, p[P_UFLOW_PRI], p[P_OFLOW_PRI],
-                                   p[P_HYBRID_PRI])
+    le_val, le_kind = _fp_table_lookup(x, le, lut.LE_ENTRIES, p[lut.P_EXPONENT] != 0,
+                                       p[lut.P_LE_START], p[lut.P_LE_END], p[lut.P_LE_OFFSET],
+                                       p[lut.P_LE_SELECT], p[lut.P_LE_USCALE],
+                                       p[lut.P_LE_OSCALE])
+    lo_val, lo_kind = _fp_table_lookup(x, lo, lut.LO_ENTRIES, False, p[lut.P_LO_START],
+                                       p[lut.P_LO_END], 0, p[lut.P_LO_SELECT],
+                                       p[lut.P_LO_USCALE], p[lut.P_LO_OSCALE])
+    use_lo, outcome = choose_table(le_kind, lo_kind, p[lut.P_UFLOW_PRI], p[lut.P_OFLOW_PRI],
+                                   p[lut.P_HYBRID_PRI])
     return (lo_val if use_lo else le_val), outcome

@@ -230,6 +230,19 @@ def ieee_fp32_add(ua, ub, alike: bool = False):
     return ur, agrees if alike else agrees & reads_as_ieee32(ua) & reads_as_ieee32(ub)
 
 
+def ieee_fp32_max(ua, ub, want_max: bool):
+    """(the larger (``want_max``) or smaller of uint32 fp32 patterns as IEEE compares them,
+    where that is NVDLA's :func:`fp_max`) for operands that read alike: all but a comparison
+    of two zeros (IEEE finds +0 and -0 equal, NVDLA orders them)."""
+    a, b = ua.view(np.float32), ub.view(np.float32)
+    return np.where(a > b if want_max else a < b, ua, ub), ~((a == b) & (a == 0))
+
+
+def ieee_fp32_relu(u):
+    """NVDLA's fp32 ReLU of uint32 patterns that are not NaN: a set sign bit (-0 too) gives +0."""
+    return np.where(u >= np.uint32(0x80000000), np.uint32(0), u)
+
+
 def ieee_fp16_to_fp32(u16):
     """(IEEE widening of uint16 fp16 patterns, where it is NVDLA's): all but Inf and NaN."""
     return (u16.view(np.float16).astype(np.float32).view(np.uint32),

@@ -62,9 +62,6 @@ def bit_length(x) -> np.ndarray:
 def shift_right_round(x, s) -> np.ndarray:
     """``x / 2**s`` rounded half away from zero (``s`` >= 0)."""
     x, s = i64(x), i64(s)
-    if s.ndim and s.shape == x.shape and s.size and s.min() == s.max():
-        # a layer's one setting, spread over the elements
-        s = s.reshape(-1)[0]
     if s.ndim == 0 and s < 63:  # one shift for the whole array (a layer's setting)
         if s == 0:
             return x

@@ -22,7 +22,9 @@ from ..num.sdp import ALU_EQL, ALU_MAX, ALU_SUM
 from ..num.vector_fp import (
     ieee_fp16_to_fp32,
     ieee_fp32_add,
+    ieee_fp32_max,
     ieee_fp32_mul,
+    ieee_fp32_relu,
     ieee_fp32_to_fp16,
     reads_as_ieee32,
 )
@@ -62,10 +64,8 @@ class _Pass:
             self.u, agrees = ieee_fp32_add(self.u, a, alike=True)
             self._redo_unless(agrees)
             return
-        f, fa = self.u.view(np.float32), a.view(np.float32)
-        greater = f > fa if algo == ALU_MAX else f < fa
-        self._redo_unless(~((f == fa) & (f == 0)))  # +0 against -0
-        self.u = np.where(greater, self.u, a)
+        self.u, agrees = ieee_fp32_max(self.u, a, algo == ALU_MAX)
+        self._redo_unless(agrees)
 
     def mul(self, m: np.ndarray, prelu: bool) -> None:
         r, agrees = ieee_fp32_mul(self.u, m, alike=True)
@@ -75,8 +75,8 @@ class _Pass:
         self.u = r
         self._redo_unless(agrees)
 
-    def relu(self) -> None:
-        self.u = np.where(self.u >= SIGN, np.uint32(0), self.u)  # -0 becomes +0 too
+    def relu(self) -> None:  # NaNs are suspects already
+        self.u = ieee_fp32_relu(self.u)
 
 
 def _words16(bits) -> tuple[np.ndarray, np.ndarray]:

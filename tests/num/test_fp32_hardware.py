@@ -88,3 +88,23 @@ def test_the_underflow_boundary_is_where_ieee_and_nvdla_part():
                 np.array([b], np.uint32).view(np.float32)).view(np.uint32)[0])
     assert ieee == 0x00800000
     assert int(fp.fp_mul(a, b, *FP32)) == 0
+
+
+@pytest.mark.parametrize("want_max", [True, False])
+def test_ieee_max_and_min_are_the_rules_where_they_agree(want_max):
+    """Alike operands (normal or zero), equal ones and zeros of both signs among them: the
+    IEEE comparison gives fp_max's pattern wherever it says it agrees, and says so
+    everywhere but at two zeros."""
+    rng = np.random.default_rng(int(want_max))
+    exponents = [0, 1, 2, 100, 126, 127, 128, 254]
+    a = fp32_patterns(rng, 100_000, exponents)
+    b = fp32_patterns(rng, 100_000, exponents)
+    a[(a >> 23) & 0xFF == 0] &= 1 << 31  # zeros, not denormals: operands read alike
+    b[(b >> 23) & 0xFF == 0] &= 1 << 31
+    same = rng.random(a.size) < 0.1
+    b[same] = a[same]
+    got, agrees = fp.ieee_fp32_max(a.astype(np.uint32), b.astype(np.uint32), want_max)
+    want = fp.fp_max(a, b, want_max, *FP32)
+    assert np.array_equal(got[agrees], want[agrees])
+    zeros = ((a | b) & 0x7FFFFFFF) == 0
+    assert np.array_equal(~agrees, zeros)

@@ -138,3 +138,17 @@ def test_fp16_average_padded_rows_scale_by_kernel_width(kw, padded_rows_count):
               recip=(fp17(1 / kw), fp17(0.5)))
     total = kw * 1.0 + (kw * 2.0 if padded_rows_count else 0.0)
     assert from_fp16_bits(got)[0, 0, 0] == np.float16(total / (2 * kw))
+
+
+@pytest.mark.parametrize("k,n", [(1, 1), (2, 5), (3, 3), (3, 8), (7, 4), (8, 20)])
+@pytest.mark.parametrize("pad_lo", [0, 1])
+def test_pad_counts_of_whole_rows_are_the_kernels(k, n, pad_lo):
+    """The integer pooling's array form of where pad values join (numpy) and the fp16
+    kernel's element form: the same counts for every position and kernel offset."""
+    from sim.pdp.pooling import _pad_counts, _pad_counts_array
+
+    i = np.arange(-k, n + k)
+    for ki in range(k):
+        lows, highs = _pad_counts_array(i, ki, k, n, pad_lo)
+        want = [_pad_counts(int(p), ki, k, n, pad_lo) for p in i]
+        assert list(zip(lows.tolist(), highs.tolist(), strict=True)) == want
