@@ -1,6 +1,8 @@
 """MNIST (NVIDIA's NN_L0_0 loadable) end to end: whole process and per task.
 
-    python benchmarks/bench_mnist.py [--shared ../shared]
+    python benchmarks/bench_mnist.py [--shared ../shared] [--firmware KMD_DIR]
+
+NVIDIA's KMD firmware comes from --firmware, else $NVDLA_KMD, else ~/nvdla-sw/kmd.
 
 Runs ``nvdla-sim loadable`` as a user would (a fresh process, warm caches:
 one untimed run first builds the firmware and compiles the kernels), then
@@ -9,6 +11,7 @@ wall for the whole process on 2 cores.
 """
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -21,15 +24,18 @@ GOAL_SECONDS = 2.0
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
+    p.add_argument("--firmware", default=os.environ.get("NVDLA_KMD")
+                   or str(Path.home() / "nvdla-sw" / "kmd"))
     args = p.parse_args()
-    sw = Path(args.shared) / "nvdla-sw"
+    sw, kmd = Path(args.shared) / "nvdla-sw", Path(args.firmware)
     loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
-    if not loadable.is_file():
-        print(f"{loadable} is absent: nothing to measure")
-        return 0
+    for need in (loadable, kmd / "firmware"):
+        if not need.exists():
+            print(f"{need} is absent: nothing to measure")
+            return 0
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "sim.cli", "loadable", str(loadable), "--firmware",
-               str(sw / "kmd"), "-o", out]
+               str(kmd), "-o", out]
         subprocess.run(cmd, check=True, capture_output=True)  # warm-up: builds, compiles
         start = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
@@ -37,7 +43,7 @@ def main() -> int:
 
     from sim.runtime import read_loadable, run_loadable_bytes
 
-    result = run_loadable_bytes(read_loadable(loadable), sw / "kmd", "nv_full")
+    result = run_loadable_bytes(read_loadable(loadable), kmd, "nv_full")
     for label, seconds in result.task_seconds:
         print(f"  {label:12} {seconds * 1000:8.1f} ms")
     print(f"in process: {result.seconds:.2f} s ({result.tasks} tasks, {result.hw_layers} "

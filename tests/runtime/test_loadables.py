@@ -1,7 +1,8 @@
 """NVIDIA's KMD regression loadables end to end: output md5 against the golden lead.md5.
 
-Each runs NVIDIA's firmware (built from ../shared/nvdla-sw/kmd with the C
-compiler) on the simulator; each run's --trace-out must replay green.
+Each runs NVIDIA's firmware (the ``nvidia_kmd`` fixture: $NVDLA_KMD or
+~/nvdla-sw/kmd, built with the C compiler) on the simulator; each run's
+--trace-out must replay green.
 """
 
 import hashlib
@@ -12,6 +13,8 @@ import pytest
 
 from sim.cli import main
 from sim.errors import NotImplementedFeature
+from sim.firmware import Firmware, FirmwareError
+from sim.machine import Machine
 from sim.runtime import read_loadable, run_loadable, run_loadable_bytes
 from sim.trace import run_trace
 
@@ -25,9 +28,12 @@ def sw(shared_dir):
     root = shared_dir / "nvdla-sw"
     if not root.is_dir():
         pytest.skip(f"{root} is absent: NVIDIA's loadables are not available")
-    if not (shutil.which("cc") or shutil.which("gcc")):
-        pytest.skip("no C compiler: NVIDIA's firmware cannot be built")
     return root
+
+
+@pytest.fixture(scope="module")
+def kmd(nvidia_kmd):
+    return nvidia_kmd
 
 
 def _golden(sw: Path, name: str) -> str:
@@ -36,12 +42,12 @@ def _golden(sw: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize("test", TESTS)
-def test_loadable_matches_golden_md5(sw, test, tmp_path):
+def test_loadable_matches_golden_md5(sw, kmd, test, tmp_path):
     name = test.split("/")[1]
     loadable = read_loadable(sw / "regression/flatbufs/kmd" / f"{test}_fbuf")
     trace = tmp_path / "trace" / "run.cfg" if test in REPLAYED else None
     try:
-        result = run_loadable_bytes(loadable, sw / "kmd", "nv_full", recorder_path=trace)
+        result = run_loadable_bytes(loadable, kmd, "nv_full", recorder_path=trace)
     except NotImplementedFeature as exc:
         pytest.skip(f"{name} needs a unit the simulator does not model yet: {exc}")
     assert hashlib.md5(result.dimgs[0]).hexdigest() == _golden(sw, name)
@@ -51,18 +57,18 @@ def test_loadable_matches_golden_md5(sw, test, tmp_path):
         assert replay.checks > 0
 
 
-def test_cli_writes_dimg_and_summary(sw, tmp_path, capsys):
+def test_cli_writes_dimg_and_summary(sw, kmd, tmp_path, capsys):
     out = tmp_path / "out"
     code = main(["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
-                 "--firmware", str(sw / "kmd"), "-o", str(out)])
+                 "--firmware", str(kmd), "-o", str(out)])
     assert code == 0
     data = (out / "o_000000.dimg").read_bytes()
     assert hashlib.md5(data).hexdigest() == _golden(sw, "BDMA_L0_0")
     assert "1 tasks" in capsys.readouterr().out
 
 
-def test_python_api_returns_output_buffers(sw):
-    outs = run_loadable(sw / "regression/flatbufs/kmd/PDP/PDP_L0_0_fbuf", firmware=sw / "kmd")
+def test_python_api_returns_output_buffers(sw, kmd):
+    outs = run_loadable(sw / "regression/flatbufs/kmd/PDP/PDP_L0_0_fbuf", firmware=kmd)
     assert len(outs) == 1 and outs[0].size == 2048 and outs[0].any()
 
 
@@ -71,32 +77,32 @@ def test_python_api_returns_output_buffers(sw):
     (["--firmware", "/nonexistent"], "not a KMD folder"),
     (["--config", "nv_small"], "needs the BDMA, which nv_small lacks"),
 ])
-def test_cli_bad_input_is_one_line(sw, tmp_path, capsys, argv_tail, message):
+def test_cli_bad_input_is_one_line(sw, kmd, tmp_path, capsys, argv_tail, message):
     argv = ["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
-            "--firmware", str(sw / "kmd"), "-o", str(tmp_path / "o"), *argv_tail]
+            "--firmware", str(kmd), "-o", str(tmp_path / "o"), *argv_tail]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and "\n" not in err
     assert not (tmp_path / "o").exists()
 
 
-def test_firmware_compile_error_is_one_line(sw, tmp_path, capsys):
-    kmd = tmp_path / "kmd"
-    shutil.copytree(sw / "kmd", kmd)
-    (kmd / "firmware" / "broken.c").write_text("int this is not C;\n")
+def test_firmware_compile_error_is_one_line(sw, kmd, tmp_path, capsys):
+    broken = tmp_path / "kmd"
+    shutil.copytree(kmd, broken)
+    (broken / "firmware" / "broken.c").write_text("int this is not C;\n")
     argv = ["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
-            "--firmware", str(kmd), "-o", str(tmp_path / "o")]
+            "--firmware", str(broken), "-o", str(tmp_path / "o")]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "does not compile" in err and "broken.c" in err and "\n" not in err
 
 
 
-def test_mnist_with_an_image_replays(sw, tmp_path):
+def test_mnist_with_an_image_replays(sw, kmd, tmp_path):
     """A digit image goes in as NVIDIA's runtime converts it; the recorded run replays green."""
     out, trace = tmp_path / "out", tmp_path / "trace" / "run.cfg"
     loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
-    assert main(["loadable", str(loadable), "--firmware", str(sw / "kmd"), "--image",
+    assert main(["loadable", str(loadable), "--firmware", str(kmd), "--image",
                  str(sw / "regression/images/digits/seven.pgm"), "--trace-out", str(trace),
                  "-o", str(out)]) == 0
     with_image = (out / "o_000000.dimg").read_bytes()
@@ -105,10 +111,17 @@ def test_mnist_with_an_image_replays(sw, tmp_path):
     assert replay.status == "pass", replay.message
 
 
-def test_cli_progress_lines_per_task(sw, tmp_path, capsys):
+def test_cli_progress_lines_per_task(sw, kmd, tmp_path, capsys):
     """Not a terminal: one plain progress line per task on stderr (sim.progress)."""
     code = main(["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
-                 "--firmware", str(sw / "kmd"), "-o", str(tmp_path / "out")])
+                 "--firmware", str(kmd), "-o", str(tmp_path / "out")])
     assert code == 0
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("loadable [1/1] DLA task ")
+
+
+def test_nvidia_firmware_task_that_never_interrupts_stops_with_an_error(kmd):
+    m = Machine("nv_full")
+    m.load(0x80000000, bytes(4096))  # an all-zero network descriptor: no operation to run
+    with pytest.raises(FirmwareError, match="stalled"):
+        Firmware(m, kmd).run_task([0x80000000] * 6)
