@@ -56,6 +56,45 @@ def check_extent(size: int, what: str, limits: MemoryLimits = DEFAULT_LIMITS) ->
     return size
 
 
+# How a layer's DMA read relates to its own writes (Memory._check_overlap)
+STREAMED = "streamed"  # fetched while the layer writes: overlapping writes are timing-dependent
+HELD = "held"  # fetched into a buffer the layer keeps (the convolution buffer)
+ELEMENTWISE = "elementwise"  # each element written exactly where it was read is safe
+
+
+@dataclass(frozen=True)
+class LayerAccess:
+    """A DMA window of one layer: ``lines`` = (line offsets, line bytes) are the bytes
+    it really moves (None: the whole window)."""
+
+    addr: int
+    size: int
+    what: str = ""
+    lines: tuple[np.ndarray, int] | None = None
+    mode: str = STREAMED
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the bytes moved, absolute, sorted by start."""
+        if self.lines is None:
+            return np.array([self.addr], np.int64), np.array([self.addr + self.size], np.int64)
+        offsets, length = self.lines
+        starts = np.sort(np.asarray(offsets, np.int64).ravel()) + self.addr
+        return starts, starts + int(length)
+
+    def intersects(self, other: LayerAccess) -> bool:
+        if not (self.addr < other.addr + other.size and other.addr < self.addr + self.size):
+            return False
+        starts, ends = self.intervals()  # equal lengths: ends sorted as starts are
+        o_starts, o_ends = other.intervals()
+        first = np.searchsorted(ends, o_starts, side="right")  # first interval ending past it
+        hit = first < starts.size
+        return bool(np.any(starts[first[hit]] < o_ends[hit]))
+
+    def same_bytes(self, other: LayerAccess) -> bool:
+        mine, theirs = self.intervals(), other.intervals()
+        return all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True))
+
+
 class Memory:
     """Sparse byte-addressable memory."""
 
@@ -67,7 +106,7 @@ class Memory:
         self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
         # (addr, size, what) read by the running layer's DMAs; None outside a layer
-        self._layer_reads: list[tuple[int, int, str]] | None = None
+        self._layer_reads: list[LayerAccess] | None = None
         # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
         self.observer = None
 
@@ -118,31 +157,44 @@ class Memory:
     def end_layer(self) -> None:
         self._layer_reads = None
 
-    def _record_read(self, addr: int, size: int, what: str) -> None:
-        if self._layer_reads is not None and size:
-            self._layer_reads.append((addr, size, what))
+    def _record_read(self, read: LayerAccess) -> None:
+        if self._layer_reads is not None and read.size and read.mode != HELD:
+            self._layer_reads.append(read)
 
-    def _check_overlap(self, addr: int, size: int, what: str) -> None:
-        """A layer's DMA write into bytes the same layer reads is refused.
+    def _check_overlap(self, write: LayerAccess) -> None:
+        """A layer's DMA write into bytes the same layer still streams in is refused.
 
-        NVDLA streams: its write DMA runs while the read DMAs still fetch, so
-        an output overlapping the input gives a result that depends on request
-        order and latency; the hardware documents none.  The simulator (which
-        reads a whole cube before writing) stops instead of guessing.
+        NVDLA's write DMA runs while its read DMAs still fetch, so a write onto
+        bytes the layer reads gives a result that depends on request order and
+        latency, and the simulator (which reads before it writes) stops instead
+        of guessing.  Not refused, because the result does not depend on timing:
+        writes onto bytes the layer never reads (only the bytes each line moves
+        count, not the gaps its strides leave), reads held in a buffer the
+        layer keeps (the convolution buffer), and an elementwise unit writing
+        each element exactly where it read it (every byte is read before the
+        element computed from it is written).
         """
-        for start, n, source in self._layer_reads or ():
-            if addr < start + n and start < addr + size:
-                prefix = f"{what}: " if what else ""
+        for read in self._layer_reads or ():
+            if read.mode == ELEMENTWISE and read.same_bytes(write):
+                continue
+            if read.intersects(write):
+                prefix = f"{write.what}: " if write.what else ""
                 raise MemoryFault(
-                    f"{prefix}write {addr:#x}+{size:#x} overlaps this layer's input "
-                    f"{source + ' ' if source else ''}{start:#x}+{n:#x} in {self.name} "
-                    "(the result would depend on DMA timing)")
+                    f"{prefix}write {write.addr:#x}+{write.size:#x} overlaps bytes this layer "
+                    f"reads ({read.what + ' ' if read.what else ''}{read.addr:#x}+"
+                    f"{read.size:#x}) in {self.name} (the result would depend on DMA timing)")
 
     # -- access -------------------------------------------------------------
-    def read_array(self, addr: int, size: int, what: str = "") -> np.ndarray:
-        """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0)."""
+    def read_array(self, addr: int, size: int, what: str = "", *, lines=None,
+                   mode: str = STREAMED) -> np.ndarray:
+        """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0).
+
+        ``lines`` = (line offsets, line bytes): the bytes the DMA really moves
+        inside the window (None: all of it); ``mode``: STREAMED, HELD or
+        ELEMENTWISE (see :meth:`_check_overlap`).
+        """
         self.check(addr, size, what, "read")
-        self._record_read(addr, size, what)
+        self._record_read(LayerAccess(addr, size, what, lines, mode))
         return self._copy_out(addr, size)
 
     def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
@@ -161,11 +213,16 @@ class Memory:
     def read(self, addr: int, size: int, what: str = "") -> bytes:
         return self.read_array(addr, size, what).tobytes()
 
-    def write(self, addr: int, data, what: str = "") -> None:
-        """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array)."""
+    def write(self, addr: int, data, what: str = "", *, lines=None) -> None:
+        """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array).
+
+        ``lines`` = (line offsets, line bytes): the bytes a DMA writes; the rest
+        of the window is written back unchanged.
+        """
         buf = _as_u8(data)
         self.check(addr, buf.size, what, "write")
-        self._check_overlap(addr, buf.size, what)
+        if self._layer_reads:
+            self._check_overlap(LayerAccess(addr, buf.size, what, lines))
         self._reserve(addr, buf.size, what)
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)

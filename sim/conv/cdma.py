@@ -27,6 +27,7 @@ from ..dma.weights import (
     unpack_weight_dc,
     weight_group_size,
 )
+from ..dram import HELD
 from ..errors import ConfigurationError, SimError
 from ..num import flush_nans, inf_mask, nan_mask
 from ..num.blocks import cdma_cvt
@@ -77,7 +78,7 @@ def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
     padded = -(-layer.channels // group) * group
     cube = read_feature(mem, layer.in_addr, (padded, layer.in_height, layer.in_width), FP16,
                         atom, layer.line_stride, layer.surf_stride, layer.batch_stride,
-                        layer.batches, what=f"{CDMA} input cube")
+                        layer.batches, what=f"{CDMA} input cube", mode=HELD)
     return cube
 
 
@@ -98,7 +99,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
         return np.ascontiguousarray(cube), counters
     cube = read_feature(mem, layer.in_addr, (layer.channels, layer.in_height, layer.in_width),
                         layer.precision, atom, layer.line_stride, layer.surf_stride,
-                        layer.batch_stride, layer.batches, what=f"{CDMA} input cube")
+                        layer.batch_stride, layer.batches, what=f"{CDMA} input cube", mode=HELD)
     if layer.batches == 1:
         cube = cube[None]
     if layer.cvt_enable:
@@ -118,12 +119,12 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
     kernel_bytes = layer.byte_per_kernel
-    fetched = mem.read_array(layer.weight_addr, layer.weight_bytes)
+    fetched = mem.read_array(layer.weight_addr, layer.weight_bytes, mode=HELD)
     if layer.compressed:
         group = weight_group_size(layer.precision, cfg)
         groups = group_bytes(layer.kernels, kernel_bytes, group)
-        wgs = mem.read_array(layer.wgs_addr, 4 * len(groups))
-        wmb = mem.read_array(layer.wmb_addr, layer.wmb_bytes)
+        wgs = mem.read_array(layer.wgs_addr, 4 * len(groups), mode=HELD)
+        wmb = mem.read_array(layer.wmb_addr, layer.wmb_bytes, mode=HELD)
         try:
             stream = decompress_weights(CompressedWeights(fetched, wmb, wgs), layer.precision,
                                         groups)

@@ -48,6 +48,7 @@ from ..dma.align import LayoutError
 from ..dma.pixel import PIXEL_FORMATS, PixelFormat, read_pixels
 from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
+from ..dram import HELD
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
 from ..num.arrays import sign_extend_array
@@ -302,7 +303,7 @@ def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, li
     rounded = -(-(layer.x_offset + layer.width) * bpp // atom) * atom
     nan = inf = 0
     for y in range(layer.height):
-        line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded)
+        line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded, mode=HELD)
         bits = line.view("<u2")[layer.x_offset * bpp // 2:]
         nan += int(nan_mask(bits).sum())
         inf += int(inf_mask(bits).sum())
@@ -324,7 +325,7 @@ def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height:
     try:
         raw = read_pixels(mem, fmt, list(addrs[: fmt.planes]), width, height,
                           list(line_strides[: fmt.planes]), x_offset, atom, f"{CDMA} image",
-                          offsets)
+                          offsets, mode=HELD)
     except LayoutError as exc:
         raise ConfigurationError(str(exc)) from None
     return pixel_components(raw, fmt)

@@ -44,6 +44,7 @@ import numpy as np
 from ..configs import FP16, INT8
 from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
+from ..dram import HELD
 from ..errors import ConfigurationError, NotImplementedFeature
 from ..jit import PARALLEL_ELEMENTS, njit, run_split
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
@@ -200,7 +201,7 @@ def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     cube = read_feature(mem, layer.addr, (layer.padded_channels, layer.height, layer.width),
                         layer.precision, ctx.config.atom_bytes, layer.line_stride,
-                        layer.surf_stride, 0, 1, what=f"{CDMA} input cube")
+                        layer.surf_stride, 0, 1, what=f"{CDMA} input cube", mode=HELD)
     cp = layer.padded_channels
     th = layer.pad_top + layer.height + layer.pad_bottom
     tw = layer.pad_left + layer.width + layer.pad_right

@@ -21,9 +21,11 @@ Public API (names other units rely on):
 * :func:`pack_feature`, :func:`unpack_feature` -- numpy arrays <-> bytes
 * :func:`gather_feature`, :func:`scatter_feature` -- on a flat uint8 buffer
 * :func:`read_feature`, :func:`write_feature` -- through a memory object with
-  ``read_array(addr, size, what)``, ``read_for_update(addr, size, what)`` (the
-  bytes a strided write keeps) and ``write(addr, data, what)`` (e.g.
-  ``sim.dram.Memory``; ``what`` names the register in errors)
+  ``read_array(addr, size, what, lines=, mode=)``, ``read_for_update(addr,
+  size, what)`` (the bytes a strided write keeps) and ``write(addr, data, what,
+  lines=)`` (e.g. ``sim.dram.Memory``; ``what`` names the register in errors,
+  ``lines`` the bytes the DMA really moves, ``mode`` how a read relates to the
+  layer's own writes)
 * :func:`fold_1x1` -- the 1x1xC surface-packed special case
 * :func:`padded_channels` -- channels rounded up to whole atoms
 """
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..dram import check_extent
+from ..dram import STREAMED, check_extent
 from .align import LayoutError, align_up, check_alignment
 from .elements import (
     as_bytes,
@@ -129,6 +131,13 @@ class FeatureLayout:
         """Array shape: (C, H, W), or (N, C, H, W) when batch > 1."""
         cube = (self.channels, self.height, self.width)
         return cube if self.batch == 1 else (self.batch,) + cube
+
+    def lines(self) -> tuple[np.ndarray, int]:
+        """(offset of every line of atoms, bytes of a line): what a DMA moves, gaps excluded."""
+        n = np.arange(self.batch, dtype=np.int64)[:, None, None] * self.batch_stride
+        s = np.arange(self.surfaces, dtype=np.int64)[None, :, None] * self.surface_stride
+        h = np.arange(self.height, dtype=np.int64)[None, None, :] * self.line_stride
+        return (n + s + h).ravel(), self.line_bytes
 
     def atom_offsets(self) -> np.ndarray:
         """Byte offset of every atom, shape (N, surfaces, H, W), int64."""
@@ -377,15 +386,16 @@ def unpack_feature(memory, addr: int, shape, strides=None, cfg=None, *, precisio
 
 def read_feature(mem, addr: int, shape, precision: str, atom_bytes: int, line_stride: int,
                  surface_stride: int, batch_stride: int = 0, batch: int = 1,
-                 what: str = "") -> np.ndarray:
+                 what: str = "", mode: str = STREAMED) -> np.ndarray:
     """A feature cube read through ``mem.read_array`` (the DMA engines' reader).
 
-    Returns (C, H, W) elements, or (N, C, H, W) when ``batch`` > 1.
+    Returns (C, H, W) elements, or (N, C, H, W) when ``batch`` > 1.  ``mode``
+    says how the read relates to the layer's own writes (:mod:`sim.dram`).
     """
     check_alignment("feature", atom_bytes, what, start=addr)
     layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
                             batch_stride, batch, what)
-    window = mem.read_array(addr, layout.extent, what)
+    window = mem.read_array(addr, layout.extent, what, lines=layout.lines(), mode=mode)
     return gather_feature(window, 0, layout, precision)
 
 
@@ -409,7 +419,7 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
     else:
         window = mem.read_for_update(addr, layout.extent, what)
     scatter_atoms(window, 0, layout, raw)
-    mem.write(addr, window, what)
+    mem.write(addr, window, what, lines=layout.lines())
     observer = getattr(mem, "observer", None)
     if observer is not None:  # tell a recorder (sim.diff) which elements these bytes hold
         observer.wrote_feature(mem, addr, layout, precision, what)

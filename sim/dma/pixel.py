@@ -29,7 +29,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..configs import FP16, INT8, INT16
-from ..dram import check_extent
+from ..dram import STREAMED, check_extent
 from .align import LayoutError, align_up, check_alignment
 
 
@@ -319,7 +319,8 @@ def unpack_pixels(planes, fmt, width: int, height: int, line_strides=None, x_off
 
 
 def read_pixels(mem, fmt, addrs, width: int, height: int, line_strides, x_offset: int = 0,
-                atom_bytes: int = 32, what: str = "", plane_x_offsets=None) -> np.ndarray:
+                atom_bytes: int = 32, what: str = "", plane_x_offsets=None,
+                mode: str = STREAMED) -> np.ndarray:
     """(C, H, W) channels read through ``mem.read_array`` (the CDMA image reader).
 
     ``addrs`` and ``line_strides`` give one value per plane; ``plane_x_offsets``
@@ -332,7 +333,7 @@ def read_pixels(mem, fmt, addrs, width: int, height: int, line_strides, x_offset
     windows = []
     for plane in range(fmt.planes):
         check_alignment("pixel", atom_bytes, what, start=addrs[plane])
-        windows.append(mem.read_array(addrs[plane], layout.extent(plane)))
+        windows.append(mem.read_array(addrs[plane], layout.extent(plane), mode=mode))
     return gather_pixels(windows, [0] * fmt.planes, layout)
 
 

@@ -4,8 +4,9 @@ The folder has NVIDIA's ``kmd/`` layout: ``firmware/*.c``,
 ``firmware/include/``, ``include/``.  It is compiled with the system C
 compiler, with our prelude (the kernel's types and attributes) and our port
 layer (:file:`port.c`), into ``<cache>/<digest>/firmware.so``; the digest
-covers every source, our port and the compiler flags, so an edited firmware
-is rebuilt and an unchanged one is loaded from the cache.
+covers the folder's path, every source, our port and the compiler flags, so
+an edited (or moved) firmware is rebuilt and an unchanged one is loaded from
+the cache.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ def firmware_sources(kmd_dir: str | Path) -> list[Path]:
 
 def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    h.update(repr((CFLAGS, defines)).encode())
+    # the folder too: the library's messages (assertions) name its source files by path,
+    # so a copy elsewhere gets its own build and cites the folder the user gave
+    h.update(repr((CFLAGS, defines, str(kmd))).encode())
     files = sorted(p for d in ("firmware", "include") for p in (kmd / d).rglob("*")
                    if p.is_file() and p.suffix in (".c", ".h"))
     for path in files:

@@ -4,7 +4,7 @@ NVIDIA's firmware interface 0.12 added a 32-bit ``offset`` to every data
 cube of the surface descriptors (after the address-list index; the hardware
 address becomes the address-list entry plus that offset).  Loadables compiled
 for an earlier interface (NVIDIA's published regression loadables declare
-0.10) lay cubes out without it.  When such a loadable meets a 0.12+
+0.10 or 0.11) lay cubes out without it.  When such a loadable meets a 0.12+
 firmware, each task's surface descriptors are rewritten to the new layout
 with offset 0, which addresses exactly what the old firmware addressed.
 
@@ -22,6 +22,7 @@ import re
 import struct
 from pathlib import Path
 
+EMU_INTERFACE = 2  # the loadable's interface code of CPU (EMU) blobs
 OFFSET_INTERFACE = (0, 12)  # first firmware interface with data_cube.offset
 SURFACE_CONTAINER, DEP_ENTRY = 644, 36
 OLD_CUBE, NEW_CUBE = 28, 32
@@ -41,10 +42,23 @@ def firmware_interface(kmd_dir: str | Path) -> tuple[int, int]:
     return int(major.group(1), 0), int(minor.group(1), 0)
 
 
+def descriptor_interface(loadable) -> tuple[int, int] | None:
+    """The firmware interface the loadable's DLA descriptors were written for.
+
+    Descriptor blobs (network, operation, surface, dependency and LUT lists)
+    carry the interface version they were compiled for; data blobs (weights,
+    tensors: the compiler's ``tb-*``) carry none (0.0.0), and EMU blobs carry
+    the EMU interface's own version.  Older loadables tag descriptors with
+    interface 0 instead of DLA, so the version, not the tag, tells them apart.
+    """
+    versions = [tuple(b.version[:2]) for b in loadable.blobs.values()
+                if b.interface != EMU_INTERFACE and b.version and any(b.version)]
+    return min(versions) if versions else None
+
+
 def needs_upgrade(loadable, kmd_dir) -> bool:
-    versions = [b.version for b in loadable.blobs.values() if b.interface != 2 and b.version]
-    oldest = min(versions) if versions else None
-    return (oldest is not None and tuple(oldest[:2]) < OFFSET_INTERFACE
+    oldest = descriptor_interface(loadable)
+    return (oldest is not None and oldest < OFFSET_INTERFACE
             <= firmware_interface(kmd_dir))
 
 

@@ -20,6 +20,7 @@ from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
 from ..configs import FP16
 from ..dma.elements import elements_per_atom
 from ..dma.feature import read_feature, write_feature
+from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num.lut import LutRam
@@ -65,7 +66,7 @@ def _read_input(ctx, layer, cp: int) -> np.ndarray:
                                       layer.src_line_stride, layer.src_surface_stride)
     cube = read_feature(mem, layer.src_address, (cp, layer.height, layer.width),
                         layer.in_precision, atom, line, surface,
-                        what=f"{SDP_RDMA}.D_SRC_BASE_ADDR")
+                        what=f"{SDP_RDMA}.D_SRC_BASE_ADDR", mode=ELEMENTWISE)
     return cube[None]  # in the element dtype: the datapath widens it block by block
 
 

@@ -189,6 +189,28 @@ def test_firmware_reported_failure(case, config, message):
         _run(config, p, descriptor=descriptor)
 
 
+def test_logged_error_then_nothing_armed_is_a_task_failure():
+    """A firmware that says why it rejects an op, returns success and arms nothing."""
+    p = Program("nv_full")
+    p.op(0)
+    with pytest.raises(FirmwareTaskFailed, match="armed nothing more.*unit 0 programs nothing"):
+        _run("nv_full", p)
+
+
+def test_messages_cite_the_folder_that_was_run(tmp_path):
+    """Identical sources in two folders: each run's messages name its own folder."""
+    copy = tmp_path / "my-kmd"
+    shutil.copytree(MINIKMD, copy)
+    p = Program("nv_full")
+    p.op(9)
+    for folder in (MINIKMD, copy):
+        m = Machine("nv_full")
+        m.load(DESC, p.descriptor())
+        with pytest.raises(FirmwareTaskFailed) as info:
+            Firmware(m, folder).run_task([DESC, SRC, MID, DST])
+        assert f"{folder.resolve()}/firmware/minikmd.c" in str(info.value)
+
+
 @pytest.mark.parametrize("rdma, armed", [(False, "blocks armed but waiting"),
                                          (None, "no block armed")])
 def test_stalled_task_names_what_is_armed(rdma, armed):

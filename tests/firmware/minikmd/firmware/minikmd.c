@@ -75,8 +75,9 @@ static int32_t mk_done_bit(struct mk_engine *e, const struct mk_op *op, uint16_t
 			return -MK_ENODEV;
 		}
 		return MK_BDMA_DONE_BIT + op->group;
-	default:
-		dla_error("minikmd: op %u: unknown unit %u\n", index, op->unit);
+	default: /* cites its source as a real KMD's assertions do */
+		dla_error("minikmd: op %u: unknown unit %u (%s:%d)\n", index, op->unit, __FILE__,
+			  __LINE__);
 		return -MK_EINVAL;
 	}
 }
@@ -92,6 +93,12 @@ static int32_t mk_start_next(struct mk_engine *e)
 	ret = mk_read(e, &op, sizeof(op), e->next_op);
 	if (ret)
 		return ret;
+	if (op.unit == MK_UNIT_NONE) {
+		/* a firmware that logs a rejected op but neither fails nor arms anything */
+		dla_error("minikmd: op %u: unit 0 programs nothing\n", e->ops_done);
+		e->awaited = 0;
+		return 0;
+	}
 	bit = mk_done_bit(e, &op, e->ops_done);
 	if (bit < 0)
 		return bit;

@@ -20,7 +20,7 @@
 #define MK_MAGIC 0x444d4b4du /* "MKMD" read as a little-endian word */
 #define MK_VERSION 1
 
-enum mk_unit { MK_UNIT_BDMA = 1, MK_UNIT_SDP = 2 };
+enum mk_unit { MK_UNIT_NONE = 0, MK_UNIT_BDMA = 1, MK_UNIT_SDP = 2 };
 
 struct mk_header {
 	uint32_t magic;

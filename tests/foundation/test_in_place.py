@@ -1,0 +1,81 @@
+"""Outputs over a layer's own input: computed where the result cannot depend on DMA timing.
+
+NVIDIA's compiler places outputs over inputs to save memory.  The result is
+the hardware's when every byte the layer writes was already consumed: a
+convolution's input sits in the convolution buffer once fetched, an SDP
+writing each element where it read it has read it first, and a write into
+the gaps of a strided input touches nothing the layer reads.  A write onto
+bytes the layer still streams in is refused.  Each case is compared with the
+same layer run out of place.
+"""
+
+import numpy as np
+import pytest
+
+from sim.dma.feature import pack_feature, read_feature
+from sim.dram import MemoryFault
+from sim.machine import Machine
+from sim.program.conv import program
+from sim.program.registers import write_fields
+from sim.program.sdp import program_sdp_core, program_sdp_input, program_sdp_output, program_x
+
+SRC = 0x8010_0000
+OUT_OF_PLACE = 0x8080_0000
+CONV_UNITS = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC",
+              "NVDLA_SDP")
+
+
+def _sdp(dst: int, line: int, surface: int, cube: np.ndarray) -> np.ndarray:
+    """int8 cube + 7 through X1, src and dst with the same strides; returns the output."""
+    m = Machine("nv_small")
+    data, lay = pack_feature(cube, precision="int8", atom_bytes=8, line_stride=line,
+                             surface_stride=surface)
+    m.load(SRC, data)
+    program_sdp_input(m, cube.shape, (SRC, lay), "int8", "int8")
+    program_sdp_core(m, cube.shape, "int8", "int8", dst=(dst, lay))
+    program_x(m, "bs", {"bypass": 0, "alu_bypass": 0, "alu_algo": 2, "alu_operand": 7})
+    program_x(m, "bn", None)
+    write_fields(m, "NVDLA_SDP.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
+                 ew_lut_bypass=1)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    m.run()
+    return read_feature(m.memory(1), dst, cube.shape, "int8", 8, line, surface)
+
+
+@pytest.mark.parametrize("dst_offset, line_stride, refused", [
+    (0, None, False),  # in place, element for element
+    (0x40, 0x80, False),  # into the gaps between the input's lines (line stride twice a line)
+    (0x20, None, True),  # one line later: overwrites lines not yet read
+    (0x08, 0x80, True),  # inside the lines, shifted by an atom
+])
+def test_sdp_output_over_its_input(dst_offset, line_stride, refused):
+    rng = np.random.default_rng(5)
+    cube = rng.integers(-128, 128, (16, 4, 8), dtype=np.int64).astype(np.int8)
+    line = line_stride or 8 * 8  # W atoms of 8 bytes
+    surface = line * 4
+    if refused:
+        with pytest.raises(MemoryFault, match="overlaps bytes this layer reads"):
+            _sdp(SRC + dst_offset, line, surface, cube)
+        return
+    got = _sdp(SRC + dst_offset, line, surface, cube)
+    np.testing.assert_array_equal(got, _sdp(OUT_OF_PLACE, line, surface, cube))
+    np.testing.assert_array_equal(got, np.clip(cube.astype(np.int64) + 7, -128, 127))
+
+
+def _conv(dst: int) -> bytes:
+    """A 3x3 int8 convolution of a 16x6x6 cube at SRC, its 8x4x4 output at ``dst``."""
+    rng = np.random.default_rng(9)
+    x = rng.integers(-20, 20, (16, 6, 6), dtype=np.int64).astype(np.int8)
+    w = rng.integers(-3, 4, (8, 16, 3, 3), dtype=np.int64).astype(np.int8)
+    m = Machine("nv_small")
+    program(m, x, w, precision="int8", in_addr=SRC)
+    program_sdp_output(m, dst, (8, 4, 4), "int8")
+    for unit in CONV_UNITS:
+        m.write_reg(f"{unit}.D_OP_ENABLE_0", 1)
+    assert m.run() == 1
+    return m.read_memory(dst, 8 * 4 * 4)
+
+
+def test_convolution_output_over_its_own_input_uses_what_the_buffer_holds():
+    assert _conv(SRC) == _conv(OUT_OF_PLACE)
