@@ -92,7 +92,8 @@ class LayerAccess:
 
     def same_bytes(self, other: LayerAccess) -> bool:
         mine, theirs = self.intervals(), other.intervals()
-        return all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(mine, theirs, strict=True))
+        return all(a.shape == b.shape and np.array_equal(a, b)
+                   for a, b in zip(mine, theirs, strict=True))
 
 
 class Memory:
@@ -346,6 +347,9 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
     """
     path = Path(path)
     text = _read_text(path)
+    if not text.strip():
+        raise SimError(f"{path}: holds no memory records (expected {{offset:0x.., size:N, "
+                       f"payload:0x.. ...}})")
     records = _well_formed_records(text)
     if records is not None:
         return records
@@ -438,6 +442,15 @@ def _is_data_line(line: str) -> bool:
     return line.lstrip()[:2].lower() == "0x" and "=" not in line
 
 
+def _check_header(path: Path, lineno: int, line: str) -> None:
+    """Besides data, a memory file holds text: headers (``key = value``, ``memory
+    type:dram``), comments, rules, braces; anything else (binary) is no memory file."""
+    text = line.strip()
+    if not (text.isprintable() and text.isascii()):
+        raise SimError(f"{path}:{lineno}: binary data, neither hex bytes (0xHH ...) nor a "
+                       f"header line")
+
+
 def read_hex_dat(path: str | Path) -> bytes:
     """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
 
@@ -452,19 +465,23 @@ def read_hex_dat(path: str | Path) -> bytes:
         raw = path.read_bytes()
     except OSError as exc:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
-    start = 0  # skip the header lines at the top; any later ones take the slow path
+    start, lineno = 0, 1  # skip the header lines at the top; any later ones take the slow path
     while start < len(raw):
         end = raw.find(b"\n", start)
         end = len(raw) if end < 0 else end
-        if _is_data_line(raw[start:end].decode("latin-1")):
+        line = raw[start:end].decode("latin-1")
+        if _is_data_line(line):
             break
-        start = end + 1
+        _check_header(path, lineno, line)
+        start, lineno = end + 1, lineno + 1
     data = _regular_hex(raw, start)
     if data is None:
         data = _hex_bytes(raw[start:].decode("latin-1"))
-    if data is not None:
-        return data
-    return _read_hex_tokens(path)
+    if data is None:
+        data = _read_hex_tokens(path)
+    if not data:
+        raise SimError(f"{path}: holds no data (expected lines of hex bytes, 0xHH ...)")
+    return data
 
 
 _HEX_DIGIT = np.full(256, 255, np.uint8)  # value of an ASCII hex digit, 255 for anything else
@@ -502,6 +519,7 @@ def _read_hex_tokens(path: Path) -> bytes:
     out = bytearray()
     for lineno, line in enumerate(_read_text(path).splitlines(), 1):
         if not _is_data_line(line):
+            _check_header(path, lineno, line)
             continue
         for tok in line.split():
             try:
@@ -743,7 +761,10 @@ def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple
     """
     path = Path(path)
     if path.suffix != ".dat":
-        return 0, _read_bytes(path, limits)
+        data = _read_bytes(path, limits)
+        if not data:
+            raise SimError(f"{path}: the memory image is empty")
+        return 0, data
     head = _read_text(path)[:4096]
     if "offset" in head and "payload" in head:
         records = read_record_dat(path)

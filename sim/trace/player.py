@@ -282,6 +282,9 @@ def run_trace(
         player = TracePlayer(trace_file, cfg_name, dump_dir, dump_format=dump_format,
                              word_bytes=word_bytes)
         player.play()
+        if not player.checks:  # a verdict needs evidence: a trace that checks nothing fails
+            raise SimError(f"{trace_file}: the trace checks nothing (no memory check, register "
+                           f"poll or interrupt wait): no verdict")
         return TraceResult(display, cfg_name, "pass", f"{player.checks} checks",
                            time.perf_counter() - start, player.checks)
     except CheckFailed as exc:
