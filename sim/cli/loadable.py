@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mean", type=float, default=0.0, help="value subtracted from each pixel")
     p.add_argument("--normalize", type=int, default=1, help="divisor of each pixel (fp16)")
     p.add_argument("--trace-out", metavar="FILE.cfg", help="record the run as a .cfg trace")
+    p.add_argument("--layers", metavar="DIR",
+                   help="write every hardware layer's output cube to DIR as layerNNN_UNIT.npy "
+                        "(int8/int16, or float16 for fp16) with a summary line per layer in "
+                        "DIR/layers.txt")
     p.add_argument("-o", "--out-dir", required=True, metavar="OUTDIR")
     return p
 
@@ -52,6 +56,16 @@ def _input(path: str | None) -> dict[int, bytes]:
     return {0: data}
 
 
+def _check_output_folder(folder: str) -> None:
+    """An output folder is created or replaced only if it holds nothing of the user's."""
+    path = Path(folder)
+    if path.exists() and not path.is_dir():
+        raise SimError(f"{folder}: exists and is not a folder; name a new or empty folder")
+    if path.is_dir() and any(path.iterdir()):
+        raise SimError(f"{folder}: folder is not empty; name a new or empty folder (nothing "
+                       f"in it is overwritten)")
+
+
 def main(argv: list[str]) -> int:
     from ..configs import get_config
     from ..dram import write_folder_atomically
@@ -67,10 +81,25 @@ def main(argv: list[str]) -> int:
 
         inputs[0] = image_to_tensor(read_pgm(args.image), input_tensor(loadable, 0),
                                     (args.mean,) * 4, args.normalize)
+    for folder in filter(None, (args.out_dir, args.layers)):
+        _check_output_folder(folder)
+    layers = None
+    if args.layers:
+        from ..runtime.layers import LayerOutputs
+
+        layers = LayerOutputs()
     result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out,
-                                progress=sys.stderr)
+                                progress=sys.stderr, layers=layers)
+    if result.notes:
+        print(f"note: {len(result.notes)} dependency link(s) between DLA tasks made task-local "
+              f"(NVIDIA's compiler chains engines across tasks; see the README)",
+              file=sys.stderr)
     files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
     write_folder_atomically(args.out_dir, files)
+    if layers is not None:
+        write_folder_atomically(args.layers, layers.files())
+        for out in layers.outputs:
+            print(out.summary())
     print(f"{Path(args.loadable).name}: {result.tasks} tasks, {result.hw_layers} hardware "
           f"layers, {len(files)} outputs in {args.out_dir} ({result.seconds:.2f}s)")
     return 0

@@ -7,18 +7,6 @@ memory.  :meth:`Firmware.run_task` does what NVIDIA's Linux driver does for
 one submitted task: ``dla_execute_task``, then, each time the interrupt line
 rises, ``dla_isr_handler`` and ``dla_process_events`` until the firmware
 reports the task complete, then ``dla_clear_task``.
-
-One difference, between tasks: NVIDIA's driver registers the firmware once
-(at probe) and keeps its operation-descriptor cache for the life of the
-module; ``dla_clear_task`` resets the engine and its register groups but not
-that cache.  A task whose dependency graph links an operation to one outside
-the task (NVIDIA's compiler links the last operation of each type in a DLA
-task to the first of that type in the next DLA task, by its index in that
-task) leaves descriptors in the cache, and the next task then finds them
-under its own indexes: on a device its second DLA task fails.  Each task
-after the first therefore starts from a freshly registered firmware (what
-reloading the driver module between submits gives), so every task runs as
-the first task after probe does.
 """
 
 from __future__ import annotations
@@ -118,14 +106,8 @@ class Firmware:
         self.log_lines: list[str] = []
         self.error_lines: list[str] = []  # what the firmware reported with dla_error
         self.cpu_writes: list[tuple[int, int]] = []  # (address, size) the firmware wrote
-        self._used = False  # a task ran since the firmware was registered
-        self._register()
-
-    def _register(self) -> None:
-        """``dla_register_driver`` then ``dla_clear_task``: the firmware as at driver probe."""
         self._call("dla_register_driver", ctypes.byref(self._engine), None)
         self.lib.dla_clear_task(self._engine)
-        self._used = False
 
     # -- callbacks (C -> Python): never raise into C ---------------------------
     def _guard(self, fn, default):
@@ -192,9 +174,6 @@ class Firmware:
         """
         start, layers0 = time.perf_counter(), self.machine.layers_run
         self.cpu_writes, self.error_lines = [], []
-        if self._used:  # no descriptor of an earlier task may stay in the firmware's cache
-            self._register()
-        self._used = True
         n = len(addresses)
         pairs = [a if isinstance(a, tuple) else (int(a), 0) for a in addresses]
         bases = (ctypes.c_uint64 * max(n, 1))(*(b for b, _ in pairs))

@@ -77,15 +77,20 @@ class Buffer:
             raise EmuError(f"EMU buffer format {fmt} is not supported")
         return cls(index, offset, size, layout.formats[fmt], *rest)
 
-    def element_offsets(self) -> np.ndarray:
-        """Byte offsets of (c, h, w) elements, as the runtime's address helper computes them."""
+    def element_offsets(self, shape: tuple[int, int, int] | None = None) -> np.ndarray:
+        """Byte offsets of (c, h, w) elements, as the runtime's address helper computes them.
+
+        ``shape``: (channels, height, width) to address, by default this
+        buffer's own (the power loop walks the source's shape in both).
+        """
         if self.format not in GROUP_BYTES:
             raise EmuError(f"EMU buffer format {self.format} is not supported (int8 or fp16)")
         bpe = BYTES[self.format]
         group = GROUP_BYTES[self.format] // bpe
-        c = np.arange(self.channels, dtype=np.int64)[:, None, None]
-        h = np.arange(self.height, dtype=np.int64)[None, :, None]
-        w = np.arange(self.width, dtype=np.int64)[None, None, :]
+        channels, height, width = shape or (self.channels, self.height, self.width)
+        c = np.arange(channels, dtype=np.int64)[:, None, None]
+        h = np.arange(height, dtype=np.int64)[None, :, None]
+        w = np.arange(width, dtype=np.int64)[None, None, :]
         return ((c // group) * self.surface_stride + h * self.line_stride + w * group * bpe
                 + (c % group) * bpe)
 
@@ -146,25 +151,66 @@ class EmuTask:
         return data[idx].reshape(-1).view("<u2" if bpe == 2 else np.int8)
 
     def _scatter(self, buf: Buffer, offsets: np.ndarray, values: np.ndarray) -> None:
+        """Store ``values`` at ``offsets``: one write of the span, bytes between kept."""
         bpe = BYTES[buf.format]
+        offsets = offsets.reshape(-1)
         raw = np.ascontiguousarray(values).view(np.uint8).reshape(-1, bpe)
-        base = self._base(buf)
-        for off, chunk in zip(offsets.reshape(-1), raw, strict=True):
-            self.write(base + int(off), chunk.tobytes())
+        if len(raw) != len(offsets):
+            raise EmuError(f"EMU op: {len(raw)} values for {len(offsets)} places")
+        if not len(offsets):
+            return
+        low = int(offsets.min())
+        base = self._base(buf) + low
+        span = np.frombuffer(self.read(base, int(offsets.max()) - low + bpe), np.uint8).copy()
+        span[(offsets - low)[:, None] + np.arange(bpe)] = raw
+        self.write(base, span.tobytes())
 
     # -- operations -----------------------------------------------------------
     def _power(self, src, dst, in_scale, out_scale, power, scale, shift) -> None:
-        x_off, y_off = src.element_offsets(), dst.element_offsets()[: src.channels,
-                                                                   : src.height, : src.width]
-        x = self._gather(src, x_off)
-        if src.format == FORMAT_FF16:
-            y = half_from_float32(powf(np.float32(shift) + np.float32(scale)
-                                       * float32_from_half(x), power))
-        else:
+        """y = (shift + scale * x) ** power over the source's (c, h, w), in float32.
+
+        The runtime's loop: for each source element in channel, line, pixel
+        order, x is the fp16 value (or the int8 value times the input scale),
+        y is ``powf`` of float32 ``shift + scale * x``, stored as a half
+        (round to nearest, ties away) or as int8 (y over the output scale,
+        clamped, truncated) at the same (c, h, w) of the destination, through
+        the destination's own strides.  Element by element, in that order,
+        when the destination's bytes meet the source's (but for in place).
+        """
+        shape = (src.channels, src.height, src.width)
+        x_off, y_off = src.element_offsets(), dst.element_offsets(shape)
+
+        def compute(x: np.ndarray) -> np.ndarray:
+            if src.format == FORMAT_FF16:
+                return half_from_float32(powf(np.float32(shift) + np.float32(scale)
+                                              * float32_from_half(x), power))
             xf = x.astype(np.float32) * np.float32(in_scale)
-            y = saturate_int8(powf(np.float32(shift) + np.float32(scale) * xf, power)
-                              / np.float32(out_scale))
-        self._scatter(dst, y_off, y)
+            return saturate_int8(powf(np.float32(shift) + np.float32(scale) * xf, power)
+                                 / np.float32(out_scale))
+
+        if self._overlaps(src, x_off, dst, y_off):
+            for xo, yo in zip(x_off.reshape(-1), y_off.reshape(-1), strict=True):
+                one_x, one_y = np.array([xo]), np.array([yo])
+                self._scatter(dst, one_y, compute(self._gather(src, one_x)))
+            return
+        self._scatter(dst, y_off, compute(self._gather(src, x_off)))
+
+    def _overlaps(self, src, x_off, dst, y_off) -> bool:
+        """Do the destination's bytes meet the source's, other than element for element?
+
+        Then a store can change a source element the loop reads later, and the
+        elements are computed one by one in the loop's order.
+        """
+        if not x_off.size:
+            return False
+        bpe = BYTES[src.format]
+        xs = self._base(src) + x_off.reshape(-1)
+        ys = self._base(dst) + y_off.reshape(-1)
+        if ys.max() + bpe <= xs.min() or xs.max() + bpe <= ys.min():
+            return False
+        if np.array_equal(xs, ys):
+            return False  # in place, element for element: each is read before it is written
+        return True
 
     def _softmax(self, src, dst, in_scale, out_scale) -> None:
         """Softmax over the first ``channels`` elements of the source (the runtime's loop)."""
@@ -185,6 +231,9 @@ class EmuTask:
         for e in exps:  # float32 accumulation in order, as the runtime's loop adds
             total = np.float32(total + e)
         out = half_from_float32(exps / total)
-        if src.format != FORMAT_FF16:
-            out = saturate_int8(float32_from_half(out) / np.float32(out_scale))
-        self._scatter(dst, offsets[: dst.channels], out[: dst.channels])
+        if src.format == FORMAT_FF16:  # the fp16 loop stores the source's count
+            self._scatter(dst, offsets, out)
+            return
+        out = saturate_int8(float32_from_half(out) / np.float32(out_scale))
+        count = min(dst.channels, n)  # the int8 loop stores the destination's count
+        self._scatter(dst, offsets[:count], out[:count])

@@ -2,9 +2,9 @@
 
 A small reader over the ``flatbuffers`` package's table API; field slots
 follow the order of the tables of NVIDIA's loadable schema (version 0.7):
-memories, blobs, tensor descriptors, the address list, tasks, submits and
-events.  Every offset is checked against the buffer, so a damaged file gives
-one clear error instead of a crash.
+memories, blobs, tensor descriptors, the address list, tasks, submits,
+events and relocations.  Every offset is checked against the buffer, so a
+damaged file gives one clear error instead of a crash.
 """
 
 from __future__ import annotations
@@ -77,6 +77,33 @@ class Task:
 
 
 @dataclass(frozen=True)
+class Event:
+    """An event a task waits for or signals (the runtime submits in order and ignores them)."""
+
+    id: int
+    type: int
+    target: int
+    value: int
+    op: int  # 0 wait, 1 signal
+
+
+@dataclass(frozen=True)
+class Reloc:
+    """A place in a descriptor blob that names a bindable tensor's stride.
+
+    The runtime rewrites it only when an application binds a tensor with
+    strides other than the loadable's descriptor (``setInputTensorDesc``).
+    """
+
+    address_id: int  # the bindable tensor's address entry
+    write_id: int  # the memory holding the descriptor to rewrite
+    offset: int  # byte offset of the 32-bit field in that memory (the runtime indexes words)
+    interface: int
+    sub_interface: int
+    reloc_type: int  # 1 line stride, 2 surface stride
+
+
+@dataclass(frozen=True)
 class TensorDesc:
     name: str
     id: int
@@ -101,6 +128,8 @@ class Loadable:
     blobs: dict[str, Blob] = field(default_factory=dict)
     tensors: list[TensorDesc] = field(default_factory=list)
     submits: list[tuple[int, ...]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    relocs: list[Reloc] = field(default_factory=list)
 
 
 class _Table:
@@ -237,6 +266,13 @@ def parse_loadable(data: bytes, where: str = "loadable") -> Loadable:
                     t.scalar(3, N.Uint32Flags), t.bytes(5), tuple(version) if version else None)
         out.blobs[blob.name] = blob
     out.tensors = [_tensor(t) for t in root.tables(6, "tensor_desc_list")]
+    out.events = [Event(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint8Flags),
+                        t.scalar(2, N.Uint16Flags), t.scalar(3, N.Uint32Flags),
+                        t.scalar(4, N.Uint8Flags)) for t in root.tables(4, "event_list")]
+    out.relocs = [Reloc(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint16Flags),
+                        t.scalar(2, N.Uint64Flags), t.scalar(3, N.Uint32Flags),
+                        t.scalar(4, N.Uint32Flags), t.scalar(5, N.Uint8Flags))
+                  for t in root.tables(7, "reloc_list")]
     out.submits = [t.scalars(1, N.Uint16Flags) for t in root.tables(8, "submit_list")]
     if not out.tasks or not out.memories or not out.submits:
         raise LoadableError(f"{where}: not a loadable (needs at least one task, memory and "

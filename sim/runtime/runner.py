@@ -8,10 +8,39 @@ their own — an input nothing binds holds what a fresh allocation holds
 submit runs its tasks in order: DLA tasks through the KMD firmware with the
 task's address list, EMU tasks on the CPU (:mod:`.emu`).  Outputs come back
 as numpy byte buffers and as NVIDIA's ``.dimg`` files.
+
+Tasks share the loadable's memories: every task's address list names global
+address entries (a DLA task's list is its network descriptor, the compiler's
+memory pools, then its own dependency graph, operation, surface and LUT
+lists), and a DLA task's descriptors index its own list.  The runtime ignores
+the loadable's events (the submits run one after the other, each task to
+completion) and a DLA task's instance (one device; an EMU task may only ask
+for emulator 0), and its relocations only rewrite strides when an
+application binds a tensor laid out differently from the loadable's own
+descriptor (the test application never does).
+
+One thing is added to what NVIDIA's runtime does, for loadables with more
+than one DLA task (a layer the compiler put on the CPU between two DLA
+parts): NVIDIA's compiler chains each engine's operations across the whole
+network, not per task, so the last operation of a type in one DLA task
+names, as its consumer, the index the first operation of that type has in
+the next DLA task, and that operation's dependency count includes the link.
+NVIDIA's firmware, given such a task, follows the link inside the running
+task (it re-reads a finished operation of the same index and leaves it in
+its descriptor cache, which ``dla_clear_task`` keeps), then fails at the
+next DLA task, and would wait forever on the counted link if it got past
+that.  The submit order already runs every operation of earlier tasks
+first, so before a DLA task goes to the firmware its dependency graph is
+made task-local (:func:`task_local_dependencies`): links to operations of
+other tasks are cut and counts lowered to the signals the task itself
+gives.  A graph that is already task-local (every single-DLA-task loadable)
+is left as it is.
 """
 
 from __future__ import annotations
 
+import logging
+import struct
 import time
 from dataclasses import dataclass, field
 
@@ -36,6 +65,13 @@ OPERATION_UNITS = {0: ("BDMA", "bdma"), 1: ("convolution", None), 2: ("SDP", Non
                    3: ("PDP", "pdp"), 4: ("CDP", "cdp"), 5: ("Rubik", "rubik")}
 BASES = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # where NVIDIA's benches put memory
 PAGE = 0x1000
+# firmware interface (dla_interface.h): network descriptor and dependency-graph entries
+NETWORK_DESC = 40  # bytes; dependency graph index (int16) at 4, num_rois/num_operations at 28/30
+DEP_ENTRY = 36  # index, roi, op type (byte 3), dependency count (byte 4), 6 consumers, fused parent
+CONSUMERS_AT, FUSED_AT, NUM_OP_TYPES = 8, 32, 6  # each consumer: int16 index, u8 event, u8 pad
+
+log = logging.getLogger("sim.runtime")
+log.addHandler(logging.NullHandler())
 
 
 @dataclass
@@ -46,6 +82,27 @@ class RunResult:
     hw_layers: int = 0
     seconds: float = 0.0
     task_seconds: list[tuple[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # links cut to make DLA tasks task-local
+
+
+@dataclass
+class TaskView:
+    """One finished task, as ``on_task`` sees it: its address list in simulated memory."""
+
+    task: object  # the loadable's Task
+    label: str  # "DLA" or "EMU"
+    addresses: list[tuple[str, int, int]]  # (ram, memory base, offset) per address-list entry
+    machine: Machine
+
+    def address(self, index: int) -> int:
+        """The address entry ``index`` names (memory base plus the entry's offset)."""
+        _, base, offset = self.addresses[index]
+        return base + offset
+
+    def read(self, index: int, offset: int, size: int) -> bytes:
+        """``size`` bytes at ``offset`` past address-list entry ``index``."""
+        ram = self.addresses[index][0]
+        return self.machine.memory(ram).read(self.address(index) + offset, size)
 
 
 class Placement:
@@ -136,13 +193,18 @@ def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str
 
 def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full",
                        inputs: dict[int, bytes] | None = None, recorder_path=None,
-                       progress=None) -> RunResult:
-    """Run every submitted task; ``progress``: a stream for a progress bar (sim.progress)."""
+                       progress=None, layers=None, on_task=None) -> RunResult:
+    """Run every submitted task; ``progress``: a stream for a progress bar (sim.progress).
+
+    ``layers``: a :class:`sim.runtime.layers.LayerOutputs` to attach to the
+    machine; ``on_task``: called with a :class:`TaskView` after each task.
+    """
     from ..progress import Progress
 
     total = sum(len(submit) for submit in loadable.submits)
     with Progress(total, progress, "loadable") if progress is not None else _NoProgress() as bar:
-        return _run_tasks(loadable, firmware_dir, config, inputs, recorder_path, bar)
+        return _run_tasks(loadable, firmware_dir, config, inputs, recorder_path, bar, layers,
+                          on_task)
 
 
 class _NoProgress:
@@ -157,12 +219,14 @@ class _NoProgress:
 
 
 def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_path,
-               bar) -> RunResult:
+               bar, layers=None, on_task=None) -> RunResult:
     from ..firmware import Firmware
     from ..trace.record import TraceRecorder
 
     start = time.perf_counter()
     machine = Machine(config)
+    if layers is not None:
+        layers.attach(machine)
     place = place_memories(loadable, machine, inputs or {})
     recorder = TraceRecorder(machine) if recorder_path else None
     firmware = None
@@ -186,6 +250,11 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                     firmware = Firmware(machine, firmware_dir, recorder)
                 check_units(machine.config, task.id, operation_types(
                     pri.read, lambda i, addrs=addresses: addrs[i][1] + addrs[i][2]))
+                for note in task_local_dependencies(
+                        pri.read, cpu_write, lambda i, addrs=addresses: addrs[i][1] + addrs[i][2],
+                        task.id):
+                    log.info("%s", note)
+                    result.notes.append(note)
                 if upgrade:
                     upgrade_task(pri.read, cpu_write,
                                  lambda i, addrs=addresses: addrs[i][1] + addrs[i][2])
@@ -201,6 +270,9 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                                    firmware.cpu_writes)
                 label = "DLA"
             elif task.interface == INTERFACE_EMU1:
+                if task.instance not in (-1, 0):  # the runtime has one emulator
+                    raise SimError(f"loadable EMU task {task.id} asks for emulator instance "
+                                   f"{task.instance}; the runtime has only instance 0")
                 emu_list = [b + o if r == "pri_mem" else None for r, b, o in addresses]
                 sizes = [_memory_end(place, b) - (b + o) for r, b, o in addresses]
                 EmuTask(emu_list, pri.read, cpu_write, sizes).run()
@@ -209,6 +281,8 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                 raise SimError(f"task {task.id}: unknown interface {task.interface}")
             result.tasks += 1
             result.task_seconds.append((f"{label} task {task.id}", time.perf_counter() - t0))
+            if on_task is not None:
+                on_task(TaskView(task, label, addresses, machine))
             bar.step(f"{label} task {task.id} ({time.perf_counter() - t0:.2f}s)")
     for mem in sorted((m for m in loadable.memories if m.is_output), key=lambda m: m.bind_id):
         ram, base, size = place.where[mem.id]
@@ -230,6 +304,67 @@ def check_units(config, task_id: int, op_types) -> None:
         if feature and not getattr(config, feature):
             raise SimError(f"loadable DLA task {task_id}: operation {op} needs the {name}, "
                            f"which {config.name} lacks")
+
+
+def task_local_dependencies(read, write, address_of, task_id: int = 0) -> list[str]:
+    """Make one DLA task's dependency graph name only the task's own operations.
+
+    ``address_of(index)``: where address-list entry ``index`` starts.  In
+    every ROI's block of entries, a consumer link is the task's own when it
+    names a later operation of the task of the consumer slot's type; a link
+    of an operation's own type is the engine's chain, which leaves the task
+    from the last operation of that type (NVIDIA's compiler orders and
+    numbers each task's operations in one topological order, so every link
+    inside a task points forward).  Other links (and a fused parent that is
+    not the task's) are cut; a dependency count above the number of links
+    left that signal the operation is lowered to it.  Returns a note per
+    change (none for a task-local graph).
+    """
+    network = read(address_of(0), NETWORK_DESC)
+    (dep_index,) = struct.unpack_from("<h", network, 4)
+    num_rois, count = struct.unpack_from("<HH", network, 28)
+    if not count:
+        return []
+    base = address_of(dep_index)
+    notes = []
+    for roi in range(max(num_rois, 1)):
+        start = base + roi * count * DEP_ENTRY
+        graph = bytearray(read(start, count * DEP_ENTRY))
+        types = [graph[op * DEP_ENTRY + 3] for op in range(count)]
+        last = {t: op for op, t in enumerate(types)}  # last operation of each type
+        signals = [0] * count
+        changed = False
+        for op in range(count):
+            entry = op * DEP_ENTRY
+            for slot in range(NUM_OP_TYPES + 1):
+                at = entry + (CONSUMERS_AT + 4 * slot if slot < NUM_OP_TYPES else FUSED_AT)
+                (target,) = struct.unpack_from("<h", graph, at)
+                if target == -1:
+                    continue
+                if slot < NUM_OP_TYPES:
+                    own = (op < target < count and types[target] == slot
+                           and not (slot == types[op] and last[slot] == op))
+                    what = f"consumer of type {slot}"
+                else:  # the operation it is fused to: the one before it in the pipeline
+                    own = 0 <= target < op and types[target] == types[op] - 1
+                    what = "fused parent"
+                if own:
+                    signals[target] += 1
+                    continue
+                struct.pack_into("<h", graph, at, -1)
+                changed = True
+                notes.append(f"DLA task {task_id}: operation {op} (type {types[op]}) names "
+                             f"operation {target} as its {what}, not one of this task's: link cut")
+        for op in range(count):
+            waits = graph[op * DEP_ENTRY + 4]
+            if waits > signals[op]:
+                graph[op * DEP_ENTRY + 4] = signals[op]
+                changed = True
+                notes.append(f"DLA task {task_id}: operation {op} (type {types[op]}) waits on "
+                             f"{waits} signals, {signals[op]} from this task: count lowered")
+        if changed:
+            write(start, bytes(graph))
+    return notes
 
 
 def _memory_end(place, base: int) -> int:
