@@ -217,10 +217,12 @@ def compare_region(region, expected: bytes, actual: np.ndarray, known: np.ndarra
         if (owner >= 0).all():
             break
     result = RegionDiff(region, int(offsets.size), int((~known).sum()))
-    if layer is not None:
+    if layer is not None:  # the verdict covers the bytes that layer wrote, and no others
         layers = np.array([-2 if w.layer is None else w.layer for w in writes] + [-2])
         keep = layers[owner] == layer  # owner -1 indexes the sentinel
         addrs, offsets, owner, element = addrs[keep], offsets[keep], owner[keep], element[keep]
+        result.differing_bytes = int(keep.sum())
+        result.missing_bytes = int((~known & _last_written_by(region, candidates, layer)).sum())
     for i in np.flatnonzero(element < 0):
         w = writes[owner[i]] if owner[i] >= 0 else None
         result.bytes.append(ByteDiff(w, region.memory, int(addrs[i]), int(exp[offsets[i]]),
@@ -229,6 +231,15 @@ def compare_region(region, expected: bytes, actual: np.ndarray, known: np.ndarra
         result.elements.extend(_elements(region, writes[seq], maps[seq], cubes[seq],
                                          np.unique(element[owner == seq]), exp, actual))
     return result
+
+
+def _last_written_by(region, candidates: list[Write], layer: int) -> np.ndarray:
+    """Mask of the region's bytes whose last write before the check came from ``layer``."""
+    last = np.full(region.size, -2, dtype=np.int64)
+    for w in candidates:  # in program order: later writes overwrite earlier ones
+        lo, hi = max(w.addr, region.addr) - region.addr, min(w.end, region.end) - region.addr
+        last[lo:hi] = -1 if w.layer is None else w.layer
+    return last == layer
 
 
 def _elements(region, w: Write, emap, cube_at, index: np.ndarray, exp, actual) -> list:

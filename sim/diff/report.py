@@ -41,7 +41,10 @@ class DiffReport:
 
     @property
     def identical(self) -> bool:
-        return not self.elements and not self.byte_diffs
+        """No byte differs and every byte to compare was in ACTUAL (a missing one is no
+        evidence of a match)."""
+        return (not self.elements and not self.byte_diffs
+                and not any(r.missing_bytes for r in self.regions))
 
     def cubes(self) -> list[tuple]:
         """(cube, its differing elements) in layer order."""
@@ -112,7 +115,10 @@ class DiffReport:
                 lines.append(f"  {b.describe()}")
             if len(others) > FIRST:
                 lines.append(f"  ... {len(others) - FIRST} more (see --json)")
-        if self.identical:
+        missing = sum(r.missing_bytes for r in self.regions)
+        if missing:
+            lines.append(f"{missing} byte(s) to compare are not in ACTUAL: no verdict on them")
+        elif self.identical:
             lines.append("no differences")
         return lines
 

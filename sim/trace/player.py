@@ -8,6 +8,7 @@ never hangs).
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,11 +72,24 @@ def find_trace_file(path: Path) -> Path:
     raise SimError(f"{path}: several .cfg files; name one")
 
 
+_HEADER_CONFIG = re.compile(r"\(config (\w+)[,)]")
+
+
 def guess_config(trace_file: Path) -> str | None:
-    """The configuration named by the folder layout ``<config>/<test>/``."""
+    """The configuration named by the folder layout ``<config>/<test>/``, else by the
+    trace's own header (``// ... (config nv_small, ...)``, as gen and recordings write)."""
     for parent in trace_file.parents:
         if parent.name in CONFIGS:
             return parent.name
+    try:
+        with open(trace_file, errors="replace") as f:
+            head = [f.readline() for _ in range(3)]
+    except OSError:
+        return None
+    for line in head:
+        found = _HEADER_CONFIG.search(line) if line.lstrip().startswith(("//", "#")) else None
+        if found and found.group(1) in CONFIGS:
+            return found.group(1)
     return None
 
 

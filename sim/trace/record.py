@@ -22,7 +22,7 @@ RECORD_BYTES = 32  # bytes per .dat record line
 class TraceRecorder:
     def __init__(self, machine):
         self.machine = machine
-        self.lines: list[str] = []
+        self.lines: list[str] = [f"// recorded by nvdla-sim (config {machine.config.name})"]
         self.files: dict[str, str] = {}
         self.syncs = 0
 

@@ -201,3 +201,34 @@ def test_pdp_split_columns_are_global(shared_dir, tmp_path):
     report = diff_trace(trace, actual)
     assert {(e.c, e.h, e.w) for e in report.elements} == corrupted
     assert {e.cube.width for e in report.elements} == {width}
+
+
+def test_bytes_missing_from_actual_are_no_match(tmp_path, capsys):
+    """A region ACTUAL holds only half of: exit 1, never 'no differences'."""
+    region, _ = output_of(INT8_TRACE)
+    half = tmp_path / "half.bin"
+    write_memory_file(half, region.addr, region.simulated[: region.size // 2], "bin")
+    assert main(["diff", str(INT8_TRACE), str(half), "--base", hex(region.addr)]) == 1
+    out = capsys.readouterr().out
+    assert "not in ACTUAL" in out and "no differences" not in out
+
+
+def test_layer_verdict_covers_only_that_layer(tmp_path, capsys):
+    """Three layers each checked; a corrupted layer-1 output fails --layer 1 only."""
+    trace = tmp_path / "net"
+    assert main(["gen", str(EXAMPLES.parent / "examples/specs/network_3_layers.toml"), "-o",
+                 str(trace), "--format", "cfg"]) == 0
+    sim = simulate(trace)
+    (write,) = [w for w in sim.writes if w.layer == 1 and w.layout is not None]
+    dut = tmp_path / "dut"
+    dut.mkdir()
+    for region in sim.regions:
+        data = bytearray(region.simulated)
+        if region.addr <= write.addr < region.end:
+            data[write.addr - region.addr] ^= 0x01
+        write_memory_file(dut / f"crc_{region.addr:#x}.bin", region.addr, bytes(data), "bin")
+    capsys.readouterr()
+    assert main(["diff", str(trace), str(dut), "--layer", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "byte(s) differ" not in out and "no differences" in out
+    assert main(["diff", str(trace), str(dut), "--layer", "1"]) == 1
