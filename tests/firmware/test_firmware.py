@@ -277,3 +277,38 @@ def test_cli_errors_are_one_line(tmp_path, capsys, case, code, message):
     assert message in err and "\n" not in err
     if case == "compile":
         assert "broken.c" in err
+
+
+def test_cli_layers_writes_each_layer_output(tmp_path, capsys):
+    """--layers: the SDP layer's cube as .npy (its values computed independently) + summary."""
+    p = Program("nv_full")
+    sdp_op(p, "nv_full", 1, 2)  # input tensor + BIAS -> output tensor
+    cube, data = _input("nv_full")
+    (tmp_path / "in.bin").write_bytes(data)
+    layers = tmp_path / "layers"
+    assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "--input",
+                 str(tmp_path / "in.bin"), "--layers", str(layers), "-o",
+                 str(tmp_path / "out")]) == 0
+    got = np.load(layers / "layer000_SDP.npy")
+    np.testing.assert_array_equal(got, np.clip(cube.astype(np.int64) + BIAS, -128, 127))
+    summary = (layers / "layers.txt").read_text().splitlines()
+    assert summary == [f"layer 0 SDP/SDP 32x2x4 int8 min {got.min()} max {got.max()} NaN 0 "
+                       f"-> layer000_SDP.npy"]
+    assert summary[0].split(" ->")[0] in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("existing", ["file", "folder with a file"])
+def test_cli_never_replaces_what_the_user_has(tmp_path, capsys, existing):
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    out = tmp_path / "out"
+    if existing == "file":
+        out.write_text("mine")
+    else:
+        out.mkdir()
+        (out / "notes.txt").write_text("mine")
+    assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "-o",
+                 str(out)]) == 2
+    assert "name a new or empty folder" in capsys.readouterr().err
+    kept = out if existing == "file" else out / "notes.txt"
+    assert kept.read_text() == "mine"
