@@ -17,7 +17,23 @@ from .errors import SimError
 CONNECT_TIMEOUT = "20s"
 
 
+def check_address(scheduler: str) -> None:
+    """A scheduler address is ``protocol://location`` (tcp://host:port, inproc://...) or
+    ``host:port``."""
+    protocol, sep, location = scheduler.partition("://")
+    if sep:
+        valid = protocol.isalnum() and bool(location)
+    else:
+        host, _, port = scheduler.rpartition(":")
+        valid = bool(host) and port.isdigit()
+    if not valid:
+        raise SimError(f"--scheduler {scheduler}: not a scheduler address (expected "
+                       f"tcp://host:port, e.g. tcp://10.0.0.5:8786)")
+
+
 def _client(scheduler):
+    if isinstance(scheduler, str):
+        check_address(scheduler)
     try:
         from distributed import Client
     except ImportError:
@@ -27,7 +43,7 @@ def _client(scheduler):
         return Client(scheduler)
     try:
         return Client(scheduler, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:
         raise SimError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
 
 

@@ -43,6 +43,20 @@ def int_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
 
 
+def count_arg(minimum: int):
+    """An argparse type: a decimal integer of at least ``minimum``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below {minimum}")
+        return value
+
+    return parse
+
+
 def _module(name: str):
     return importlib.import_module(f"{__name__}.{SUBCOMMANDS[name]}")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import EXIT_OK, parse_args
+from . import EXIT_OK, count_arg, parse_args
 from .run import add_dump_options, check_dump_options
 
 HELP = "generate a trace folder (registers, inputs, expected results) from a layer spec"
@@ -20,7 +20,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("spec", help="layer description (.toml; .yaml with PyYAML)")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="trace folder to write")
     p.add_argument("--config", help="hardware configuration (default: the spec's config)")
-    p.add_argument("--seed", type=int, help="random seed (default: the spec's seed, else 0)")
+    p.add_argument("--seed", type=count_arg(0),
+                   help="random seed >= 0 (default: the spec's seed, else 0)")
     p.add_argument("--format", choices=("cfg", "txn", "both"),
                    help="trace syntax (default: the spec's format, else both)")
     p.add_argument("--force", action="store_true", help="replace DIR if it exists")

@@ -258,8 +258,12 @@ def run(args) -> int:
     cfg = get_config(args.config)
     if args.action == "pack":
         array = _prepare_input(args, _load_npy(args.input))
+        if args.precision or args.format in ("feature",) + WEIGHT_FORMATS:
+            cfg.require_precision(args.precision or precision_of(array), f"{args.input}")
         write_image(args.output, _pack(args, cfg, array))
     else:
+        if args.precision:
+            cfg.require_precision(args.precision, f"--precision {args.precision}")
         _save_npy(args.output, _unpack(args, cfg, read_image(args.input)))
     return 0
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..errors import SimError
-from . import parse_args
+from . import count_arg, parse_args
 
 HELP = "run a compiled network (loadable) with NVIDIA's KMD firmware"
 
@@ -24,13 +24,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="KMD source folder (firmware/*.c, firmware/include/, include/)")
     p.add_argument("--config", default="nv_full", help="hardware configuration (nv_full)")
     p.add_argument("--input", metavar="FILE",
-                   help="input tensor 0: a raw buffer or a .dimg file (default: zeros, as "
-                        "NVIDIA's runtime leaves an unbound input)")
+                   help="input tensor 0's raw buffer, exactly the size the loadable declares "
+                        "for it (default: zeros, as NVIDIA's runtime leaves an unbound input)")
     p.add_argument("--image", metavar="FILE.pgm",
                    help="input tensor 0 from a binary PGM image, converted as NVIDIA's runtime "
                         "does (--mean, --normalize)")
     p.add_argument("--mean", type=float, default=0.0, help="value subtracted from each pixel")
-    p.add_argument("--normalize", type=int, default=1, help="divisor of each pixel (fp16)")
+    p.add_argument("--normalize", type=count_arg(1), default=1,
+                   help="divisor of each pixel (fp16), >= 1")
     p.add_argument("--trace-out", metavar="FILE.cfg", help="record the run as a .cfg trace")
     p.add_argument("--layers", metavar="DIR",
                    help="write every hardware layer's output cube to DIR as layerNNN_UNIT.npy "
@@ -40,19 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _input(path: str | None) -> dict[int, bytes]:
+def _input(path: str | None, loadable) -> dict[int, bytes]:
+    """Input tensor 0's buffer from ``path``: the tensor's raw bytes, whole."""
     if path is None:
         return {}
-    from ..runtime.dimg import unpack_dimg
+    from ..runtime.runner import input_tensor
 
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
-    if path.endswith(".dimg"):
-        raise SimError(f"{path}: .dimg inputs hold packed elements; give the tensor's raw buffer")
     if data[:4] == b"DIMG":
-        unpack_dimg(data)
+        raise SimError(f"{path}: a .dimg file holds packed elements; give input tensor 0's raw "
+                       f"buffer")
+    tensor = input_tensor(loadable, 0)
+    if len(data) != tensor.size:
+        n, c, h, w = tensor.dims
+        raise SimError(f"{path}: {len(data)} bytes, but input tensor 0 ({tensor.name!r}, "
+                       f"{n}x{c}x{h}x{w}) is a {tensor.size}-byte buffer")
     return {0: data}
 
 
@@ -74,7 +80,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(build_parser(), argv)
     get_config(args.config)
     loadable = read_loadable(args.loadable)
-    inputs = _input(args.input)
+    inputs = _input(args.input, loadable)
     if args.image:
         from ..runtime.image import image_to_tensor, read_pgm
         from ..runtime.runner import input_tensor

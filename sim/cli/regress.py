@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import parse_args
+from . import count_arg, parse_args
 
 HELP = "run every trace under ROOT/<config>/<test>/"
 
@@ -16,7 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="writes: a table per configuration on stdout (a progress bar on a terminal, "
                "plain lines otherwise, on stderr), the --json results and the --junit XML")
     p.add_argument("root")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers")
+    p.add_argument("-j", "--jobs", type=count_arg(1), default=1,
+                   help="parallel workers (>= 1)")
     p.add_argument("--timeout", type=float, metavar="SECONDS",
                    help="stop a trace after this long and report it as an error (each trace "
                         "then runs in a worker process, so a crash is reported too)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -23,6 +24,11 @@ def print_result(result, out=None) -> None:
     out = out or sys.stdout
     print(f"{result.status.upper():5} {result.config}/{result.name} "
           f"({result.seconds:.2f}s) {result.message}", file=out)
+
+
+def _is_invalid(result) -> bool:
+    """An error in the input (exit 2), not a feature the simulator lacks."""
+    return result.status == "error" and not result.message.startswith("not implemented")
 
 
 def explain_failure(path, config, out=None) -> None:
@@ -71,6 +77,18 @@ def check_dump_options(args) -> None:
     from ..dram import check_word_bytes
 
     check_word_bytes(args.word_bytes)
+    folder = getattr(args, "dump_dir", None)
+    if folder:
+        path = Path(folder)
+        if path.exists() and not path.is_dir():
+            raise SimError(f"--dump-dir {folder}: exists and is not a folder")
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SimError(f"--dump-dir {folder}: cannot create the folder "
+                           f"({exc.strerror})") from None
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise SimError(f"--dump-dir {folder}: the folder is not writable")
 
 
 def _items(path_arg):
@@ -113,7 +131,8 @@ def main(argv: list[str]) -> int:
             result = run_trace(path, args.config or config, dump_dir, name=name,
                                dump_format=args.dump_format, word_bytes=args.word_bytes)
             results.append(result)
-            print_result(result)
+            if not (len(items) == 1 and _is_invalid(result)):  # that one goes to stderr only
+                print_result(result)
             if result.status == "fail":
                 explain_failure(path, args.config or config)
     except KeyboardInterrupt:  # keep the results of the traces that finished
@@ -124,8 +143,7 @@ def main(argv: list[str]) -> int:
         return EXIT_INTERRUPTED
     if args.json:
         write_json(args.json, results)
-    if len(results) == 1 and results[0].status == "error":
-        if not results[0].message.startswith("not implemented"):
-            print(f"nvdla-sim: error: {results[0].message}", file=sys.stderr)
-            return EXIT_INVALID
+    if len(results) == 1 and _is_invalid(results[0]):
+        print(f"nvdla-sim: error: {results[0].message}", file=sys.stderr)
+        return EXIT_INVALID
     return EXIT_OK if all(r.status == "pass" for r in results) else EXIT_FAIL

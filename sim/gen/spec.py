@@ -96,7 +96,9 @@ def load_spec(path: str | Path, config: str | None = None, seed: int | None = No
         raise SpecError(f"{path}: no configuration: set config = \"...\" or pass --config "
                         f"({', '.join(CONFIGS)})")
     cfg = get_config(name)
-    seed = int(seed if seed is not None else doc.get("seed", 0))
+    seed = seed if seed is not None else doc.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise SpecError(f"{path}: seed = {seed!r}: a seed is a whole number >= 0")
     raw = doc.get("layer", doc.get("layers"))
     if not isinstance(raw, list) or not raw:
         raise SpecError(f"{path}: no layers: add at least one [[layer]] table")

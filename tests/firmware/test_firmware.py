@@ -312,3 +312,24 @@ def test_cli_never_replaces_what_the_user_has(tmp_path, capsys, existing):
     assert "name a new or empty folder" in capsys.readouterr().err
     kept = out if existing == "file" else out / "notes.txt"
     assert kept.read_text() == "mine"
+
+
+@pytest.mark.parametrize("content, extra, message", [
+    (b"", [], "0 bytes, but input tensor 0 ('data', 1x32x1x8) is a 256-byte buffer"),
+    (bytes(255), [], "255 bytes, but input tensor 0"),
+    (b"DIMG" + bytes(252), [], "a .dimg file holds packed elements"),
+    (bytes(256), ["--normalize", "0"], "--normalize: 0 is below 1"),
+])
+def test_cli_refuses_an_input_that_is_not_the_tensor(tmp_path, capsys, content, extra, message):
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    (tmp_path / "in.bin").write_bytes(content)
+    argv = ["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "--input",
+            str(tmp_path / "in.bin"), "-o", str(tmp_path / "out"), *extra]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

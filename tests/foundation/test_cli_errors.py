@@ -1,0 +1,70 @@
+"""Bad input to every command: one line naming what is wrong, exit 2, never an internal error.
+
+Each case: the files it needs (written into a fresh folder), the command line,
+the exit status and a pattern the one-line error must hold.
+"""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SDP_TRACE = REPO / "traces/nv_small/sdp_4x5x12_bias_relu_cvt_int8"
+SPEC = REPO / "examples/specs/sdp_int8.toml"
+
+
+def _spec_with(line: str) -> str:
+    return f'config = "nv_small"\n{line}\n[[layer]]\nunit = "sdp"\ninput = [8, 4, 4]\n'
+
+
+CASES = [
+    # (id, files {name: text | array}, argv ({d}: the folder), exit, pattern)
+    ("spec seed text", {"s.toml": _spec_with('seed = "abc"')}, ["gen", "{d}/s.toml", "-o",
+     "{d}/out"], 2, r"s\.toml: seed = 'abc': a seed is a whole number >= 0"),
+    ("spec seed negative", {"s.toml": _spec_with("seed = -1")}, ["gen", "{d}/s.toml", "-o",
+     "{d}/out"], 2, r"seed = -1"),
+    ("gen --seed -5", {}, ["gen", str(SPEC), "-o", "{d}/out", "--seed", "-5"], 2,
+     r"--seed: -5 is below 0"),
+    ("layout empty array", {"e.npy": np.zeros((0,), np.int8)},
+     ["layout", "pack", "feature", "{d}/e.npy", "{d}/x.bin"], 2, r"feature shape \(0,\)"),
+    ("layout int16 on nv_small", {"i.npy": np.zeros((8, 2, 2), np.int16)},
+     ["layout", "pack", "feature", "{d}/i.npy", "{d}/x.bin", "--config", "nv_small"], 2,
+     r"i\.npy: nv_small does not support int16"),
+    ("regress bad scheduler", {}, ["regress", str(REPO / "traces"), "--scheduler",
+     "notanaddress"], 2, r"--scheduler notanaddress: not a scheduler address"),
+    ("regress -j 0", {}, ["regress", str(REPO / "traces"), "-j", "0"], 2, r"0 is below 1"),
+    ("regress -j -3", {}, ["regress", str(REPO / "traces"), "-j", "-3"], 2, r"-3 is below 1"),
+    ("run --dump-dir a file", {"f.txt": "x"}, ["run", str(SDP_TRACE), "--dump-dir",
+     "{d}/f.txt"], 2, r"--dump-dir .*f\.txt: exists and is not a folder"),
+    ("run --dump-dir uncreatable", {"f.txt": "x"}, ["run", str(SDP_TRACE), "--dump-dir",
+     "{d}/f.txt/sub"], 2, r"--dump-dir .*cannot create the folder"),
+    ("run error printed once", {"input.txn": ""}, ["run", "{d}", "--config", "nv_full"], 2,
+     r"checks nothing"),
+]
+
+
+def _exit_code(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:  # argparse's usage errors
+        return exc.code
+
+
+@pytest.mark.parametrize("files, argv, code, pattern", [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line(tmp_path, capsys, files, argv, code, pattern):
+    for name, content in files.items():
+        if isinstance(content, np.ndarray):
+            np.save(tmp_path / name, content)
+        else:
+            (tmp_path / name).write_text(content)
+    assert _exit_code([a.replace("{d}", str(tmp_path)) for a in argv]) == code
+    out, err = capsys.readouterr()
+    # argparse prints its usage first; the error itself is one line, the last
+    lines = [ln for ln in err.splitlines() if ln.startswith("nvdla-sim")]
+    assert len(lines) == 1 and re.search(pattern, lines[0]), err
+    assert "internal error" not in err and not re.search(pattern, out)
