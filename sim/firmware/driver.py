@@ -1,18 +1,30 @@
-"""Drive NVIDIA's KMD firmware (a compiled shared library) on a simulated NVDLA.
+"""Drive a KMD firmware (a compiled shared library) on a simulated NVDLA, in its own process.
 
 The firmware programs registers and reads its task's descriptors through the
-callbacks of our port layer, which land here: register reads and writes go to
-the :class:`~sim.machine.Machine`, descriptor reads and writes to its system
+callbacks of our port layer; they reach this process over a pipe
+(:mod:`.child` runs the library): register reads and writes go to the
+:class:`~sim.machine.Machine`, descriptor reads and writes to its system
 memory.  :meth:`Firmware.run_task` does what NVIDIA's Linux driver does for
 one submitted task: ``dla_execute_task``, then, each time the interrupt line
 rises, ``dla_isr_handler`` and ``dla_process_events`` until the firmware
 reports the task complete, then ``dla_clear_task``.
+
+The firmware is the user's code, often a fork being debugged: a crash (a
+signal), an exit, or a hang (no request within ``timeout`` seconds) ends its
+process only, and becomes a :class:`FirmwareCrashed` naming the folder and
+the entry point it was in.  Writes need no answer, so they travel in batches;
+only reads wait for one.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,12 +37,10 @@ log = logging.getLogger("sim.firmware")
 log.addHandler(logging.NullHandler())  # quiet unless the user configures logging
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 MAX_INTERRUPTS = 1_000_000  # a task that needs more is treated as stuck
-
-REG_READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)
-REG_WRITE = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
-MEM = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint32,
-                       ctypes.c_int32)
-LOG = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p)
+DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before it is hung
+HEADER = struct.Struct("<cI")  # the frames of .child: kind, payload length
+CHILD = Path(__file__).with_name("child.py")
+EFAULT = -14
 
 
 class FirmwareError(SimError):
@@ -43,19 +53,10 @@ class FirmwareTaskFailed(SimError):
     exit_code = 1
 
 
-class _Task(ctypes.Structure):
-    """Our task data (see port.c): the address list as memory bases and offsets."""
+class FirmwareCrashed(SimError):
+    """The firmware's process died or hung (exit status 1): the firmware's fault."""
 
-    _fields_ = [("num_addresses", ctypes.c_uint32),
-                ("base", ctypes.POINTER(ctypes.c_uint64)),
-                ("offset", ctypes.POINTER(ctypes.c_uint64))]
-
-
-class _Config(ctypes.Structure):
-    """The firmware's ``struct dla_config``."""
-
-    _fields_ = [("atom_size", ctypes.c_uint32), ("bdma_enable", ctypes.c_bool),
-                ("rubik_enable", ctypes.c_bool), ("weight_compress_support", ctypes.c_bool)]
+    exit_code = 1
 
 
 @dataclass
@@ -65,88 +66,155 @@ class TaskStats:
     seconds: float
 
 
-_LIBRARIES: dict[Path, ctypes.CDLL] = {}
-
-
-def _load(path: Path) -> ctypes.CDLL:
-    lib = _LIBRARIES.get(path)
-    if lib is None:
-        lib = ctypes.CDLL(str(path))
-        lib.dla_register_driver.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
-        lib.dla_execute_task.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        lib.dla_isr_handler.argtypes = [ctypes.c_void_p]
-        lib.dla_process_events.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint32)]
-        lib.dla_clear_task.argtypes = [ctypes.c_void_p]
-        lib.dla_clear_task.restype = None
-        lib.nvdla_sim_set_callbacks.restype = None
-        _LIBRARIES[path] = lib
-    return lib
-
-
 class Firmware:
-    """NVIDIA's KMD firmware from ``kmd_dir``, driving ``machine``.
+    """The KMD firmware of ``kmd_dir``, driving ``machine`` from a process of its own.
 
     ``recorder`` (a :class:`sim.trace.record.TraceRecorder`) sees every CSB
-    access and interrupt wait, to write a replayable trace of the run.  The
-    firmware keeps its state in globals, so one Firmware drives the library at
-    a time (a new one re-registers the callbacks).
+    access and interrupt wait, to write a replayable trace of the run.  Close
+    it (or use it as a context manager) to end the firmware's process.
     """
 
-    def __init__(self, machine, kmd_dir: str | Path, recorder=None):
+    def __init__(self, machine, kmd_dir: str | Path, recorder=None,
+                 timeout: float = DEFAULT_TIMEOUT):
         self.machine = machine
         self.recorder = recorder
-        self.lib = _load(build_firmware(kmd_dir, machine.config.address_map))
+        self.kmd_dir = Path(kmd_dir)
+        self.timeout = timeout
+        library = build_firmware(kmd_dir, machine.config.address_map)
         self._error: BaseException | None = None
-        self._callbacks = (REG_READ(self._reg_read), REG_WRITE(self._reg_write),
-                           MEM(self._mem), LOG(self._log))  # kept alive with the object
-        self.lib.nvdla_sim_set_callbacks(*self._callbacks)
-        cfg = machine.config
-        self._config = _Config(cfg.atom_bytes, cfg.bdma, cfg.rubik, cfg.weight_compression)
-        self._engine = ctypes.c_void_p()
         self.log_lines: list[str] = []
         self.error_lines: list[str] = []  # what the firmware reported with dla_error
         self.cpu_writes: list[tuple[int, int]] = []  # (address, size) the firmware wrote
-        self._call("dla_register_driver", ctypes.byref(self._engine), None)
-        self.lib.dla_clear_task(self._engine)
+        self._buffer = bytearray()
+        from_parent, to_child = os.pipe()  # (read end, write end)
+        from_child, to_parent = os.pipe()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(CHILD), str(library), str(from_parent), str(to_parent)],
+            pass_fds=(from_parent, to_parent), stdin=subprocess.DEVNULL, stdout=2,
+            stderr=None)
+        os.close(from_parent)
+        os.close(to_parent)
+        self._out, self._in = to_child, from_child
+        self._call("dla_register_driver")
+        self._call("dla_clear_task")
 
-    # -- callbacks (C -> Python): never raise into C ---------------------------
-    def _guard(self, fn, default):
-        if self._error is not None:
-            return default
+    # -- the firmware's process ------------------------------------------------------
+    def close(self) -> None:
+        if self._proc is None:
+            return
+        for fd in (self._out, self._in):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         try:
-            return fn()
-        except BaseException as exc:  # re-raised once the C call returns
-            self._error = exc
-            return default
+            self._proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
 
-    def _reg_read(self, addr: int) -> int:
-        def read():
-            value = self.machine.read_reg(addr) & 0xFFFFFFFF
-            if self.recorder is not None:
-                self.recorder.reg_read(addr, value)
-            return value
+    def __enter__(self) -> Firmware:
+        return self
 
-        return self._guard(read, 0)
+    def __exit__(self, *exc) -> None:
+        self.close()
 
-    def _reg_write(self, addr: int, value: int) -> None:
-        def write():
-            if self.recorder is not None:
-                self.recorder.reg_write(addr, value)
-            self.machine.write_reg(addr, value)
+    def __del__(self):
+        if getattr(self, "_proc", None) is not None:
+            self._proc.kill()
+            self.close()
 
-        self._guard(write, None)
-
-    def _mem(self, addr: int, buf: int, size: int, write: int) -> int:
-        def access():
-            mem = self.machine.pri_mem
-            if write:
-                self.cpu_writes.append((addr, size))
-                mem.write(addr, ctypes.string_at(buf, size), "firmware data write")
+    def _died(self, doing: str) -> FirmwareCrashed:
+        """The error for a firmware process that stopped answering while ``doing``."""
+        proc = self._proc
+        try:
+            code = proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            how = f"hung: no request for {self.timeout:g} s, killed"
+        else:
+            if code < 0:
+                how = f"crashed ({signal.Signals(-code).name})"
             else:
-                ctypes.memmove(buf, mem.read(addr, size), size)
-            return 0
+                how = f"exited with status {code}"
+        self._proc = None
+        self.close()
+        return FirmwareCrashed(f"firmware {self.kmd_dir}: {how} in {doing}{self._last_log()}")
 
-        return self._guard(access, -14)  # -EFAULT
+    def _send(self, kind: bytes, payload: bytes, doing: str) -> None:
+        data = memoryview(HEADER.pack(kind, len(payload)) + payload)
+        try:
+            while data:
+                data = data[os.write(self._out, data):]
+        except OSError:
+            raise self._died(doing) from None
+
+    def _read(self, n: int, doing: str) -> bytes:
+        while len(self._buffer) < n:
+            ready, _, _ = select.select([self._in], [], [], self.timeout)
+            chunk = os.read(self._in, 1 << 20) if ready else b""
+            if not chunk:
+                raise self._died(doing)
+            self._buffer += chunk
+        out = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return out
+
+    def _call(self, name: str, args: bytes = b"") -> tuple[int, int]:
+        """Run entry point ``name`` in the firmware, serving its requests until it returns."""
+        if self._proc is None:
+            raise FirmwareError(f"firmware {self.kmd_dir}: its process has ended")
+        self._send(b"C", name.encode() + b"\0" + args, name)
+        while True:
+            kind, size = HEADER.unpack(self._read(HEADER.size, name))
+            payload = self._read(size, name)
+            if kind == b"X":
+                ret, complete = struct.unpack("<iI", payload)
+                if self._error is not None:
+                    error, self._error = self._error, None
+                    raise error
+                return ret, complete
+            answer = self._serve(kind, payload)
+            if answer is not None:
+                self._send(b"R", answer, name)
+
+    def _serve(self, kind: bytes, payload: bytes) -> bytes | None:
+        """One request of the firmware; an error is kept and raised when the call returns."""
+        try:
+            if self._error is None:
+                return self._handle(kind, payload)
+        except Exception as exc:  # noqa: BLE001 - re-raised once the firmware's call returns
+            self._error = exc
+        return {b"r": bytes(4), b"m": struct.pack("<i", EFAULT)}.get(kind)
+
+    def _handle(self, kind: bytes, payload: bytes) -> bytes | None:
+        machine, recorder = self.machine, self.recorder
+        if kind == b"W":
+            addr, value = struct.unpack("<II", payload)
+            if recorder is not None:
+                recorder.reg_write(addr, value)
+            machine.write_reg(addr, value)
+        elif kind == b"r":
+            (addr,) = struct.unpack("<I", payload)
+            value = machine.read_reg(addr) & 0xFFFFFFFF
+            if recorder is not None:
+                recorder.reg_read(addr, value)
+            return struct.pack("<I", value)
+        elif kind == b"M":
+            (addr,) = struct.unpack_from("<Q", payload)
+            self.cpu_writes.append((addr, len(payload) - 8))
+            machine.pri_mem.write(addr, payload[8:], "firmware data write")
+        elif kind == b"m":
+            addr, size = struct.unpack("<QI", payload)
+            return struct.pack("<i", 0) + machine.pri_mem.read(addr, size)
+        elif kind == b"L":
+            (level,) = struct.unpack_from("<i", payload)
+            self._log(level, payload[4:])
+        else:
+            raise FirmwareError(f"firmware {self.kmd_dir}: unknown request {kind!r}")
+        return None
 
     def _log(self, level: int, text: bytes) -> None:
         line = text.decode("utf-8", "replace").rstrip("\n")
@@ -154,14 +222,6 @@ class Firmware:
         if level >= 3 and line.strip():
             self.error_lines.append(line.strip())
         log.log(LOG_LEVELS[min(max(level, 0), 3)], "%s", line)
-
-    def _call(self, name: str, *args) -> int:
-        ret = getattr(self.lib, name)(*args)
-        if self._error is not None:
-            error, self._error = self._error, None
-            self.lib.dla_clear_task(self._engine)
-            raise error
-        return ret
 
     # -- one task -------------------------------------------------------------
     def run_task(self, addresses: Sequence[int | tuple[int, int]]) -> TaskStats:
@@ -174,41 +234,47 @@ class Firmware:
         """
         start, layers0 = time.perf_counter(), self.machine.layers_run
         self.cpu_writes, self.error_lines = [], []
-        n = len(addresses)
         pairs = [a if isinstance(a, tuple) else (int(a), 0) for a in addresses]
-        bases = (ctypes.c_uint64 * max(n, 1))(*(b for b, _ in pairs))
-        offsets = (ctypes.c_uint64 * max(n, 1))(*(o for _, o in pairs))
-        task = _Task(n, bases, offsets)
-        ret = self._call("dla_execute_task", self._engine, ctypes.byref(task),
-                         ctypes.byref(self._config))
+        cfg = self.machine.config
+        args = struct.pack("<IIBBB", len(pairs), cfg.atom_bytes, cfg.bdma, cfg.rubik,
+                           cfg.weight_compression)
+        args += b"".join(struct.pack("<QQ", base, offset) for base, offset in pairs)
+        try:
+            interrupts = self._run(args)
+        except FirmwareCrashed:
+            raise
+        except BaseException:
+            if self._proc is not None:
+                self._call("dla_clear_task")
+            raise
+        self._call("dla_clear_task")
+        return TaskStats(self.machine.layers_run - layers0, interrupts,
+                         time.perf_counter() - start)
+
+    def _run(self, args: bytes) -> int:
+        """Execute the task and serve its interrupts; returns how many it took."""
+        ret, _ = self._call("dla_execute_task", args)
         if ret:
-            self.lib.dla_clear_task(self._engine)
             raise FirmwareTaskFailed(f"firmware: dla_execute_task failed ({ret}){self._last_log()}")
-        interrupts = 0
-        complete = ctypes.c_uint32(0)
-        while not complete.value:
+        interrupts, complete = 0, 0
+        while not complete:
             self._wait_for_interrupt()
             interrupts += 1
             if interrupts > MAX_INTERRUPTS:
-                self.lib.dla_clear_task(self._engine)
                 raise FirmwareError(f"firmware: task still running after {MAX_INTERRUPTS} "
                                     f"interrupts")
             if self.recorder is not None:
                 self.recorder.interrupt(self.machine)
-            self._call("dla_isr_handler", self._engine)
-            ret = self._call("dla_process_events", self._engine, ctypes.byref(complete))
+            self._call("dla_isr_handler")
+            ret, complete = self._call("dla_process_events")
             if ret:
-                self.lib.dla_clear_task(self._engine)
                 raise FirmwareTaskFailed(f"firmware: task failed ({ret}){self._last_log()}")
-        self.lib.dla_clear_task(self._engine)
-        return TaskStats(self.machine.layers_run - layers0, interrupts,
-                         time.perf_counter() - start)
+        return interrupts
 
     def _wait_for_interrupt(self) -> None:
         machine = self.machine
         while not machine.interrupt_pending():
             if not machine.step():
-                self.lib.dla_clear_task(self._engine)
                 if self.error_lines:  # it reported an error, then stopped programming
                     raise FirmwareTaskFailed(f"firmware: task failed (it reported an error and "
                                              f"armed nothing more){self._last_log()}")

@@ -238,52 +238,59 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
 
     def cpu_write(addr: int, data: bytes) -> None:
         pri.write(addr, data, "runtime CPU write")
-    for submit in loadable.submits:
-        for task_id in submit:
-            task = tasks.get(task_id)
-            if task is None:
-                raise SimError(f"submit names task {task_id}, which the loadable lacks")
-            t0 = time.perf_counter()
-            addresses = task_addresses(loadable, place, task)
-            if task.interface == INTERFACE_DLA1:
-                if firmware is None:
-                    firmware = Firmware(machine, firmware_dir, recorder)
-                check_units(machine.config, task.id, operation_types(
-                    pri.read, lambda i, addrs=addresses: addrs[i][1] + addrs[i][2]))
-                for note in task_local_dependencies(
-                        pri.read, cpu_write, lambda i, addrs=addresses: addrs[i][1] + addrs[i][2],
-                        task.id):
-                    log.info("%s", note)
-                    result.notes.append(note)
-                if upgrade:
-                    upgrade_task(pri.read, cpu_write,
-                                 lambda i, addrs=addresses: addrs[i][1] + addrs[i][2])
-                if recorder is not None:
-                    recorder.comment(f"DLA task {task.id}")
-                    _record_loads(recorder, machine, place, recorded)
-                before = _snapshot(machine, place)
-                stats = firmware.run_task([(b, o) if r == "pri_mem" else (b + o, 0)
-                                           for r, b, o in addresses])
-                result.hw_layers += stats.hw_layers
-                if recorder is not None:
-                    _record_checks(recorder, machine, place, before, recorded,
-                                   firmware.cpu_writes)
-                label = "DLA"
-            elif task.interface == INTERFACE_EMU1:
-                if task.instance not in (-1, 0):  # the runtime has one emulator
-                    raise SimError(f"loadable EMU task {task.id} asks for emulator instance "
-                                   f"{task.instance}; the runtime has only instance 0")
-                emu_list = [b + o if r == "pri_mem" else None for r, b, o in addresses]
-                sizes = [_memory_end(place, b) - (b + o) for r, b, o in addresses]
-                EmuTask(emu_list, pri.read, cpu_write, sizes).run()
-                label = "EMU"
-            else:
-                raise SimError(f"task {task.id}: unknown interface {task.interface}")
-            result.tasks += 1
-            result.task_seconds.append((f"{label} task {task.id}", time.perf_counter() - t0))
-            if on_task is not None:
-                on_task(TaskView(task, label, addresses, machine))
-            bar.step(f"{label} task {task.id} ({time.perf_counter() - t0:.2f}s)")
+    try:
+        for submit in loadable.submits:
+            for task_id in submit:
+                task = tasks.get(task_id)
+                if task is None:
+                    raise SimError(f"submit names task {task_id}, which the loadable lacks")
+                t0 = time.perf_counter()
+                addresses = task_addresses(loadable, place, task)
+                if task.interface == INTERFACE_DLA1:
+                    if firmware is None:
+                        firmware = Firmware(machine, firmware_dir, recorder)
+                    address_of = _address_of(addresses)
+                    check_units(machine.config, task.id, operation_types(pri.read, address_of))
+                    for note in task_local_dependencies(pri.read, cpu_write, address_of,
+                                                        task.id):
+                        log.info("%s", note)
+                        result.notes.append(note)
+                    if upgrade:
+                        upgrade_task(pri.read, cpu_write, address_of)
+                    if recorder is not None:
+                        recorder.comment(f"DLA task {task.id}")
+                        _record_loads(recorder, machine, place, recorded)
+                    before = _snapshot(machine, place)
+                    stats = firmware.run_task([(b, o) if r == "pri_mem" else (b + o, 0)
+                                               for r, b, o in addresses])
+                    result.hw_layers += stats.hw_layers
+                    if recorder is not None:
+                        _record_checks(recorder, machine, place, before, recorded,
+                                       firmware.cpu_writes)
+                    label = "DLA"
+                elif task.interface == INTERFACE_EMU1:
+                    if task.instance not in (-1, 0):  # the runtime has one emulator
+                        raise SimError(f"loadable EMU task {task.id} asks for emulator instance "
+                                       f"{task.instance}; the runtime has only instance 0")
+                    emu_list = [b + o if r == "pri_mem" else None for r, b, o in addresses]
+                    sizes = [_memory_end(place, b) - (b + o) for r, b, o in addresses]
+                    EmuTask(emu_list, pri.read, cpu_write, sizes).run()
+                    label = "EMU"
+                else:
+                    raise SimError(f"task {task.id}: unknown interface {task.interface}")
+                result.tasks += 1
+                result.task_seconds.append((f"{label} task {task.id}", time.perf_counter() - t0))
+                if on_task is not None:
+                    on_task(TaskView(task, label, addresses, machine))
+                bar.step(f"{label} task {task.id} ({time.perf_counter() - t0:.2f}s)")
+    except BaseException as exc:
+        if recorder is not None:  # what ran until the failure, replayable
+            recorder.comment(f"the run stopped here: {type(exc).__name__}")
+            recorder.save(recorder_path)
+        raise
+    finally:
+        if firmware is not None:
+            firmware.close()
     for mem in sorted((m for m in loadable.memories if m.is_output), key=lambda m: m.bind_id):
         ram, base, size = place.where[mem.id]
         data = machine.memory(ram).read(base, size)
@@ -293,6 +300,11 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
         recorder.save(recorder_path)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _address_of(addresses):
+    """``address_of(index)``: where address-list entry ``index`` starts (base + offset)."""
+    return lambda index: addresses[index][1] + addresses[index][2]
 
 
 def check_units(config, task_id: int, op_types) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from sim.cli import main
 from sim.firmware import Firmware, FirmwareError, FirmwareTaskFailed
+from sim.firmware.driver import FirmwareCrashed
 from sim.firmware.build import FirmwareBuildError, build_firmware
 from sim.machine import Machine
 from sim.program.bdma import launch_bdma, program_bdma_copy
@@ -332,4 +333,38 @@ def test_cli_refuses_an_input_that_is_not_the_tensor(tmp_path, capsys, content, 
         code = exc.code
     assert code == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fault, how", [(0xF0, "crashed (SIGSEGV)"),
+                                        (0xF2, "exited with status 3"),
+                                        (0xF1, "hung: no request for 1 s, killed")])
+def test_a_crashing_firmware_does_not_take_the_simulator_down(fault, how):
+    """The second op misbehaves: the first op's work stays, the error names folder and call."""
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    p.op(fault)
+    m = Machine("nv_full")
+    m.load(DESC, p.descriptor())
+    m.load(SRC, bytes(range(256)))
+    fw = Firmware(m, MINIKMD, timeout=1.0)
+    with pytest.raises(FirmwareCrashed) as info:
+        fw.run_task([DESC, SRC, MID, DST])
+    assert str(info.value).startswith(f"firmware {MINIKMD}: {how} in dla_process_events")
+    assert m.read_memory(MID, CUBE_BYTES) == bytes(range(256))  # the copy before it ran
+    with pytest.raises(FirmwareError, match="its process has ended"):
+        fw.run_task([DESC, SRC, MID, DST])
+
+
+def test_cli_crash_is_exit_1_with_the_trace_so_far(tmp_path, capsys):
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    p.op(0xF0)
+    trace = tmp_path / "trace" / "run.cfg"
+    assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD),
+                 "--trace-out", str(trace), "-o", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("nvdla-sim: error: firmware") and "SIGSEGV" in err[-1]
+    recorded = trace.read_text()
+    assert "NVDLA_BDMA.CFG_LAUNCH0_0" in recorded and "the run stopped here" in recorded
     assert not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@
  * reported the way a KMD reports it: a dla_error line and a negative code.
  */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "minikmd_os.h"
 #include "minikmd_task.h"
@@ -82,6 +83,24 @@ static int32_t mk_done_bit(struct mk_engine *e, const struct mk_op *op, uint16_t
 	}
 }
 
+/* The faults a firmware under development has: a bad pointer, a loop, an exit. */
+static void mk_misbehave(uint8_t unit)
+{
+	volatile uint32_t *nowhere = NULL;
+	volatile uint32_t spin = 0;
+
+	switch (unit) {
+	case MK_FAULT_CRASH:
+		*nowhere = 1;
+		break;
+	case MK_FAULT_HANG:
+		for (;;)
+			spin++;
+	case MK_FAULT_EXIT:
+		exit(3);
+	}
+}
+
 /* Program the next op: its register writes, addresses resolved from the address list. */
 static int32_t mk_start_next(struct mk_engine *e)
 {
@@ -93,6 +112,7 @@ static int32_t mk_start_next(struct mk_engine *e)
 	ret = mk_read(e, &op, sizeof(op), e->next_op);
 	if (ret)
 		return ret;
+	mk_misbehave(op.unit);
 	if (op.unit == MK_UNIT_NONE) {
 		/* a firmware that logs a rejected op but neither fails nor arms anything */
 		dla_error("minikmd: op %u: unit 0 programs nothing\n", e->ops_done);

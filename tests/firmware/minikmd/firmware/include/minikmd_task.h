@@ -22,6 +22,9 @@
 
 enum mk_unit { MK_UNIT_NONE = 0, MK_UNIT_BDMA = 1, MK_UNIT_SDP = 2 };
 
+/* ops that misbehave the way a buggy firmware fork does, for the bridge's tests */
+enum mk_fault { MK_FAULT_CRASH = 0xf0, MK_FAULT_HANG = 0xf1, MK_FAULT_EXIT = 0xf2 };
+
 struct mk_header {
 	uint32_t magic;
 	uint16_t version;
