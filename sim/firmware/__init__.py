@@ -6,7 +6,7 @@ loadable.
 """
 
 from .build import FirmwareBuildError, build_firmware
-from .driver import Firmware, FirmwareError, FirmwareTaskFailed, TaskStats
+from .driver import Firmware, FirmwareCrashed, FirmwareError, FirmwareTaskFailed, TaskStats
 
-__all__ = ["Firmware", "FirmwareBuildError", "FirmwareError", "FirmwareTaskFailed",
+__all__ = ["Firmware", "FirmwareBuildError", "FirmwareCrashed", "FirmwareError", "FirmwareTaskFailed",
            "TaskStats", "build_firmware"]

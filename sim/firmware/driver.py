@@ -89,7 +89,8 @@ class Firmware:
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(CHILD), str(library), str(from_parent), str(to_parent)],
+            [sys.executable, "-I", "-S", str(CHILD), str(library), str(from_parent),
+             str(to_parent)],
             pass_fds=(from_parent, to_parent), stdin=subprocess.DEVNULL, stdout=2,
             stderr=None)
         os.close(from_parent)

@@ -267,7 +267,8 @@ def _lut(b) -> LutConfig:
     )
 
 
-def _dma(r, name: str, prefix: str) -> OperandDma:
+def operand_dma(r, name: str, prefix: str) -> OperandDma:
+    """One operand DMA of SDP_RDMA block ``r`` (None: no RDMA, the DMA disabled)."""
     low = name.lower()
     p = prefix.lower()
     if r is None:
@@ -350,7 +351,8 @@ def decode(sdp, rdma, hw) -> SdpLayer:
 
     y = _y_stage(s)
     layer_lut = _lut(s)
-    dmas = (_dma(rdma, "BRDMA", "BS"), _dma(rdma, "NRDMA", "BN"), _dma(rdma, "ERDMA", "EW"))
+    dmas = (operand_dma(rdma, "BRDMA", "BS"), operand_dma(rdma, "NRDMA", "BN"),
+            operand_dma(rdma, "ERDMA", "EW"))
     # Configurations without the Y stage (nv_small) keep its registers but not
     # its datapath: programming it is an error, not a silent bypass.
     if not y.bypass:

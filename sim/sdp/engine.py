@@ -7,6 +7,10 @@ BRDMA/NRDMA/ERDMA, the stages of :mod:`sim.sdp.pipeline` compute, and the
 result goes to memory (write DMA) or to the PDP on the fly
 (OUTPUT_DST=PDP, through :func:`sim.pdp.engine.pool_from_sdp`).
 
+The operand streams are what SDP_RDMA read when its layer started, at its
+D_OP_ENABLE (:mod:`sim.sdp.fetch`), which for a fused layer can be well
+before the convolution feeds the SDP.
+
 Channels are processed in whole atoms, as the hardware does: the lanes that
 pad the last surface are read from memory, computed, counted and written
 like the others.
@@ -25,6 +29,7 @@ from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num.lut import LutRam
 from .config import decode
+from .fetch import RdmaFetch
 from .pipeline import run_pipeline
 from .rdma import read_operands
 
@@ -92,8 +97,20 @@ def _from_cacc(layer, cube, cp: int) -> np.ndarray:
     return full
 
 
-def run_sdp(ctx, lut: LutRam, cube=None) -> None:
-    """Run the SDP layer of ``ctx`` (input from memory, or ``cube`` from CACC)."""
+def run_sdp(ctx, lut: LutRam, cube=None, fetch: RdmaFetch | None = None) -> None:
+    """Run the SDP layer of ``ctx`` (input from memory, or ``cube`` from CACC).
+
+    ``fetch`` follows SDP_RDMA's layers: the operands are the bytes its layer
+    read when it started (:mod:`sim.sdp.fetch`); without it, memory as it is now.
+    """
+    group = ctx.groups.get(SDP_RDMA)
+    fetched = fetch.fetched(group) if fetch is not None and group is not None else None
+    _compute(ctx, lut, cube, fetched)
+    if fetch is not None and group is not None:
+        fetch.layer_ran(ctx.machine, group)
+
+
+def _compute(ctx, lut: LutRam, cube, fetched) -> None:
     layer = layer_of(ctx)
     atom = ctx.config.atom_bytes
     cp = padded_channels(layer, atom)
@@ -107,7 +124,7 @@ def run_sdp(ctx, lut: LutRam, cube=None) -> None:
             raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=OFF but the "
                                      "convolution pipeline sends its output to the SDP")
         data = _from_cacc(layer, cube, cp)
-    operands = read_operands(ctx, layer, cp)
+    operands = read_operands(ctx, layer, cp, fetched)
     out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None)
     _store_counters(ctx, layer, stats)
     if layer.eql:
@@ -169,7 +186,7 @@ def process_sdp(ctx, cube) -> None:
     ``ctx``.  The caller raises the SDP (and PDP) done interrupts.
     """
     engine = _engine_of(ctx.machine)
-    run_sdp(ctx, engine.lut, cube)
+    run_sdp(ctx, engine.lut, cube, engine.fetch)
 
 
 def _engine_of(machine) -> SdpEngine:
@@ -185,6 +202,7 @@ class SdpEngine(Engine):
 
     def __init__(self):
         self.lut = LutRam(cfg_readback="word", past_end="clamp")
+        self.fetch = RdmaFetch()  # SDP_RDMA's layers: they read memory as they start
 
     def ready(self, machine):
         rf = machine.regfile
@@ -193,7 +211,7 @@ class SdpEngine(Engine):
         return armed_groups(machine, sdp_chain(machine))
 
     def run(self, ctx):
-        run_sdp(ctx, self.lut)
+        run_sdp(ctx, self.lut, fetch=self.fetch)
 
     def interrupts(self, ctx):
         out = [("SDP", SDP)]
@@ -202,6 +220,11 @@ class SdpEngine(Engine):
         return out
 
     def on_write(self, machine, reg, value: int) -> bool:
+        if reg.unit == SDP_RDMA and reg.name == "D_OP_ENABLE_0" and value & 1 \
+                and SDP_RDMA in machine.regfile.producer:
+            # the RDMA layer may start now, before the write arms the group
+            self.fetch.enabling(machine, machine.regfile.producer[SDP_RDMA])
+            return False
         return reg.unit == SDP and self.lut.on_write(reg.name, value)
 
     def on_read(self, machine, reg):

@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from sim.cli import main
-from sim.firmware import Firmware, FirmwareError, FirmwareTaskFailed
-from sim.firmware.driver import FirmwareCrashed
+from sim.firmware import Firmware, FirmwareCrashed, FirmwareError, FirmwareTaskFailed
 from sim.firmware.build import FirmwareBuildError, build_firmware
 from sim.machine import Machine
 from sim.program.bdma import launch_bdma, program_bdma_copy
