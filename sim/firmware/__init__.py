@@ -8,5 +8,5 @@ loadable.
 from .build import FirmwareBuildError, build_firmware
 from .driver import Firmware, FirmwareCrashed, FirmwareError, FirmwareTaskFailed, TaskStats
 
-__all__ = ["Firmware", "FirmwareBuildError", "FirmwareCrashed", "FirmwareError", "FirmwareTaskFailed",
-           "TaskStats", "build_firmware"]
+__all__ = ["Firmware", "FirmwareBuildError", "FirmwareCrashed", "FirmwareError",
+           "FirmwareTaskFailed", "TaskStats", "build_firmware"]
