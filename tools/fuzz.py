@@ -8,7 +8,8 @@ NVIDIA and oracle traces and their memory files): windows of ``.cfg`` and
 registers, missing files, binary garbage; record and hex ``.dat`` files with
 unbalanced braces and bad payloads; raw images; plain hex and ``$readmemh``
 memory files; ``nvdla-sim gen`` layer specs (TOML, from ``examples/specs``);
-``nvdla-sim layout`` command lines with wrong shapes, dtypes and strides; and, every
+``nvdla-sim layout`` command lines with wrong shapes, dtypes and strides; loadables
+(NVIDIA's and ``../shared/networks``') with bytes flipped, cut and extended; and, every
 ``--play-every`` inputs, a whole mutated trace run on the machine (with
 small memory limits, so each input's work is bounded).
 
@@ -145,13 +146,23 @@ class Corpus:
         self.record_dat = [p for p in small if "offset" in p.read_text(errors="replace")[:200]]
         self.hex_dat = [p for p in small if p not in set(self.record_dat)]
         self.specs = sorted((REPO / "examples" / "specs").glob("*.toml"))
+        self.loadables = [p for r in roots if (r.parent / "networks").is_dir()
+                          for p in sorted((r.parent / "networks").rglob("*.nvdla"))
+                          if p.stat().st_size < 1 << 20] if roots else []
+        self.loadables += [p for p in files if p.name.endswith("_fbuf")]
         self.text = {}
+        self.data = {}
         self.folders = sorted({p.parent for p in self.cfg + self.txn
                                if self._trace_size(p.parent) < 256 << 10})
 
     @staticmethod
     def _trace_size(folder: Path) -> int:
         return sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+
+    def read_bytes(self, path: Path) -> bytes:
+        if path not in self.data:
+            self.data[path] = path.read_bytes()
+        return self.data[path]
 
     def read(self, path: Path) -> str:
         if path not in self.text:
@@ -324,8 +335,44 @@ def mutate_registers(rng: random.Random, text: str) -> str:
 STATS = collections.Counter()
 
 
+def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
+    """A flatbuffer damaged as files are: bytes flipped or overwritten, cut, extended."""
+    out = bytearray(data)
+    for _ in range(rng.randrange(1, 9)):
+        kind = rng.randrange(5)
+        at = rng.randrange(len(out)) if out else 0
+        if kind == 0 and out:
+            out[at] ^= 1 << rng.randrange(8)
+        elif kind == 1 and out:  # an offset or count made huge, negative or zero
+            value = rng.choice([0, 1, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, rng.getrandbits(32)])
+            out[at:at + 4] = value.to_bytes(4, "little")
+        elif kind == 2:
+            del out[rng.randrange(len(out) + 1):]
+        elif kind == 3:
+            out += rng.randbytes(rng.randrange(64))
+        elif out:
+            out[at:at + 16] = rng.randbytes(16)
+    return bytes(out)
+
+
+def t_loadable(rng, corpus, work):
+    """A damaged loadable: parsed, then its memories placed and its input bound."""
+    from sim.machine import Machine
+    from sim.runtime.loadable import parse_loadable
+    from sim.runtime.runner import input_tensor, place_memories, task_addresses
+
+    data = mutate_bytes(rng, corpus.read_bytes(rng.choice(corpus.loadables)))
+    loadable = parse_loadable(data, "fuzz.nvdla")
+    machine = Machine(rng.choice(sorted(CONFIGS)), PLAY_LIMITS)
+    place = place_memories(loadable, machine, {})
+    input_tensor(loadable, 0)
+    for task in loadable.tasks:
+        task_addresses(loadable, place, task)
+
+
 TARGETS = {"cfg": t_cfg, "txn": t_txn, "record_dat": t_record_dat, "hex_dat": t_hex_dat,
-           "raw": t_raw, "layout": t_layout, "words": t_words, "gen_spec": t_gen_spec}
+           "raw": t_raw, "layout": t_layout, "words": t_words, "gen_spec": t_gen_spec,
+           "loadables": t_loadable}
 
 
 # -- driver -------------------------------------------------------------------------
