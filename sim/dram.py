@@ -552,15 +552,29 @@ def format_record_dat(data: bytes, record: int = 4) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: str | Path, content: bytes | str) -> None:
-    """Write a file so that it is never left half-written."""
+    """Write a file so that it is never left half-written, with the modes a plain
+    ``open`` gives (0666 less the umask; the temporary file it starts as is 0600)."""
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
-    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    except OSError as exc:
+        raise SimError(f"{path}: cannot write ({exc.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -734,6 +748,7 @@ def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -
         if Path(name).name != name or name in ("", ".", ".."):
             raise SimError(f"{folder}: {name!r} is not a plain file name")
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    os.chmod(tmp, 0o777 & ~_umask())  # a folder as mkdir makes it, not mkdtemp's 0700
     old = None
     try:
         for name, content in files.items():

@@ -1,5 +1,8 @@
 """Files the simulator writes appear whole or not at all (sim.dram's two helpers)."""
 
+import os
+import stat
+
 import pytest
 
 from sim.dram import write_atomically, write_folder_atomically
@@ -38,7 +41,25 @@ def test_file_is_replaced_whole(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr("sim.dram.os.replace", fail)
-    with pytest.raises(OSError):
+    with pytest.raises(SimError, match="r.json: cannot write \\(disk full\\)"):
         write_atomically(path, '{"partial": ')
     assert path.read_text() == "{}\n"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_outputs_have_the_modes_the_umask_gives(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        write_atomically(tmp_path / "f.json", "{}")
+        write_folder_atomically(tmp_path / "out", {"a.dimg": b"x"})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f.json").stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o777 & ~umask
+    assert stat.S_IMODE((tmp_path / "out" / "a.dimg").stat().st_mode) == 0o666 & ~umask
+
+
+def test_an_unwritable_place_is_named_as_given(tmp_path):
+    with pytest.raises(SimError, match=r"^/nonexistent/x\.json: cannot write \(No such file"):
+        write_atomically("/nonexistent/x.json", "{}")
