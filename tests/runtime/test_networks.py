@@ -1,0 +1,64 @@
+"""Networks NVIDIA's compiler wrote (../shared/networks): each runs, and matches NVIDIA's C-model.
+
+Every ``<config>/<name>/`` folder found there is a case: the loadable runs on
+NVIDIA's firmware (the ``nvidia_kmd`` fixture) with the folder's input; where
+the folder has ``expected.md5`` (the C-model's result), the md5 of output 0's
+``.dimg`` must equal it, elsewhere the run must complete.
+"""
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sim.runtime import read_loadable, run_loadable_bytes
+from sim.runtime.layers import LayerOutputs
+
+NETWORKS = Path(__file__).resolve().parents[2].parent / "shared" / "networks"
+
+
+def _folders() -> list[Path]:
+    if not NETWORKS.is_dir():
+        return []
+    return sorted(p.parent for p in NETWORKS.glob("*/*/*.nvdla"))
+
+
+def _run(folder: Path, kmd: Path, layers=None):
+    (loadable,) = folder.glob("*.nvdla")
+    inputs = {}
+    if (folder / "input.bin").is_file():
+        inputs[0] = (folder / "input.bin").read_bytes()
+    return run_loadable_bytes(read_loadable(loadable), kmd, folder.parent.name, inputs,
+                              layers=layers)
+
+
+@pytest.fixture(scope="module")
+def kmd(nvidia_kmd):
+    if not NETWORKS.is_dir():
+        pytest.skip(f"{NETWORKS} is absent: no compiled networks")
+    return nvidia_kmd
+
+
+@pytest.mark.parametrize("folder", _folders(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_network_matches_the_c_model(kmd, folder):
+    result = _run(folder, kmd)
+    assert result.hw_layers > 0 and result.dimgs
+    expected = folder / "expected.md5"
+    if expected.is_file():
+        assert hashlib.md5(result.dimgs[0]).hexdigest() == expected.read_text().split()[0]
+
+
+def test_layer_outputs_cover_every_hardware_layer(kmd):
+    """--layers: one cube (or more) per hardware layer, each readable and summarised."""
+    folders = [f for f in _folders() if f.parent.name != "nv_full"]
+    if not folders:
+        pytest.skip("no int8 network in ../shared/networks")
+    layers = LayerOutputs()
+    smallest = min(folders, key=lambda f: (f / "input.bin").stat().st_size)
+    result = _run(smallest, kmd, layers)
+    assert sorted({o.layer for o in layers.outputs}) == list(range(result.hw_layers))
+    for out in layers.outputs:
+        assert out.array.size and f"layer {out.layer} " in out.summary()
+        if out.precision == "int8":
+            assert out.array.dtype == np.int8
