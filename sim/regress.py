@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -22,30 +23,41 @@ def _is_trace_dir(path: Path) -> bool:
 
 
 def discover(root: Path) -> list[tuple[str | None, Path]]:
-    """(config, trace folder) pairs under ``root`` (a config folder or a tree of them)."""
+    """(config, trace folder) pairs anywhere under ``root``.
+
+    The configuration is the nearest folder above a trace (or ``root`` itself)
+    named after one; None otherwise (the trace's header may name it, else the
+    trace is reported as an error, and the others still run).
+    """
     root = Path(root)
     if not root.is_dir():
         raise SimError(f"{root}: not a folder")
     items = []
-    for config_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if _is_trace_dir(config_dir):  # root is itself one config's folder
-            items.append((root.name if root.name in CONFIGS else None, config_dir))
+    seen = set()  # real folders already walked: linked folders are followed, once
+    for folder, dirs, _ in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
             continue
-        for test in sorted(p for p in config_dir.iterdir() if p.is_dir()):
-            if _is_trace_dir(test):
-                items.append((config_dir.name if config_dir.name in CONFIGS else None, test))
-    return items
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        path = Path(folder)
+        if path != root and _is_trace_dir(path):
+            names = [p.name for p in [path, *path.parents][1:]]
+            within = names[: len(path.relative_to(root).parts)]
+            config = next((n for n in within if n in CONFIGS), None)
+            items.append((config, path))
+    return sorted(items, key=lambda item: str(item[1]))
 
 
 def _run_one(item) -> TraceResult:
-    config, path, override = item
-    name = f"{path.parent.name}/{path.name}"
+    config, path, override, name = item
     return run_trace(path, override or config, name=name)
 
 
 def _describe(item) -> tuple[str, str]:
-    config, path, override = item
-    return f"{path.parent.name}/{path.name}", override or config or "?"
+    config, path, override, name = item
+    return name, override or config or "?"
 
 
 def make_backend(jobs: int = 1, timeout: float | None = None, scheduler=None):
@@ -71,7 +83,8 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
     The JSON and JUnit files are rewritten (atomically) as traces finish, so
     an interrupted or killed regression leaves the results it had.
     """
-    items = [(cfg, path, config) for cfg, path in discover(root)]
+    items = [(cfg, path, config, path.relative_to(root).as_posix())
+             for cfg, path in discover(root)]
     if not items:
         raise SimError(f"{root}: no traces found (expected <config>/<test>/ folders)")
     if timeout is not None and timeout <= 0:

@@ -290,16 +290,22 @@ def run_trace(
     cfg_name = config or "?"
     try:
         trace_file = find_trace_file(path)
-        cfg_name = config or guess_config(trace_file)
-        if cfg_name is None:
-            raise SimError(f"{path}: cannot tell the hardware configuration; pass --config")
+        guessed = config or guess_config(trace_file)
+        if guessed is None:
+            raise SimError(f"{path}: cannot tell the hardware configuration (no folder above it "
+                           f"is named after one and its header names none); pass --config")
+        cfg_name = guessed
         player = TracePlayer(trace_file, cfg_name, dump_dir, dump_format=dump_format,
                              word_bytes=word_bytes)
         player.play()
         if not player.checks:  # a verdict needs evidence: a trace that checks nothing fails
             raise SimError(f"{trace_file}: the trace checks nothing (no memory check, register "
                            f"poll or interrupt wait): no verdict")
-        return TraceResult(display, cfg_name, "pass", f"{player.checks} checks",
+        others = []  # a folder with both formats (gen --format both) runs input.txn
+        if path.is_dir() and trace_file.name == "input.txn":
+            others = sorted(p.name for p in path.glob("*.cfg"))
+        note = f" (ran input.txn; {', '.join(others)} not run)" if others else ""
+        return TraceResult(display, cfg_name, "pass", f"{player.checks} checks{note}",
                            time.perf_counter() - start, player.checks)
     except CheckFailed as exc:
         return TraceResult(display, cfg_name, "fail", str(exc), time.perf_counter() - start)

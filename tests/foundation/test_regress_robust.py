@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -125,3 +126,31 @@ def test_ctrl_c_during_run_keeps_the_finished_traces(tmp_path):
     assert proc.returncode == 130 and "Traceback" not in err, err
     doc = json.loads(out_json.read_text())
     assert doc["complete"] is False and doc["passed"] == 2 and len(doc["traces"]) == 2
+
+
+BUNDLED = Path(__file__).resolve().parents[2] / "traces"
+
+
+@pytest.mark.parametrize("layout, passed, errors", [
+    # folder (under ROOT) -> bundled trace copied there
+    ({"nv_full/a": "nv_full/bdma_copy_lines", "typo/b": "nv_full/bdma_copy_lines"}, 1, 1),
+    ({"nv_full/group/deep/a": "nv_full/bdma_copy_lines"}, 1, 0),  # nested: found
+    ({"nv_full/a": "nv_full/bdma_copy_lines", "gen/x/empty": None}, 1, 1),  # unreadable trace
+])
+def test_odd_folders_are_rows_and_the_regression_goes_on(tmp_path, capsys, layout, passed,
+                                                        errors):
+    root = tmp_path / "root"
+    for folder, source in layout.items():
+        if source is None:
+            (root / folder).mkdir(parents=True)
+            (root / folder / "input.txn").write_bytes(b"\xff\xfe\x00garbage")
+        else:
+            shutil.copytree(BUNDLED / source, root / folder)
+    out_json, out_xml = tmp_path / "r.json", tmp_path / "r.xml"
+    code = main(["regress", str(root), "--json", str(out_json), "--junit", str(out_xml)])
+    assert code == (1 if errors else 0)
+    doc = json.loads(out_json.read_text())
+    assert (doc["passed"], doc["errors"], doc["complete"]) == (passed, errors, True)
+    cases = ET.parse(out_xml).getroot().iter("testcase")
+    assert len(list(cases)) == len(layout)
+    assert "internal error" not in capsys.readouterr().out
