@@ -56,7 +56,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             runs = [_run([*cmd, "-o", f"{tmp}/out{i}"]) for i in range(args.repeat + 1)]
         wall, out = min(runs[1:])  # the first run builds, compiles and caches: untimed
-        found = re.search(r"(\d+) hardware layers", out)
+        found = re.search(r"(\d+) hardware layers?\b", out)
         name = f"{config}/{folder.name}"
         if not found:
             print(f"{name:32} failed: {out}")

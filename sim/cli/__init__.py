@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from ..errors import SimError
@@ -69,7 +70,19 @@ def _usage() -> str:
     return "\n".join(lines)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("nvdla-sim")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def _dispatch(argv: list[str]) -> int:
+    if argv and argv[0] in ("-V", "--version"):
+        print(f"nvdla-sim {_version()}")
+        return EXIT_OK
     if not argv or argv[0] in ("-h", "--help"):
         print(_usage(), file=sys.stdout if argv else sys.stderr)
         return EXIT_OK if argv else EXIT_INVALID
@@ -88,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("nvdla-sim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader (head, less) went away: stop quietly, as cat does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
     except (OSError, json.JSONDecodeError) as exc:
         print(f"nvdla-sim: error: {exc}", file=sys.stderr)
         return EXIT_INVALID

@@ -11,6 +11,8 @@ all-ones-exponent patterns differently (see ``sim.num.rules``).
 import argparse
 import sys
 
+import numpy as np
+
 import sim.num.ops as ops
 from sim.num.bits import FORMATS, describe_fields, describe_value
 
@@ -62,7 +64,61 @@ def main(argv: list[str]) -> int:
     for label, value, fmt in zip("ab", values, formats, strict=False):
         print(f"{label}   = {describe(value, fmt)}")
     print(f"out = {describe(result, out_fmt)}")
+    ieee = _ieee(args.op, values)
+    if ieee is not None and ieee != result and not _both_nan(ieee, result, out_fmt):
+        print(f"note: IEEE 754 gives {describe_value(ieee, out_fmt)}; NVDLA differs: "
+              f"{_why(values, formats, ieee, out_fmt)}")
     return 0
+
+
+_IEEE_TYPES = {"fp16": (np.float16, np.uint16), "fp32": (np.float32, np.uint32)}
+_IEEE_VERBS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.maximum,
+               "min": np.minimum}
+
+
+def _ieee(op: str, values: list[int]) -> int | None:
+    """The bits IEEE 754 (numpy, round to nearest even) gives, where it has the formats."""
+    formats, out_fmt = _operand_formats(op)
+    if any(f not in _IEEE_TYPES for f in (*formats, out_fmt)):
+        return None
+    floats = [np.array(v, _IEEE_TYPES[f][1]).view(_IEEE_TYPES[f][0])
+              for v, f in zip(values, formats, strict=True)]
+    with np.errstate(all="ignore"):
+        if op in ops.BINARY_OPS:
+            out = _IEEE_VERBS[op.split("_")[1]](*floats)
+        else:
+            out = floats[0].astype(_IEEE_TYPES[out_fmt][0])
+    return int(np.asarray(out, _IEEE_TYPES[out_fmt][0]).view(_IEEE_TYPES[out_fmt][1]))
+
+
+def _fields(value: int, fmt: str) -> tuple[int, int]:
+    exponent_bits, mantissa_bits = FORMATS[fmt]
+    return (value >> mantissa_bits) & ((1 << exponent_bits) - 1), value & ((1 << mantissa_bits) - 1)
+
+
+def _both_nan(a: int, b: int, fmt: str) -> bool:
+    top = (1 << FORMATS[fmt][0]) - 1
+    return all(_fields(v, fmt)[0] == top and _fields(v, fmt)[1] for v in (a, b))
+
+
+def _why(values, formats, ieee: int, out_fmt: str) -> str:
+    """Which of NVDLA's rules (sim.num.rules) makes the difference."""
+    def special(value, fmt, kind):
+        exponent, mantissa = _fields(value, fmt)
+        if kind == "top":
+            return exponent == (1 << FORMATS[fmt][0]) - 1
+        return exponent == 0 and mantissa != 0
+
+    if any(special(v, f, "top") for v, f in zip(values, formats, strict=True)):
+        return ("an all-ones exponent is an ordinary finite number to NVDLA, not Inf or NaN "
+                "(sim.num.rules, rules 4 and 5)")
+    if special(ieee, out_fmt, "top"):
+        return "overflow gives the largest finite value, never Inf (sim.num.rules, rule 3)"
+    if any(special(v, f, "low") for v, f in zip(values, formats, strict=True)) \
+            or special(ieee, out_fmt, "low"):
+        return ("exponent-0 patterns are not IEEE denormals, and results below the normal "
+                "range are zero (sim.num.rules, rules 1 and 2)")
+    return "NVDLA's datapath rounds or orders this case its own way (sim.num.rules)"
 
 
 def describe(value: int, fmt: str) -> str:

@@ -62,6 +62,10 @@ def _input(path: str | None, loadable) -> dict[int, bytes]:
     return {0: data}
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _check_output_folder(folder: str) -> None:
     """An output folder is created or replaced only if it holds nothing of the user's."""
     path = Path(folder)
@@ -106,6 +110,7 @@ def main(argv: list[str]) -> int:
         write_folder_atomically(args.layers, layers.files())
         for out in layers.outputs:
             print(out.summary())
-    print(f"{Path(args.loadable).name}: {result.tasks} tasks, {result.hw_layers} hardware "
-          f"layers, {len(files)} outputs in {args.out_dir} ({result.seconds:.2f}s)")
+    print(f"{Path(args.loadable).name}: {_count(result.tasks, 'task')}, "
+          f"{_count(result.hw_layers, 'hardware layer')}, {_count(len(files), 'output')} in "
+          f"{args.out_dir} ({result.seconds:.2f}s)")
     return 0

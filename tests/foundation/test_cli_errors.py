@@ -68,3 +68,24 @@ def test_bad_input_is_one_line(tmp_path, capsys, files, argv, code, pattern):
     lines = [ln for ln in err.splitlines() if ln.startswith("nvdla-sim")]
     assert len(lines) == 1 and re.search(pattern, lines[0]), err
     assert "internal error" not in err and not re.search(pattern, out)
+
+
+@pytest.mark.parametrize("argv, note", [
+    (["fp16_add", "0x7c00", "0x5800"], "IEEE 754 gives 0x7c00 (inf); NVDLA differs: an all-ones"),
+    (["fp16_mul", "0x7bff", "0x7bff"], "overflow gives the largest finite value"),
+    (["fp16_add", "0x0001", "0x0001"], "exponent-0 patterns are not IEEE denormals"),
+    (["fp16_add", "0x3c00", "0x3c00"], None),  # IEEE and NVDLA agree: no note
+    (["fp32_to_fp16", "0x3f800000"], None),
+])
+def test_fp_says_why_it_departs_from_ieee(capsys, argv, note):
+    assert main(["fp", *argv]) == 0
+    out = capsys.readouterr().out
+    if note is None:
+        assert "note:" not in out
+    else:
+        assert "\nnote: IEEE 754 gives " in out and note in out
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert re.fullmatch(r"nvdla-sim \S+\n", capsys.readouterr().out)
