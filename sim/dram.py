@@ -73,25 +73,30 @@ class LayerAccess:
     lines: tuple[np.ndarray, int] | None = None
     mode: str = STREAMED
 
-    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
-        """(starts, ends) of the bytes moved, absolute, sorted by start."""
+    def intervals(self, base: int) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) of the bytes moved, relative to ``base`` (an address near this
+        window: 64-bit addresses do not fit numpy's integers), sorted by start."""
+        shift = self.addr - base
         if self.lines is None:
-            return np.array([self.addr], np.int64), np.array([self.addr + self.size], np.int64)
+            return np.array([shift], np.int64), np.array([shift + self.size], np.int64)
         offsets, length = self.lines
-        starts = np.sort(np.asarray(offsets, np.int64).ravel()) + self.addr
+        starts = np.sort(np.asarray(offsets, np.int64).ravel()) + shift
         return starts, starts + int(length)
 
     def intersects(self, other: LayerAccess) -> bool:
         if not (self.addr < other.addr + other.size and other.addr < self.addr + self.size):
             return False
-        starts, ends = self.intervals()  # equal lengths: ends sorted as starts are
-        o_starts, o_ends = other.intervals()
+        base = min(self.addr, other.addr)  # the windows overlap: offsets from it are small
+        starts, ends = self.intervals(base)  # equal lengths: ends sorted as starts are
+        o_starts, o_ends = other.intervals(base)
         first = np.searchsorted(ends, o_starts, side="right")  # first interval ending past it
         hit = first < starts.size
         return bool(np.any(starts[first[hit]] < o_ends[hit]))
 
     def same_bytes(self, other: LayerAccess) -> bool:
-        mine, theirs = self.intervals(), other.intervals()
+        if self.addr != other.addr:
+            return False
+        mine, theirs = self.intervals(self.addr), other.intervals(self.addr)
         return all(a.shape == b.shape and np.array_equal(a, b)
                    for a, b in zip(mine, theirs, strict=True))
 

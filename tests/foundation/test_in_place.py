@@ -79,3 +79,18 @@ def _conv(dst: int) -> bytes:
 
 def test_convolution_output_over_its_own_input_uses_what_the_buffer_holds():
     assert _conv(SRC) == _conv(OUT_OF_PLACE)
+
+
+@pytest.mark.parametrize("write, overlaps", [
+    ((0x100, 0x100), False),  # the gap between the two lines read
+    ((0x0F0, 0x20), True),  # across the end of the first line
+    ((0x300, 0x10), False),  # past the window
+    ((0x2FF, 0x02), True),  # the last byte read
+])
+def test_bytes_really_moved_decide_overlap_even_at_the_top_of_64_bits(write, overlaps):
+    from sim.dram import LayerAccess
+
+    top = (1 << 64) - 0x1000
+    read = LayerAccess(top, 0x300, "read", (np.array([0x200, 0x000]), 0x100))
+    offset, size = write
+    assert read.intersects(LayerAccess(top + offset, size, "write")) is overlaps
