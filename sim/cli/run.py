@@ -43,7 +43,7 @@ def explain_failure(path, config, out=None) -> None:
         return
     if report is None:  # CRC checks only: no expected bytes to compare with
         return
-    for line in report.summary_lines()[1:]:
+    for line in report.summary_lines(more="nvdla-sim diff --json lists them all")[1:]:
         print(f"      {line}", file=out)
 
 

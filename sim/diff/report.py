@@ -68,7 +68,8 @@ class DiffReport:
                  "bytes": counts[k][1]} for k in order]
 
     # -- output ---------------------------------------------------------------------
-    def summary_lines(self) -> list[str]:
+    def summary_lines(self, more: str = "see --json") -> list[str]:
+        """The summary; ``more`` says where the elements it leaves out are listed."""
         sim = self.sim
         lines = [f"{sim.trace_file} ({sim.config}): {len(self.regions)} checked region(s), "
                  f"{len(sim.layers)} layer(s); expected values from the {self.expected_from}"
@@ -107,14 +108,14 @@ class DiffReport:
             for e in elements[:FIRST]:
                 lines.append(f"  {e.describe()}")
             if len(elements) > FIRST:
-                lines.append(f"  ... {len(elements) - FIRST} more (see --json)")
+                lines.append(f"  ... {len(elements) - FIRST} more ({more})")
         others = self.byte_diffs
         if others:
             lines.append(f"{len(others)} differing byte(s) outside any layer's output elements:")
             for b in others[:FIRST]:
                 lines.append(f"  {b.describe()}")
             if len(others) > FIRST:
-                lines.append(f"  ... {len(others) - FIRST} more (see --json)")
+                lines.append(f"  ... {len(others) - FIRST} more ({more})")
         missing = sum(r.missing_bytes for r in self.regions)
         if missing:
             lines.append(f"{missing} byte(s) to compare are not in ACTUAL: no verdict on them")
