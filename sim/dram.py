@@ -546,13 +546,29 @@ def format_hex_dat(addr: int, data: bytes, ram: str = "dram") -> str:
     return "\n".join(lines) + "\n"
 
 
+_HEX_TOKENS = np.frombuffer(b"".join(b"0x%02x " % b for b in range(256)), np.uint8)
+_HEX_TOKENS = _HEX_TOKENS.reshape(256, 5)  # "0xNN " for every byte value
+
+
 def format_record_dat(data: bytes, record: int = 4) -> str:
-    """Render bytes as nv_small ``.dat`` records (offsets relative to the start)."""
+    """Render bytes as nv_small ``.dat`` records (offsets relative to the start).
+
+    The payloads of all records are rendered at once (a table of the 256
+    ``0xNN`` tokens indexed by the bytes); only each line's offset is formatted
+    one by one.
+    """
+    raw = np.frombuffer(bytes(data), np.uint8)
+    full = raw.size // record
+    width = 5 * record - 1  # the tokens and the spaces between them
+    text = _HEX_TOKENS[raw[: full * record].reshape(full, record)].reshape(full, 5 * record)
+    payloads = text[:, :width].tobytes().decode("ascii")
     lines = ["{"]
-    for off in range(0, len(data), record):
-        chunk = data[off : off + record]
-        payload = " ".join(f"0x{b:02x}" for b in chunk)
-        lines.append(f"{{offset:{off:#x}, size:{len(chunk)}, payload:{payload}}} ,")
+    lines += [f"{{offset:{i * record:#x}, size:{record}, payload:"
+              f"{payloads[i * width:(i + 1) * width]}}} ," for i in range(full)]
+    tail = raw[full * record:]
+    if tail.size:
+        payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
+        lines.append(f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

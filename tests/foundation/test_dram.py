@@ -184,3 +184,20 @@ def test_word_file_header_numbers_with_leading_zeros(tmp_path, header, base):
     path.write_text(f"// start_address = {header}\n0102\n")
     addr, data = read_memory_file(path)
     assert addr == base and data == b"\x02\x01"
+
+
+@pytest.mark.parametrize("size, record", [(0, 4), (1, 4), (31, 32), (32, 32), (33, 32),
+                                          (100, 1), (4096, 32), (4099, 4)])
+def test_record_dat_is_written_record_by_record(size, record):
+    """The vectorised writer gives, line for line, each record as the format spells it."""
+    from sim.dram import format_record_dat
+
+    data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
+    lines = format_record_dat(data, record).splitlines()
+    assert lines[0] == "{" and lines[-1] == "}"
+    body = lines[1:-1]
+    assert len(body) == -(-size // record)
+    for i, line in enumerate(body):
+        chunk = data[i * record:(i + 1) * record]
+        tokens = " ".join("0x%02x" % b for b in chunk)
+        assert line == "{offset:%s, size:%d, payload:%s} ," % (hex(i * record), len(chunk), tokens)
