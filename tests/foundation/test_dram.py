@@ -199,5 +199,5 @@ def test_record_dat_is_written_record_by_record(size, record):
     assert len(body) == -(-size // record)
     for i, line in enumerate(body):
         chunk = data[i * record:(i + 1) * record]
-        tokens = " ".join("0x%02x" % b for b in chunk)
-        assert line == "{offset:%s, size:%d, payload:%s} ," % (hex(i * record), len(chunk), tokens)
+        tokens = " ".join(format(b, "#04x") for b in chunk)
+        assert line == f"{{offset:{hex(i * record)}, size:{len(chunk)}, payload:{tokens}}} ,"
