@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import regs as regtable
-
+from . import regs as regtable
 from .errors import SimError
 
 IDLE, RUNNING, PENDING = 0, 1, 2

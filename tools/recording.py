@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import regs
+from sim import regs
 from sim.machine import Machine
 from sim.program.registers import set_reg
 

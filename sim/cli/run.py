@@ -17,7 +17,7 @@ def bundled_traces() -> Path:
     """The example traces shipped with the project."""
     from importlib.resources import files
 
-    return Path(str(files("traces")))
+    return Path(str(files("sim.traces")))
 
 
 def print_result(result, out=None) -> None:

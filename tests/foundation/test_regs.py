@@ -3,9 +3,9 @@
 import re
 
 import pytest
+from sim.regs import RegisterMapError, parse_table
 
-import regs
-from regs import RegisterMapError, parse_table
+from sim import regs
 
 
 def test_table_loads_and_validates():
