@@ -137,21 +137,54 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+_POOL = None  # threads kept between layers: starting them per layer cost milliseconds
+_IN_POOL = threading.local()
+
+
+def _pool(threads: int):
+    """The process's helper threads (at least ``threads`` of them), made on first use."""
+    global _POOL
+    if _POOL is None or _POOL._max_workers < threads:
+        from concurrent.futures import ThreadPoolExecutor  # loads only where a layer is large
+
+        def mark():
+            _IN_POOL.active = True
+
+        if _POOL is not None:
+            _POOL.shutdown(wait=False)
+        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="nvdla-sim",
+                                   initializer=mark)
+    return _POOL
+
+
+def _forget_pool() -> None:
+    """A forked child has none of its parent's threads: it makes its own pool."""
+    global _POOL
+    _POOL = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1) -> None:
     """Call ``body(start, stop)`` on consecutive slices of ``range(n)``, one thread per core.
 
     ``body`` runs a nogil kernel or numpy (which releases the GIL); slices
-    shorter than ``min_chunk`` are not worth a thread.
+    shorter than ``min_chunk`` are not worth a thread.  The calling thread
+    takes the first slice and kept helper threads the others; a ``body`` that
+    splits again runs its slices in its own thread (no waiting on a busy pool).
     """
     workers = max(1, min(cores(), n // max(1, min_chunk)))
-    if workers == 1:
+    if workers == 1 or getattr(_IN_POOL, "active", False):
         body(0, n)
         return
-    from concurrent.futures import ThreadPoolExecutor  # loads only where a layer is large
-
     bounds = [n * i // workers for i in range(workers + 1)]
-    with ThreadPoolExecutor(workers) as pool:
-        jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(workers)]
+    pool = _pool(workers - 1)
+    jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(1, workers)]
+    try:
+        body(bounds[0], bounds[1])
+    finally:
         for job in jobs:
             job.result()
 

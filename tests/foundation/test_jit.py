@@ -72,3 +72,23 @@ def test_run_split_covers_every_index_once(n, min_chunk, monkeypatch):
     jit.run_split(body, n, min_chunk)
     assert sorted(seen) == list(range(n))
     assert len(calls) == max(1, min(4, n // min_chunk))
+
+
+def test_run_split_keeps_its_threads_and_covers_every_index():
+    import threading
+
+    from sim import jit
+
+    seen, threads = [], set()
+
+    def body(start, stop):
+        seen.extend(range(start, stop))
+        threads.add(threading.get_ident())
+        jit.run_split(lambda a, b: seen.extend(range(1000 + a, 1000 + b)), 4)  # nested: inline
+
+    jit.run_split(body, 10)
+    first = jit._POOL
+    jit.run_split(body, 10)
+    assert sorted(seen) == sorted(list(range(10)) * 2 + [1000 + i for i in range(4)] * 2 *
+                                  min(jit.cores(), 10))
+    assert jit._POOL is first or jit.cores() == 1  # the same helper threads, not new ones
