@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -73,15 +74,22 @@ class LayerAccess:
     lines: tuple[np.ndarray, int] | None = None
     mode: str = STREAMED
 
+    @cached_property
+    def _own_intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, ends) relative to ``addr``, sorted: computed once (a layer's read is
+        compared with every one of its writes)."""
+        if self.lines is None:
+            return np.array([0], np.int64), np.array([self.size], np.int64)
+        offsets, length = self.lines
+        starts = np.sort(np.asarray(offsets, np.int64).ravel())
+        return starts, starts + int(length)
+
     def intervals(self, base: int) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the bytes moved, relative to ``base`` (an address near this
         window: 64-bit addresses do not fit numpy's integers), sorted by start."""
+        starts, ends = self._own_intervals
         shift = self.addr - base
-        if self.lines is None:
-            return np.array([shift], np.int64), np.array([shift + self.size], np.int64)
-        offsets, length = self.lines
-        starts = np.sort(np.asarray(offsets, np.int64).ravel()) + shift
-        return starts, starts + int(length)
+        return (starts + shift, ends + shift) if shift else (starts, ends)
 
     def intersects(self, other: LayerAccess) -> bool:
         if not (self.addr < other.addr + other.size and other.addr < self.addr + self.size):
@@ -159,13 +167,29 @@ class Memory:
     # -- a layer's reads, so that an output overlapping its own input stops -----
     def begin_layer(self) -> None:
         self._layer_reads = []
+        self._read_bytes = np.empty((64, 2), np.uint64)  # first and last byte of each read
 
     def end_layer(self) -> None:
         self._layer_reads = None
 
     def _record_read(self, read: LayerAccess) -> None:
         if self._layer_reads is not None and read.size and read.mode != HELD:
+            n = len(self._layer_reads)
+            if n == len(self._read_bytes):
+                self._read_bytes = np.resize(self._read_bytes, (2 * n, 2))
+            self._read_bytes[n] = (read.addr, read.addr + read.size - 1)
             self._layer_reads.append(read)
+
+    def _reads_near(self, write: LayerAccess) -> list[LayerAccess]:
+        """The layer's reads whose windows meet the write's: a unit that moves a cube
+        line by line makes thousands of both, so the windows are compared as arrays."""
+        reads = self._layer_reads
+        if len(reads) < 16:
+            return reads
+        spans = self._read_bytes[: len(reads)]
+        last = write.addr + write.size - 1  # byte addresses stay below 2**64
+        meet = (spans[:, 0] <= np.uint64(last)) & (spans[:, 1] >= np.uint64(write.addr))
+        return [reads[i] for i in np.flatnonzero(meet).tolist()]
 
     def _check_overlap(self, write: LayerAccess) -> None:
         """A layer's DMA write into bytes the same layer still streams in is refused.
@@ -180,7 +204,7 @@ class Memory:
         each element exactly where it read it (every byte is read before the
         element computed from it is written).
         """
-        for read in self._layer_reads or ():
+        for read in self._reads_near(write):
             if read.mode == ELEMENTWISE and read.same_bytes(write):
                 continue
             if read.intersects(write):

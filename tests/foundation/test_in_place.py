@@ -94,3 +94,22 @@ def test_bytes_really_moved_decide_overlap_even_at_the_top_of_64_bits(write, ove
     read = LayerAccess(top, 0x300, "read", (np.array([0x200, 0x000]), 0x100))
     offset, size = write
     assert read.intersects(LayerAccess(top + offset, size, "write")) is overlaps
+
+
+@pytest.mark.parametrize("base", [0x8000_0000, (1 << 64) - (1 << 20)])
+def test_reads_near_a_write_are_exactly_those_whose_windows_meet_it(base):
+    """Many reads (a unit moving lines): the array test picks what a pairwise test picks."""
+    from sim.dram import LayerAccess, Memory
+
+    rng = np.random.default_rng(7)
+    mem = Memory()
+    mem.begin_layer()
+    reads = [LayerAccess(base + int(a), int(n), "r") for a, n in
+             zip(rng.integers(0, 1 << 19, 200), rng.integers(1, 512, 200), strict=True)]
+    for read in reads:
+        mem._record_read(read)
+    for a, n in zip(rng.integers(0, 1 << 19, 50), rng.integers(1, 4096, 50), strict=True):
+        write = LayerAccess(base + int(a), int(n), "w")
+        want = [r for r in reads if r.addr < write.addr + write.size
+                and write.addr < r.addr + r.size]
+        assert mem._reads_near(write) == want
