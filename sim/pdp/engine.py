@@ -7,7 +7,9 @@ the first, ``n - 2`` middle and the last one, with widths from
 overlap), and is pooled as a cube of its own: the layer's left padding
 applies to the first split only and its right padding to the last one.  The
 PDP_RDMA reads each split's columns with its own registers; the PDP writes
-each split's output columns at ``dst + first_out_column * atom``.
+each split's output columns at ``dst + first_out_column * atom``.  The last
+window must end on the last padded line of a surface and on the last padded
+column of a line (of the last split): :func:`check_tiles`.
 
 Counters: ``D_NAN_INPUT_NUM``/``D_INF_INPUT_NUM`` count fp16 NaN/Inf in every
 atom PDP_RDMA reads (overlap columns twice, padding lanes of the last surface
@@ -36,6 +38,7 @@ from .pooling import (
     METHODS,
     PRECISIONS,
     PoolConfig,
+    check_tiling,
     check_windows,
     pool_split,
 )
@@ -128,6 +131,35 @@ def check_geometry(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
     for s in splits:
         check_windows("column", register, s.out_width, s.in_width, s.pad_left, s.pad_right,
                       cfg.kernel_width, cfg.stride_width)
+    check_tiles(pdp, cfg, splits)
+
+
+PADDING = "NVDLA_PDP.D_POOLING_PADDING_CFG_0"
+
+
+def check_tiles(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
+    """The pooling windows end on the last padded line of a surface and the last padded
+    column of a line (:func:`.pooling.check_tiling`): in split mode, of the last split.
+
+    The programming guide asks the same of the first and middle splits and that the
+    splits add up to the cube; NVIDIA's RTL pools such splits as modelled here (a
+    middle split's unused columns, splits short of the cube), so they are not refused.
+    """
+    height = pdp.cube_in_height + 1
+    check_tiling(PADDING, f"PAD_TOP {cfg.pad_top} + {height} input lines + PAD_BOTTOM "
+                 f"{cfg.pad_bottom}", (cfg.pad_top, height, cfg.pad_bottom),
+                 pdp.cube_out_height + 1, "line", cfg.kernel_height, cfg.stride_height,
+                 "PAD_BOTTOM")
+    k, stride, last = cfg.kernel_width, cfg.stride_width, splits[-1]
+    if len(splits) == 1:
+        register, extent = PADDING, f"PAD_LEFT {last.pad_left} + {last.in_width} input columns"
+    else:
+        register = "NVDLA_PDP.D_PARTIAL_WIDTH_IN_0"
+        extent = (f"the last of {len(splits)} splits' {last.in_width} input columns (overlap "
+                  f"{k - stride} included)")
+    check_tiling(register, f"{extent} + PAD_RIGHT {last.pad_right}",
+                 (last.pad_left, last.in_width, last.pad_right), last.out_width, "column", k,
+                 stride, "PAD_RIGHT")
 
 
 def padded_channels(channels: int, precision: int, atom_bytes: int) -> int:

@@ -126,6 +126,45 @@ def check_windows(what: str, register: str, want: int, in_size: int, pad_lo: int
         raise ConfigurationError(f"{register}: the last {what} window holds only padding")
 
 
+def window_span(out: int, kernel: int, stride: int) -> int:
+    """Input elements (padding included) from the first window's start to the last one's end."""
+    return (out - 1) * stride + kernel
+
+
+def check_tiling(register: str, extent: str, sizes: tuple[int, int, int], out: int, what: str,
+                 kernel: int, stride: int, pad_hi_name: str) -> None:
+    """Raise unless ``out`` windows end on the last padded element of
+    ``sizes`` = (low padding, input elements, high padding).
+
+    NVIDIA's RTL (nv_small, checked under Verilator) counts the windows still open
+    when the last line of a surface (the last column of a line) has come in from
+    the bottom (right) padding register and the stride alone, and completes them
+    while the next surface (line) comes in; programmed so that the last window
+    ends elsewhere (on padding no window needs, or before the last input line or
+    column), it hangs without its interrupt or writes other data, depending on the
+    alignment and even on the cube's width.  NVIDIA's documents program it only so:
+    the programming guide's PDP limits (``(PL+W+PR-Kernel_W)%stride_x == 0``,
+    ``CUBE_IN_WIDTH + PL == (CUBE_OUT_WIDTH-1)*stride_x + kernel_width``, the same for
+    each split; for convolution ``(Output_height - 1) * stride_y + R == PT +
+    Input_Height + PB``) and its compiler (``PDPNode::adjustBRPadding`` sets the right
+    and bottom padding so).  ``extent`` describes ``sizes`` ("PAD_TOP 2 + 6 input
+    lines + PAD_BOTTOM 4"); ``pad_hi_name`` names the high padding in the hint.
+    """
+    pad_lo, in_size, pad_hi = sizes
+    span, total = window_span(out, kernel, stride), pad_lo + in_size + pad_hi
+    if span == total:
+        return
+    needed = span - pad_lo - in_size
+    hint = (f"{pad_hi_name} {needed} would end them there" if needed >= 0 else
+            f"the last input {what} is in no window" if needed == -1 else
+            f"the last {-needed} input {what}s are in no window")
+    outs = f"{out} output {what}" + ("s" if out != 1 else "")
+    raise ConfigurationError(
+        f"{register}: {extent} = {total} {what}s, but {outs} of kernel {kernel}, stride "
+        f"{stride} span {span} ({hint}): the pooling windows must end on the last padded "
+        f"{what} (NVIDIA's RTL hangs or writes other data otherwise)")
+
+
 @njit
 def _pad_counts(i, ki, k, n, pad_lo):
     """(n_lo, n_hi): padded elements whose PADDING_VALUE the element at index ``i``

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ConfigurationError
 from .registers import PRECISION_CODES, set_reg
 
 PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
@@ -26,6 +27,19 @@ class Pooling:
         return ((height + top + bottom - self.kernel[0]) // self.stride[0] + 1,
                 (width + left + right - self.kernel[1]) // self.stride[1] + 1)
 
+    def fit(self, height: int, width: int) -> tuple[int, int, int, int]:
+        """(height, width, bottom, right): the input the PDP is programmed to pool and
+        the bottom/right padding, such that the windows end on the last padded line and
+        column (otherwise NVDLA's RTL may hang or write other data: see
+        ``sim.pdp.pooling.check_tiling``).  Padding no window reaches is dropped, and so
+        are input lines and columns after the last window: the pooled cube is the same."""
+        out_h, out_w = self.out_size(height, width)
+        _, _, top, _ = self.pad
+        span_h = (out_h - 1) * self.stride[0] + self.kernel[0] - top
+        span_w = (out_w - 1) * self.stride[1] + self.kernel[1] - self.pad[0]
+        return (min(height, span_h), min(width, span_w), max(span_h - height, 0),
+                max(span_w - width, 0))
+
 
 def recip(kernel: int, precision: str) -> int:
     """RECIP_KERNEL_* for a kernel size: 1/k with 16 fraction bits, or an fp17 for fp16."""
@@ -42,11 +56,22 @@ def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tup
 
     ``shape`` is the input (C, H, W); ``dst`` and ``src`` are (address,
     FeatureLayout); no ``src`` means the input comes on the fly from the SDP.
+    The PDP is programmed with :meth:`Pooling.fit`'s input and bottom/right padding.
     """
-    c, h, w = shape
-    oh, ow = pool.out_size(h, w)
+    c, full_h, full_w = shape
+    oh, ow = pool.out_size(full_h, full_w)
+    h, w, bottom, right = pool.fit(full_h, full_w)
+    if src is None and (h, w) != (full_h, full_w):
+        register, n, what = (("D_DATA_CUBE_IN_HEIGHT_0", full_h - h, "line") if h < full_h
+                             else ("D_DATA_CUBE_IN_WIDTH_0", full_w - w, "column"))
+        left_out = what if n == 1 else f"{n} {what}s"
+        raise ConfigurationError(
+            f"{PDP}.{register}: a {pool.kernel[0]}x{pool.kernel[1]} pooling kernel at stride "
+            f"{pool.stride[0]}x{pool.stride[1]} with padding {list(pool.pad)} leaves the last "
+            f"{left_out} of the {full_h}x{full_w} input in no window, but on the fly the PDP "
+            "pools the whole cube the SDP sends")
     (kh, kw), (sh, sw) = pool.kernel, pool.stride
-    left, right, top, bottom = pool.pad
+    left, _, top, _ = pool.pad
     set_reg(m, PDP, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
     set_reg(m, PDP, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)
     set_reg(m, PDP, "D_DATA_CUBE_IN_CHANNEL_0", cube_in_channel=c - 1)
@@ -83,6 +108,7 @@ def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tup
 def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> None:
     """PDP_RDMA reading the input cube (C, H, W) at ``src`` = (address, FeatureLayout)."""
     c, h, w = shape
+    h, w, _, _ = pool.fit(h, w)
     addr, lay = src
     set_reg(m, PDP_RDMA, "D_DATA_CUBE_IN_WIDTH_0", cube_in_width=w - 1)
     set_reg(m, PDP_RDMA, "D_DATA_CUBE_IN_HEIGHT_0", cube_in_height=h - 1)

@@ -1,4 +1,5 @@
-"""Every trace in passing.txt must still pass bit-exactly."""
+"""Every trace in passing.txt must still pass bit-exactly; every one in rejected.txt must
+be refused with the hardware rule it breaks."""
 
 from pathlib import Path
 
@@ -7,6 +8,7 @@ import pytest
 from sim.trace import run_trace
 
 LIST = Path(__file__).with_name("passing.txt")
+REJECTED = Path(__file__).with_name("rejected.txt")
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
@@ -24,6 +26,22 @@ def test_trace_passes(trace):
     config = Path(trace).parent.name
     result = run_trace(path, config)
     assert result.status == "pass", result.message
+
+
+def _rejected() -> list[tuple[str, str]]:
+    lines = (line.split("#", 1)[0].strip() for line in REJECTED.read_text().splitlines())
+    return [tuple(line.split(None, 1)) for line in lines if line]
+
+
+@pytest.mark.parametrize("trace, rule", _rejected())
+def test_trace_breaking_a_rule_is_refused(trace, rule):
+    path = SHARED / trace
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: conformance traces not available")
+    assert path.is_dir(), f"listed trace {trace} is missing from {SHARED}"
+    result = run_trace(path, Path(trace).parent.name)
+    assert result.status == "error" and rule in result.message, result.message
+    assert "internal error" not in result.message and "\n" not in result.message
 
 
 def _integer_lrn():
