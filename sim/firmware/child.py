@@ -130,9 +130,8 @@ def main() -> None:
             offsets = (ctypes.c_uint64 * max(n, 1))(*pairs[1::2])
             keep = [bases, offsets, _Task(n, bases, offsets), _Config(atom, bdma, rubik, wc)]
             ret = lib.dla_execute_task(engine, ctypes.byref(keep[2]), ctypes.byref(keep[3]))
-        elif name == b"dla_isr_handler":
-            ret = lib.dla_isr_handler(engine)
-        elif name == b"dla_process_events":
+        elif name == b"interrupt":  # the driver's handler, then its event work, in one call
+            lib.dla_isr_handler(engine)
             ret = lib.dla_process_events(engine, ctypes.byref(complete))
         elif name == b"dla_clear_task":
             lib.dla_clear_task(engine)

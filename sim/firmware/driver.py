@@ -41,6 +41,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before 
 HEADER = struct.Struct("<cI")  # the frames of .child: kind, payload length
 CHILD = Path(__file__).with_name("child.py")
 EFAULT = -14
+CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of .child runs
 
 
 class FirmwareError(SimError):
@@ -86,6 +87,8 @@ class Firmware:
         self.error_lines: list[str] = []  # what the firmware reported with dla_error
         self.cpu_writes: list[tuple[int, int]] = []  # (address, size) the firmware wrote
         self._buffer = bytearray()
+        self.call_seconds = 0.0  # in the firmware's calls: its code, the pipe, our answers
+        self.serve_seconds = 0.0  # of which answering its requests (the simulator's work)
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
         self._proc = subprocess.Popen(
@@ -96,8 +99,11 @@ class Firmware:
         os.close(from_parent)
         os.close(to_parent)
         self._out, self._in = to_child, from_child
-        self._call("dla_register_driver")
-        self._call("dla_clear_task")
+        # registering needs no answer yet: the process starts while the caller goes on
+        self._unanswered: list[str] = []
+        for name in ("dla_register_driver", "dla_clear_task"):
+            self._send(b"C", name.encode() + b"\0", name)
+            self._unanswered.append(name)
 
     # -- the firmware's process ------------------------------------------------------
     def close(self) -> None:
@@ -167,7 +173,23 @@ class Firmware:
         """Run entry point ``name`` in the firmware, serving its requests until it returns."""
         if self._proc is None:
             raise FirmwareError(f"firmware {self.kmd_dir}: its process has ended")
-        self._send(b"C", name.encode() + b"\0" + args, name)
+        start = time.perf_counter()
+        try:
+            while self._unanswered:  # calls sent earlier without waiting
+                earlier = self._unanswered[0]
+                ret, _ = self._returned(earlier)
+                self._unanswered.pop(0)
+                if ret:
+                    raise FirmwareError(f"firmware {self.kmd_dir}: {earlier} failed ({ret})"
+                                        f"{self._last_log()}")
+            doing = CALLS.get(name, name)
+            self._send(b"C", name.encode() + b"\0" + args, doing)
+            return self._returned(doing)
+        finally:
+            self.call_seconds += time.perf_counter() - start
+
+    def _returned(self, name: str) -> tuple[int, int]:
+        """Serve the firmware's requests until call ``name`` returns; its return values."""
         while True:
             kind, size = HEADER.unpack(self._read(HEADER.size, name))
             payload = self._read(size, name)
@@ -183,11 +205,14 @@ class Firmware:
 
     def _serve(self, kind: bytes, payload: bytes) -> bytes | None:
         """One request of the firmware; an error is kept and raised when the call returns."""
+        start = time.perf_counter()
         try:
             if self._error is None:
                 return self._handle(kind, payload)
         except Exception as exc:  # noqa: BLE001 - re-raised once the firmware's call returns
             self._error = exc
+        finally:
+            self.serve_seconds += time.perf_counter() - start
         return {b"r": bytes(4), b"m": struct.pack("<i", EFAULT)}.get(kind)
 
     def _handle(self, kind: bytes, payload: bytes) -> bytes | None:
@@ -266,8 +291,7 @@ class Firmware:
                                     f"interrupts")
             if self.recorder is not None:
                 self.recorder.interrupt(self.machine)
-            self._call("dla_isr_handler")
-            ret, complete = self._call("dla_process_events")
+            ret, complete = self._call("interrupt")  # dla_isr_handler, dla_process_events
             if ret:
                 raise FirmwareTaskFailed(f"firmware: task failed ({ret}){self._last_log()}")
         return interrupts

@@ -83,6 +83,7 @@ class RunResult:
     seconds: float = 0.0
     task_seconds: list[tuple[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # links cut to make DLA tasks task-local
+    firmware_seconds: float = 0.0  # in the firmware's calls, less the simulator's answers
 
 
 @dataclass
@@ -227,9 +228,17 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
     machine = Machine(config)
     if layers is not None:
         layers.attach(machine)
-    place = place_memories(loadable, machine, inputs or {})
     recorder = TraceRecorder(machine) if recorder_path else None
     firmware = None
+    if any(t.interface == INTERFACE_DLA1 for t in loadable.tasks):
+        # its process starts while the memories are placed
+        firmware = Firmware(machine, firmware_dir, recorder)
+    try:
+        place = place_memories(loadable, machine, inputs or {})
+    except BaseException:
+        if firmware is not None:
+            firmware.close()
+        raise
     result = RunResult([], [])
     recorded: dict[int, bytes] = {}
     tasks = {t.id: t for t in loadable.tasks}
@@ -247,8 +256,6 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                 t0 = time.perf_counter()
                 addresses = task_addresses(loadable, place, task)
                 if task.interface == INTERFACE_DLA1:
-                    if firmware is None:
-                        firmware = Firmware(machine, firmware_dir, recorder)
                     address_of = _address_of(addresses)
                     check_units(machine.config, task.id, operation_types(pri.read, address_of))
                     for note in task_local_dependencies(pri.read, cpu_write, address_of,
@@ -290,6 +297,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
         raise
     finally:
         if firmware is not None:
+            result.firmware_seconds = firmware.call_seconds - firmware.serve_seconds
             firmware.close()
     for mem in sorted((m for m in loadable.memories if m.is_output), key=lambda m: m.bind_id):
         ram, base, size = place.where[mem.id]

@@ -349,7 +349,8 @@ def test_a_crashing_firmware_does_not_take_the_simulator_down(fault, how):
     fw = Firmware(m, MINIKMD, timeout=1.0)
     with pytest.raises(FirmwareCrashed) as info:
         fw.run_task([DESC, SRC, MID, DST])
-    assert str(info.value).startswith(f"firmware {MINIKMD}: {how} in dla_process_events")
+    assert str(info.value).startswith(
+        f"firmware {MINIKMD}: {how} in dla_isr_handler/dla_process_events")
     assert m.read_memory(MID, CUBE_BYTES) == bytes(range(256))  # the copy before it ran
     with pytest.raises(FirmwareError, match="its process has ended"):
         fw.run_task([DESC, SRC, MID, DST])
