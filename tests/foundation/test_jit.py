@@ -38,10 +38,11 @@ def test_integer_layers_never_import_numba():
     probe = """
 import sys
 from pathlib import Path
+from sim.cli.run import bundled_traces
 from sim.trace.player import run_trace
 for name in ("nv_small/conv_6x7x6_3x3x6x10_pad_int8", "nv_full/sdp_3x5x12_mul_relu_fp16"):
     config, trace = name.split("/")
-    result = run_trace(Path("traces") / config / trace, config)
+    result = run_trace(bundled_traces() / config / trace, config)
     assert result.status == "pass", (name, result.message)
 assert "numba" not in sys.modules, "numba was imported"
 """
