@@ -21,6 +21,7 @@ import numpy as np
 from ..configs import FP16, INT8, INT16
 from ..dma.precision import check_precision
 from ..errors import ConfigurationError
+from ..rules import ConvFacts, check
 
 PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
 PRECISION_CODES = {name: code for code, name in PRECISIONS.items()}
@@ -176,12 +177,49 @@ def weight_fetch(ctx) -> dict:
     )
 
 
+def conv_facts(ctx, mode: str) -> ConvFacts:
+    """The hardware legality rules' view (:mod:`sim.rules`) of the layer the CDMA/CSC
+    registers program in ``mode`` (DIRECT, IMAGE or WINOGRAD)."""
+    cdma, csc = ctx.regs(CDMA), ctx.regs(CSC)
+    pad = cdma.reg("D_ZERO_PADDING_0")
+    out = csc.reg("D_DATAOUT_SIZE_0_0")
+    channels = cdma.datain_channel + 1
+    kernel = (csc.weight_width_ext + 1, csc.weight_height_ext + 1)
+    if mode == IMAGE:  # pre-extended: S kernel columns folded into the channels
+        kernel = ((csc.weight_channel_ext + 1) // channels, kernel[1])
+    elif mode == WINOGRAD:  # 4x4 in the Winograd domain: a 3x3 kernel
+        kernel = (3, 3)
+    return ConvFacts(
+        ctx.config, mode, precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0"),
+        width=cdma.datain_width + 1, height=cdma.datain_height + 1, channels=channels,
+        out_width=out.dataout_width + 1, out_height=out.dataout_height + 1,
+        entries=cdma.entries + 1, data_banks=cdma.data_bank + 1,
+        batches=cdma.reg("D_BATCH_NUMBER_0").batches + 1, kernel_width=kernel[0],
+        kernel_height=kernel[1], stride_x=cdma.conv_x_stride + 1,
+        stride_y=cdma.conv_y_stride + 1, dilation_x=csc.x_dilation_ext + 1,
+        dilation_y=csc.y_dilation_ext + 1, pad_left=pad.pad_left, pad_right=pad.pad_right,
+        pad_top=pad.pad_top, pad_bottom=pad.pad_bottom, pixel_elements=channels,
+        data_reuse=bool(cdma.data_reuse), kernels=cdma.weight_kernel + 1,
+        kernel_bytes=cdma.byte_per_kernel + 1, weight_banks=cdma.weight_bank + 1,
+        compressed=bool(cdma.reg("D_WEIGHT_FORMAT_0").weight_format))
+
+
+def check_rules(ctx, mode: str) -> None:
+    """Stop a layer NVIDIA's C-model would not complete, or would compute otherwise,
+    with the rule it breaks (:func:`sim.rules.check`)."""
+    check(conv_facts(ctx, mode))
+
+
 def weight_layer(ctx, precision: str, **geometry) -> ConvLayer:
     """The weight fetch of an image-input or Winograd layer as a single-batch ConvLayer.
 
     ``geometry`` gives the fields that describe the (pre-extended or
     transformed) weight and output geometry; the input fields are neutral.
+    An image-input layer's legality rules are checked here, once its decoder
+    has checked the registers agree (Winograd's decoder checks its own).
     """
+    if conv_mode(ctx) == IMAGE:
+        check_rules(ctx, IMAGE)
     fields = dict(
         precision=precision, batches=1, in_width=1, in_height=1, channels=1, in_ram=0,
         in_addr=0, line_stride=0, surf_stride=0, batch_stride=0, cvt_enable=False,
@@ -261,6 +299,7 @@ def decode_layer(ctx) -> ConvLayer:
         banks=(cdma.data_bank, cdma.weight_bank),
     )
     _cross_check(ctx, layer, cdma, csc, cacc)
+    check_rules(ctx, DIRECT)
     return layer
 
 

@@ -71,9 +71,11 @@ from .layer import (
     CMAC_B,
     CSC,
     PRECISION_CODES,
+    WINOGRAD,
     ConvLayer,
     check_equal,
     check_proc_precision,
+    check_rules,
     check_weight_bytes,
     layer_counters,
     pad_element,
@@ -150,10 +152,9 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
     width, height = cdma.datain_width + 1, cdma.datain_height + 1
     total_w = pad.pad_left + width + pad.pad_right
     total_h = pad.pad_top + height + pad.pad_bottom
-    if total_w % (4 * sx) or total_h % (4 * sy):
-        raise ConfigurationError(
-            f"{CDMA}.D_ZERO_PADDING_0: the padded input {total_w}x{total_h} must be a multiple "
-            f"of 4*stride ({4 * sx}x{4 * sy}) in Winograd mode")
+    # padded input in 4*stride steps, output a multiple of 4, the CBUF holding the input
+    # and a kernel group (sim.rules: the layers NVIDIA's C-model never completes)
+    check_rules(ctx, WINOGRAD)
     ext_w, ext_h, ext_c = total_w // sx, total_h // sy, padded * sx * sy
     kernels = cdma.weight_kernel + 1
     out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
@@ -178,10 +179,10 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
         (f"{CSC}.D_WEIGHT_BYTES_0", csc.reg("D_WEIGHT_BYTES_0").weight_bytes,
          cdma.reg("D_WEIGHT_BYTES_0").weight_bytes),
     ))
-    if out_w % 2 or out_h % 2 or out_w + 2 > ext_w or out_h + 2 > ext_h:
+    if out_w + 4 > ext_w or out_h + 4 > ext_h:
         raise ConfigurationError(
-            f"{CSC}.D_DATAOUT_SIZE_0_0: Winograd output {out_w}x{out_h} must be even and leave "
-            f"room for 4x4 tiles in the {ext_w}x{ext_h} extended input")
+            f"{CSC}.D_DATAOUT_SIZE_0_0: Winograd output {out_w}x{out_h} must leave room for "
+            f"4x4 tiles in the {ext_w}x{ext_h} extended input (at most {ext_w - 4}x{ext_h - 4})")
     weights = weight_layer(ctx, proc, in_width=ext_w, in_height=ext_h, channels=ext_c,
                            kernel_width=4, kernel_height=4, out_width=out_w, out_height=out_h)
     check_weight_bytes(weights, weights.byte_per_kernel)

@@ -18,6 +18,7 @@ from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
 from . import units
+from .legality import obeys_rules
 from .memory import Allocator, Output
 from .spec import LayerSpec, Spec
 
@@ -113,6 +114,7 @@ def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
         builder = getattr(units, f"build_{layer.unit}")
         try:
             output, enable = builder(m, layer, alloc, rng, outputs)
+            obeys_rules(m, layer, enable)
             m.ops.append(("init", output))
             interrupts = m.launch(enable)
         except SimError as exc:

@@ -71,27 +71,39 @@ def input_cube(m, layer, alloc: Allocator, rng, outputs: dict,
 
 
 def output_region(m, alloc: Allocator, shape, precision: str, memory: str = "pri_mem",
-                  written: int | None = None) -> Output:
-    """A packed output cube (C, H, W) or (N, C, H, W) in a fresh region.
+                  written: int | None = None, stride_align: int | None = None) -> Output:
+    """An output cube (C, H, W) or (N, C, H, W) in a fresh region, packed unless
+    ``stride_align`` asks for line and surface strides in multiples of that many bytes.
 
     ``written``: the channels the unit writes when it moves more whole atoms
     than the cube needs (the SDP works in whole atoms of every precision
     involved); the region, and so the trace's check, covers them.
     """
     atom = m.config.atom_bytes
-    lay = feature_layout(shape, precision, atom)
+    line = surface = None
+    if stride_align:
+        line = _round_up(shape[-1] * atom, stride_align)
+        surface = _round_up(line * shape[-2], stride_align)
+    lay = feature_layout(shape, precision, atom, line, surface)
     size = lay.extent
     if written is not None and written > lay.channels:
-        size = feature_layout((*shape[:-3], written, *shape[-2:]), precision, atom).extent
-    reserved = max(size, reserve_extent(shape, precision, atom))
+        size = feature_layout((*shape[:-3], written, *shape[-2:]), precision, atom, line,
+                              surface).extent
+    reserved = max(size, reserve_extent(shape, precision, atom, line, surface))
     return Output(memory, alloc.take(reserved, memory), size, precision, lay, reserved)
 
 
-def reserve_extent(shape, precision: str, atom: int) -> int:
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def reserve_extent(shape, precision: str, atom: int, line_stride: int | None = None,
+                   surface_stride: int | None = None) -> int:
     """Bytes to set aside for a cube: an SDP reading it moves whole atoms of every
     precision it involves, so up to ``atom`` channels a surface (int8's group)."""
     full = padded(shape[-3], "int8", atom)
-    return feature_layout((*shape[:-3], full, *shape[-2:]), precision, atom).extent
+    return feature_layout((*shape[:-3], full, *shape[-2:]), precision, atom, line_stride,
+                          surface_stride).extent
 
 
 def sdp_written(channels: int, precisions, atom: int) -> int:

@@ -19,7 +19,9 @@ from ..program.bdma import program_bdma_copy
 from ..program.cdp import linear_lut, program_cdp
 from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
+from ..rules import ConvFacts, PdpFacts, SdpFacts
 from .data import random_cube
+from .legality import cbuf_plan, obey, program_cbuf
 from .memory import Output, input_cube, output_region, padded, reserve_extent, sdp_written
 from .spec import (
     ALU_ALGOS,
@@ -39,6 +41,10 @@ PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
 CONV_ENABLE = tuple(reversed(CONV_UNITS))  # consumers first: CACC .. CDMA
 STAGES = {"x1": "bs", "x2": "bn", "y": "ew"}  # spec name -> register prefix
+# the spec keys deciding the SDP rules for a convolution's SDP on the fly
+FLY_SDP_RULE_KEYS = {name: "sdp.out_precision" for name in (
+    "sdp.int16_to_int8", "sdp.pdp_same_precision", "sdp.int8_widen_single")}
+FLY_SDP_RULE_KEYS.update({"sdp.batch_to_memory": "pdp", "sdp.winograd_to_memory": "pdp"})
 
 
 def _operand_value(layer, key: str, value, proc: str, bits: int = 16) -> int:
@@ -159,6 +165,11 @@ def _lut(m, layer, proc: str, rng) -> None:
 def build_sdp(m, layer, alloc, rng, outputs):
     proc = layer.precision
     out_prec = _out_precision(layer, m.config, layer.get("out_precision"), proc)
+    prelu_alu = tuple(key for key in STAGES
+                      if isinstance(layer.get(key), dict) and layer.get(key).get("prelu")
+                      and layer.get(key).get("alu") is not None)
+    obey(layer, SdpFacts(proc, out_prec, prelu_alu=prelu_alu),
+         keys={"sdp.prelu_alu_bypass": f"{prelu_alu[0]}.prelu" if prelu_alu else ""})
     m.select_group([SDP, SDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     c, h, w = cube.shape
@@ -188,16 +199,15 @@ def _load_random_input(m, layer, cube, src: int) -> None:
 
 # -- PDP ------------------------------------------------------------------------------------
 
-def _pooling(layer, table, shape) -> tuple[Pooling, tuple]:
+def _pooling(layer, table, shape, flying: bool = False) -> tuple[Pooling, tuple]:
     """Validated pooling options and the output cube (C, H', W')."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
     sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
     left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
-    if left >= kw or right >= kw or top >= kh or bottom >= kh:
-        raise layer.fail("pad", f"padding {[left, right, top, bottom]} must be smaller than "
-                         f"the kernel {[kh, kw]} on each side")
+    obey(layer, PdpFacts(kw, kh, left, right, top, bottom, flying=flying, width=w, height=h,
+                         stride_x=sw, stride_y=sh))
     pad_value = table.get("pad_value", 0)
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
@@ -404,16 +414,27 @@ def build_conv(m, layer, alloc, rng, outputs):
     else:
         cube, src, lay = input_cube(m, layer, alloc, rng, outputs, "conv")
         c, h, w = cube.shape
-    if mode == "winograd" and ((r, s) != (3, 3) or (sy, sx) != (1, 1) or (dy, dx) != (1, 1)):
-        raise layer.fail("kernel", "Winograd convolution takes 3x3 kernels, stride 1, no "
-                         "dilation")
-    ext_w = (s - 1) * dx + 1
-    ext_h = (r - 1) * dy + 1
-    out_w = (w + left + right - ext_w) // sx + 1
-    out_h = (h + top + bottom - ext_h) // sy + 1
-    if w + left + right < ext_w or h + top + bottom < ext_h:
-        raise layer.fail("kernel", f"a {r}x{s} kernel (dilated {ext_h}x{ext_w}) does not fit "
-                         f"the padded {h}x{w} input")
+    if mode == "winograd" and ((r, s) != (3, 3) or (sy, sx) != (1, 1)):
+        raise layer.fail("kernel", "gen builds Winograd layers with 3x3 kernels and stride 1")
+    if mode == "winograd":  # CACC.D_DATAOUT_SIZE: the extended input less 4 (programming guide)
+        if layer.get("pad") is None:  # 1 a side, more right/bottom up to a legal padded size
+            pad = left, right, top, bottom = (1, _winograd_pad(w), 1, _winograd_pad(h))
+        out_w, out_h = w + left + right - 4, h + top + bottom - 4
+    else:
+        ext_w = (s - 1) * dx + 1
+        ext_h = (r - 1) * dy + 1
+        if w + left + right < ext_w or h + top + bottom < ext_h:
+            raise layer.fail("kernel", f"a {r}x{s} kernel (dilated {ext_h}x{ext_w}) does not "
+                             f"fit the padded {h}x{w} input")
+        out_w = (w + left + right - ext_w) // sx + 1
+        out_h = (h + top + bottom - ext_h) // sy + 1
+    facts = _conv_facts(cfg, mode, proc, (c, h, w), (out_w, out_h), batch, k, (r, s),
+                        (sx, sy), (dx, dy), pad, fmt.channels if mode == "image" else c)
+    obey(layer, facts)
+    out_prec = _out_precision(layer, cfg, fly_sdp.get("out_precision"), proc,
+                              "sdp.out_precision")
+    obey(layer, SdpFacts(proc, out_prec, flying=True, to_pdp=fly_pdp is not None,
+                         winograd=mode == "winograd", batches=batch), keys=FLY_SDP_RULE_KEYS)
     wt = random_cube(rng, (k, c, r, s), proc, None, "weight")
     lo, hi = _ranges(layer, proc)
     truncate = layer.get("truncate")
@@ -421,13 +442,12 @@ def build_conv(m, layer, alloc, rng, outputs):
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
                              max(abs(v) for v in (_wrange(proc))))
     truncate = integer(layer, "truncate", truncate, 0, 31)
-    _check_cbuf(layer, cfg, c, h * batch, w, k, r, s, proc, mode)
     if mode == "winograd":
         w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
         wt_addr = alloc.take(w4.size * 2 + 4096)
-        out_w, out_h = program_winograd(m, cube, w4, precision=proc, pad=pad,
-                                        pad_value=pad_value, truncate=truncate, in_addr=src,
-                                        wt_addr=wt_addr)
+        program_winograd(m, cube, w4, precision=proc, pad=pad, pad_value=pad_value,
+                         out_size=(out_w, out_h), truncate=truncate, in_addr=src,
+                         wt_addr=wt_addr)
     elif mode == "image":
         in_addr = alloc.take(h * w * 4 * 2 + 4096)
         wt_addr = alloc.take(wt.size * 8 + 4096)
@@ -443,8 +463,7 @@ def build_conv(m, layer, alloc, rng, outputs):
                 wt_addr=wt_addr)
         if batch > 1:
             _batches(m, cube, src, lay, proc)
-    out_prec = _out_precision(layer, cfg, fly_sdp.get("out_precision"), proc,
-                              "sdp.out_precision")
+    program_cbuf(m, facts)
     shape = (k, out_h, out_w)
     bias = fly_sdp.get("bias")
     mul = fly_sdp.get("mul")
@@ -463,24 +482,28 @@ def build_conv(m, layer, alloc, rng, outputs):
         _stage(m, layer, alloc, rng, key, table, proc, padded(k, proc, cfg.atom_bytes))
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
     winograd = mode == "winograd"
-    if proc == "int8" and out_prec != "int8" and (batch > 1 or winograd):
-        raise layer.fail("sdp.out_precision", f"int8 processing with {out_prec} output does "
-                         "not support batch or Winograd mode")
     if fly_pdp is None:
         out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec,
-                            written=sdp_written(k, (proc, out_prec), cfg.atom_bytes))
+                            written=sdp_written(k, (proc, out_prec), cfg.atom_bytes),
+                            stride_align=64 if batch > 1 else None)  # sdp.batch_dst_64
         program_sdp_core(m, shape, proc, out_prec, dst=(out.addr, out.layout), cvt=cvt,
                          flying=True, winograd=winograd)
         return out, tuple(units)
-    if batch > 1:
-        raise layer.fail("pdp", "the PDP on the fly takes one batch")
     pdp_layer = _PoolView(layer, out_prec)
-    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape)
+    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True)
     out = output_region(m, alloc, out_shape, out_prec)
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)
     program_pdp(m, shape, out_prec, pool, (out.addr, out.layout))
     return out, (PDP, *units[:-1])
+
+
+def _winograd_pad(size: int) -> int:
+    """Right/bottom padding of a Winograd input padded by 1 before: at least 1, the padded
+    size a multiple of 4 (winograd.padded_input) and 12 or more (an output of 8 or more,
+    winograd.min_output)."""
+    total = max(12, -(-(size + 2) // 4) * 4)
+    return total - 1 - size
 
 
 def _batches(m, cube, src: int, lay, proc: str) -> None:
@@ -530,17 +553,22 @@ def _wrange(proc):
     return RANGES[proc]["weight"]
 
 
-def _check_cbuf(layer, cfg, c, h, w, k, r, s, proc, mode) -> None:
-    """The input and weights must fit the CBUF banks the programming uses (8 + 8)."""
+def _conv_facts(cfg, mode, proc, cube, out, batch, kernels, kernel, stride, dilation, pad,
+                pixel_elements) -> ConvFacts:
+    """The rules' facts of a convolution layer gen is about to program, with the CBUF
+    programming gen gives it (:func:`sim.gen.legality.cbuf_plan`)."""
+    c, h, w = cube
+    r, s = kernel
     bpe = 1 if proc == "int8" else 2
-    bank = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
-    banks = min(8, cfg.cbuf_bank_count // 2)
-    atoms = -(-c * bpe // cfg.atom_bytes)
-    data = h * w * atoms * cfg.atom_bytes
-    weights = k * c * r * s * bpe * (16 / 9 if mode == "winograd" else 1)
-    if data > banks * bank:
-        raise layer.fail("input", f"the input ({data} bytes) does not fit {banks} CBUF banks "
-                         f"of {bank} bytes on {cfg.name}")
-    if weights > banks * bank:
-        raise layer.fail("kernels", f"the weights ({int(weights)} bytes) do not fit {banks} "
-                         f"CBUF banks of {bank} bytes on {cfg.name}")
+    if mode == "winograd":
+        atom_channels = cfg.atom_bytes // bpe
+        kernel_bytes = 16 * -(-c // atom_channels) * atom_channels * bpe
+    else:
+        kernel_bytes = r * s * c * bpe
+    left, right, top, bottom = pad
+    facts = ConvFacts(cfg, mode, proc, w, h, c, out[0], out[1], entries=1, data_banks=1,
+                      batches=batch, kernel_width=s, kernel_height=r, stride_x=stride[0],
+                      stride_y=stride[1], dilation_x=dilation[0], dilation_y=dilation[1],
+                      pad_left=left, pad_right=right, pad_top=top, pad_bottom=bottom,
+                      pixel_elements=pixel_elements, kernels=kernels, kernel_bytes=kernel_bytes)
+    return cbuf_plan(facts)

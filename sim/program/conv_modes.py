@@ -19,6 +19,7 @@ from ..dma.feature import pack_feature
 from ..dma.pixel import PIXEL_FORMATS, pack_pixels, pixel_format
 from ..dma.weights import pack_weight_image, pack_weight_winograd
 from ..machine import LayerContext, Machine
+from ..rules import entry_bytes
 from .conv import program_cdma_cvt, program_cdma_frame
 from .registers import PRECISION_CODES as CODES
 from .registers import set_reg
@@ -88,7 +89,7 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
     code, in_code = CODES[precision], CODES[in_precision]
     fmt_code = list(PIXEL_FORMATS).index(f.name)
     line_bytes = (left + wd + right) * c * bpe
-    entries = -(-line_bytes // cfg.cbuf_bank_width)
+    entries = -(-line_bytes // entry_bytes(cfg))  # CBUF entries a padded line takes
     set_reg(m, CD, "D_MISC_CFG_0", in_precision=in_code, proc_precision=code)
     set_reg(m, CD, "D_DATAIN_FORMAT_0", datain_format=1, pixel_format=fmt_code,
             pixel_sign_override=int(bool(sign_override)))
@@ -150,11 +151,11 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     sx, sy = stride
     ext_w, ext_h = (left + wd + right) // sx, (top + h + bottom) // sy
     if out_size is None:
-        out_size = ((ext_w - 2) // 2 * 2, (ext_h - 2) // 2 * 2)
+        out_size = (ext_w - 4, ext_h - 4)
     out_w, out_h = out_size
     bpe = 1 if precision == "int8" else 2
     code = CODES[precision]
-    entries = ext_w * c_ext * bpe // cfg.cbuf_bank_width
+    entries = ext_w * c_ext * bpe // entry_bytes(cfg)
     set_reg(m, CD, "D_MISC_CFG_0", conv_mode=1, in_precision=code, proc_precision=code)
     set_reg(m, CD, "D_DATAIN_FORMAT_0")
     set_reg(m, CD, "D_DATAIN_SIZE_0_0", datain_width=wd - 1, datain_height=h - 1)

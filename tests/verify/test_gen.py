@@ -93,7 +93,8 @@ ILLEGAL = [
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nprecision = "int16"',
      r"layer 0 \(layer0\)\.precision: nv_small does not support int16"),
     ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nkernel = [2, 2]\npad = [2, 0, 0, 0]',
-     r"layer 0 \(layer0\)\.pad: .*smaller than the kernel"),
+     r"layer 0 \(layer0\)\.pad: padding 2/0/0/0 is not below the 2x2 kernel "
+     r"\(pdp\.pad_below_kernel: programming guide"),
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nfoo = 1', r"layer0\)\.foo: a sdp layer has"),
     ("nv_small", 'unit = "sdp"\ninput = "conv9"', r"\.input: 'conv9' is not an earlier layer"),
     ("nv_full", 'unit = "bdma"\nline_bytes = 48', r"\.line_bytes: 48 is not a multiple of 32"),
@@ -106,7 +107,13 @@ ILLEGAL = [
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
     ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2\nsdp = { out_precision = "int16" }',
-     r"\.sdp\.out_precision: int8 processing with int16 output does not support batch"),
+     r"\.sdp\.out_precision: int8 processing with int16 output in 2-batch mode "
+     r"\(sdp\.int8_widen_single: C-model"),
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [8, 10, 10]\npad = 1\n'
+     'pdp = { kernel = [2, 2] }', r"\.pdp: Winograd output sent to the PDP "
+     r"\(sdp\.winograd_to_memory"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 6, 6]\nbatch = 2\npdp = { kernel = [2, 2] }',
+     r"\.pdp: 2 batches sent to the PDP \(sdp\.batch_to_memory"),
     ("nv_full", 'unit = "sdp"\ninput = [8, 4, 4]\nprecision = "fp16"\nout_precision = "int8"',
      r"\.out_precision: the SDP cannot convert fp16 to int8 \(format\.rst Table 30"),
     ("nv_small", 'unit = "sdp"\ninput = [8, 4, 4]\nx1 = { lut = true }',
@@ -115,7 +122,38 @@ ILLEGAL = [
      r"\.kernel: a 5x5 kernel .* does not fit"),
     ("nv_small", 'unit = "pdp"\ninput = [8, 4, 4]\nmethod = "median"',
      r"\.method: 'median' is not one of"),
-    ("nv_small", 'unit = "conv"\ninput = [64, 64, 64]', r"\.input: the input .* CBUF"),
+    ("nv_small", 'unit = "conv"\ninput = [64, 64, 64]',
+     r"\.input: the input needs 32768 CBUF entries \(64 lines of 512\) but 31 data bank\(s\) "
+     r"hold 15872 \(conv\.cbuf_full_input"),
+    # hardware legality rules (sim/rules.py): the spec key that decides each, and the rule
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [4, 10, 10]\npad = 0',
+     r"\.pad: the padded input 10x10 is not a multiple of 4\*stride \(4x4\) "
+     r"\(winograd\.padded_input: C-model"),
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [4, 10, 10]\npad = [1, 2, 1, 1]',
+     r"\.pad: the padded input 13x12 is not a multiple of 4\*stride"),
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [4, 6, 6]\npad = 1',
+     r"\.input: Winograd output 4x4 is below 8x8 \(winograd\.min_output: programming guide"),
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [4, 10, 10]\npad = 1\n'
+     'dilation = [2, 1]', r"\.dilation: dilation 2x1 \(y x x\) in winograd mode "
+     r"\(conv\.dilation_direct_only"),
+    ("nv_full", 'unit = "conv"\nmode = "image"\ninput = [4, 8, 8]\ndilation = 2',
+     r"\.dilation: dilation 2x2 \(y x x\) in image mode"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 6, 6]\nkernel = [1, 1]\npad = 1',
+     r"\.pad: padding 1/1/1/1 \(left/right/top/bottom\) is not below the 1x1 kernel "
+     r"\(conv\.pad_below_kernel"),
+    ("nv_full", 'unit = "conv"\ninput = [1710, 3, 3]\nkernels = 32',
+     r"\.kernels: a group of 32 kernels of 15390 bytes \(492480 bytes\) does not fit 15 "
+     r"weight bank\(s\) of 32768 bytes \(conv\.cbuf_weight_group"),
+    ("nv_full", 'unit = "conv"\nprecision = "int16"\ninput = [8, 6, 6]\n'
+     'sdp = { out_precision = "int8" }', r"\.sdp\.out_precision: int16 processing with int8 "
+     r"output \(sdp\.int16_to_int8: C-model"),
+    ("nv_full", 'unit = "sdp"\nprecision = "int16"\ninput = [8, 6, 6]\nout_precision = "int8"',
+     r"layer0\)\.out_precision: int16 processing with int8 output"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 6, 6]\nsdp = { out_precision = "int16" }\n'
+     'pdp = { kernel = [2, 2] }', r"\.sdp\.out_precision: int8 processing with int16 output "
+     r"to the PDP \(sdp\.pdp_same_precision: programming guide"),
+    ("nv_full", 'unit = "sdp"\ninput = [8, 6, 6]\nx2 = { alu = "sum", mul = 3, prelu = true }',
+     r"\.x2\.prelu: PReLU with the ALU on in x2 \(sdp\.prelu_alu_bypass"),
 ]
 
 
@@ -176,8 +214,9 @@ def sdp_layers(draw):
         "relu": st.booleans()})
     layer = {"unit": "sdp", "precision": prec, "input": draw(_cube()), "x1": draw(stage),
              "x2": draw(stage)}
-    if prec != "fp16":
-        layer["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
+    if prec != "fp16":  # int16 -> int8 is refused (sim.rules sdp.int16_to_int8)
+        layer["out_precision"] = draw(st.sampled_from({"int8": ["int8", "int16"],
+                                                       "int16": ["int16", "fp16"]}[prec]))
         layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
         if draw(st.booleans()):
             layer["y"] = {"lut": True}
@@ -208,17 +247,36 @@ def cdp_layers(draw):
 def conv_layers(draw):
     config = draw(st.sampled_from(["nv_small", "nv_full"]))
     prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16", "fp16"]))
+    mode = "direct" if config == "nv_small" else draw(st.sampled_from(["direct", "winograd",
+                                                                         "image"]))
+    if mode == "winograd":  # 3x3, the padded input a multiple of 4 and at least 12
+        c, h, w = draw(_cube(c=(1, 12), h=(1, 12), w=(1, 12)))
+        left, top = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+        pad = [left, max(12, -(-(left + w) // 4) * 4) - left - w,
+               top, max(12, -(-(top + h) // 4) * 4) - top - h]
+        layer = {"unit": "conv", "mode": mode, "precision": prec, "input": [c, h, w],
+                 "kernels": draw(st.integers(1, 12)), "pad": pad,
+                 "sdp": {"relu": draw(st.booleans())}}
+        return config, layer
     r, s = draw(st.integers(1, 3)), draw(st.integers(1, 3))
-    c, h, w = draw(_cube(c=(1, 12), h=(r, 8), w=(s, 8)))
-    layer = {"unit": "conv", "precision": prec, "input": [c, h, w],
+    if mode == "image":
+        fmt = draw(st.sampled_from(["T_R8", "T_A8B8G8R8", "T_Y8___U8V8_N444"]))
+        c = {"T_R8": 1, "T_A8B8G8R8": 4, "T_Y8___U8V8_N444": 3}[fmt]
+        _, h, w = draw(_cube(h=(r, 8), w=(s, 8)))
+    else:
+        c, h, w = draw(_cube(c=(1, 12), h=(r, 8), w=(s, 8)))
+    layer = {"unit": "conv", "mode": mode, "precision": prec, "input": [c, h, w],
              "kernels": draw(st.integers(1, 12)), "kernel": [r, s],
              "stride": [draw(st.integers(1, 2)), draw(st.integers(1, 2))],
-             "pad": draw(st.integers(0, 1)),
+             "pad": draw(st.integers(0, min(r, s) - 1)),  # below the kernel (programming guide)
              "sdp": {"relu": draw(st.booleans())}}
-    if config == "nv_full":
+    if mode == "image":
+        layer["pixel_format"] = fmt
+    if config == "nv_full" and mode == "direct":
         layer["batch"] = draw(st.integers(1, 3))
     if prec != "fp16" and config == "nv_full" and layer.get("batch", 1) == 1:
-        layer["sdp"]["out_precision"] = draw(st.sampled_from(["int8", "int16"]))
+        layer["sdp"]["out_precision"] = draw(st.sampled_from(
+            {"int8": ["int8", "int16"], "int16": ["int16", "fp16"]}[prec]))
     return config, layer
 
 
@@ -262,3 +320,19 @@ def test_random_valid_specs_pass(tmp_path_factory, unit):
             assert run_trace(trace).status == "pass"
 
     check()
+
+
+@pytest.mark.parametrize("shape, pad, out", [
+    ([4, 9, 13], (1, 2, 1, 2), (12, 8)),    # padded 16x12: multiples of 4
+    ([4, 10, 10], (1, 1, 1, 1), (8, 8)),    # padded 12x12
+    ([4, 3, 6], (1, 5, 1, 8), (8, 8)),      # at least 12x12: an output of 8x8 (programming guide)
+])
+def test_winograd_default_padding_is_legal(tmp_path, shape, pad, out):
+    spec = _write(tmp_path, f'unit = "conv"\nmode = "winograd"\ninput = {shape}', "nv_full")
+    result = generate(spec, tmp_path / "nv_full" / "w", fmt="cfg")
+    text = result.traces[0].read_text()
+    left, right, top, bottom = pad
+    assert (f"reg_write(NVDLA_CDMA.D_ZERO_PADDING_0, "
+            f"{left | right << 8 | top << 16 | bottom << 24:#x});") in text
+    assert (f"reg_write(NVDLA_CSC.D_DATAOUT_SIZE_0_0, {out[0] - 1 | (out[1] - 1) << 16:#x});"
+            in text)
