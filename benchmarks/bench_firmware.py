@@ -14,8 +14,9 @@ the run.  NVIDIA's KMD firmware comes from --firmware, else $NVDLA_KMD, else
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
+
+from timing import add_inputs
 
 GOAL = 0.10
 
@@ -24,9 +25,7 @@ def main() -> int:
     from sim.runtime import read_loadable, run_loadable_bytes
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
-    p.add_argument("--firmware", default=os.environ.get("NVDLA_KMD")
-                   or str(Path.home() / "nvdla-sw" / "kmd"))
+    add_inputs(p)
     p.add_argument("--repeat", type=int, default=3)
     args = p.parse_args()
     shared, kmd = Path(args.shared), Path(args.firmware)

@@ -11,21 +11,20 @@ wall for the whole process on 2 cores.
 """
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from timing import add_inputs
+
 GOAL_SECONDS = 2.0
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
-    p.add_argument("--firmware", default=os.environ.get("NVDLA_KMD")
-                   or str(Path.home() / "nvdla-sw" / "kmd"))
+    add_inputs(p)
     args = p.parse_args()
     sw, kmd = Path(args.shared) / "nvdla-sw", Path(args.firmware)
     loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
@@ -33,12 +32,12 @@ def main() -> int:
         if not need.exists():
             print(f"{need} is absent: nothing to measure")
             return 0
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "sim.cli", "loadable", str(loadable), "--firmware",
-               str(kmd), "-o", out]
-        subprocess.run(cmd, check=True, capture_output=True)  # warm-up: builds, compiles
+               str(kmd), "-o"]  # a new output folder each run: loadable never overwrites one
+        subprocess.run([*cmd, f"{tmp}/warm"], check=True, capture_output=True)  # builds, compiles
         start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
+        subprocess.run([*cmd, f"{tmp}/timed"], check=True, capture_output=True)
         whole = time.perf_counter() - start
 
     from sim.runtime import read_loadable, run_loadable_bytes

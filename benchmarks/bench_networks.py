@@ -13,13 +13,14 @@ reference a layer's cost is read against.  NVIDIA's KMD firmware comes from
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import add_inputs
 
 
 def _run(cmd: list[str]) -> tuple[float, str]:
@@ -34,9 +35,7 @@ def _run(cmd: list[str]) -> tuple[float, str]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shared", default=str(Path(__file__).resolve().parents[1].parent / "shared"))
-    p.add_argument("--firmware", default=os.environ.get("NVDLA_KMD")
-                   or str(Path.home() / "nvdla-sw" / "kmd"))
+    add_inputs(p)
     p.add_argument("--repeat", type=int, default=2, help="timed runs per network (best kept)")
     args = p.parse_args()
     networks = sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
@@ -50,7 +49,8 @@ def main() -> int:
     for loadable in networks:
         folder = loadable.parent
         config = folder.parent.name
-        cmd = [*cli, "loadable", str(loadable), "--firmware", args.firmware, "--config", config]
+        cmd = [*cli, "loadable", str(loadable), "--firmware", str(args.firmware), "--config",
+               config]
         if (folder / "input.bin").is_file():
             cmd += ["--input", str(folder / "input.bin")]
         with tempfile.TemporaryDirectory() as tmp:

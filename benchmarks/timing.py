@@ -1,6 +1,17 @@
-"""The one timing helper the benchmark scripts share (run them as ``python benchmarks/X.py``)."""
+"""The helpers the benchmark scripts share (run them as ``python benchmarks/X.py``)."""
 
+import os
 import time
+from pathlib import Path
+
+
+def add_inputs(parser) -> None:
+    """--shared (default ../shared) and --firmware (default $NVDLA_KMD, else ~/nvdla-sw/kmd:
+    where NVIDIA's KMD firmware is unpacked, outside the project)."""
+    parser.add_argument("--shared", type=Path,
+                        default=Path(__file__).resolve().parents[1].parent / "shared")
+    parser.add_argument("--firmware", type=Path, default=Path(
+        os.environ.get("NVDLA_KMD") or Path.home() / "nvdla-sw" / "kmd"))
 
 
 def verdict(value: float, goal: float, unit: str = "s", at_least: bool = False) -> str:
