@@ -374,12 +374,15 @@ def build_conv(m, layer, alloc, rng, outputs):
         if mode != "direct" or not isinstance(layer.input, tuple):
             raise layer.fail("batch", "batches need a direct convolution of a random input")
     proc = layer.precision
-    units = list(CONV_ENABLE) + [SDP]
+    # enabled consumers first, as NVIDIA's firmware and traces do: the SDP (and the PDP it
+    # feeds) must be running before the convolution pipeline sends it data; enabled last,
+    # NVIDIA's RTL writes the output but never raises the SDP's interrupt
+    units = [SDP, *CONV_ENABLE]
     fly_sdp = check_keys(layer, "sdp", layer.get("sdp"), FLY_SDP_KEYS)
     fly_pdp = layer.get("pdp")
     if fly_pdp is not None:
         fly_pdp = check_keys(layer, "pdp", fly_pdp, FLY_PDP_KEYS)
-        units.append(PDP)
+        units.insert(0, PDP)
     m.select_group(units + [SDP_RDMA])
     k = integer(layer, "kernels", layer.get("kernels", 8), 1, 8192)
     r, s = dims(layer, "kernel", layer.get("kernel", [3, 3]), 2, 1, 32)
@@ -495,7 +498,7 @@ def build_conv(m, layer, alloc, rng, outputs):
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)
     program_pdp(m, shape, out_prec, pool, (out.addr, out.layout))
-    return out, (PDP, *units[:-1])
+    return out, tuple(units)  # the PDP first: it is the last consumer
 
 
 def _winograd_pad(size: int) -> int:

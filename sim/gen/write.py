@@ -3,7 +3,8 @@
 * ``.cfg`` (the nv_small test bench): ``mem_load`` of record ``.dat`` files,
   ``reg_write`` by register name, ``intr_notify`` per interrupt, then
   ``check_crc`` of each layer's output region and ``poll_reg_equal`` of the
-  counters the layer set.
+  counters the layer set; every other interrupt gets ``check_nothing`` (NVIDIA's
+  bench wants exactly one check per sync id).
 * ``input.txn`` (the nv_full trace player): ``load_mem`` of hex ``.dat``
   files, ``write_reg`` by CSB address (``0xffff0000 | byte_offset >> 2`` on
   the configuration's address map), ``wait`` + ``read_reg`` of the interrupt
@@ -46,6 +47,7 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
     """(the .cfg text, {file name: content}) of the recorded trace."""
     lines = [f"// {h}" for h in header]
     files = {}
+    checked: set[int] = set()  # sync ids given their one check (check_crc or check_nothing)
     sync = -1  # one sync id per interrupt, as NVIDIA's traces number them; a check waits
     for _layer, op, stem in _walk(m):  # on its layer's last one
         kind = op[0]
@@ -65,6 +67,9 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             lines.append(f"reg_write({op[1].full_name}, {op[2]:#x});")
         elif kind == "intr":
             _, source, group, _lsb = op
+            if sync >= 0 and sync not in checked:
+                lines.append(f"check_nothing(sync_id_{sync});")
+                checked.add(sync)
             sync += 1
             lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
         elif kind == "check":
@@ -73,8 +78,11 @@ def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
             mem = "1" if out.memory == "pri_mem" else out.memory
             lines.append(f"check_crc(sync_id_{sync}, {mem}, {out.addr:#x}, {out.size:#x}, "
                          f"{zlib.crc32(rec.expected) & 0xFFFFFFFF:#010x});")
+            checked.add(sync)
             for name, value in rec.counters:
                 lines.append(f"poll_reg_equal({name}, {value:#x});")
+    if sync >= 0 and sync not in checked:
+        lines.append(f"check_nothing(sync_id_{sync});")
     return "\n".join(lines) + "\n", files
 
 

@@ -336,3 +336,24 @@ def test_winograd_default_padding_is_legal(tmp_path, shape, pad, out):
             f"{left | right << 8 | top << 16 | bottom << 24:#x});") in text
     assert (f"reg_write(NVDLA_CSC.D_DATAOUT_SIZE_0_0, {out[0] - 1 | (out[1] - 1) << 16:#x});"
             in text)
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=lambda p: p.stem)
+def test_cfg_speaks_the_rtl_bench_vocabulary(tmp_path, spec):
+    """NVIDIA's trace bench: exactly one check per interrupt's sync id, no other sync id,
+    no register reads; a fused layer enables its consumers (PDP, SDP) before the
+    convolution that feeds them."""
+    import re
+
+    folder = tmp_path / "t"
+    assert main(["gen", str(spec), "-o", str(folder), "--format", "cfg"]) == 0
+    (cfg,) = folder.glob("*.cfg")
+    text = cfg.read_text()
+    notified = re.findall(r"^intr_notify\(\w+, (sync_id_\d+)\);", text, re.M)
+    checked = re.findall(r"^check_(?:crc|nothing)\((sync_id_\d+)\b", text, re.M)
+    assert notified and sorted(checked) == sorted(notified) == sorted(set(notified))
+    assert "reg_read" not in text
+    enables = re.findall(r"^reg_write\(NVDLA_(\w+)\.D_OP_ENABLE_0", text, re.M)
+    if "CDMA" in enables:
+        first_conv = enables.index("CACC")
+        assert all(enables.index(u) < first_conv for u in ("SDP", "PDP") if u in enables)
