@@ -353,7 +353,9 @@ def test_cfg_speaks_the_rtl_bench_vocabulary(tmp_path, spec):
     checked = re.findall(r"^check_(?:crc|nothing)\((sync_id_\d+)\b", text, re.M)
     assert notified and sorted(checked) == sorted(notified) == sorted(set(notified))
     assert "reg_read" not in text
-    enables = re.findall(r"^reg_write\(NVDLA_(\w+)\.D_OP_ENABLE_0", text, re.M)
-    if "CDMA" in enables:
-        first_conv = enables.index("CACC")
-        assert all(enables.index(u) < first_conv for u in ("SDP", "PDP") if u in enables)
+    # a layer's enables stand together: within each run, consumers come before CACC
+    for run in re.findall(r"(?:^reg_write\(NVDLA_\w+\.D_OP_ENABLE_0, 0x1\);\n)+", text, re.M):
+        enables = re.findall(r"NVDLA_(\w+)\.D_OP_ENABLE_0", run)
+        if "CACC" in enables:
+            assert all(enables.index(u) < enables.index("CACC")
+                       for u in ("SDP", "PDP") if u in enables), enables
