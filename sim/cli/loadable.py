@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(int8/int16, or float16 for fp16) with a summary line per layer in "
                         "DIR/layers.txt")
     p.add_argument("-o", "--out-dir", required=True, metavar="OUTDIR")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUTDIR (and the --layers DIR) if it exists")
     return p
 
 
@@ -70,10 +72,11 @@ def _check_output_folder(folder: str) -> None:
     """An output folder is created or replaced only if it holds nothing of the user's."""
     path = Path(folder)
     if path.exists() and not path.is_dir():
-        raise SimError(f"{folder}: exists and is not a folder; name a new or empty folder")
+        raise SimError(f"{folder}: exists and is not a folder; name a new or empty folder "
+                       f"(or pass --force to replace it)")
     if path.is_dir() and any(path.iterdir()):
-        raise SimError(f"{folder}: folder is not empty; name a new or empty folder (nothing "
-                       f"in it is overwritten)")
+        raise SimError(f"{folder}: folder is not empty; name a new or empty folder (or pass "
+                       f"--force to replace it)")
 
 
 def main(argv: list[str]) -> int:
@@ -92,7 +95,8 @@ def main(argv: list[str]) -> int:
         inputs[0] = image_to_tensor(read_pgm(args.image), input_tensor(loadable, 0),
                                     (args.mean,) * 4, args.normalize)
     for folder in filter(None, (args.out_dir, args.layers)):
-        _check_output_folder(folder)
+        if not args.force:
+            _check_output_folder(folder)
     layers = None
     if args.layers:
         from ..runtime.layers import LayerOutputs

@@ -57,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="trace folder or file (default: bundled examples)")
     p.add_argument("--config", help="hardware configuration (default: from the folder name)")
     p.add_argument("--json", help="write results as JSON to this file")
-    p.add_argument("--dump-dir", help="write the checked memory regions here")
+    p.add_argument("--dump-dir", help="write the checked memory regions here (a new or empty "
+                   "folder)")
+    p.add_argument("--force", action="store_true",
+                   help="write into a --dump-dir that already holds files")
     add_dump_options(p)
     return p
 
@@ -82,6 +85,9 @@ def check_dump_options(args) -> None:
         path = Path(folder)
         if path.exists() and not path.is_dir():
             raise SimError(f"--dump-dir {folder}: exists and is not a folder")
+        if path.is_dir() and any(path.iterdir()) and not getattr(args, "force", False):
+            raise SimError(f"--dump-dir {folder}: the folder holds files; name a new or empty "
+                           f"folder (or pass --force to write into it)")
         try:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -368,3 +368,14 @@ def test_cli_crash_is_exit_1_with_the_trace_so_far(tmp_path, capsys):
     recorded = trace.read_text()
     assert "NVDLA_BDMA.CFG_LAUNCH0_0" in recorded and "the run stopped here" in recorded
     assert not (tmp_path / "out").exists()
+
+
+def test_cli_force_replaces_the_output_folder(tmp_path):
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "old.txt").write_text("stale")
+    assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "-o",
+                 str(out), "--force"]) == 0
+    assert sorted(f.name for f in out.iterdir()) == ["o_000000.dimg"]

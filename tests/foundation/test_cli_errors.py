@@ -42,6 +42,8 @@ CASES = [
      "{d}/f.txt"], 2, r"--dump-dir .*f\.txt: exists and is not a folder"),
     ("run --dump-dir uncreatable", {"f.txt": "x"}, ["run", str(SDP_TRACE), "--dump-dir",
      "{d}/f.txt/sub"], 2, r"--dump-dir .*cannot create the folder"),
+    ("run --dump-dir holding files", {"full/mine.dat": "x"}, ["run", str(SDP_TRACE),
+     "--dump-dir", "{d}/full"], 2, r"--dump-dir .*full: the folder holds files"),
     ("run error printed once", {"input.txn": ""}, ["run", "{d}", "--config", "nv_full"], 2,
      r"checks nothing"),
 ]
@@ -58,6 +60,7 @@ def _exit_code(argv: list[str]) -> int:
                          ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line(tmp_path, capsys, files, argv, code, pattern):
     for name, content in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         if isinstance(content, np.ndarray):
             np.save(tmp_path / name, content)
         else:
