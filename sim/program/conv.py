@@ -24,6 +24,14 @@ UNITS = CONV_UNITS  # the blocks of a convolution layer
 IN_ADDR, WT_ADDR, WMB_ADDR, WGS_ADDR = 0x100000, 0x200000, 0x300000, 0x380000
 
 
+def program_atomics(m: Machine, out_w: int, out_h: int) -> None:
+    """CSC.D_ATOMICS: the output pixels a kernel group walks, less one, as NVIDIA's
+    firmware programs it.  The C-model and the simulator do not read it, but NVIDIA's
+    RTL does: left at its reset value, the SDP writes the output and never raises its
+    done interrupt (nv_small under Verilator)."""
+    set_reg(m, "NVDLA_CSC", "D_ATOMICS_0", atomics=out_w * out_h - 1)
+
+
 def program_cdma_cvt(m: Machine, cvt) -> None:
     """The CDMA data convertor: ``cvt`` = (offset, scale, truncate), or None (off)."""
     if cvt is not None:
@@ -128,6 +136,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     set_reg(m, cs, "D_WEIGHT_SIZE_EXT_1_0", weight_channel_ext=c - 1, weight_kernel=k - 1)
     set_reg(m, cs, "D_WEIGHT_BYTES_0", weight_bytes=wbytes)
     set_reg(m, cs, "D_DATAOUT_SIZE_0_0", dataout_width=out_w - 1, dataout_height=out_h - 1)
+    program_atomics(m, out_w, out_h)
     set_reg(m, cs, "D_DATAOUT_SIZE_1_0", dataout_channel=k - 1)
     set_reg(m, cs, "D_CONV_STRIDE_EXT_0", conv_x_stride_ext=sx - 1, conv_y_stride_ext=sy - 1)
     set_reg(m, cs, "D_DILATION_EXT_0", x_dilation_ext=dx - 1, y_dilation_ext=dy - 1)

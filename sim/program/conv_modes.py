@@ -20,7 +20,7 @@ from ..dma.pixel import PIXEL_FORMATS, pack_pixels, pixel_format
 from ..dma.weights import pack_weight_image, pack_weight_winograd
 from ..machine import LayerContext, Machine
 from ..rules import entry_bytes
-from .conv import program_cdma_cvt, program_cdma_frame
+from .conv import program_atomics, program_cdma_cvt, program_cdma_frame
 from .registers import PRECISION_CODES as CODES
 from .registers import set_reg
 
@@ -121,6 +121,7 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
     set_reg(m, CS, "D_WEIGHT_SIZE_EXT_0_0", weight_width_ext=0, weight_height_ext=r - 1)
     set_reg(m, CS, "D_WEIGHT_SIZE_EXT_1_0", weight_channel_ext=ext - 1, weight_kernel=k - 1)
     set_reg(m, CS, "D_DATAOUT_SIZE_0_0", dataout_width=out_w - 1, dataout_height=out_h - 1)
+    program_atomics(m, out_w, out_h)
     set_reg(m, CS, "D_DATAOUT_SIZE_1_0", dataout_channel=k - 1)
     set_reg(m, CS, "D_CONV_STRIDE_EXT_0", conv_x_stride_ext=sx - 1, conv_y_stride_ext=sy - 1)
     set_reg(m, CS, "D_ZERO_PADDING_0", pad_top=top)
@@ -177,6 +178,7 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     set_reg(m, CS, "D_WEIGHT_SIZE_EXT_0_0", weight_width_ext=3, weight_height_ext=3)
     set_reg(m, CS, "D_WEIGHT_SIZE_EXT_1_0", weight_channel_ext=c_ext - 1, weight_kernel=k - 1)
     set_reg(m, CS, "D_DATAOUT_SIZE_0_0", dataout_width=out_w - 1, dataout_height=out_h - 1)
+    program_atomics(m, out_w, out_h)
     set_reg(m, CS, "D_DATAOUT_SIZE_1_0", dataout_channel=k - 1)
     set_reg(m, CS, "D_PRA_CFG_0", pra_truncate=pra_truncate)
     set_reg(m, CS, "D_BANK_0", data_bank=7, weight_bank=7)
