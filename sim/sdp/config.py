@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import rules
 from ..configs import FP16, INT8, INT16
 from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError
@@ -381,6 +382,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
     if proc == INT8 and out != INT8 and (batch > 1 or winograd):
         raise ConfigurationError(f"{SDP}.D_DATA_FORMAT_0: int8 processing with {out} output "
                                  "does not support batch or Winograd mode")
+    rules.check(rules.sdp_facts(sdp, rdma, hw))  # what the hardware cannot be programmed to do
 
     return SdpLayer(
         width=s.width + 1, height=s.height + 1, channels=s.channel + 1, batch=batch,

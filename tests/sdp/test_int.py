@@ -45,7 +45,7 @@ CASES = [
      dict(bypass=0, mul_bypass=0, mul_operand=-300, mul_shift=6), None, {}, (0, 1, 0)),
     ("x1 prelu", "int8", "int8",
      dict(bypass=0, mul_bypass=0, prelu=1, mul_operand=77, mul_shift=5), None, {}, (0, 1, 0)),
-    ("x1 relu, x2 mul", "int16", "int8", dict(bypass=0, relu_bypass=0),
+    ("x1 relu, x2 mul", "int16", "int16", dict(bypass=0, relu_bypass=0),
      dict(bypass=0, mul_bypass=0, mul_operand=1234, mul_shift=9), {}, (10, 3, 4)),
     ("shift without multiplier", "int8", "int8", dict(bypass=0, mul_shift=2), None, {},
      (0, 1, 0)),
@@ -65,7 +65,7 @@ CASES = [
      {"bs": ("both", False, 1)}, (3, -2, 2)),
     ("int16 in, fp16 out", "int16", "fp16",
      dict(bypass=0, mul_bypass=0, mul_operand=3), None, {}, (0, 1, 0)),
-    ("saturating convertor", "int16", "int8",
+    ("saturating convertor", "int16", "int16",
      dict(bypass=0, mul_bypass=0, mul_operand=2000), None, {}, (0, 1, 0)),
 ]
 

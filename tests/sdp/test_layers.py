@@ -142,7 +142,7 @@ def test_chunked_pipeline_matches(monkeypatch):
     rng = np.random.default_rng(9)
     cube = rng.integers(-3000, 3000, size=(40, 5, 7)).astype(np.int16)
     bs = rng.integers(-500, 500, size=(2, 40, 5, 7)).astype(np.int16)
-    kw = dict(in_prec="int16", out_prec="int8",
+    kw = dict(in_prec="int16", out_prec="int16",
               x1=dict(bypass=0, alu_bypass=0, alu_algo=2, alu_src=1, mul_bypass=0, mul_src=1,
                       mul_shift=6),
               y=dict(bypass=0, lut_bypass=0),
@@ -161,13 +161,13 @@ def test_chunked_pipeline_matches(monkeypatch):
         assert counter(m1, name) == counter(m2, name)
 
 
-def test_output_to_pdp_int8_to_int16():
-    """OUTPUT_DST=PDP: the PDP pools the SDP's int16 output (int8 processing, 10 channels)."""
+def test_output_to_pdp_int16():
+    """OUTPUT_DST=PDP: the PDP pools the SDP's int16 output (int16 processing, 10 channels)."""
     rng = np.random.default_rng(4)
     shape = (10, 4, 4)
-    cube = rng.integers(-128, 128, size=shape).astype(np.int8)
+    cube = rng.integers(-128, 128, size=shape).astype(np.int16)
     x1 = dict(bypass=0, mul_bypass=0, mul_operand=300)
-    _, m = run_sdp("nv_full", cube, in_prec="int8", out_prec="int16", x1=x1, go=False)
+    _, m = run_sdp("nv_full", cube, in_prec="int16", out_prec="int16", x1=x1, go=False)
     put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", output_dst=1)
     pdp_dst = 0x8800_0000
     regs = {
@@ -193,18 +193,49 @@ def test_output_to_pdp_int8_to_int16():
     assert not m.read_array(DST, 64).any()  # the SDP itself wrote nothing
 
 
+def test_output_to_pdp_converts_no_precision():
+    """The programming guide forbids a precision conversion on the way to the PDP."""
+    cube = np.zeros((8, 2, 2), np.int8)
+    _, m = run_sdp("nv_full", cube, in_prec="int8", out_prec="int16", go=False)
+    put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", output_dst=1)
+    for name, value in {"D_DATA_CUBE_IN_WIDTH_0": 1, "D_DATA_CUBE_IN_HEIGHT_0": 1,
+                        "D_DATA_CUBE_IN_CHANNEL_0": 7, "D_DATA_CUBE_OUT_CHANNEL_0": 7,
+                        "D_OPERATION_MODE_CFG_0": 1,  # max, on the fly
+                        "D_POOLING_KERNEL_CFG_0": 1 | 1 << 8 | 1 << 16 | 1 << 20,  # 2x2, /2
+                        "D_DST_BASE_ADDR_LOW_0": 0x8800_0000, "D_DST_LINE_STRIDE_0": 32,
+                        "D_DST_SURFACE_STRIDE_0": 32, "D_DST_RAM_CFG_0": 1,
+                        "D_DATA_FORMAT_0": 1}.items():
+        m.write_reg(f"NVDLA_PDP.{name}", value)
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    with pytest.raises(ConfigurationError, match="sdp.pdp_same_precision"):
+        m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+        m.run()
+
+
 def test_unused_strides_are_ignored():
     """A 1x1 cube moves as one run of atoms; a single line or surface ignores its stride."""
     cube = np.arange(40, dtype=np.int8).reshape(40, 1, 1)
     _, m = run_sdp("nv_small", cube, in_prec="int8", out_prec="int8", go=False)
     m.write_reg("NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0", 0x1234567)
     m.write_reg("NVDLA_SDP.D_DST_LINE_STRIDE_0", 0x7654321)
-    m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", 0x1000)
+    m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", 8)  # 1x1 output: surface-packed (one atom)
     m.write_reg("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", 0x999)
     m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
     m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
     m.run()
     assert np.array_equal(m.read_array(DST, 40).view(np.int8), cube.ravel())
+
+
+def test_one_by_one_output_must_be_surface_packed():
+    """A 1x1xC output with a surface stride other than one atom stops (sdp.one_by_one_packed)."""
+    cube = np.arange(40, dtype=np.int8).reshape(40, 1, 1)
+    _, m = run_sdp("nv_small", cube, in_prec="int8", out_prec="int8", go=False)
+    m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", 0x1000)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    with pytest.raises(ConfigurationError, match="sdp.one_by_one_packed"):
+        m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+        m.run()
 
 
 @pytest.mark.parametrize("field,value,message", [
