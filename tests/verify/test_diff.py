@@ -101,6 +101,8 @@ def test_png_shows_corrupted_cells(tmp_path, name):
         group = 8  # nv_small int8: 8 channels per surface
         want = {(h, w) for n, c, h, w in chosen if c // group == panel["surface"]}
         assert _png_cells(png, panel) == want
+        assert panel["channels"] == sorted({c for n, c, h, w in chosen
+                                            if c // group == panel["surface"]})
     assert len(doc["elements"]) == len(chosen)
 
 
