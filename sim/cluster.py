@@ -91,9 +91,9 @@ class ClusterBackend:
         return TraceResult(name, config, "error", message, 0.0)
 
     def results(self, items: list) -> Iterator:
+        self._client = _client(self.scheduler)  # says so when Dask is not installed
         from distributed import TimeoutError as DaskTimeout
 
-        self._client = _client(self.scheduler)
         try:
             self._futures = self._client.map(self.run_one, list(items), pure=False)
             for index, (item, future) in enumerate(zip(items, self._futures, strict=True)):

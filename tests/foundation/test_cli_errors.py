@@ -92,3 +92,32 @@ def test_fp_says_why_it_departs_from_ieee(capsys, argv, note):
 def test_version(capsys):
     assert main(["--version"]) == 0
     assert re.fullmatch(r"nvdla-sim \S+\n", capsys.readouterr().out)
+
+
+def test_scheduler_without_the_cluster_extra_is_one_line(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as if not installed
+    assert _exit_code(["regress", str(REPO / "traces"), "--scheduler",
+                       "tcp://127.0.0.1:8786"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "nvdla-sim: error: --scheduler needs Dask distributed: pip install " \
+                  "'nvdla-sim[cluster]'"
+
+
+def test_a_folder_with_both_formats_says_which_ran(tmp_path, capsys):
+    folder = tmp_path / "nv_small" / "both"
+    assert main(["gen", str(SPEC), "-o", str(folder), "--format", "both"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "(ran input.txn; both.cfg not run)" in out
+
+
+def test_a_closed_pipe_ends_quietly():
+    import subprocess
+    import sys
+
+    run = subprocess.run(f"{sys.executable} -m sim.cli regress {REPO / 'traces'} | head -1",
+                         shell=True, capture_output=True, text=True, cwd=REPO)
+    assert run.returncode == 0 and "Error" not in run.stderr and "Traceback" not in run.stderr
