@@ -99,6 +99,7 @@ class Firmware:
         os.close(from_parent)
         os.close(to_parent)
         self._out, self._in = to_child, from_child
+        self._fds = (to_child, from_child)
         # registering needs no answer yet: the process starts while the caller goes on
         self._unanswered: list[str] = []
         for name in ("dla_register_driver", "dla_clear_task"):
@@ -107,19 +108,19 @@ class Firmware:
 
     # -- the firmware's process ------------------------------------------------------
     def close(self) -> None:
-        if self._proc is None:
-            return
-        for fd in (self._out, self._in):
+        """End the firmware's process (it keeps nothing worth a clean exit: it is killed,
+        which needs no waiting) and close the pipes."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        for fd in self._fds:
             try:
                 os.close(fd)
             except OSError:
                 pass
-        try:
-            self._proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        self._proc = None
+        self._fds = ()
 
     def __enter__(self) -> Firmware:
         return self
@@ -128,8 +129,7 @@ class Firmware:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_proc", None) is not None:
-            self._proc.kill()
+        if getattr(self, "_proc", None) is not None or getattr(self, "_fds", ()):
             self.close()
 
     def _died(self, doing: str) -> FirmwareCrashed:
