@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 
 from sim.cli import main
+from sim.configs import get_config
+from sim.dma.feature import pack_feature, read_feature
 from sim.firmware import Firmware, FirmwareCrashed, FirmwareError, FirmwareTaskFailed
 from sim.firmware.build import FirmwareBuildError, build_firmware
 from sim.machine import Machine
@@ -62,10 +64,7 @@ class Spy:
 
 
 def _layout(config: str):
-    from sim.dma.feature import pack_feature
-
-    return pack_feature(np.zeros(CUBE, np.int8), precision="int8",
-                        atom_bytes=Machine(config).config.atom_bytes)[1]
+    return _input(config)[2]
 
 
 def bdma_op(p: Program, src_index: int, dst_index: int) -> None:
@@ -95,18 +94,18 @@ def sdp_op(p: Program, config: str, src_index: int, dst_index: int, *, rdma: boo
         p.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
 
 
-def _input(config: str) -> tuple[np.ndarray, bytes]:
-    from sim.dma.feature import pack_feature
-
+def _input(config: str):
+    """(the int8 test cube, its memory image, its layout) for ``config``'s atom size."""
     rng = np.random.default_rng(23)
     cube = rng.integers(-128, 128, CUBE, dtype=np.int64).astype(np.int8)
-    data, _ = pack_feature(cube, precision="int8", atom_bytes=Machine(config).config.atom_bytes)
-    return cube, bytes(data)
+    data, layout = pack_feature(cube, precision="int8",
+                                atom_bytes=get_config(config).atom_bytes)
+    return cube, bytes(data), layout
 
 
 def _run(config: str, program: Program, spy=None, descriptor: bytes | None = None):
     m = Machine(config)
-    cube, data = _input(config)
+    cube, data, _ = _input(config)
     m.load(DESC, descriptor if descriptor is not None else program.descriptor())
     m.load(SRC, data)
     fw = Firmware(m, MINIKMD, spy)
@@ -140,8 +139,6 @@ def test_sdp_task_completes_by_interrupt(config, caplog):
     with caplog.at_level(logging.INFO, logger="sim.firmware"):
         m, fw, stats, cube = _run(config, p, spy)
     lay = _layout(config)
-    from sim.dma.feature import read_feature
-
     got = read_feature(m.memory(1), DST, CUBE, "int8", m.config.atom_bytes, lay.line_stride,
                        lay.surface_stride)
     want = np.clip(cube.astype(np.int64) + BIAS, -128, 127)
@@ -238,7 +235,7 @@ def test_cli_runs_a_loadable_and_its_trace_replays(tmp_path):
 
     p = Program("nv_full")
     bdma_op(p, 1, 2)  # input tensor -> output tensor
-    cube, data = _input("nv_full")
+    cube, data, _ = _input("nv_full")
     (tmp_path / "in.bin").write_bytes(data)
     trace = tmp_path / "trace" / "run.cfg"
     out = tmp_path / "out"
@@ -283,7 +280,7 @@ def test_cli_layers_writes_each_layer_output(tmp_path, capsys):
     """--layers: the SDP layer's cube as .npy (its values computed independently) + summary."""
     p = Program("nv_full")
     sdp_op(p, "nv_full", 1, 2)  # input tensor + BIAS -> output tensor
-    cube, data = _input("nv_full")
+    cube, data, _ = _input("nv_full")
     (tmp_path / "in.bin").write_bytes(data)
     layers = tmp_path / "layers"
     assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "--input",
