@@ -128,3 +128,20 @@ def x86_int32(v) -> np.ndarray:
     """C's ``(int32_t)`` of an integral double on x86: out of range gives INT32_MIN."""
     v = i64(v)
     return np.where((v > 0x7FFFFFFF) | (v < -0x80000000), -0x80000000, v)
+
+
+def pdp_reciprocal_stage(x, recip: int, product_bits: int, out_bits: int):
+    """One reciprocal stage of NVIDIA's RTL PDP int8 average (sim.pdp.pooling):
+    ``x * recip / 2**16`` rounded half away from zero, cut to ``out_bits`` (signed).
+
+    The product is kept to ``product_bits`` (two's complement); its sign there
+    picks one of two cuts.  Negative: the rounded quotient's low ``out_bits``
+    bits.  Non-negative: the truncated quotient's low ``out_bits - 1`` bits
+    plus the half bit (bit 15), so the top result bit is lost unless the
+    increment carries into it (0x7F + 1 gives 0x80).  Scalar or array.
+    """
+    p = sign_extend(np.asarray(x, dtype=np.int64) * int(recip), product_bits)
+    floor_q, frac = p >> 16, p & 0xFFFF
+    negative = floor_q + (frac > 0x8000)  # -x.5 stays at the floor (away from zero)
+    positive = (floor_q & ((1 << (out_bits - 1)) - 1)) + (frac >= 0x8000)
+    return sign_extend(np.where(p < 0, negative, positive), out_bits)

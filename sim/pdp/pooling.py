@@ -18,10 +18,13 @@ depends on their order, so the kernels below follow it:
 3. *Average*: the sum is scaled by ``D_RECIP_KERNEL_WIDTH`` then by
    ``D_RECIP_KERNEL_HEIGHT``.
 
-Integer arithmetic (C-model ``cmod/pdp``): sums wrap in 16 bits for int8 and
-32 bits for int16; each reciprocal product is ``round_half_away(x * r / 2**16)``
-and the result is cut to the output width (two's complement, no saturation).
-Max/min ignore padding.
+Integer arithmetic, int16 (C-model ``cmod/pdp``): sums wrap in 32 bits; each
+reciprocal product is ``round_half_away(x * r / 2**16)`` and the result is cut
+to 16 bits (two's complement, no saturation).
+
+Integer arithmetic, int8 (NVIDIA's RTL, ``NV_NVDLA_PDP_CORE_cal1d/cal2d``; the
+C-model differs once a value leaves int8 range): see :func:`_int8_average`
+and :func:`pdp_reciprocal_stage`.  Max/min ignore padding.
 
 fp16 (``cmod/hls_wrapper/pdp_hls_wrapper``): max/min compare fp16 patterns
 (an Inf stays Inf); average converts inputs to fp17 (Inf becomes the largest
@@ -47,8 +50,8 @@ from ..num.fpcore import fp_add, fp_max, fp_mul
 from ..num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from ..num.rounding import shift_right_round, x86_int32
 from ..num.rounding import sign_extend as signed_field  # the scalar kernel, for numba code
+from ..num.vector_int import pdp_reciprocal_stage, sign_extend
 from ..num.vector_int import shift_right_round as shift_right_round_array
-from ..num.vector_int import sign_extend
 from ..num.vector_int import x86_int32 as x86_int32_array
 
 AVERAGE, MAX, MIN = 0, 1, 2
@@ -325,10 +328,50 @@ def _pass_int(x, axis, n_out, k, stride, pad_lo, pad_lo_flag, method, pads):
     return acc
 
 
+#: int8 average in NVIDIA's RTL: bits of the row sums (width pass, padding
+#: included), of the column sums before the padded rows join, and of the
+#: column sum with them (one more bit: two 14-bit terms added exactly).
+INT8_ROW_BITS, INT8_COL_BITS, INT8_SUM_BITS = 11, 14, 15
+#: Width of the product kept by each reciprocal stage (sum bits + 16; the top
+#: bit of a full signed product is dropped) and width of its result.
+INT8_STAGE_W = (31, 11)
+INT8_STAGE_H = (28, 8)
+
+
+def _int8_average(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int):
+    """int8 average pooling of a split as NVIDIA's RTL computes it.
+
+    Width pass: element sums plus ``PADDING_VALUE_n`` (its low 11 bits, signed)
+    wrap to 11 bits.  Height pass: row sums wrap to 14 bits; a window with n
+    padded rows then adds ``PADDING_VALUE_n * kernel_width`` (the 19-bit
+    signed field times the width, low 14 bits, signed) without wrapping
+    (15-bit result).  Then :func:`pdp_reciprocal_stage` with the width and the
+    height reciprocals.  For sums and pad values that stay in range this is
+    the C-model's result; past int8 range the two differ.
+    """
+    kw, kh = cfg.kernel_width, cfg.kernel_height
+    regs = [int(v) for v in cfg.pad_values]
+    row_pads = np.array([0] + [sign_extend(v, INT8_ROW_BITS) for v in regs], dtype=np.int64)
+    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, AVERAGE, row_pads)
+    rows = sign_extend(rows, INT8_ROW_BITS)
+    cols = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, 1, AVERAGE,
+                     np.zeros(8, dtype=np.int64))
+    cols = sign_extend(cols, INT8_COL_BITS)
+    col_pads = np.array([0] + [sign_extend(sign_extend(v, 19) * kw, INT8_COL_BITS) for v in regs],
+                        dtype=np.int64)
+    starts = np.arange(h_out) * cfg.stride_height - cfg.pad_top
+    real = np.minimum(starts + kh, x.shape[1]) - np.maximum(starts, 0)
+    total = cols + col_pads[np.clip(kh - real, 0, 7)].reshape(1, h_out, 1)
+    acc = pdp_reciprocal_stage(total, cfg.recip_width, *INT8_STAGE_W)
+    return pdp_reciprocal_stage(acc, cfg.recip_height, *INT8_STAGE_H)
+
+
 def _pool_int_array(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int, pv, pv_rows,
                     acc_bits):
     """Integer pooling of a split (C, H, W) -> (C, h_out, n_out): NVDLA wrapping, rounding."""
     kw, kh, method = cfg.kernel_width, cfg.kernel_height, cfg.method
+    if method == AVERAGE and cfg.precision == INT8:
+        return _int8_average(x, cfg, pad_left, n_out, h_out)
     rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, method,
                      np.concatenate([[0], pv]))
     if method == AVERAGE:
