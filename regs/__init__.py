@@ -34,6 +34,8 @@ class Field:
     enum: dict = field(default_factory=dict, compare=False, hash=False)
     # bits actually stored, per address map, as (msb, lsb); absent = msb:lsb
     stored: dict = field(default_factory=dict, compare=False, hash=False)
+    # the hardware clears it when the operation it starts completes (OP_EN, LAUNCH)
+    self_clearing: bool = False
 
     @property
     def width(self) -> int:
@@ -78,6 +80,13 @@ class Register:
 
     def reset_value(self) -> int:
         return sum(f.reset << f.lsb for f in self.fields)
+
+    @property
+    def software_owned(self) -> bool:
+        """Only software changes it: what a read returns never depends on the timing
+        of the hardware (every field read-write and none cleared by the hardware)."""
+        return bool(self.fields) and all(f.access == "rw" and not f.self_clearing
+                                         for f in self.fields)
 
     def mask(self, address_map: str, kinds=ACCESS_KINDS) -> int:
         m = 0
@@ -225,8 +234,11 @@ def _parse_field(words: list[str]) -> Field:
     access = words[2]
     if access not in ACCESS_KINDS:
         raise RegisterMapError(f"field {name}: unknown access {access}")
-    reset, enum, stored = 0, {}, {}
+    reset, enum, stored, self_clearing = 0, {}, {}, False
     for w in words[3:]:
+        if w == "selfclear":
+            self_clearing = True
+            continue
         key, value = w.split("=", 1)
         if key == "reset":
             reset = _int(value)
@@ -236,7 +248,7 @@ def _parse_field(words: list[str]) -> Field:
             stored[key] = _bits(value)
         else:
             raise RegisterMapError(f"field {name}: unknown attribute {key}")
-    return Field(name, msb, lsb, access, reset, enum, stored)
+    return Field(name, msb, lsb, access, reset, enum, stored, self_clearing)
 
 
 def validate(regmap: RegisterMap) -> None:

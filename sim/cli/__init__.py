@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "fp": "fp",
     "layout": "layout",
     "loadable": "loadable",
+    "rtl": "rtl",
 }
 
 

@@ -265,7 +265,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                     if upgrade:
                         upgrade_task(pri.read, cpu_write, address_of)
                     if recorder is not None:
-                        recorder.comment(f"DLA task {task.id}")
+                        recorder.begin_task(f"DLA task {task.id}")
                         _record_loads(recorder, machine, place, recorded)
                     before = _snapshot(machine, place)
                     stats = firmware.run_task([(b, o) if r == "pri_mem" else (b + o, 0)

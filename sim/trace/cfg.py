@@ -102,8 +102,10 @@ def _convert(cmd: str, a: list[str], where: str) -> Op:
     if cmd == "intr_notify":
         # intr_notify([SOURCE_GROUP,] sync_id): without a source it waits for any interrupt
         return Op("intr_notify", (a[0], a[1]) if len(a) > 1 else ("", a[0]), where)
-    if cmd in ("sync_notify", "sync_wait", "check_nothing"):
-        return Op("nop", tuple(a), where)
+    if cmd == "check_nothing":  # the sync id's one check is: nothing to check
+        return Op("check_nothing", (a[0],), where)
+    if cmd in ("sync_notify", "sync_wait"):  # NVIDIA's multi-player ordering: one player here
+        return Op("nop", (cmd, *a), where)
     if cmd == "mem_load":
         return Op("mem_load", (a[0], num(a[1], "address"), _unquote(a[2], where)), where)
     if cmd == "mem_init":

@@ -163,6 +163,8 @@ class TracePlayer:
     def _op_nop(self, op: Op) -> None:
         pass
 
+    _op_check_nothing = _op_nop
+
     def _op_reg_write(self, op: Op) -> None:
         reg = self._register(op, op.args[0])
         self.machine.write_reg(self.machine.regfile.address_of(reg), op.args[1])

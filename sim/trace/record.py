@@ -1,52 +1,98 @@
 """Record a run driven by software (NVIDIA's firmware) as a replayable ``.cfg`` trace.
 
-The recorder sees every CSB write and read the firmware makes, every
-interrupt the firmware's handler serves (recorded as ``intr_notify`` waits,
-so a replay waits where the firmware waited), the memories the runtime filled
-before each task (``mem_load`` of a record ``.dat`` file written beside the
-trace) and the checks it asks for (``check_crc`` of a region, computed from the
-machine's memory at that moment).  ``nvdla-sim run`` replays the result, as
-would NVIDIA's own trace player on RTL.
+The trace is written in the vocabulary of NVIDIA's own trace benches, so
+that the same file runs on ``nvdla-sim run``, NVIDIA's C-model and an RTL
+testbench (``nvdla-sim rtl``):
+
+* every CSB write the firmware makes is a ``reg_write``, except its
+  write-one-to-clear acknowledgements of ``GLB.S_INTR_STATUS``: each
+  interrupt its handler served is an ``intr_notify`` instead (the bench waits
+  for that done bit, then clears it, as the firmware did), so a replay waits
+  where the firmware waited and reprograms a register group only after the
+  hardware released it;
+* a CSB read becomes ``poll_reg_equal`` when its value cannot depend on
+  timing (a register only software changes); reads of status, pointer and
+  counter registers are left out: on RTL their value depends on how far the
+  hardware got, and the ``intr_notify`` waits already order the replay;
+* the memories the runtime filled before each task are ``mem_load`` of
+  record ``.dat`` files written beside the trace;
+* each region a task's layers wrote is checked by ``check_crc`` on the first
+  interrupt after which the region held its final bytes; every other sync id
+  gets ``check_nothing`` (the bench wants exactly one check per sync id).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..dram import format_record_dat, write_atomically
+from ..errors import SimError
 
 RAM_NAMES = {0: "sec_mem", 1: "pri_mem", "sec_mem": "sec_mem", "pri_mem": "pri_mem"}
 RECORD_BYTES = 32  # bytes per .dat record line
+STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
+
+
+@dataclass
+class _Notify:
+    sync: int
+    line: int  # index of its intr_notify in the trace's lines
+    layer_writes: dict  # memory name -> Memory.layer_writes when the interrupt was served
+
+
+@dataclass
+class _Check:
+    ram: str
+    addr: int
+    size: int
+    crc: int
+    final_write: int  # Memory.last_layer_write of the region when the task ended
 
 
 class TraceRecorder:
     def __init__(self, machine):
         self.machine = machine
-        self.lines: list[str] = [f"// recorded by nvdla-sim (config {machine.config.name})"]
+        self.lines: list[str] = [
+            f"// recorded by nvdla-sim (config {machine.config.name})",
+            "// reads of registers the hardware updates are left out: the intr_notify "
+            "waits order the replay",
+        ]
         self.files: dict[str, str] = {}
-        self.syncs = 0
+        self._notifies: list[_Notify] = []
+        self._task_start = 0  # index into _notifies of the running task's first interrupt
+        self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
+        self._status = machine.regfile.register(STATUS_REGISTER)
 
     def comment(self, text: str) -> None:
         self.lines.append(f"// {text}")
 
-    def _name(self, addr: int) -> str:
-        return self.machine.regfile.register_at(addr).full_name
+    def begin_task(self, text: str) -> None:
+        """A new task starts: its checks go on its own interrupts."""
+        self.comment(text)
+        self._task_start = len(self._notifies)
 
     def reg_write(self, addr: int, value: int) -> None:
-        self.lines.append(f"reg_write({self._name(addr)}, {value & 0xFFFFFFFF:#x});")
+        reg = self.machine.regfile.register_at(addr)
+        if reg is self._status:  # acknowledging an interrupt: intr_notify stands for it
+            return
+        self.lines.append(f"reg_write({reg.full_name}, {value & 0xFFFFFFFF:#x});")
 
     def reg_read(self, addr: int, value: int) -> None:
-        self.lines.append(f"reg_read({self._name(addr)}, {value & 0xFFFFFFFF:#x});")
+        reg = self.machine.regfile.register_at(addr)
+        if reg.software_owned:
+            self.lines.append(f"poll_reg_equal({reg.full_name}, {value & 0xFFFFFFFF:#x});")
 
     def interrupt(self, machine) -> None:
         """The firmware's handler is about to serve the pending interrupts: wait for each."""
         status = machine.interrupt_status()
-        reg = machine.regfile.register("NVDLA_GLB.S_INTR_STATUS_0")
-        for f in reg.fields:
+        writes = {mem.name: mem.layer_writes for mem in machine._memories()}
+        for f in self._status.fields:
             if status >> f.lsb & 1 and "_DONE_STATUS" in f.name:
                 source, _, group = f.name.rpartition("_DONE_STATUS")
-                self.syncs += 1
-                self.lines.append(f"intr_notify({source}_{group}, sync_id_{self.syncs});")
+                sync = len(self._notifies)
+                self._notifies.append(_Notify(sync, len(self.lines), writes))
+                self.lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
@@ -54,11 +100,35 @@ class TraceRecorder:
         self.lines.append(f'mem_load({RAM_NAMES[ram]}, {addr:#x}, "{name}");')
 
     def check_crc(self, ram, addr: int, size: int) -> None:
-        crc = self.machine.memory(RAM_NAMES[ram]).crc32(addr, size)
-        self.syncs += 1
-        mem = 1 if RAM_NAMES[ram] == "pri_mem" else RAM_NAMES[ram]  # 1: NVIDIA's pri_mem
-        self.lines.append(f"check_crc(sync_id_{self.syncs}, {mem}, {addr:#x}, {size:#x}, "
-                          f"{crc:#010x});")
+        """Check a region the running task wrote, on the first of the task's interrupts
+        after which it held its final bytes (each sync id carries one check)."""
+        ram = RAM_NAMES[ram]
+        mem = self.machine.memory(ram)
+        check = _Check(ram, addr, size, mem.crc32(addr, size), mem.last_layer_write(addr, size))
+        free = [n for n in self._notifies[self._task_start:]
+                if n.sync not in self._checks and n.layer_writes[ram] >= check.final_write]
+        if not free:
+            raise SimError(f"trace recording: {ram} {addr:#x}+{size:#x} changed, but the task "
+                           f"has no interrupt left to check it on (one check per sync id)")
+        self._checks[free[0].sync] = check
+
+    def text(self) -> str:
+        """The trace: each intr_notify followed by its one check."""
+        after = {n.line: n.sync for n in self._notifies}
+        out = []
+        for i, line in enumerate(self.lines):
+            out.append(line)
+            sync = after.get(i)
+            if sync is None:
+                continue
+            check = self._checks.get(sync)
+            if check is None:
+                out.append(f"check_nothing(sync_id_{sync});")
+            else:
+                mem = 1 if check.ram == "pri_mem" else check.ram  # 1: NVIDIA's pri_mem
+                out.append(f"check_crc(sync_id_{sync}, {mem}, {check.addr:#x}, "
+                           f"{check.size:#x}, {check.crc:#010x});")
+        return "\n".join(out) + "\n"
 
     def save(self, path: str | Path) -> Path:
         """Write the trace and its memory files (each file whole or not at all)."""
@@ -66,5 +136,5 @@ class TraceRecorder:
         path.parent.mkdir(parents=True, exist_ok=True)
         for name, text in self.files.items():
             write_atomically(path.parent / name, text)
-        write_atomically(path, "\n".join(self.lines) + "\n")
+        write_atomically(path, self.text())
         return path

@@ -25,6 +25,8 @@ from sim.program.bdma import launch_bdma, program_bdma_copy
 from sim.program.registers import write_fields
 from sim.program.sdp import program_sdp_core, program_sdp_input, program_x
 from sim.trace import run_trace
+from sim.trace.cfg import parse_cfg
+from sim.trace.vocabulary import bench_problems
 
 from .minikmd_task import (
     MINIKMD,
@@ -248,6 +250,15 @@ def test_cli_runs_a_loadable_and_its_trace_replays(tmp_path):
     np.testing.assert_array_equal(np.frombuffer(elements, np.int8), want)
     replay = run_trace(trace.parent, "nv_full")
     assert replay.status == "pass" and replay.checks > 0, replay.message
+    # NVIDIA's trace tools would take it: no reads, no acknowledgement writes, one check per
+    # interrupt, the copy's destination checked on the BDMA interrupt that finished it
+    ops = parse_cfg(trace)
+    assert bench_problems(ops) == []
+    cmds = [op.cmd for op in ops]
+    assert "reg_read" not in cmds
+    assert not any(op.cmd == "reg_write" and "S_INTR_STATUS" in op.args[0] for op in ops)
+    notify = cmds.index("intr_notify")
+    assert ops[notify].args[0] == "BDMA_0" and cmds[notify + 1] == "check_crc"
 
 
 @pytest.mark.parametrize("case, code, message", [

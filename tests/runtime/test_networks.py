@@ -14,6 +14,9 @@ import pytest
 
 from sim.runtime import read_loadable, run_loadable_bytes
 from sim.runtime.layers import LayerOutputs
+from sim.trace.cfg import parse_cfg
+from sim.trace.player import run_trace
+from sim.trace.vocabulary import bench_problems
 
 NETWORKS = Path(__file__).resolve().parents[2].parent / "shared" / "networks"
 
@@ -24,13 +27,13 @@ def _folders() -> list[Path]:
     return sorted(p.parent for p in NETWORKS.glob("*/*/*.nvdla"))
 
 
-def _run(folder: Path, kmd: Path, layers=None):
+def _run(folder: Path, kmd: Path, layers=None, trace=None):
     (loadable,) = folder.glob("*.nvdla")
     inputs = {}
     if (folder / "input.bin").is_file():
         inputs[0] = (folder / "input.bin").read_bytes()
     return run_loadable_bytes(read_loadable(loadable), kmd, folder.parent.name, inputs,
-                              layers=layers)
+                              trace, layers=layers)
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +65,19 @@ def test_layer_outputs_cover_every_hardware_layer(kmd):
         assert out.array.size and f"layer {out.layer} " in out.summary()
         if out.precision == "int8":
             assert out.array.dtype == np.int8
+
+
+def test_recorded_trace_is_in_nvidias_vocabulary_and_replays(kmd, tmp_path):
+    """--trace-out of an nv_small network: what NVIDIA's trace tools accept (one check per
+    interrupt, no reads), replaying green on the simulator."""
+    folders = [f for f in _folders() if f.parent.name == "nv_small"]
+    if not folders:
+        pytest.skip("no nv_small network in ../shared/networks")
+    smallest = min(folders, key=lambda f: next(f.glob("*.nvdla")).stat().st_size)
+    trace = tmp_path / "trace" / "net.cfg"
+    _run(smallest, kmd, trace=trace)
+    ops = parse_cfg(trace)
+    assert bench_problems(ops) == []
+    assert sum(op.cmd == "check_crc" for op in ops) >= 1
+    replay = run_trace(trace, "nv_small")
+    assert replay.status == "pass", replay.message

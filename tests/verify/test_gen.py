@@ -11,7 +11,9 @@ from sim.cli import main
 from sim.dram import read_hex_dat, read_memory_file
 from sim.errors import SimError
 from sim.gen import generate
+from sim.trace.cfg import parse_cfg
 from sim.trace.player import run_trace
+from sim.trace.vocabulary import bench_problems
 
 SPECS = sorted((Path(__file__).resolve().parents[2] / "examples" / "specs").glob("*.toml"))
 UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
@@ -353,6 +355,7 @@ def test_cfg_speaks_the_rtl_bench_vocabulary(tmp_path, spec):
     checked = re.findall(r"^check_(?:crc|nothing)\((sync_id_\d+)\b", text, re.M)
     assert notified and sorted(checked) == sorted(notified) == sorted(set(notified))
     assert "reg_read" not in text
+    assert bench_problems(parse_cfg(cfg)) == []
     # a layer's enables stand together: within each run, consumers come before CACC
     for run in re.findall(r"(?:^reg_write\(NVDLA_\w+\.D_OP_ENABLE_0, 0x1\);\n)+", text, re.M):
         enables = re.findall(r"NVDLA_(\w+)\.D_OP_ENABLE_0", run)
