@@ -177,6 +177,11 @@ class Machine:
         self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
     # -- execution ------------------------------------------------------------
+    def layer_finishing(self) -> bool:
+        """The last layer still has done interrupts to raise: its writes are complete only
+        at its last one (a fused convolution's SDP or PDP, whose write DMA finishes last)."""
+        return bool(self._deferred)
+
     def busy(self) -> bool:
         return bool(self._deferred) or any(e.ready(self) is not None for e in self.engines)
 

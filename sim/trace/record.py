@@ -38,7 +38,7 @@ STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
 class _Notify:
     sync: int
     line: int  # index of its intr_notify in the trace's lines
-    layer_writes: dict  # memory name -> Memory.layer_writes when the interrupt was served
+    layer_writes: dict  # memory name -> Memory.layer_writes of the layers complete by then
 
 
 @dataclass
@@ -63,6 +63,8 @@ class TraceRecorder:
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
         self._status = machine.regfile.register(STATUS_REGISTER)
+        # memory name -> Memory.layer_writes of the layers whose last interrupt was served
+        self._released = {mem.name: 0 for mem in machine._memories()}
 
     def comment(self, text: str) -> None:
         self.lines.append(f"// {text}")
@@ -86,7 +88,9 @@ class TraceRecorder:
     def interrupt(self, machine) -> None:
         """The firmware's handler is about to serve the pending interrupts: wait for each."""
         status = machine.interrupt_status()
-        writes = {mem.name: mem.layer_writes for mem in machine._memories()}
+        if not machine.layer_finishing():  # every layer that ran has raised its last interrupt
+            self._released = {mem.name: mem.layer_writes for mem in machine._memories()}
+        writes = dict(self._released)
         for f in self._status.fields:
             if status >> f.lsb & 1 and "_DONE_STATUS" in f.name:
                 source, _, group = f.name.rpartition("_DONE_STATUS")
