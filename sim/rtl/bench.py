@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import subprocess
 import time
 from collections import deque
@@ -136,8 +137,12 @@ def run_bench(bench: Path, plan: Plan, folder: Path, idle: float = 60.0,
     start = time.monotonic()
     log = open(folder / "bench.log", "w") if full_log else None  # noqa: SIM115 - closed below
     reader = _LogReader(plan, run, log)
+    # the bench's stdout is a pipe: without line buffering, the line saying it waits for an
+    # interrupt could sit in its buffer while it hangs, and the hang would go unseen
+    line_buffered = ["stdbuf", "-oL"] if shutil.which("stdbuf") else []
     try:
-        proc = subprocess.Popen([str(bench), "trace.bin"], cwd=folder, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([*line_buffered, str(bench), "trace.bin"], cwd=folder,
+                                stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     except OSError as exc:
         if log is not None:

@@ -22,6 +22,12 @@ from .bench import BenchRun, check_bench, run_bench
 from .plan import Check, parse_trace, plan_trace
 
 PASS, FAIL, NOT_REACHED = "pass", "FAIL", "not reached"
+CDMA_HANG_HINT = (
+    "a testbench that drives tmc2slcg_disable_clock_gating = 0 (as NVIDIA's nvdla.cpp does) "
+    "hangs here when an earlier convolution's weights were released after its CDMA layer "
+    "ended: the CDMA counts the weight entries in CBUF on its gated clock and misses those "
+    "releases, then refuses weights once the count passes its weight banks; drive it to 1 "
+    "(see the README, 'Run it on your RTL')")
 
 
 @dataclass
@@ -95,6 +101,8 @@ def run_on_rtl(trace, bench, config: str | None = None, keep: Path | None = None
         failing = _judge(report, plan.checks, folder)
         if failing:
             report.diff = _localise(sim, failing)
+        if run.stopped_waiting.startswith("CDMA"):
+            report.notes.append(CDMA_HANG_HINT)
         if keep is None and not report.passed:  # the evidence stays for the user
             report.notes.append(f"the testbench's files (trace.bin, bench.log, the dumped "
                                 f"regions) are kept in {folder}")

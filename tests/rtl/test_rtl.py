@@ -166,6 +166,7 @@ def test_a_hang_names_the_interrupt_never_raised(traces, fake_bench, capsys):
     out = capsys.readouterr().out
     assert "HANG        the RTL never raised CDMA_WT_0" in out
     assert "not reached" in out
+    assert "tmc2slcg_disable_clock_gating" in out  # the known cause of CDMA hangs is named
 
 
 @pytest.mark.parametrize("bench, message", [
