@@ -39,8 +39,9 @@ class HardwareConfig:
     pdp: bool
     cdp: bool
     address_bits: int
-    # CDP output elements per cycle (NVDLA_CDP_THROUGHPUT; nvdlav1's C-model works in 8s)
-    cdp_throughput: int = 8
+    # CDP D_OUT_SATURATION counts saturated outputs: so in the nvdlav1 RTL; the later RTL
+    # (every master-map configuration) ties the register to 0, and reads give 0
+    cdp_saturation_counter: bool = True
 
     def supports(self, precision: str) -> bool:
         return precision in self.precisions
@@ -69,6 +70,7 @@ _I8 = frozenset({INT8})
 _SMALL_FEATURES = dict(
     winograd=False, batch=False, max_batch=1, weight_compression=False,
     sdp_bs=True, sdp_bn=True, bdma=False, rubik=False, pdp=True, cdp=True,
+    cdp_saturation_counter=False,
 )
 
 CONFIGS: dict[str, HardwareConfig] = {
@@ -92,31 +94,31 @@ CONFIGS: dict[str, HardwareConfig] = {
             name="nv_medium_1024_full", atom_bytes=32, mac_atomic_c=32, mac_atomic_k=32,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
-            address_bits=64, cdp_throughput=4, **_SMALL_FEATURES,
+            address_bits=64, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_medium_512", atom_bytes=16, mac_atomic_c=32, mac_atomic_k=16,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=64, cdp_throughput=2, **_SMALL_FEATURES,
+            address_bits=64, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small", atom_bytes=8, mac_atomic_c=8, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=8, cbuf_bank_depth=512, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
+            address_bits=32, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small_256", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
             address_map="master", secondary_memory=False, sdp_ew=False, sdp_lut=False,
-            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
+            address_bits=32, **_SMALL_FEATURES,
         ),
         HardwareConfig(
             name="nv_small_256_full", atom_bytes=8, mac_atomic_c=32, mac_atomic_k=8,
             cbuf_bank_count=32, cbuf_bank_width=32, cbuf_bank_depth=128, precisions=_I8,
             address_map="master", secondary_memory=True, sdp_ew=True, sdp_lut=True,
-            address_bits=32, cdp_throughput=1, **_SMALL_FEATURES,
+            address_bits=32, **_SMALL_FEATURES,
         ),
     )
 }

@@ -123,11 +123,11 @@ class Memory:
         self._layer_reads: list[LayerAccess] | None = None
         # told of every write (``wrote(memory, addr, size)``); see sim.diff.record
         self.observer = None
-        # Writes made inside a layer (by the hardware, not a CPU) are numbered, and each
-        # page keeps the number of the last one: a recorder asks when a region last
+        # Writes made inside a layer (by the hardware, not a CPU) are numbered; with the
+        # log on, each is kept as (start, end, number): a recorder asks when a region last
         # changed, to check it as soon as it holds its final bytes (sim.trace.record).
         self.layer_writes = 0
-        self._page_layer_write: dict[int, int] = {}
+        self._write_log: list[tuple[int, int, int]] | None = None
 
     # -- bounds -------------------------------------------------------------
     def check(self, addr: int, size: int, what: str = "", access: str = "access") -> None:
@@ -259,28 +259,33 @@ class Memory:
         if self._layer_reads:
             self._check_overlap(LayerAccess(addr, buf.size, what, lines))
         self._reserve(addr, buf.size, what)
-        in_layer = self._layer_reads is not None
-        if in_layer:
+        if self._layer_reads is not None:
             self.layer_writes += 1
+            if self._write_log is not None:
+                self._write_log.append((addr, addr + buf.size, self.layer_writes))
         for page, off, pos, n in self._chunks(addr, buf.size):
             dst = self._pages.get(page)
             if dst is None:
                 dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
             dst[off : off + n] = buf[pos : pos + n]
-            if in_layer:
-                self._page_layer_write[page] = self.layer_writes
         if self.observer is not None:
             self.observer.wrote(self, addr, buf.size)
 
+    def log_layer_writes(self) -> None:
+        """Keep the range of every in-layer write from now on (for :meth:`last_layer_write`)."""
+        if self._write_log is None:
+            self._write_log = []
+
     def last_layer_write(self, addr: int, size: int) -> int:
-        """The number of the last in-layer write to the pages of a range (0: none);
-        compare with :attr:`layer_writes` read earlier.  Page-grained: a later write
-        elsewhere on a page counts too, which can only make a check come later."""
-        if size <= 0:
-            return 0
-        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
-        return max((self._page_layer_write.get(p, 0) for p in range(first, last + 1)),
-                   default=0)
+        """The number of the last logged in-layer write that touched the range (0: none);
+        compare with :attr:`layer_writes` read earlier."""
+        if self._write_log is None:
+            raise RuntimeError("last_layer_write needs log_layer_writes() first")
+        end = addr + size
+        for start, stop, number in reversed(self._write_log):
+            if start < end and addr < stop:
+                return number
+        return 0
 
     def gather(self, addr: int, offsets: np.ndarray, what: str = "") -> np.ndarray:
         """Bytes at ``addr + offsets`` (any shape), for strided DMA reads."""

@@ -484,8 +484,9 @@ def conv_small(seed: int = 26) -> None:
     oh, ow = out.shape[1:]
 
     m = Recorder("nv_small")
+    # inputs in the DBB window (bit 31 set), where NVIDIA's Verilator bench keeps memory
     program(m, x.astype(np.int8), wt.astype(np.int8), precision="int8", pad=(1, 1, 1, 1),
-            pad_value=pad_value, truncate=truncate)
+            pad_value=pad_value, truncate=truncate, in_addr=0x80000000, wt_addr=0x80080000)
     line, surf = ow * atom, ow * atom * oh
     sdp_program(m, (k, oh, ow), 0, dst, line, surf,
                 bs=dict(bs_alu_bypass=0, bs_alu_algo=2, bs_relu_bypass=0),

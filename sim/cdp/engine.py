@@ -10,7 +10,8 @@ The whole last atom of each pixel is read and written, so the channels that
 pad it to a whole atom are processed too.  Counters stored at layer end:
 D_NAN_INPUT_NUM / D_INF_INPUT_NUM (fp16: every element of every atom read,
 padding channels of the last atom included), D_NAN_OUTPUT_NUM,
-D_OUT_SATURATION and the five LUT counters (every channel of every atom).
+D_OUT_SATURATION (0 where the configuration's RTL ties it to 0) and the five LUT
+counters (every channel of every atom).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class CdpEngine(Engine):
         settings = LrnSettings(
             precision=cfg.precision, window=cfg.window, sqsum_bypass=cfg.sqsum_bypass,
             mul_bypass=cfg.mul_bypass, nan_to_zero=cfg.nan_to_zero, datin=cfg.datin,
-            datout=cfg.datout, throughput=ctx.config.cdp_throughput,
+            datout=cfg.datout,
         )
         le, lo = self.lut_ram.snapshot()
         out, counters = normalize(raw.reshape(shape[0], -1), cfg.channels, settings, le, lo,
@@ -67,6 +68,8 @@ class CdpEngine(Engine):
         write_feature(dst_mem, cfg.dst_addr, result, cfg.precision, atom,
                       cfg.dst_line_stride, cfg.dst_surface_stride,
                       what="NVDLA_CDP.D_DST_BASE_ADDR")
+        if not ctx.config.cdp_saturation_counter:
+            counters["D_OUT_SATURATION_0"] = 0  # the register is tied to 0 there
         for name, value in counters.items():
             ctx.set_counter(CDP, name, value)
 

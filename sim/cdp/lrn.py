@@ -54,7 +54,6 @@ class LrnSettings:
     nan_to_zero: bool = False
     datin: tuple = (0, 1, 0)  # (offset, scale, shifter) raw register values
     datout: tuple = (0, 1, 0)
-    throughput: int = 8  # CDP output elements per cycle of the configuration
 
 
 KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel
@@ -255,8 +254,6 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     found = {}
     if s.precision != FP16 and x.size >= KERNEL_MIN:
         out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
-        if s.precision == INT8:
-            saturated += phantom_saturations(rows * pixels, s.throughput)
         found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
                       "D_OUT_SATURATION_0": saturated})
         found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
@@ -312,7 +309,6 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
             out.reshape(-1, 2)[:, 0] = sign_extend_array(o, 8)
             out.reshape(-1, 2)[:, 1] = sign_extend_array(o >> 8, 8)
             saturated = int(np.count_nonzero(sat & 1) + np.count_nonzero(sat & 2))
-            saturated += phantom_saturations(rows * pixels, s.throughput)
         else:
             out = sign_extend_array(o, 16).reshape(rows, pixels)
             saturated = int(np.count_nonzero(sat))
@@ -322,17 +318,3 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     counters = np.bincount(outcomes.ravel(), minlength=len(COUNTER_NAMES))
     found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
     return out, found
-
-
-def phantom_saturations(elements: int, throughput: int) -> int:
-    """Saturations NVDLA's C-model adds for lanes that do not exist (int8 data).
-
-    Its int8 output convertor works on pairs of lanes; with an odd CDP
-    throughput (1 on nv_small) every call also converts a second lane read
-    past the end of its buffer.  That lane holds stack garbage, which in
-    practice always saturates, and D_OUT_SATURATION counts it (seen on every
-    nv_small trace of the C-model: one extra saturation per element).
-    """
-    if throughput % 2 == 0:
-        return 0
-    return elements // throughput

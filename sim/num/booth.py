@@ -181,8 +181,9 @@ def booth_lane(negative, wt, dat, shift):
 # word: bit i = row i selects the data, bit 8 + i = twice the data, bit 16 + i
 # = the row is negated.
 
-def booth_plans(negative, wt) -> np.ndarray:
-    """The packed Booth recoding of each weight magnitude ``wt`` for product sign ``negative``."""
+def recode_weights(negative, wt) -> np.ndarray:
+    """The packed Booth recoding of each weight magnitude ``wt`` for product sign ``negative``
+    (the definition; :func:`booth_plans` looks the same words up in a table)."""
     w = np.asarray(wt, np.int64) << 1
     rev = 7 * np.asarray(negative, np.int64)
     plan = np.zeros(np.broadcast_shapes(w.shape, rev.shape), np.int64)
@@ -194,6 +195,23 @@ def booth_plans(negative, wt) -> np.ndarray:
         neg = b2 & (1 - (b1 & b0))
         plan |= (one << i) | (two << (8 + i)) | (neg << (16 + i))
     return plan.astype(np.uint32)
+
+
+PLAN_BITS = 16  # eight radix-4 digits recode 16-bit magnitudes (CMAC significands use 14)
+_plan_table: np.ndarray | None = None
+
+
+def booth_plans(negative, wt) -> np.ndarray:
+    """:func:`recode_weights`, from a table of every 16-bit magnitude and both signs (built
+    once: a layer's weights are recoded with one gather instead of eight passes)."""
+    global _plan_table
+    w = np.asarray(wt)
+    if w.size and (w.min() < 0 or w.max() >> PLAN_BITS):
+        return recode_weights(negative, wt)
+    if _plan_table is None:
+        _plan_table = recode_weights(np.arange(2)[:, None], np.arange(1 << PLAN_BITS)[None, :])
+    sign = np.asarray(negative, np.int64) != 0
+    return _plan_table[sign.astype(np.intp), w.astype(np.intp)]
 
 
 @njit(inline="always")

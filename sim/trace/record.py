@@ -64,7 +64,9 @@ class TraceRecorder:
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
         self._status = machine.regfile.register(STATUS_REGISTER)
         # memory name -> Memory.layer_writes of the layers whose last interrupt was served
-        self._released = {mem.name: 0 for mem in machine._memories()}
+        self._released = {mem.name: mem.layer_writes for mem in machine._memories()}
+        for mem in machine._memories():
+            mem.log_layer_writes()
 
     def comment(self, text: str) -> None:
         self.lines.append(f"// {text}")

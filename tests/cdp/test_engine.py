@@ -69,7 +69,7 @@ def test_int8_layer_matches_reference(config, window):
     cube = rng.integers(-128, 128, (13, 3, 4)).astype(np.int8)
     le = rng.integers(-2000, 2000, 65)
     lo = rng.integers(-2000, 2000, 257)
-    throughput = Machine(config).config.cdp_throughput
+    counts = Machine(config).config.cdp_saturation_counter
     lut_regs = {"S_LUT_CFG_0": 0x21, "S_LUT_INFO_0": (7 << 16) | (9 << 8),
                 "S_LUT_LE_END_LOW_0": 64 << 9, "S_LUT_LO_START_LOW_0": 0x40,
                 "S_LUT_LO_END_LOW_0": 0x40 + (256 << 7), "S_LUT_LE_SLOPE_SCALE_0": 0x0003fffd,
@@ -96,9 +96,9 @@ def test_int8_layer_matches_reference(config, window):
                                  padded, 8, window, ref, (0xff05, 3, 1), (0x10, 0x35, 16))
             np.testing.assert_array_equal(out[:, y, x], col)
             saturated += sat
-    elements = padded * h * w
-    saturated += elements if throughput % 2 else 0
-    assert counters["D_OUT_SATURATION_0"] == saturated
+    # nvdlav1's RTL counts saturated outputs; the later RTL ties the register to 0
+    assert counters["D_OUT_SATURATION_0"] == (saturated if counts else 0)
+    assert not counts or saturated > 0  # the case saturates: the count is tested
     assert counters["D_PERF_LUT_UFLOW_0"] == ref.counts["uflow"]
     assert counters["D_PERF_LUT_OFLOW_0"] == ref.counts["oflow"]
     assert counters["D_PERF_LUT_HYBRID_0"] == ref.counts["hybrid"]

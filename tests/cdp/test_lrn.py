@@ -161,17 +161,6 @@ def test_padding_channels_do_not_depend_on_memory(path):
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("throughput,extra", [(8, 0), (2, 0), (1, 64)])
-def test_phantom_lane_saturation(throughput, extra, path):
-    """The C-model's odd-throughput int8 convertor counts one phantom lane per element."""
-    x = np.zeros((8, 8), np.int64)
-    regs = registers(lut_le_index_select=2, lut_lo_index_select=2)
-    le, lo = np.zeros(65, np.int64), np.zeros(257, np.int64)
-    settings = LrnSettings("int8", 3, throughput=throughput)
-    _, counters = normalize(x, 8, settings, le, lo, lut_params(regs, "int8"))
-    assert counters["D_OUT_SATURATION_0"] == extra
-
-
 @pytest.mark.parametrize("precision,sq_bp,mul_bp", [("int8", False, False),
                                                     ("int8", True, False),
                                                     ("int16", True, True)])

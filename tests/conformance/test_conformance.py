@@ -1,6 +1,8 @@
 """Every trace in passing.txt must still pass bit-exactly; every one in rejected.txt must
 be refused with the hardware rule it breaks."""
 
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,32 @@ def test_integer_sdp_passes_with_the_lut_kernel(trace, memo, monkeypatch):
     monkeypatch.setattr(lut_int, "KERNEL_MIN", 0)
     monkeypatch.setattr(lut_int, "MEMO_SHARE", 0 if memo else 1 << 62)
     test_trace_passes(trace)
+
+
+RTL_DIFFERS = Path(__file__).with_name("rtl_differs.txt")
+
+
+def _rtl_differs() -> list[tuple[str, str, str]]:
+    lines = (line.split("#", 1)[0].strip() for line in RTL_DIFFERS.read_text().splitlines())
+    return [tuple(line.split()[:3]) for line in lines if line]
+
+
+@pytest.mark.parametrize("trace, register, rtl_value", _rtl_differs())
+def test_trace_expecting_the_c_models_register_gets_the_rtls(trace, register, rtl_value,
+                                                             tmp_path):
+    path = SHARED / trace
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} is absent: conformance traces not available")
+    config = Path(trace).parent.name
+    result = run_trace(path, config)
+    assert result.status == "fail" and f"{register} reads {rtl_value}" in result.message, \
+        result.message
+    copy = tmp_path / config / path.name
+    shutil.copytree(path, copy)
+    (cfg,) = copy.glob("*.cfg")
+    text, n = re.subn(rf"poll_reg_equal\({re.escape(register)}, 0x[0-9a-f]+\)",
+                      f"poll_reg_equal({register}, {rtl_value})", cfg.read_text())
+    assert n == 1
+    cfg.write_text(text)
+    result = run_trace(copy, config)
+    assert result.status == "pass", result.message

@@ -201,3 +201,25 @@ def test_record_dat_is_written_record_by_record(size, record):
         chunk = data[i * record:(i + 1) * record]
         tokens = " ".join(format(b, "#04x") for b in chunk)
         assert line == f"{{offset:{hex(i * record)}, size:{len(chunk)}, payload:{tokens}}} ,"
+
+
+def test_last_layer_write_is_exact_to_the_byte():
+    """A recorder asks which in-layer write last touched a region: writes outside a layer
+    (a CPU's) do not count, and neighbours on the same page are told apart."""
+    from sim.dram import Memory
+
+    mem = Memory()
+    mem.log_layer_writes()
+    mem.write(0x1000, bytes(16))  # outside a layer: a CPU write
+    mem.begin_layer()
+    mem.write(0x1000, bytes(16))  # 1
+    mem.write(0x1400, bytes(16))  # 2, same 64 KiB page
+    mem.end_layer()
+    mem.begin_layer()
+    mem.write(0x100F, b"\x01")  # 3: the last byte of the first region
+    mem.end_layer()
+    assert mem.layer_writes == 3
+    assert mem.last_layer_write(0x1000, 16) == 3
+    assert mem.last_layer_write(0x1000, 15) == 1
+    assert mem.last_layer_write(0x1400, 16) == 2
+    assert mem.last_layer_write(0x1010, 0x3F0) == 0

@@ -19,6 +19,7 @@ from sim.num.booth import (
     booth_lane_planned,
     booth_plans,
     booth_product,
+    recode_weights,
 )
 from sim.num.mac import (
     CACC_NAN_EXP,
@@ -82,6 +83,17 @@ def test_booth_product_against_exact_products(case):
         args = _grid(np.arange(2), r, r, np.array([0]))
     neg, wt, dat, shift = (np.asarray(a, np.int64) for a in args)
     assert _mismatches(neg, wt, dat, shift, SIGN_COMPENSATION, booth_plans(neg, wt)) == 0
+
+
+def test_plan_table_is_the_recoding_for_every_magnitude_and_sign():
+    """booth_plans' table shortcut gives recode_weights' word for all 2 x 2**16 inputs,
+    for any array shape; magnitudes past the table are recoded directly."""
+    neg, wt = _grid(np.arange(2), np.arange(1 << 16))
+    assert np.array_equal(booth_plans(neg, wt), recode_weights(neg, wt))
+    square = np.arange(1 << 16).reshape(256, 256)
+    assert np.array_equal(booth_plans(1, square), recode_weights(1, square))
+    wide = np.array([1 << 16, (1 << 17) - 1])
+    assert np.array_equal(booth_plans(0, wide), recode_weights(0, wide))
 
 
 def fp16_bits(values):
