@@ -262,3 +262,20 @@ def test_constructs_nvidias_tools_refuse_are_named(tmp_path, text, problem):
     trace = tmp_path / "t.cfg"
     trace.write_text(text + "\n")
     assert any(problem in p for p in bench_problems(parse_cfg(trace)))
+
+
+def test_a_recorded_network_passes_on_the_rtl(rtl_bench, nvidia_kmd, tmp_path, capsys):
+    """NVIDIA's firmware runs the nv_small LeNet on the simulator; its --trace-out runs on
+    the RTL to the same output.  The bench must drive tmc2slcg_disable_clock_gating to 1
+    (README, 'Run it on your RTL'): with clock gating on, NVIDIA's CDMA hangs this network."""
+    lenet = HERE.parents[2] / "shared" / "networks" / "nv_small" / "lenet"
+    if not lenet.is_dir():
+        pytest.skip(f"{lenet} is absent")
+    trace = tmp_path / "trace" / "lenet.cfg"
+    assert main(["loadable", str(lenet / "lenet.nvdla"), "--config", "nv_small", "--firmware",
+                 str(nvidia_kmd), "--input", str(lenet / "input.bin"), "-o", str(tmp_path / "o"),
+                 "--trace-out", str(trace)]) == 0
+    code = main(["rtl", str(trace), "--bench", rtl_bench, "--idle", "30"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "18 interrupts awaited" in out
