@@ -83,9 +83,6 @@ class BdmaEngine(Engine):
         self.queue: list[BdmaCopy] = []  # operations not yet in a launched group
         self.groups: list[tuple[int, list[BdmaCopy]]] = []  # launched, not yet run
 
-    def _present(self, machine) -> bool:
-        return UNIT in machine.regfile.units
-
     def on_write(self, machine, reg, value: int) -> bool:
         if reg.unit != UNIT:
             return False

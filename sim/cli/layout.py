@@ -101,9 +101,7 @@ def write_image(path: str, data: np.ndarray) -> None:
 def read_image(path: str) -> np.ndarray:
     from ..dram import load_image
 
-    base, raw = load_image(path)
-    data = np.frombuffer(raw, dtype=np.uint8)
-    return np.concatenate([np.zeros(base, np.uint8), data]) if base else data
+    return np.frombuffer(load_image(path), dtype=np.uint8)
 
 
 def _load_npy(path: str) -> np.ndarray:

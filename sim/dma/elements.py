@@ -25,7 +25,6 @@ from .align import LayoutError
 PRECISIONS = (INT8, INT16, FP16)
 
 _DTYPES = {INT8: np.dtype(np.int8), INT16: np.dtype("<i2"), FP16: np.dtype("<u2")}
-_USER_DTYPES = {INT8: np.dtype(np.int8), INT16: np.dtype(np.int16), FP16: np.dtype(np.float16)}
 
 
 def check_precision_name(precision: str) -> str:
@@ -38,11 +37,6 @@ def check_precision_name(precision: str) -> str:
 def element_dtype(precision: str) -> np.dtype:
     """The dtype the simulator uses for elements of ``precision`` (fp16 -> uint16 bits)."""
     return _DTYPES[check_precision_name(precision)]
-
-
-def user_dtype(precision: str) -> np.dtype:
-    """The dtype users see in .npy files: int8, int16 or float16."""
-    return _USER_DTYPES[check_precision_name(precision)]
 
 
 def bytes_per_element(precision: str) -> int:

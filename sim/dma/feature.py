@@ -17,7 +17,7 @@ dtypes of :mod:`sim.dma.elements` (fp16 as uint16 bit patterns).
 
 Public API (names other units rely on):
 
-* :class:`FeatureLayout`, :func:`feature_layout`, :func:`packed_strides`
+* :class:`FeatureLayout`, :func:`feature_layout`
 * :func:`pack_feature`, :func:`unpack_feature` -- numpy arrays <-> bytes
 * :func:`gather_feature`, :func:`scatter_feature` -- on a flat uint8 buffer
 * :func:`read_feature`, :func:`write_feature` -- through a memory object with
@@ -197,14 +197,6 @@ class FeatureLayout:
 def padded_channels(channels: int, precision: str, atom_bytes: int) -> int:
     """``channels`` rounded up to whole memory atoms of ``precision`` elements."""
     return align_up(channels, elements_per_atom(precision, atom_bytes))
-
-
-def packed_strides(shape, precision: str, atom_bytes: int) -> tuple[int, int, int]:
-    """(line_stride, surface_stride, batch_stride) of a packed (C, H, W) cube."""
-    c, h, w = shape[-3:]
-    line = w * atom_bytes
-    surface = h * line
-    return line, surface, surface * -(-c // elements_per_atom(precision, atom_bytes))
 
 
 def feature_layout(shape, precision: str, atom_bytes: int, line_stride: int | None = None,

@@ -15,7 +15,7 @@ import numpy as np
 from sim.jit import njit
 from sim.num import vector_fp
 from sim.num.arrays import as_bits, shaped
-from sim.num.fpcore import fp_narrow, fp_widen, fraction_to_float, int_to_float
+from sim.num.fpcore import fp_narrow, fp_widen, fraction_to_float
 from sim.num.vector_fp import FP16, FP17, FP32  # noqa: F401  (the widths, re-exported)
 
 
@@ -24,50 +24,32 @@ from sim.num.vector_fp import FP16, FP17, FP32  # noqa: F401  (the widths, re-ex
 # above, e.g. ``fp_add(a, b, 6, 10)`` for fp17; conversions have their own names.
 @njit
 def fp16_to_fp17_bits(a):
-    """Exact; fp16 subnormals are renormalised."""
+    """The element kernel of :func:`fp16_to_fp17`."""
     return fp_widen(a, 5, 10, 6, 10, True)
 
 
 @njit
 def fp16_to_fp32_bits(a):
-    """Exact; fp16 subnormals are renormalised."""
+    """The element kernel of :func:`fp16_to_fp32`."""
     return fp_widen(a, 5, 10, 8, 23, True)
 
 
 @njit
-def fp17_to_fp32_bits(a):
-    """Exact; an exponent-0 fp17 pattern is read as ``1.m * 2**-31``."""
-    return fp_widen(a, 6, 10, 8, 23, False)
-
-
-@njit
 def fp17_to_fp16_bits(a):
-    """Round to nearest even with IEEE fp16 subnormal outputs."""
+    """The element kernel of :func:`fp17_to_fp16`."""
     return fp_narrow(a, 6, 10, 5, 10, True)
 
 
 @njit
-def fp32_to_fp16_bits(a):
-    """Round to nearest even with IEEE fp16 subnormal outputs."""
-    return fp_narrow(a, 8, 23, 5, 10, True)
-
-
-@njit
 def fp32_to_fp17_bits(a):
-    """Round to nearest even; fp17 subnormal results flush to zero."""
+    """The element kernel of :func:`fp32_to_fp17`."""
     return fp_narrow(a, 8, 23, 6, 10, False)
 
 
 @njit
 def uint16_to_fp17_bits(a):
-    """The unsigned 16-bit *fraction* ``a / 65536`` as fp17."""
+    """The element kernel of :func:`uint16_to_fp17`."""
     return fraction_to_float(a & 0xFFFF, 16, 6, 10)
-
-
-@njit
-def int17_to_fp16_bits(v):
-    """A signed 17-bit integer value to fp16 (nearest even, saturating)."""
-    return int_to_float(v, 5, 10)
 
 
 # --- public array functions ------------------------------------------------
@@ -80,6 +62,16 @@ UNARY_OPS = (
     "fp16_to_fp17", "fp16_to_fp32", "fp17_to_fp16", "fp17_to_fp32",
     "fp32_to_fp16", "fp32_to_fp17", "uint16_to_fp17",
 )  # fmt: skip
+# What each conversion does: the documentation of its public function.
+_UNARY_NOTES = {
+    "fp16_to_fp17": "Exact; fp16 subnormals are renormalised.",
+    "fp16_to_fp32": "Exact; fp16 subnormals are renormalised.",
+    "fp17_to_fp16": "Round to nearest even with IEEE fp16 subnormal outputs.",
+    "fp17_to_fp32": "Exact; an exponent-0 fp17 pattern is read as ``1.m * 2**-31``.",
+    "fp32_to_fp16": "Round to nearest even with IEEE fp16 subnormal outputs.",
+    "fp32_to_fp17": "Round to nearest even; fp17 subnormal results flush to zero.",
+    "uint16_to_fp17": "The unsigned 16-bit *fraction* ``a / 65536`` as fp17.",
+}
 _WIDTHS = {"fp16": FP16, "fp17": FP17, "fp32": FP32}
 _VERBS = {
     "add": vector_fp.fp_add,
@@ -118,9 +110,7 @@ def _make_unary(name: str):
         return shaped(np.asarray(convert(as_bits(a, in_dtype))).astype(out_dtype))
 
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"Convert raw {src} patterns to {dst}. " + (
-        globals()[name + "_bits"].py_func.__doc__ or ""
-    )
+    function.__doc__ = f"Convert raw {src} patterns to {dst}. {_UNARY_NOTES[name]}"
     return function
 
 

@@ -2,6 +2,7 @@
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -18,19 +19,46 @@ def test_folder_is_replaced_whole(tmp_path):
     assert [p.name for p in folder.parent.iterdir()] == ["t"]  # no temporary left
 
 
-@pytest.mark.parametrize("files", [
-    {"input.txn": "new\n", "b.dat": 42},  # fails after the first file is written
-    {"input.txn": "new\n", "../escape.dat": "x"},
-    {"": "x"},
+def _keeps_the_previous_folder(tmp_path, folder):
+    assert (folder / "input.txn").read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == [folder.name]  # no temporary left
+    assert not (tmp_path.parent / "escape.dat").exists()
+
+
+@pytest.mark.parametrize("files, error, message", [
+    ({"input.txn": "new\n", "../escape.dat": "x"}, SimError,
+     r"/t: '\.\./escape\.dat' is not a plain file name"),
+    ({"": "x"}, SimError, r"/t: '' is not a plain file name"),
+    ({"input.txn": "new\n", "b.dat": 42}, TypeError,
+     r"/t: the content of b\.dat is int, not str or bytes"),
 ])
-def test_failed_write_keeps_the_previous_folder(tmp_path, files):
+def test_a_refused_folder_keeps_the_previous_one(tmp_path, files, error, message):
     folder = tmp_path / "t"
     write_folder_atomically(folder, {"input.txn": "old\n"})
-    with pytest.raises((SimError, TypeError, AttributeError)):
+    with pytest.raises(error, match=message) as caught:
         write_folder_atomically(folder, files)
-    assert (folder / "input.txn").read_text() == "old\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["t"]
-    assert not (tmp_path.parent / "escape.dat").exists()
+    assert type(caught.value) is error
+    _keeps_the_previous_folder(tmp_path, folder)
+
+
+def test_a_write_failing_after_the_first_file_keeps_the_previous_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "t"
+    write_folder_atomically(folder, {"input.txn": "old\n"})
+    written = []
+    real_write = Path.write_bytes
+
+    def write_bytes(path, data):
+        if written:
+            raise OSError(28, "No space left on device")
+        written.append(path.name)
+        return real_write(path, data)
+
+    monkeypatch.setattr(Path, "write_bytes", write_bytes)
+    with pytest.raises(OSError, match="No space left on device") as caught:
+        write_folder_atomically(folder, {"input.txn": "new\n", "b.dat": b"\x01"})
+    assert type(caught.value) is OSError and written == ["input.txn"]
+    monkeypatch.undo()
+    _keeps_the_previous_folder(tmp_path, folder)
 
 
 def test_file_is_replaced_whole(tmp_path, monkeypatch):

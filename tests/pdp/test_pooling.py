@@ -1,5 +1,7 @@
 """PDP datapath (sim.pdp.pooling) against the independent references."""
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -42,7 +44,8 @@ INT_CASES = [
 
 @pytest.mark.parametrize("prec, method, k, s, pads, value", INT_CASES)
 def test_integer_pooling_matches_reference(prec, method, k, s, pads, value):
-    rng = np.random.default_rng(hash((prec, method, k, s, pads)) & 0xFFFF)
+    # a seed stable across runs (hash() of a str is salted per process)
+    rng = np.random.default_rng(zlib.crc32(repr((prec, method, k, s, pads)).encode()))
     lo, hi = (-128, 128) if prec == INT8 else (-32768, 32768)
     x = rng.integers(lo, hi, size=(5, 9, 11))
     recip = (round(65536 / k[0]), round(65536 / k[1]))
