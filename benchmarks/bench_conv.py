@@ -1,13 +1,14 @@
 """Direct convolution speed against numpy's float64 matmul of the same im2col problem.
 
-For a 56x56x64 input and 64 kernels of 3x3x64 (padding 1: 56x56x64 out),
+For a 28x28x64 input and 64 kernels of 3x3x64 (padding 1: 28x28x64 out; the
+largest such square whose whole fp16 input fits nv_full's eight data banks),
 int8 and fp16, times the simulator's convolution pipeline (CDMA fetch from
 memory, CSC/CMAC/CACC) and numpy's float64 (64 x 576) @ (576 x 3136) matmul
 of the same problem in the same run, and prints the ratio (goal for int8:
 within 1.2x of the matmul) and, for fp16, the MACs per second and core (goal:
 250 M; the fp16 MAC runs on every core).
 
-    python benchmarks/bench_conv.py [--size 56] [--channels 64] [--kernels 64] [--repeat 3]
+    python benchmarks/bench_conv.py [--size 28] [--channels 64] [--kernels 64] [--repeat 3]
 """
 
 import argparse
@@ -24,7 +25,7 @@ from sim.program.conv import UNITS, program
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=56)
+    parser.add_argument("--size", type=int, default=28)
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--kernels", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)

@@ -12,7 +12,7 @@ the unit base addresses and, for a few fields, in which bits are stored.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 
 ADDRESS_MAPS = ("nvdlav1", "master")
@@ -72,11 +72,15 @@ class Register:
         """D_ registers exist once per group (ping-pong), selected by S_POINTER."""
         return self.name.startswith("D_")
 
+    @cached_property
+    def _by_field_name(self) -> dict[str, Field]:
+        return {f.name: f for f in self.fields}
+
     def field(self, name: str) -> Field:
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"{self.full_name} has no field {name}")
+        f = self._by_field_name.get(name)
+        if f is None:
+            raise KeyError(f"{self.full_name} has no field {name}")
+        return f
 
     def reset_value(self) -> int:
         return sum(f.reset << f.lsb for f in self.fields)
@@ -88,11 +92,21 @@ class Register:
         return bool(self.fields) and all(f.access == "rw" and not f.self_clearing
                                          for f in self.fields)
 
+    @cached_property
+    def _masks(self) -> dict:
+        return {}
+
     def mask(self, address_map: str, kinds=ACCESS_KINDS) -> int:
-        m = 0
-        for f in self.fields:
-            if f.access in kinds:
-                m |= f.stored_mask(address_map)
+        """The bits of the fields of access ``kinds`` (a tuple) stored on ``address_map``
+        (computed once per map and kinds: every CSB access asks)."""
+        key = (address_map, kinds)
+        m = self._masks.get(key)
+        if m is None:
+            m = 0
+            for f in self.fields:
+                if f.access in kinds:
+                    m |= f.stored_mask(address_map)
+            self._masks[key] = m
         return m
 
 

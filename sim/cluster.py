@@ -85,10 +85,10 @@ class ClusterBackend:
         self._futures: list = []
 
     def _error(self, item, message: str):
-        from .trace.player import TraceResult
+        from .trace.player import TraceResult, TraceStatus
 
         name, config = self.describe(item)
-        return TraceResult(name, config, "error", message, 0.0)
+        return TraceResult(name, config, TraceStatus.ERROR, message, 0.0)
 
     def results(self, items: list) -> Iterator:
         self._client = _client(self.scheduler)  # says so when Dask is not installed

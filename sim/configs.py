@@ -46,22 +46,22 @@ class HardwareConfig:
     def supports(self, precision: str) -> bool:
         return precision in self.precisions
 
-    def require(self, feature: str, what: str) -> None:
-        """Raise a clear error when ``what`` programs a feature this config lacks."""
+    def require(self, feature: str, what: str, error: type[SimError] = ConfigurationError) -> None:
+        """Raise a clear ``error`` when ``what`` programs a feature this config lacks."""
         if not getattr(self, feature):
-            raise ConfigurationError(f"{what}: {self.name} has no {feature.replace('_', ' ')}")
+            raise error(f"{self.name} has no {feature.replace('_', ' ')}", where=what)
 
     def require_batches(self, batches: int, what: str) -> None:
         """``what`` programs ``batches`` batches: more than one needs the batch feature."""
         if batches > 1:
             self.require("batch", what)
             if batches > self.max_batch:
-                raise ConfigurationError(f"{what}: {batches} batches exceed {self.name}'s "
-                                         f"maximum {self.max_batch}")
+                raise ConfigurationError(f"{batches} batches exceed {self.name}'s maximum "
+                                         f"{self.max_batch}", where=what)
 
     def require_precision(self, precision: str, what: str) -> None:
         if precision not in self.precisions:
-            raise ConfigurationError(f"{what}: {self.name} does not support {precision}")
+            raise ConfigurationError(f"{self.name} does not support {precision}", where=what)
 
 
 _ALL = frozenset({INT8, INT16, FP16})

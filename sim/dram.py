@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import SimError
+from .errors import MemoryFault, SimError
 
 PAGE_BITS = 16
 PAGE_SIZE = 1 << PAGE_BITS
@@ -43,17 +43,13 @@ class MemoryLimits:
 DEFAULT_LIMITS = MemoryLimits()
 
 
-class MemoryFault(SimError):
-    """A memory access outside the address space, or beyond the simulator's limits."""
-
-
 def check_extent(size: int, what: str, limits: MemoryLimits = DEFAULT_LIMITS) -> int:
     """Raise before allocating ``size`` bytes that a single access may not cover."""
     if size < 0:
-        raise MemoryFault(f"{what}: negative size {size}")
+        raise MemoryFault(f"negative size {size}", where=what)
     if size > limits.access:
-        raise MemoryFault(f"{what}: {size:#x} bytes exceed the simulator's limit of "
-                          f"{limits.access:#x} bytes per access")
+        raise MemoryFault(f"{size:#x} bytes exceed the simulator's limit of "
+                          f"{limits.access:#x} bytes per access", where=what)
     return size
 
 
@@ -136,17 +132,12 @@ class Memory:
         The range must lie in the configuration's address space and within the
         simulator's per-access limit.
         """
-        prefix = f"{what}: " if what else ""
         if addr < 0 or size < 0 or addr + size > self.limit:
-            raise MemoryFault(
-                f"{prefix}{access} {addr:#x}+{size:#x} is outside {self.name} "
-                f"({self.address_bits}-bit address space)"
-            )
+            raise MemoryFault(f"{access} {addr:#x}+{size:#x} is outside {self.name} "
+                              f"({self.address_bits}-bit address space)", where=what)
         if size > self.limits.access:
-            raise MemoryFault(
-                f"{prefix}{access} {addr:#x}+{size:#x} exceeds the simulator's limit of "
-                f"{self.limits.access:#x} bytes per access"
-            )
+            raise MemoryFault(f"{access} {addr:#x}+{size:#x} exceeds the simulator's limit of "
+                              f"{self.limits.access:#x} bytes per access", where=what)
 
     def _chunks(self, addr: int, size: int):
         """Yield (page_index, offset_in_page, offset_in_buffer, length)."""
@@ -165,9 +156,9 @@ class Memory:
         first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
         new = sum(1 for p in range(first, last + 1) if p not in self._pages)
         if (len(self._pages) + new) * PAGE_SIZE > self.limits.resident:
-            prefix = f"{what}: " if what else ""
-            raise MemoryFault(f"{prefix}write {addr:#x}+{size:#x} would make {self.name} hold "
-                              f"more than the simulator's limit of {self.limits.resident:#x} bytes")
+            raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more than "
+                              f"the simulator's limit of {self.limits.resident:#x} bytes",
+                              where=what)
 
     # -- a layer's reads, so that an output overlapping its own input stops -----
     def begin_layer(self) -> None:
@@ -213,11 +204,11 @@ class Memory:
             if read.mode == ELEMENTWISE and read.same_bytes(write):
                 continue
             if read.intersects(write):
-                prefix = f"{write.what}: " if write.what else ""
                 raise MemoryFault(
-                    f"{prefix}write {write.addr:#x}+{write.size:#x} overlaps bytes this layer "
+                    f"write {write.addr:#x}+{write.size:#x} overlaps bytes this layer "
                     f"reads ({read.what + ' ' if read.what else ''}{read.addr:#x}+"
-                    f"{read.size:#x}) in {self.name} (the result would depend on DMA timing)")
+                    f"{read.size:#x}) in {self.name} (the result would depend on DMA timing)",
+                    where=write.what)
 
     # -- access -------------------------------------------------------------
     def read_array(self, addr: int, size: int, what: str = "", *, lines=None,
@@ -326,7 +317,7 @@ class Memory:
 
         Returns the number of bytes loaded.
         """
-        _, data = load_image(path, self.limits)
+        data = load_image(path, self.limits)
         self.write(addr, data, str(path))
         return len(data)
 
@@ -346,11 +337,6 @@ class Memory:
             write_atomically(path, format_record_dat(data))
         else:
             raise SimError(f"unknown .dat format {dat_format!r} (hex or records)")
-
-    def pages(self):
-        """Sorted (address, page bytes) of every page ever written."""
-        for page in sorted(self._pages):
-            yield page << PAGE_BITS, self._pages[page]
 
 
 def _as_u8(data) -> np.ndarray:
@@ -796,7 +782,7 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
         except OSError as exc:
             raise SimError(f"{path}: cannot read ({exc.strerror})") from None
     head = _read_text(path)[:4096]
-    _, data = load_image(path)
+    data = load_image(path)
     m = _HEADER.search(head)
     if m and "payload" not in head:
         return _header_number(m.group(1)), data
@@ -814,9 +800,12 @@ def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -
     """
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    for name in files:
+    for name, content in files.items():
         if Path(name).name != name or name in ("", ".", ".."):
             raise SimError(f"{folder}: {name!r} is not a plain file name")
+        if not isinstance(content, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"{folder}: the content of {name} is {type(content).__name__}, "
+                            "not str or bytes")
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
     os.chmod(tmp, 0o777 & ~_umask())  # a folder as mkdir makes it, not mkdtemp's 0700
     old = None
@@ -839,25 +828,23 @@ def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -
     return folder
 
 
-def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> tuple[int, bytes]:
-    """Read a memory image: raw binary, record ``.dat`` or hex ``.dat``.
-
-    Returns (base offset of the data, bytes); raw and hex files start at 0.
-    """
+def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    """The bytes of a memory image (raw binary, record ``.dat`` or hex ``.dat``), from
+    its first byte (a record file's gaps read as zeros)."""
     path = Path(path)
     if path.suffix != ".dat":
         data = _read_bytes(path, limits)
         if not data:
             raise SimError(f"{path}: the memory image is empty")
-        return 0, data
+        return data
     head = _read_text(path)[:4096]
     if "offset" in head and "payload" in head:
         records = read_record_dat(path)
         buf = bytearray(check_extent(record_dat_extent(records), f"{path}: records", limits))
         for off, payload in records:
             buf[off : off + len(payload)] = payload
-        return 0, bytes(buf)
-    return 0, read_hex_dat(path)
+        return bytes(buf)
+    return read_hex_dat(path)
 
 
 def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:

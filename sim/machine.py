@@ -55,6 +55,17 @@ class LayerContext:
         self.counters[(unit, register)] = int(value)
 
 
+def _hooks(engines: list[Engine], method: str) -> dict[str, list[Engine]]:
+    """Unit -> the engines overriding ``method`` (Engine.on_write/on_read) among those
+    owning the unit, in engine order."""
+    hooks: dict[str, list[Engine]] = {}
+    for engine in engines:
+        if getattr(type(engine), method) is not getattr(Engine, method):
+            for unit in engine.units:
+                hooks.setdefault(unit, []).append(engine)
+    return hooks
+
+
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
@@ -66,6 +77,10 @@ class Machine:
         self.pri_mem = Memory("pri_mem", bits, limits)
         self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
+        # the engines that see CSB accesses of a unit: only those of its own units, and
+        # only engines that intercept at all (every trace line is a register write)
+        self._write_hooks = _hooks(self.engines, "on_write")
+        self._read_hooks = _hooks(self.engines, "on_read")
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -111,7 +126,7 @@ class Machine:
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             self._raise_bits(value & r.mask(self.config.address_map, ("wo",)))
             return
-        for engine in self.engines:
+        for engine in self._write_hooks.get(r.unit, ()):
             if engine.on_write(self, r, value):
                 return
         if self.regfile.cpu_write(r, value) == "launch":
@@ -119,7 +134,7 @@ class Machine:
 
     def read_reg(self, reg: str | int) -> int:
         r = self._reg(reg)
-        for engine in self.engines:
+        for engine in self._read_hooks.get(r.unit, ()):
             value = engine.on_read(self, r)
             if value is not None:
                 return value
@@ -228,10 +243,10 @@ class Machine:
         try:
             engine.run(ctx)
         except MemoryFault as exc:
-            msg = str(exc)
-            if msg.startswith("NVDLA_"):
-                raise
-            raise MemoryFault(f"{'/'.join(ctx.groups) or engine.name}: DMA {msg}") from None
+            if not exc.where:  # the DMA named no register: name the layer's units
+                exc.where = "/".join(ctx.groups) or engine.name
+                exc.reason = f"DMA {exc.reason}"
+            raise
         finally:
             for mem in self._memories():
                 mem.end_layer()

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import wait
 
-from .trace.player import TraceResult
+from .trace.player import TraceResult, TraceStatus
 
 
 class InProcess:
@@ -93,7 +93,7 @@ class WorkerPool:
 
     def _error(self, item, message: str, seconds: float) -> TraceResult:
         name, config = self.describe(item)
-        return TraceResult(name, config, "error", message, seconds)
+        return TraceResult(name, config, TraceStatus.ERROR, message, seconds)
 
     def results(self, items: list) -> Iterator[tuple[int, TraceResult]]:
         try:

@@ -75,7 +75,9 @@ class Block:
         if len(regs_with) > 1:
             raise AttributeError(f"{self._unit}.{name.upper()} is ambiguous: use block.reg()")
         reg = regs_with[0]
-        return reg.field(name.upper()).decode(self._words[reg.name], self._address_map)
+        value = reg.field(name.upper()).decode(self._words[reg.name], self._address_map)
+        self.__dict__[name] = value  # a snapshot: decoded once, then a plain attribute
+        return value
 
     def address(self, stem: str) -> int:
         """Combine ``<STEM>_LOW`` and ``<STEM>_HIGH`` fields into a byte address."""

@@ -12,9 +12,9 @@ from .configs import CONFIGS
 from .dram import write_atomically
 from .errors import SimError
 from .progress import Progress
-from .trace.player import TraceResult, run_trace
+from .trace.player import TraceResult, TraceStatus, run_trace
 
-STATUSES = ("pass", "fail", "error")
+STATUSES = tuple(TraceStatus)  # pass, fail, error
 SAVE_EVERY = 1.0  # seconds between rewrites of the JSON/JUnit files while running
 
 
@@ -118,14 +118,14 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
             backend.close()
     results = [done[i] for i in sorted(done)]
     for r in results:
-        if r.status != "pass":
+        if r.status != TraceStatus.PASS:
             print(f"{r.status.upper():5} {r.name}: {r.message}")
     print_table(results, time.perf_counter() - start)
     save(True)
     if interrupted:
         print(f"interrupted: {len(results)} of {len(items)} traces ran", file=sys.stderr)
         return 130
-    return 0 if counts["fail"] == counts["error"] == 0 else 1
+    return 0 if counts[TraceStatus.FAIL] == counts[TraceStatus.ERROR] == 0 else 1
 
 
 def print_table(results: list[TraceResult], seconds: float, out=None) -> None:
@@ -143,9 +143,9 @@ def print_table(results: list[TraceResult], seconds: float, out=None) -> None:
 def write_json(path, results: list[TraceResult], complete: bool = True) -> None:
     doc = {
         "complete": complete,
-        "passed": sum(r.status == "pass" for r in results),
-        "failed": sum(r.status == "fail" for r in results),
-        "errors": sum(r.status == "error" for r in results),
+        "passed": sum(r.status == TraceStatus.PASS for r in results),
+        "failed": sum(r.status == TraceStatus.FAIL for r in results),
+        "errors": sum(r.status == TraceStatus.ERROR for r in results),
         "traces": [r.as_json() for r in results],
     }
     write_atomically(path, json.dumps(doc, indent=1) + "\n")
@@ -155,18 +155,18 @@ def write_junit(path, results: list[TraceResult]) -> None:
     from xml.sax.saxutils import escape, quoteattr  # pulls in urllib: only for JUnit
 
     lines = ['<?xml version="1.0" encoding="UTF-8"?>']
-    failures = sum(r.status == "fail" for r in results)
-    errors = sum(r.status == "error" for r in results)
+    failures = sum(r.status == TraceStatus.FAIL for r in results)
+    errors = sum(r.status == TraceStatus.ERROR for r in results)
     total = sum(r.seconds for r in results)
     lines.append(f'<testsuite name="nvdla-sim" tests="{len(results)}" failures="{failures}" '
                  f'errors="{errors}" time="{total:.3f}">')
     for r in results:
         head = (f'  <testcase classname={quoteattr(r.config)} name={quoteattr(r.name)} '
                 f'time="{r.seconds:.3f}"')
-        if r.status == "pass":
+        if r.status == TraceStatus.PASS:
             lines.append(head + "/>")
         else:
-            tag = "failure" if r.status == "fail" else "error"
+            tag = "failure" if r.status == TraceStatus.FAIL else "error"
             lines.append(head + ">")
             lines.append(f"    <{tag} message={quoteattr(r.message)}>{escape(r.message)}</{tag}>")
             lines.append("  </testcase>")

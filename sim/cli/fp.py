@@ -14,7 +14,10 @@ import sys
 import numpy as np
 
 import sim.num.ops as ops
+from sim.errors import SimError
 from sim.num.bits import FORMATS, describe_fields, describe_value
+
+from . import parse_args
 
 HELP = "evaluate one numerics primitive on raw bit patterns"
 
@@ -27,6 +30,14 @@ def _operand_formats(op: str) -> tuple[list[str], str]:
 
 
 def main(argv: list[str]) -> int:
+    try:
+        return _main(argv)
+    except SimError as exc:  # bad operands: one line, as argparse's own errors
+        print(f"nvdla-sim fp: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="nvdla-sim fp",
         description="Run one NVDLA floating-point primitive on raw bit patterns.",
@@ -35,29 +46,22 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("op", help="operation, e.g. fp16_add or fp32_to_fp16")
     parser.add_argument("operands", nargs="+", metavar="A", help="bit pattern (0x..., decimal)")
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exit_:  # usage errors: argparse has printed them
-        return int(exit_.code or 0)
+    args = parse_args(parser, argv)  # usage errors: argparse prints them and exits 2
 
     if args.op not in ops.BINARY_OPS + ops.UNARY_OPS:
-        print(f"nvdla-sim fp: unknown operation {args.op!r}", file=sys.stderr)
-        return 2
+        raise SimError(f"unknown operation {args.op!r}")
     formats, out_fmt = _operand_formats(args.op)
     if len(args.operands) != len(formats):
-        print(f"nvdla-sim fp: {args.op} takes {len(formats)} operand(s)", file=sys.stderr)
-        return 2
+        raise SimError(f"{args.op} takes {len(formats)} operand(s)")
     values = []
     for text, fmt in zip(args.operands, formats, strict=True):
         E, M = FORMATS[fmt]
         try:
             value = int(text, 0)
         except ValueError:
-            print(f"nvdla-sim fp: bad number {text!r}", file=sys.stderr)
-            return 2
+            raise SimError(f"bad number {text!r}") from None
         if not 0 <= value < 1 << (M if E == 0 else 1 + E + M):
-            print(f"nvdla-sim fp: {text} does not fit in {fmt}", file=sys.stderr)
-            return 2
+            raise SimError(f"{text} does not fit in {fmt}")
         values.append(value)
 
     result = int(getattr(ops, args.op)(*values))

@@ -28,7 +28,9 @@ def print_result(result, out=None) -> None:
 
 def _is_invalid(result) -> bool:
     """An error in the input (exit 2), not a feature the simulator lacks."""
-    return result.status == "error" and not result.message.startswith("not implemented")
+    from ..trace import TraceStatus
+
+    return result.status == TraceStatus.ERROR and not result.not_implemented
 
 
 def explain_failure(path, config, out=None) -> None:
@@ -120,7 +122,7 @@ def _items(path_arg):
 
 def main(argv: list[str]) -> int:
     from ..regress import write_json
-    from ..trace import run_trace
+    from ..trace import TraceStatus, run_trace
 
     args = parse_args(build_parser(), argv)
     items = _items(args.path)
@@ -139,7 +141,7 @@ def main(argv: list[str]) -> int:
             results.append(result)
             if not (len(items) == 1 and _is_invalid(result)):  # that one goes to stderr only
                 print_result(result)
-            if result.status == "fail":
+            if result.status == TraceStatus.FAIL:
                 explain_failure(path, args.config or config)
     except KeyboardInterrupt:  # keep the results of the traces that finished
         if args.json:
@@ -152,4 +154,4 @@ def main(argv: list[str]) -> int:
     if len(results) == 1 and _is_invalid(results[0]):
         print(f"nvdla-sim: error: {results[0].message}", file=sys.stderr)
         return EXIT_INVALID
-    return EXIT_OK if all(r.status == "pass" for r in results) else EXIT_FAIL
+    return EXIT_OK if all(r.status == TraceStatus.PASS for r in results) else EXIT_FAIL

@@ -129,7 +129,7 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
             stream = decompress_weights(CompressedWeights(fetched, wmb, wgs), layer.precision,
                                         groups)
         except SimError as exc:
-            raise SimError(f"{CDMA} compressed weights: {exc}") from None
+            raise exc.locate(f"{CDMA} compressed weights") from None
     else:
         stream = fetched
     weights = unpack_weight_dc(stream, shape, layer.precision, cfg)

@@ -326,8 +326,10 @@ def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height:
         raw = read_pixels(mem, fmt, list(addrs[: fmt.planes]), width, height,
                           list(line_strides[: fmt.planes]), x_offset, atom, f"{CDMA} image",
                           offsets, mode=HELD)
-    except LayoutError as exc:
-        raise ConfigurationError(str(exc)) from None
+    except LayoutError as exc:  # the image registers describe no valid layout
+        error = ConfigurationError(exc.reason, where=exc.where)
+        error.context = list(exc.context)
+        raise error from None
     return pixel_components(raw, fmt)
 
 

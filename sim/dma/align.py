@@ -17,13 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SimError
+from ..errors import LayoutError
 
 RULE_SOURCE = "format.rst Table 35"
-
-
-class LayoutError(SimError):
-    """Invalid memory-layout parameters (alignment, strides, sizes, formats)."""
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import SimError
+from ..errors import FirmwareBuildError
 
 HERE = Path(__file__).parent
 PORT_FILES = ("port.c", "prelude.h", "stub/linux/types.h")
 # register map of the configuration -> preprocessor symbols the firmware needs
 MAP_DEFINES = {"nvdlav1": (), "master": ("DLA_2_CONFIG",)}
 CFLAGS = ("-O1", "-fPIC", "-shared", "-w", "-std=gnu99")
-
-
-class FirmwareBuildError(SimError):
-    """The firmware does not compile, or there is no C compiler."""
 
 
 def cache_root() -> Path:

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import SimError
+from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed
 from .build import build_firmware
 
 log = logging.getLogger("sim.firmware")
@@ -42,22 +42,6 @@ HEADER = struct.Struct("<cI")  # the frames of .child: kind, payload length
 CHILD = Path(__file__).with_name("child.py")
 EFAULT = -14
 CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of .child runs
-
-
-class FirmwareError(SimError):
-    """The firmware cannot run: it does not build, or the run cannot progress."""
-
-
-class FirmwareTaskFailed(SimError):
-    """The firmware reported that a task failed (exit status 1)."""
-
-    exit_code = 1
-
-
-class FirmwareCrashed(SimError):
-    """The firmware's process died or hung (exit status 1): the firmware's fault."""
-
-    exit_code = 1
 
 
 @dataclass

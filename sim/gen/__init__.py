@@ -86,9 +86,9 @@ def _spec_format(path) -> str | None:
 def _verify(folder: Path, traces: list[str], config: str) -> None:
     """Replay every written trace: a generated trace that fails is a bug of ours (the
     folder stays for the bug report)."""
-    from ..trace.player import run_trace
+    from ..trace.player import TraceStatus, run_trace
 
     for name in traces:
         result = run_trace(folder / name, config)
-        if result.status != "pass":
+        if result.status != TraceStatus.PASS:
             raise RuntimeError(f"the generated {name} does not pass: {result.message}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SimError
+from ..errors import SimError, SpecError
 from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
@@ -117,11 +117,11 @@ def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
             obeys_rules(m, layer, enable)
             m.ops.append(("init", output))
             interrupts = m.launch(enable)
+        except SpecError:  # names the layer and its key already
+            raise
         except SimError as exc:
-            if str(exc).startswith("layer "):
-                raise
-            raise SimError(f"layer {layer.index} ({layer.name}): the simulator rejects this "
-                           f"layer: {exc}") from None
+            exc.locate(f"layer {layer.index} ({layer.name}): the simulator rejects this layer")
+            raise
         record = LayerRecord(layer, output, interrupts)
         record.expected = m.memory(output.memory).read(output.addr, output.size)
         for (unit, reg), value in sorted(m.last_counters.items()):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..configs import CONFIGS, HardwareConfig, get_config
-from ..errors import SimError
+from ..errors import SpecError
 from ..program.pdp import METHODS
 
 UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
@@ -50,10 +50,6 @@ FLY_PDP_KEYS = {"method", "kernel", "stride", "pad", "pad_value"}
 DATA_KEYS = {"low", "high", "specials", "fraction"}
 
 
-class SpecError(SimError):
-    """An illegal request in a gen spec: names the layer, the key and the rule."""
-
-
 @dataclass
 class LayerSpec:
     index: int
@@ -67,7 +63,11 @@ class LayerSpec:
         return f"layer {self.index} ({self.name}).{key}"
 
     def fail(self, key: str, rule: str) -> SpecError:
-        return SpecError(f"{self.where(key)}: {rule}")
+        return SpecError(rule, where=self.where(key))
+
+    def require(self, config: HardwareConfig, feature: str, key: str) -> None:
+        """``key`` asks for ``feature``: a SpecError naming it when ``config`` lacks it."""
+        config.require(feature, self.where(key), SpecError)
 
     def get(self, key: str, default=None):
         return self.options.get(key, default)

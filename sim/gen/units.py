@@ -149,7 +149,7 @@ def _lut(m, layer, proc: str, rng) -> None:
     """
     from ..program.sdp import program_lut
 
-    m.config.require("sdp_lut", layer.where("y.lut"))
+    layer.require(m.config, "sdp_lut", "y.lut")
     if proc == "fp16":
         raise layer.fail("y.lut", "gen builds LUTs for int8/int16 processing")
     k = 8 if proc == "int8" else 16
@@ -365,10 +365,10 @@ def build_conv(m, layer, alloc, rng, outputs):
     cfg = m.config
     mode = choice(layer, "mode", layer.get("mode", "direct"), CONV_MODES)
     if mode == "winograd":
-        cfg.require("winograd", layer.where("mode"))
+        layer.require(cfg, "winograd", "mode")
     batch = integer(layer, "batch", layer.get("batch", 1), 1, 32)
     if batch > 1:
-        cfg.require("batch", layer.where("batch"))
+        layer.require(cfg, "batch", "batch")
         if batch > cfg.max_batch:
             raise layer.fail("batch", f"{batch} batches exceed {cfg.name}'s {cfg.max_batch}")
         if mode != "direct" or not isinstance(layer.input, tuple):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SimError
+from ..errors import EmuError
 from ..num.host import expf, float32_from_half, half_from_float32, powf, saturate_int8
 
 OP_POWER, OP_SOFTMAX = 0, 1
@@ -49,10 +49,6 @@ SECOND = EmuLayout(24, 12, 4, "<hIIHHHHII", {FORMAT_INT8: FORMAT_INT8,
                                              FORMAT_FF16: FORMAT_FF16})
 BYTES = {FORMAT_INT8: 1, FORMAT_INT8_8: 1, FORMAT_FF16: 2}
 GROUP_BYTES = {FORMAT_INT8: 32, FORMAT_FF16: 32, FORMAT_INT8_8: 8}  # bytes per channel group
-
-
-class EmuError(SimError):
-    """An EMU task the runtime would refuse."""
 
 
 @dataclass(frozen=True)

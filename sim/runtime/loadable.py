@@ -15,16 +15,12 @@ from pathlib import Path
 import flatbuffers
 from flatbuffers import number_types as N
 
-from ..errors import SimError
+from ..errors import LoadableError
 
 INTERFACE_DLA1, INTERFACE_EMU1 = 1, 2
 DOMAIN_SYSTEM, DOMAIN_SRAM = 0, 1
 FLAG_ALLOC, FLAG_SET, FLAG_INPUT, FLAG_OUTPUT = 1, 2, 4, 8
 MAX_FILE = 1 << 30
-
-
-class LoadableError(SimError):
-    """A file that is not a well-formed loadable."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from ..errors import SimError
 from .ops import Op, numbered_lines, parse_int
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*$")
+# the line most traces are made of, with an optional comment after it: parsed in one match
+_REG_WRITE = re.compile(r"\s*reg_write\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;?\s*(?://.*)?$")
 
 # command -> (minimum, maximum) argument count
 ARITY = {
@@ -67,25 +69,30 @@ def _split_args(text: str) -> list[str]:
 def parse_cfg(path: str | Path) -> list[Op]:
     ops = []
     for where, raw in numbered_lines(path):
+        quick = _REG_WRITE.match(raw)
+        if quick:
+            value = parse_int(quick.group(2), where, "register value", 32)
+            ops.append(Op("reg_write", (quick.group(1), value), where))
+            continue
         line = _strip_comment(raw)
         if not line or line in ("{", "}"):
             continue
         m = _CALL.match(line)
         if not m:
-            raise SimError(f"{where}: not a trace command: {line[:60]!r}")
+            raise SimError(f"not a trace command: {line[:60]!r}", where=where)
         cmd, args = m.group(1), _split_args(m.group(2))
         if cmd not in ARITY:
-            raise SimError(f"{where}: unknown command {cmd!r}")
+            raise SimError(f"unknown command {cmd!r}", where=where)
         lo, hi = ARITY[cmd]
         if not lo <= len(args) <= hi:
-            raise SimError(f"{where}: {cmd} takes {lo}..{hi} arguments, got {len(args)}")
+            raise SimError(f"{cmd} takes {lo}..{hi} arguments, got {len(args)}", where=where)
         ops.append(_convert(cmd, args, where))
     return ops
 
 
 def _unquote(text: str, where: str) -> str:
     if len(text) < 2 or text[0] != '"' or text[-1] != '"':
-        raise SimError(f"{where}: expected a quoted file name, got {text!r}")
+        raise SimError(f"expected a quoted file name, got {text!r}", where=where)
     return text[1:-1]
 
 
@@ -118,4 +125,4 @@ def _convert(cmd: str, a: list[str], where: str) -> Op:
             (a[0], mem, num(a[2], "address"), num(a[3], "size"), num(a[4], "CRC")),
             where,
         )
-    raise SimError(f"{where}: unknown command {cmd!r}")  # pragma: no cover
+    raise SimError(f"unknown command {cmd!r}", where=where)  # pragma: no cover

@@ -16,7 +16,7 @@ class Op:
     where: str  # "file:line", for error messages
 
     def fail(self, reason: str) -> SimError:
-        return SimError(f"{self.where}: {reason}")
+        return SimError(reason, where=self.where)
 
 
 def parse_int(text: str, where: str, what: str = "number", bits: int = 64) -> int:
@@ -25,9 +25,9 @@ def parse_int(text: str, where: str, what: str = "number", bits: int = 64) -> in
     try:
         value = int(text, 0)
     except ValueError:
-        raise SimError(f"{where}: {text[:40]!r} is not a valid {what}") from None
+        raise SimError(f"{text[:40]!r} is not a valid {what}", where=where) from None
     if value < 0 or value >> bits:
-        raise SimError(f"{where}: {what} {text[:40]} does not fit in {bits} unsigned bits")
+        raise SimError(f"{what} {text[:40]} does not fit in {bits} unsigned bits", where=where)
     return value
 
 
@@ -37,6 +37,6 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+        raise SimError(f"cannot read ({exc.strerror})", where=str(path)) from None
     for lineno, raw in enumerate(text.splitlines(), 1):
         yield f"{path}:{lineno}", raw

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from ..configs import CONFIGS
@@ -24,7 +25,7 @@ from ..dram import (
     record_runs,
     write_memory_file,
 )
-from ..errors import CheckFailed, SimError
+from ..errors import CheckFailed, NotImplementedFeature, ReportedError, SimError
 from ..machine import Machine
 from .cfg import parse_cfg
 from .ops import Op
@@ -35,21 +36,38 @@ TXN_SECONDARY_WINDOW = 0x50000000
 TXN_WINDOW_MASK = 0xF0000000
 
 
+class TraceStatus(str, Enum):
+    """A trace's verdict; each value is the string the JSON and text reports print."""
+
+    PASS = "pass"  # every check held
+    FAIL = "fail"  # a check did not hold (CheckFailed)
+    ERROR = "error"  # the trace could not run to a verdict (SimError, or a simulator bug)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 @dataclass
 class TraceResult:
     name: str
     config: str
-    status: str  # pass | fail | error
+    status: TraceStatus
     message: str = ""
     seconds: float = 0.0
     checks: int = 0
-    details: list = field(default_factory=list)
+    not_implemented: bool = False  # an ERROR because the simulator lacks a feature
+
+    def __post_init__(self):
+        self.status = TraceStatus(self.status)
 
     def as_json(self) -> dict:
         return {
             "name": self.name,
             "config": self.config,
-            "status": self.status,
+            "status": self.status.value,
             "message": self.message,
             "seconds": round(self.seconds, 3),
         }
@@ -114,10 +132,7 @@ class TracePlayer:
         return path
 
     def _memory(self, op: Op, name: str):
-        try:
-            return self.machine.memory(name)
-        except SimError as exc:
-            raise op.fail(str(exc)) from None
+        return self.machine.memory(name)  # play() locates an error at op.where
 
     def _txn_memory(self, addr: int):
         if addr & TXN_WINDOW_MASK == TXN_SECONDARY_WINDOW and self.machine.sec_mem is not None:
@@ -125,10 +140,7 @@ class TracePlayer:
         return self.machine.pri_mem
 
     def _register(self, op: Op, reg):
-        try:
-            return self.machine._reg(reg)
-        except SimError as exc:
-            raise op.fail(str(exc)) from None
+        return self.machine._reg(reg)  # play() locates an error at op.where
 
     def _advance_until(self, condition) -> bool:
         """Run layers one at a time until ``condition()`` holds or nothing can run."""
@@ -152,12 +164,11 @@ class TracePlayer:
         for op in ops:
             try:
                 getattr(self, f"_op_{op.cmd}")(op)
-            except (SimError, CheckFailed) as exc:
-                msg = str(exc)
-                if msg.startswith(op.where) or msg.startswith("not implemented"):
-                    raise
-                kind = CheckFailed if isinstance(exc, CheckFailed) else SimError
-                raise kind(f"{op.where}: {msg}") from None
+            except NotImplementedFeature:  # about the simulator, not about this trace line
+                raise
+            except ReportedError as exc:  # SimError or CheckFailed, its class unchanged
+                exc.locate(op.where)
+                raise
         self.machine.run()
 
     def _op_nop(self, op: Op) -> None:
@@ -183,10 +194,8 @@ class TracePlayer:
 
         if not self._advance_until(matches):
             got = self.machine.read_reg(addr) & mask
-            raise CheckFailed(
-                f"{op.where}: {r.full_name} reads {got:#x} (mask {mask:#x}), "
-                f"expected {want & mask:#x}"
-            )
+            raise CheckFailed(f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
+                              f"expected {want & mask:#x}", where=op.where)
 
     def _interrupt(self, op: Op, text: str) -> tuple[str, int]:
         """``SDP_0``, ``cdma_dat_0`` ... -> (source as S_INTR_STATUS_0 names it, group).
@@ -207,31 +216,32 @@ class TracePlayer:
         self.checks += 1
         if not source:  # single shot: any interrupt, then clear what was raised
             if not self._advance_until(self.machine.interrupt_pending):
-                raise CheckFailed(f"{op.where}: waiting for an interrupt, but the machine is idle")
+                raise CheckFailed("waiting for an interrupt, but the machine is idle",
+                                  where=op.where)
             self.machine.clear_interrupts()
             return
         name, g = self._interrupt(op, source)
         if not self._advance_until(lambda: self.machine.interrupt_set(name, g)):
-            raise CheckFailed(f"{op.where}: interrupt {source} never raised (machine idle)")
+            raise CheckFailed(f"interrupt {source} never raised (machine idle)", where=op.where)
         self.machine.clear_interrupt(name, g)  # as the bench's handler does
 
     def _op_wait(self, op: Op) -> None:
         self.checks += 1
         if not self._advance_until(self.machine.interrupt_pending):
-            raise CheckFailed(f"{op.where}: waiting for an interrupt, but the machine is idle")
+            raise CheckFailed("waiting for an interrupt, but the machine is idle", where=op.where)
 
     def _op_mem_init(self, op: Op) -> None:
         mem_name, addr, size, pattern = op.args
         mem = self._memory(op, mem_name)
         if isinstance(size, str):
             size = record_dat_extent(self._records(op, size))
-        mem.fill(addr, size, pattern, what=op.where)
+        mem.fill(addr, size, pattern)
 
     def _op_mem_load(self, op: Op) -> None:
         mem_name, addr, name = op.args
         mem = self._memory(op, mem_name)
         for offset, payload in record_runs(self._records(op, name)):
-            mem.write(addr + offset, payload, op.where)
+            mem.write(addr + offset, payload)
 
     def _records(self, op: Op, name: str) -> list[tuple[int, bytes]]:
         """A record file's records, parsed once per trace (mem_init sizes by the file that
@@ -244,30 +254,28 @@ class TracePlayer:
     def _op_load_hex(self, op: Op) -> None:
         addr, size, name = op.args
         mem = self._txn_memory(addr)
-        mem.check(addr, size, op.where, "load_mem")
+        mem.check(addr, size, access="load_mem")
         data = read_hex_dat(self._file(op, name))
         if len(data) < size:
             data = data + bytes(size - len(data))  # the bench loads what the file holds
-        mem.write(addr, data[:size], op.where)
+        mem.write(addr, data[:size])
 
     def _op_check_crc(self, op: Op) -> None:
         _sync, mem_name, addr, size, want = op.args
         self.machine.run()
         mem = self._memory(op, mem_name)
-        got = mem.crc32(addr, size, op.where)
+        got = mem.crc32(addr, size)
         self.checks += 1
         self._dump(f"crc_{addr:#x}.dat", addr, mem.read(addr, size))
         if got != want:
-            raise CheckFailed(
-                f"{op.where}: CRC of {mem_name} {addr:#x}+{size:#x} is {got:#010x}, "
-                f"expected {want:#010x}"
-            )
+            raise CheckFailed(f"CRC of {mem_name} {addr:#x}+{size:#x} is {got:#010x}, "
+                              f"expected {want:#010x}", where=op.where)
 
     def _op_dump_mem(self, op: Op) -> None:
         addr, size, name = op.args
         self.machine.run()
         mem = self._txn_memory(addr)
-        got = mem.read(addr, size, op.where)
+        got = mem.read(addr, size)
         self._dump(name, addr, got)
         expected = read_hex_dat(self._file(op, name))
         self.checks += 1
@@ -275,10 +283,9 @@ class TracePlayer:
             raise op.fail(f"{name} holds {len(expected)} bytes, dump_mem asks {size}")
         if got != expected[:size]:
             first = next(i for i in range(size) if got[i] != expected[i])
-            raise CheckFailed(
-                f"{op.where}: memory differs from {name} at {addr + first:#x}: "
-                f"expected {expected[first]:#04x}, got {got[first]:#04x}"
-            )
+            raise CheckFailed(f"memory differs from {name} at {addr + first:#x}: "
+                              f"expected {expected[first]:#04x}, got {got[first]:#04x}",
+                              where=op.where)
 
 
 def run_trace(
@@ -307,13 +314,16 @@ def run_trace(
         if path.is_dir() and trace_file.name == "input.txn":
             others = sorted(p.name for p in path.glob("*.cfg"))
         note = f" (ran input.txn; {', '.join(others)} not run)" if others else ""
-        return TraceResult(display, cfg_name, "pass", f"{player.checks} checks{note}",
+        return TraceResult(display, cfg_name, TraceStatus.PASS, f"{player.checks} checks{note}",
                            time.perf_counter() - start, player.checks)
     except CheckFailed as exc:
-        return TraceResult(display, cfg_name, "fail", str(exc), time.perf_counter() - start)
+        return TraceResult(display, cfg_name, TraceStatus.FAIL, str(exc),
+                           time.perf_counter() - start)
     except SimError as exc:
-        return TraceResult(display, cfg_name, "error", str(exc), time.perf_counter() - start)
+        return TraceResult(display, cfg_name, TraceStatus.ERROR, str(exc),
+                           time.perf_counter() - start,
+                           not_implemented=isinstance(exc, NotImplementedFeature))
     except Exception as exc:  # a simulator bug: report it as this trace's result
-        return TraceResult(display, cfg_name, "error",
+        return TraceResult(display, cfg_name, TraceStatus.ERROR,
                            f"internal error: {type(exc).__name__}: {exc}",
                            time.perf_counter() - start)

@@ -28,11 +28,11 @@ def parse_txn(path: str | Path) -> list[Op]:
             continue
         cmd, args = words[0], words[1:]
         if cmd not in ARITY:
-            raise SimError(f"{where}: unknown command {cmd!r}")
+            raise SimError(f"unknown command {cmd!r}", where=where)
         # write_reg may carry a third "misc bits" word in some benches; ignore extras
         need = ARITY[cmd]
         if len(args) < need or (cmd != "write_reg" and len(args) > need):
-            raise SimError(f"{where}: {cmd} takes {need} arguments, got {len(args)}")
+            raise SimError(f"{cmd} takes {need} arguments, got {len(args)}", where=where)
 
         def num(i, what):
             bits = 64 if what in ("memory address", "size") else 32
