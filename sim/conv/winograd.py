@@ -19,7 +19,7 @@ CMAC
     Multiplies the 16 transformed elements of 4 channels by the weights (which
     are stored already transformed, 4x4 per channel, :mod:`sim.dma.weights`),
     adds the 4 channels per position and applies the post-transform
-    ``At m A`` (At = [[1, 1, 1, 0], [0, 1, -1, -1]]): exact for integers;
+    ``At m A`` (:data:`WINOGRAD_AT`): exact for integers;
     for fp16 the 64 lanes of one operation share a block exponent as in
     direct convolution (:mod:`sim.conv.mac_fp16`) and the transform adds the
     shifted integer products; a NaN lane makes all four outputs NaN.
@@ -50,6 +50,7 @@ from ..jit import PARALLEL_ELEMENTS, njit, run_split
 from ..num import csc_cvt, flush_nans, inf_mask, nan_mask
 from ..num.blocks import winograd_pre_add_int
 from ..num.mac import (
+    MAC_BITS,
     MAC_NAN_EXP,
     aligned_product,
     block_exponent,
@@ -82,6 +83,16 @@ from .layer import (
     precision_of,
     weight_layer,
 )
+
+#: The output transform of F(2x2, 3x3): a 4x4 tile of channel sums ``m`` gives the
+#: 2x2 outputs ``At m A``.  The CSC's input transform is ``sim.num.blocks._WINOGRAD_BT``.
+WINOGRAD_AT = np.array([[1, 1, 1, 0],
+                        [0, 1, -1, -1]], dtype=np.int64)
+#: The same as one (4, 16) table: output ``2*i + j`` from tile position ``4*r + c``
+#: has the weight ``At[i, r] * At[j, c]`` (the Kronecker product of At with itself).
+#: The fp16 CMAC keeps 38 bits (two's complement) after each of its two stages;
+#: wrapping is modular, so wrapping the one-table sum once gives the same bits.
+WINOGRAD_POST = np.kron(WINOGRAD_AT, WINOGRAD_AT)
 
 
 @dataclass(frozen=True)
@@ -276,14 +287,10 @@ def winograd_int(tiles: np.ndarray, weights: np.ndarray) -> np.ndarray:
     k = weights.shape[0]
     w = weights.reshape(k, c, 16).transpose(2, 0, 1).astype(np.float64)  # (16, K, C)
     d = tiles.reshape(16, c, oh2 * ow2).astype(np.float64)
-    m = np.matmul(w, d).astype(np.int64)  # (16, K, tiles)
-    m = m.reshape(4, 4, k, oh2, ow2)  # [j, l]: tile row and column
-    rows = (m[0] + m[1] + m[2], m[1] - m[2] - m[3])  # At m, At = [[1,1,1,0], [0,1,-1,-1]]
-    out = np.empty((k, oh2, 2, ow2, 2), np.int64)
-    for i, r in enumerate(rows):  # (At m) A
-        out[:, :, i, :, 0] = r[0] + r[1] + r[2]
-        out[:, :, i, :, 1] = r[1] - r[2] - r[3]
-    return out.reshape(k, 2 * oh2, 2 * ow2)
+    m = np.matmul(w, d).astype(np.int64).reshape(4, 4, k, oh2, ow2)  # tile row, column
+    rows = np.tensordot(WINOGRAD_AT, m, axes=(1, 0))  # At m: (i, column, K, oh2, ow2)
+    out = np.tensordot(WINOGRAD_AT, rows, axes=(1, 1))  # (At m) A: (j, i, K, oh2, ow2)
+    return out.transpose(2, 3, 1, 4, 0).reshape(k, 2 * oh2, 2 * ow2)
 
 
 @njit
@@ -303,8 +310,7 @@ def _winograd_fp16_rows(d, d_nan, w, w_nan, out, rows):
     oh2, ow2, groups, lanes = d_sig.shape
     n_k = w_sig.shape[0]
     for y in range(rows[0], rows[1]):
-        phase1 = np.zeros(16, np.int64)
-        phase2 = np.zeros(8, np.int64)
+        sums = np.zeros(16, np.int64)
         res = np.zeros(4, np.int64)
         acc_e = np.zeros(4, np.int64)
         acc_m = np.zeros(4, np.int64)
@@ -326,21 +332,17 @@ def _winograd_fp16_rows(d, d_nan, w, w_nan, out, rows):
                     ds, dm, de = d_sign[y, x, g], d_sig[y, x, g], d_exp[y, x, g]
                     ws, wm, we = w_sign[k, g], w_sig[k, g], w_exp[k, g]
                     emax = block_exponent(de, we)
-                    phase1[:] = 0
+                    sums[:] = 0  # per tile position: the 4 channels' aligned products
                     for c in range(4):
                         for p in range(16):
                             j = 16 * c + p
-                            phase1[p] += np.int32(aligned_product(
+                            sums[p] += np.int32(aligned_product(
                                 xor32(ds[j], ws[j]), wm[j], dm[j], de[j] + we[j], emax))
-                    for i in range(4):
-                        phase2[i] = sign_extend(phase1[i] + phase1[i + 4] + phase1[i + 8], 38)
-                        phase2[i + 4] = sign_extend(phase1[i + 4] - phase1[i + 8]
-                                                    - phase1[i + 12], 38)
-                    for i in range(2):
-                        res[2 * i] = sign_extend(phase2[4 * i] + phase2[4 * i + 1]
-                                                 + phase2[4 * i + 2], 38)
-                        res[2 * i + 1] = sign_extend(phase2[4 * i + 1] - phase2[4 * i + 2]
-                                                     - phase2[4 * i + 3], 38)
+                    for o in range(4):  # At sums A, kept to the block's 38 bits
+                        total = np.int64(0)
+                        for p in range(16):
+                            total += WINOGRAD_POST[o, p] * sums[p]
+                        res[o] = sign_extend(total, MAC_BITS)
                     for o in range(4):
                         if nan_seen:
                             acc_e[o], acc_m[o] = cacc_accumulate(acc_e[o], acc_m[o],

@@ -25,15 +25,55 @@ CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
 * The block result (:func:`fp16_block_dots`) is the exact integer sum of the
   lane products with the 6-bit exponent ``4*E``: value ``sum * 2**(4E - 50)``.
 
-CACC keeps one 48-bit float per output (:func:`cacc_accumulate`): an 8-bit
-exponent (bias 63) and a 40-bit two's-complement mantissa normalised so that
-bit 38 differs from the sign bit.  Each block is normalised and added with
-alignment by right shift (bits shifted out are kept for rounding only when the
-shift is at most 40), renormalised, and rounded to 40 bits -- half up for
-positive sums, half down (away from zero) for negative ones.  A NaN block makes
-the accumulator NaN; the first NaN stays.  At the end the 48-bit value is
-rounded to fp32 (:func:`cacc_to_fp32`; guard bit only: round half away from
-zero).
+CACC keeps one 48-bit float per output; its arithmetic is written from the
+description below (design note), not from NVIDIA's code.
+
+Design note: the 48-bit accumulator
+-----------------------------------
+*Format.*  An 8-bit exponent ``exp`` and a 40-bit two's-complement mantissa
+``man`` (bit 39 the sign).  The binary point sits below bit 38, the leading
+bit: value = ``man / 2**38 * 2**(exp - 63)`` = ``man * 2**(exp - ACC_SCALE)``
+with ``ACC_SCALE = 63 + 38 = 101``.  Normalised, bit 38 differs from the
+sign (``2**38 <= man < 2**39`` or ``-2**39 <= man < -2**38``); zero is
+``(0, 0)``.  Exponent 255 is NaN, its sign and fp16 fraction in mantissa bits
+39 and 38..29.
+
+*A CMAC block* (6-bit exponent ``E4``, 38-bit mantissa ``m``) is worth
+``m * 2**(E4 - 50)``: each fp16 operand is its significand times
+``2**(e - 15 - 10)``, so a product carries ``2**-50``.  Placed in the
+accumulator's field (``m << 2``: the field is 2 bits wider) its exponent is
+``E4 + 101 - 50 - 2 = E4 + 49``; it is then normalised (shifted left while
+bit 38 repeats the sign), which is exact.
+
+*Alignment.*  The operand with the smaller exponent is shifted right by the
+difference ``d``.  The bits shifted out are kept in a 40-bit field below the
+mantissa, as wide as the mantissa itself, so for ``d <= 40`` nothing is lost:
+the sum of the mantissa and that field is exact.  An operand more than 40
+below is dropped whole; it adds nothing, not even to the rounding.  A zero
+accumulator counts as exponent 0 (zero's packed exponent), below every block.
+
+*Sum and normalisation.*  The exact sum ``whole + frac / 2**40`` (``whole``
+41 bits, ``frac`` the 40 bits shifted out) at the larger exponent is brought
+back to 40 bits: when ``whole`` needs 41 bits, one right shift (exponent + 1);
+otherwise a left shift by the number of bits below the sign that repeat it,
+bringing ``frac``'s top bits in.  That count looks at ``whole`` only, so the
+left shift is at most 39 and a sum whose upper half is all sign (0 or -1)
+may stay unnormalised.
+
+*Rounding*: to nearest, ties away from zero, on the two's-complement value:
+the bits below the new mantissa are compared with one half (a tie rounds a
+positive mantissa up and leaves a negative one, which is further from zero).
+Rounding up the largest positive mantissa carries into the sign bit; the
+result then shifts right once (exponent + 1).  A negative mantissa never
+carries (its largest value, -1, has no bits below it that round up), so a
+rounded negative sum may be ``-2**38``: unnormalised, exact, kept as it is.
+:func:`cacc_round_pack` is that one funnel (normalise, round, pack);
+:func:`cacc_accumulate` is the whole add, :func:`cacc_accumulate_finite` the
+same without NaN handling and without branches.
+
+*NaN*: a NaN block makes the accumulator NaN with its sign and fraction; the
+first NaN stays.  *Delivery*: :func:`cacc_to_fp32` rounds the magnitude to
+fp32's 24 significant bits, to nearest with ties away from zero.
 
 Integer layers: CACC delivers ``saturate_int32(round_half_away(acc /
 2**CLIP_TRUNCATE))`` (:func:`cacc_round_int32`).
@@ -49,93 +89,40 @@ from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
 from sim.num.word32 import add32, and32, leading_zeros64, sar32, shl32, word32
 
-M40 = (1 << 40) - 1
-MAC_NAN_EXP = 63  # block exponent of a NaN block
-CACC_NAN_EXP = 255  # accumulator exponent of NaN
+# --- the 48-bit accumulator: constants of the design note above -------------------
+FP16_BIAS, FP16_FRAC_BITS = 15, 10
+FP32_BIAS, FP32_FRAC_BITS = 127, 23
+#: The accumulator: a 40-bit two's-complement mantissa (sign bit 39) with its
+#: binary point below bit 38 (38 fraction bits), and an 8-bit exponent, bias 63.
+ACC_BITS, ACC_POINT, ACC_EXP_BITS, ACC_EXP_BIAS = 40, 38, 8, 63
+ACC_SIGN_BIT = ACC_BITS - 1
+ACC_EXP_MASK = (1 << ACC_EXP_BITS) - 1
+#: value = man * 2**(exp - ACC_SCALE): the bias plus the fraction bits (101).
+ACC_SCALE = ACC_EXP_BIAS + ACC_POINT
+M40 = (1 << ACC_BITS) - 1
+#: One half of the 40-bit field of bits below the mantissa (its top bit).
+HALF = 1 << (ACC_BITS - 1)
+#: The alignment shifter keeps what it shifts out in a field as wide as the
+#: mantissa: shifts up to this lose nothing; a longer one drops the operand.
+ALIGN_LIMIT = ACC_BITS
+#: The normaliser counts the sign's copies in the 40-bit upper half only.
+MAX_LEFT_SHIFT = ACC_BITS - 1
+#: A CMAC block: a 38-bit mantissa worth ``m * 2**(E4 - MAC_SCALE)``, each
+#: fp16 operand carrying 2**-(bias + fraction bits): 2 * (15 + 10) = 50.
+MAC_BITS = 38
+MAC_SCALE = 2 * (FP16_BIAS + FP16_FRAC_BITS)
+#: A block moved into the accumulator's field (``m << 2``) has the exponent
+#: ``E4 + BLOCK_EXP_OFFSET``: 101 - 50 - 2 = 49.
+BLOCK_EXP_OFFSET = ACC_SCALE - MAC_SCALE - (ACC_BITS - MAC_BITS)
+MAC_NAN_EXP = 63  # block exponent of a NaN block (no finite block has it: 4*E <= 56)
+CACC_NAN_EXP = ACC_EXP_MASK  # accumulator exponent of NaN: all ones
+#: A NaN's fp16 sign and fraction sit at the top of the mantissa (bits 39 and
+#: 38..29); in a block at 37 and 36..27 (:func:`mac_nan_block`).
+NAN_FRAC_LSB = ACC_SIGN_BIT - FP16_FRAC_BITS
+MAC_NAN_FRAC_LSB = MAC_BITS - 1 - FP16_FRAC_BITS
+NAN_KEEP = ~((1 << NAN_FRAC_LSB) - 1)  # the bits a NaN keeps: sign and fraction
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 ZERO_LANE_EXP = -64  # a zero operand's exponent: its lanes sit >= 32 bits below any block
-
-
-@njit
-def cacc_accumulate(acc_exp, acc_man, mac_exp, mac_man):
-    """Add a CMAC block (6-bit exponent, 38-bit signed mantissa) to the 48-bit accumulator.
-
-    ``acc_man`` and ``mac_man`` are signed values.  Returns (exponent, mantissa).
-    A block exponent of ``MAC_NAN_EXP`` is a NaN block (:func:`mac_nan_block`).
-    """
-    if mac_man == 0:
-        return acc_exp, acc_man
-    if acc_exp == CACC_NAN_EXP:
-        return acc_exp, sign_extend(acc_man & ~((1 << 29) - 1), 40)
-    if mac_exp == MAC_NAN_EXP:
-        return CACC_NAN_EXP, sign_extend(((mac_man >> 27) & 0x7FF) << 29, 40)
-    # normalise the block so that bit 36 differs from the sign (bit 37)
-    sign = (mac_man >> 37) & 1
-    shift0 = leading_zeros64((mac_man ^ -sign) & ((1 << 37) - 1)) - 27  # bits 36.. == sign
-    mac_ext = sign_extend(mac_man << shift0, 38) << 2
-    mac_e = (mac_exp - shift0 + 49) & 0xFF
-    if acc_man == 0:
-        acc_exp = 0
-    acc_ext = acc_man
-    out_bits = 0  # bits shifted out of the smaller operand, left-aligned in 40 bits
-    bigger = mac_e
-    if mac_e > acc_exp:
-        diff = mac_e - acc_exp
-        if diff <= 40:
-            out_bits = (acc_ext & ((1 << diff) - 1)) << (40 - diff)
-            acc_ext >>= diff
-        else:
-            acc_ext = 0
-    elif mac_e < acc_exp:
-        bigger = acc_exp
-        diff = acc_exp - mac_e
-        if diff <= 40:
-            out_bits = (mac_ext & ((1 << diff) - 1)) << (40 - diff)
-            mac_ext >>= diff
-        else:
-            mac_ext = 0
-    out_bits &= M40
-    total = sign_extend(acc_ext + mac_ext, 40)
-    s_mac = (mac_ext >> 39) & 1
-    s_acc = (acc_ext >> 39) & 1
-    s_tot = (total >> 39) & 1
-    overflow = False
-    high_bit = 0
-    if s_mac == s_acc and s_mac != s_tot:
-        overflow = True
-        high_bit = total & 1
-        sum_man = sign_extend(((acc_ext + mac_ext) >> 1), 40)
-        exp = bigger + 1
-    elif ((total >> 38) & 1) == s_tot:
-        shift1 = leading_zeros64((total ^ -s_tot) & ((1 << 39) - 1)) - 25  # bits 38.. == sign
-        kept = total & ((1 << (40 - shift1)) - 1)
-        sum_man = sign_extend((kept << shift1) | (out_bits >> (40 - shift1)), 40)
-        out_bits = (out_bits << shift1) & M40
-        exp = bigger - shift1
-    else:
-        sum_man = total
-        exp = bigger
-    negative = ((sum_man >> 39) & 1) == 1
-    if overflow:
-        guard = high_bit
-        sticky = out_bits != 0
-    else:
-        guard = (out_bits >> 39) & 1
-        sticky = (out_bits & ((1 << 39) - 1)) != 0
-    if negative:
-        need = guard == 1 and sticky
-    else:
-        need = guard == 1
-    rounded = sign_extend(sum_man + 1, 40) if need else sum_man
-    if ((rounded >> 39) & 1) != ((sum_man >> 39) & 1):
-        final = sign_extend((((sum_man >> 39) & 1) << 39) | ((rounded & M40) >> 1), 40)
-        exp += 1
-    else:
-        final = rounded
-    exp &= 0xFF
-    if final == 0:
-        exp = 0
-    return exp, final
 
 
 @njit(inline="always")
@@ -146,73 +133,122 @@ def _pick(condition, a, b):
 
 
 @njit(inline="always")
+def _sign_copies(man):
+    """How many of the ``MAX_LEFT_SHIFT`` bits below a 40-bit mantissa's sign repeat it."""
+    below_sign = (np.int64(1) << MAX_LEFT_SHIFT) - 1
+    return leading_zeros64((man ^ (man >> 63)) & below_sign) - (64 - MAX_LEFT_SHIFT)
+
+
+@njit(inline="always")
+def _block_operand(mac_exp, mac_man):
+    """A finite CMAC block as a normalised accumulator operand (exponent, mantissa): exact."""
+    man = mac_man << (ACC_BITS - MAC_BITS)
+    shift = _sign_copies(man)
+    return mac_exp + BLOCK_EXP_OFFSET - shift, man << shift
+
+
+@njit(inline="always")
+def _align_add(a_exp, a_man, b_exp, b_man):
+    """The exact sum of two operands at the larger exponent: (exponent, whole, frac).
+
+    The sum is ``whole + frac / 2**40`` units of that exponent: ``whole`` the
+    41-bit sum of the larger operand and the aligned smaller one, ``frac`` the
+    bits shifted out of the smaller one (none when it is dropped: more than
+    ``ALIGN_LIMIT`` below).
+    """
+    b_larger = a_exp < b_exp
+    exp = _pick(b_larger, b_exp, a_exp)
+    large = _pick(b_larger, b_man, a_man)
+    small = _pick(b_larger, a_man, b_man)
+    d = np.abs(a_exp - b_exp)
+    kept = d <= ALIGN_LIMIT
+    d = _pick(kept, d, ALIGN_LIMIT)
+    whole = large + _pick(kept, small >> d, 0)
+    frac = _pick(kept, (small << (ACC_BITS - d)) & M40, 0)
+    return exp, whole, frac
+
+
+@njit(inline="always")
+def cacc_round_pack(exp, whole, frac):
+    """The accumulator (exponent, mantissa) nearest ``(whole + frac / 2**40) * 2**(exp - 101)``.
+
+    ``whole`` is a 41-bit signed integer, ``frac`` 40 bits below it.  Normalise
+    (one right shift if ``whole`` needs 41 bits, else up to 39 left), round to
+    nearest with ties away from zero, absorb a carry out of the mantissa,
+    pack (zero has exponent 0; the exponent field keeps 8 bits).  No branches.
+    """
+    wide = (whole >= HALF) | (whole < -HALF)
+    # right shift by one: the bit shifted out leads the remainder, frac's last bit jams
+    # into it (it only counts as non-zero)
+    right_man = whole >> 1
+    right_rest = ((whole & 1) << (ACC_BITS - 1)) | (frac >> 1) | (frac & 1)
+    # left shift: frac's top bits follow whole's
+    shift = _sign_copies(whole)
+    left_man = (whole << shift) | (frac >> (ACC_BITS - shift))
+    left_rest = (frac << shift) & M40
+    man = _pick(wide, right_man, left_man)
+    rest = _pick(wide, right_rest, left_rest)
+    exp = exp + _pick(wide, 1, -shift)
+    # to nearest, ties away from zero: a tie rounds positive mantissas up only
+    man += (rest > HALF) | ((rest == HALF) & (man >= 0))
+    carry = np.int64(man == HALF)  # 2**39: only a positive mantissa can carry out
+    man >>= carry
+    return _pick(man != 0, (exp + carry) & ACC_EXP_MASK, 0), man
+
+
+@njit(inline="always")
 def cacc_accumulate_finite(acc_exp, acc_man, mac_exp, mac_man):
     """:func:`cacc_accumulate` of a finite block onto a finite accumulator, without branches.
 
-    The same steps, each case computed and the right one picked by a mask, so
-    a loop of it over kernels vectorises instead of mispredicting on every
-    block.  Callers keep NaN blocks and NaN accumulators for
-    :func:`cacc_accumulate`.
+    Every step is computed and the right value picked by a mask, so a loop of it
+    over kernels vectorises instead of mispredicting on every block.  Callers
+    keep NaN blocks and NaN accumulators for :func:`cacc_accumulate`.
     """
-    sign = (mac_man >> 37) & 1
-    shift0 = leading_zeros64((mac_man ^ -sign) & ((1 << 37) - 1)) - 27
-    mac_ext = sign_extend(mac_man << shift0, 38) << 2
-    mac_e = (mac_exp - shift0 + 49) & 0xFF
-    acc_e = _pick(acc_man != 0, acc_exp, 0)
-    # align the smaller operand to the bigger exponent, keeping the bits shifted out
-    acc_bigger = mac_e < acc_e
-    bigger = _pick(acc_bigger, acc_e, mac_e)
-    diff = _pick(acc_bigger, acc_e - mac_e, mac_e - acc_e)
-    small = _pick(acc_bigger, mac_ext, acc_man)
-    large = _pick(acc_bigger, acc_man, mac_ext)
-    near = diff <= 40
-    d = _pick(near, diff, 40)
-    out_bits = _pick(near, ((small & ((np.int64(1) << d) - 1)) << (40 - d)) & M40, 0)
-    small = _pick(near, small >> d, 0)
-    raw = large + small
-    total = sign_extend(raw, 40)
-    s_large, s_small, s_tot = (large >> 39) & 1, (small >> 39) & 1, (total >> 39) & 1
-    overflow = (s_large == s_small) & (s_large != s_tot)
-    # renormalise: one right shift after an overflow, else left until bit 38 leaves the sign
-    shift1 = leading_zeros64((total ^ -s_tot) & ((1 << 39) - 1)) - 25
-    left = ~overflow & (((total >> 38) & 1) == s_tot)
-    kept = total & ((np.int64(1) << (40 - shift1)) - 1)
-    left_man = sign_extend((kept << shift1) | (out_bits >> (40 - shift1)), 40)
-    sum_man = _pick(overflow, sign_extend(raw >> 1, 40), _pick(left, left_man, total))
-    exp = _pick(overflow, bigger + 1, _pick(left, bigger - shift1, bigger))
-    out_bits = _pick(left, (out_bits << shift1) & M40, out_bits)
-    guard = _pick(overflow, total & 1, (out_bits >> 39) & 1)
-    sticky = _pick(overflow, out_bits != 0, (out_bits & ((1 << 39) - 1)) != 0)
-    # round half up, half away from zero for negative sums; a carry out shifts once more
-    negative = (sum_man >> 39) & 1
-    need = guard & (sticky | (negative ^ 1))
-    rounded = sign_extend(sum_man + need, 40)
-    carry = ((rounded >> 39) & 1) ^ negative
-    final = _pick(carry, sign_extend((negative << 39) | ((rounded & M40) >> 1), 40), rounded)
-    exp = _pick(final != 0, (exp + carry) & 0xFF, 0)
+    b_exp, b_man = _block_operand(mac_exp, mac_man)
+    a_exp = _pick(acc_man != 0, acc_exp, 0)  # zero's exponent is 0
+    exp, whole, frac = _align_add(a_exp, acc_man, b_exp, b_man)
+    exp, man = cacc_round_pack(exp, whole, frac)
     unchanged = mac_man == 0
-    return _pick(unchanged, acc_exp, exp), _pick(unchanged, acc_man, final)
+    return _pick(unchanged, acc_exp, exp), _pick(unchanged, acc_man, man)
+
+
+@njit
+def cacc_accumulate(acc_exp, acc_man, mac_exp, mac_man):
+    """Add a CMAC block (6-bit exponent, 38-bit signed mantissa) to the 48-bit accumulator.
+
+    ``acc_man`` and ``mac_man`` are signed values.  Returns (exponent, mantissa).
+    A block exponent of ``MAC_NAN_EXP`` is a NaN block (:func:`mac_nan_block`).
+    See the design note at the top of this module.
+    """
+    if mac_man == 0:
+        return acc_exp, acc_man
+    if acc_exp == CACC_NAN_EXP:  # the first NaN stays
+        return acc_exp, acc_man & NAN_KEEP
+    if mac_exp == MAC_NAN_EXP:
+        return CACC_NAN_EXP, (mac_man << (ACC_BITS - MAC_BITS)) & NAN_KEEP
+    return cacc_accumulate_finite(acc_exp, acc_man, mac_exp, mac_man)
 
 
 @njit
 def cacc_to_fp32(exp, man):
-    """Round the CACC accumulator to an fp32 bit pattern."""
-    sign = (man >> 39) & 1
+    """Round the CACC accumulator to an fp32 bit pattern (to nearest, ties away from zero)."""
+    sign = np.int64(man < 0)
     if exp == CACC_NAN_EXP:
-        return (sign << 31) | (0xFF << 23) | ((man >> 29) & 0x3FF)
-    if sign == 1 and (man & ((1 << 39) - 1)) == 0:
-        return (1 << 31) | (((exp + 65) & 0xFF) << 23)
-    mag = -man if sign else man  # 39-bit magnitude below the sign
-    out_exp = 0 if man == 0 else (exp + 64) & 0xFF
-    if (mag >> 14) & 1:
-        top = (mag >> 15) + 1  # 24 bits: implicit one and 23 fraction bits
-        if top >> 24:
-            top >>= 1
-            out_exp = (out_exp + 1) & 0xFF
-        frac = top & 0x7FFFFF
+        return (sign << 31) | (0xFF << FP32_FRAC_BITS) | ((man >> NAN_FRAC_LSB) & 0x3FF)
+    if man == 0:
+        return 0
+    mag = -man if sign else man
+    top = 63 - leading_zeros64(mag)  # the leading one: 38 when normalised, 39 for -2**39
+    out_exp = exp - ACC_SCALE + top + FP32_BIAS
+    drop = top - FP32_FRAC_BITS  # bits below fp32's 24
+    if drop > 0:
+        sig = (mag + (np.int64(1) << (drop - 1))) >> drop  # a half rounds the magnitude up
     else:
-        frac = (mag >> 15) & 0x7FFFFF
-    return (sign << 31) | (out_exp << 23) | frac
+        sig = mag << -drop
+    if sig >> (FP32_FRAC_BITS + 1):  # rounded up to the next power of two
+        sig >>= 1
+        out_exp += 1
+    return (sign << 31) | ((out_exp & 0xFF) << FP32_FRAC_BITS) | (sig & ((1 << FP32_FRAC_BITS) - 1))
 
 
 def _operand_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -274,7 +310,8 @@ def mac_nan_block(bits):
     It goes to :func:`cacc_accumulate` with the exponent ``MAC_NAN_EXP``.
     """
     b = np.int64(bits)
-    return sign_extend((((b >> 15) & 1) << 37) | ((b & 0x3FF) << 27), 38)
+    return sign_extend((((b >> 15) & 1) << (MAC_BITS - 1)) | ((b & 0x3FF) << MAC_NAN_FRAC_LSB),
+                       MAC_BITS)
 
 
 @njit(inline="always")

@@ -8,9 +8,8 @@ depends on their order, so the kernels below follow it:
    pooling the padded elements are not summed one by one: when a window
    overlaps the left or right padding, ``D_POOLING_PADDING_VALUE_<n>_CFG``
    (the value software programmed for *n* padded elements) is added once, at
-   the window's last real element on the left side, or at the cube's last
-   element on the right side.  A window that overlaps both sides gets the
-   left value for the total count.
+   the window's last real element, *n* counting the padded positions on both
+   sides (:func:`_pad_counts`).
 2. *Height pass*: the row results of the real rows of a window are combined
    top to bottom; a window overlapping the top/bottom padding adds
    ``PADDING_VALUE_<n> * kernel_width`` once (n padded rows of kernel_width
@@ -169,21 +168,22 @@ def check_tiling(register: str, extent: str, sizes: tuple[int, int, int], out: i
 
 
 @njit
-def _pad_counts(i, ki, k, n, pad_lo):
-    """(n_lo, n_hi): padded elements whose PADDING_VALUE the element at index ``i``
-    (position ``ki`` in a window of ``k``, input size ``n``) adds, on the low
-    (left/top) side or the high (right/bottom) side; at most one is non-zero.
+def _pad_counts(i, ki, k, n):
+    """(n_lo, n_hi): the padded positions whose ``PADDING_VALUE_<n>`` joins the average
+    at input element ``i``, position ``ki`` of a window of ``k`` over ``n`` input elements.
 
-    Low: at the window's last element when the window starts before the
-    input, or at the input's last element when it also ends after it (then
-    the count is both sides').  High: at the input's last element when the
-    window ends after it (C-model ``add_left_padding``/``add_right_padding``).
+    The rule: a window starting at ``s = i - ki`` covers ``max(0, -s)`` positions
+    of the low (left/top) padding and ``max(0, s + k - n)`` of the high
+    (right/bottom) padding.  Padded positions are not added one by one: the value
+    for their total count is added once, at the window's last real element
+    (index ``min(s + k, n) - 1``), on the low side when the window starts in the
+    low padding, on the high side otherwise.  Every other element adds nothing.
     """
-    if i + 1 < k and (ki + 1 == k or (i + 1 == n and i < ki and pad_lo > 0)):
-        return k - (i + 1), 0
-    if i + k - ki > n and i + 1 == n:
-        return 0, k - (ki + 1)
-    return 0, 0
+    s = i - ki
+    if i != min(s + k, n) - 1:
+        return 0, 0
+    padded = max(0, -s) + max(0, s + k - n)
+    return (padded, 0) if s < 0 else (0, padded)
 
 
 @njit
@@ -216,7 +216,7 @@ def _extreme(a, b, method, fp):
 
 
 @njit(inline="always")
-def _window_row(x, c, h, ws, kw, W, pad_l, method, pv, fp, acc_bits):
+def _window_row(x, c, h, ws, kw, W, method, pv, fp, acc_bits):
     """Width pass of one window on row ``h`` (C-model line operation): integer sum
     or max/min, fp17 sum or fp16 max/min."""
     row = np.int64(0)
@@ -225,7 +225,7 @@ def _window_row(x, c, h, ws, kw, W, pad_l, method, pv, fp, acc_bits):
         v = x[c, h, w]
         first = w == 0 or kwi == 0
         if method == 0:
-            nl, nr = _pad_counts(w, kwi, kw, W, pad_l)
+            nl, nr = _pad_counts(w, kwi, kw, W)
             if fp:
                 v = fp16_to_fp17_bits(v)
             row = _add(row, v, first, _pick(pv, nl, 0), _pick(pv, nr, 0), fp, acc_bits, False)
@@ -261,8 +261,8 @@ def _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_
     for c in range(C):
         for h in range(H):
             for ow in range(n_out):
-                rows[h, ow] = _window_row(x, c, h, ow * sw - pad_l, kw, W, pad_l, method, pv,
-                                          fp, acc_bits)
+                rows[h, ow] = _window_row(x, c, h, ow * sw - pad_l, kw, W, method, pv, fp,
+                                          acc_bits)
         for oh in range(Hout):
             hs = oh * sh - pad_t
             for ow in range(n_out):
@@ -272,7 +272,7 @@ def _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_
                     row = rows[h, ow]
                     first = h == 0 or khi == 0
                     if method == 0:
-                        nt, nb = _pad_counts(h, khi, kh, H, 1)
+                        nt, nb = _pad_counts(h, khi, kh, H)
                         acc = _add(acc, row, first, _pick(pv_rows, nt, zero_row),
                                    _pick(pv_rows, nb, zero_row), fp, acc_bits, True)
                     elif first:
@@ -292,14 +292,16 @@ def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, 
 
 
 # --- integer pooling in numpy (whole planes at a time) ---------------------------
-def _pad_counts_array(i, ki, k, n, pad_lo):
-    """:func:`_pad_counts` for an array of positions ``i`` (one kernel offset ``ki``)."""
-    low = (i + 1 < k) & ((ki + 1 == k) | ((i + 1 == n) & (i < ki) & (pad_lo > 0)))
-    high = ~low & (i + k - ki > n) & (i + 1 == n)
-    return np.where(low, k - (i + 1), 0), np.where(high, k - (ki + 1), 0)
+def _pad_counts_array(i, ki, k, n):
+    """:func:`_pad_counts` for an array of positions ``i`` (one kernel offset ``ki``);
+    positions outside the input add nothing."""
+    s = i - ki
+    last_real = (i == np.minimum(s + k, n) - 1) & (i >= 0) & (i < n)
+    padded = np.where(last_real, np.maximum(0, -s) + np.maximum(0, s + k - n), 0)
+    return np.where(s < 0, padded, 0), np.where(s < 0, 0, padded)
 
 
-def _pass_int(x, axis, n_out, k, stride, pad_lo, pad_lo_flag, method, pads):
+def _pass_int(x, axis, n_out, k, stride, pad_lo, method, pads):
     """One pass (width: axis 2, height: axis 1) of integer pooling over every window.
 
     Sums are exact here and wrapped by the caller (modular arithmetic); the
@@ -317,7 +319,7 @@ def _pass_int(x, axis, n_out, k, stride, pad_lo, pad_lo_flag, method, pads):
         values = np.take(x, np.clip(i, 0, n - 1), axis=axis)
         mask = valid.reshape(shape)
         if method == AVERAGE:
-            nl, nr = _pad_counts_array(i, ki, k, n, pad_lo_flag)
+            nl, nr = _pad_counts_array(i, ki, k, n)
             term = np.where(mask, values + (pads[nl] + pads[nr]).reshape(shape), 0)
             acc = term if acc is None else acc + term
         else:
@@ -352,9 +354,9 @@ def _int8_average(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int):
     kw, kh = cfg.kernel_width, cfg.kernel_height
     regs = [int(v) for v in cfg.pad_values]
     row_pads = np.array([0] + [sign_extend(v, INT8_ROW_BITS) for v in regs], dtype=np.int64)
-    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, AVERAGE, row_pads)
+    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, AVERAGE, row_pads)
     rows = sign_extend(rows, INT8_ROW_BITS)
-    cols = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, 1, AVERAGE,
+    cols = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, AVERAGE,
                      np.zeros(8, dtype=np.int64))
     cols = sign_extend(cols, INT8_COL_BITS)
     col_pads = np.array([0] + [sign_extend(sign_extend(v, 19) * kw, INT8_COL_BITS) for v in regs],
@@ -372,11 +374,11 @@ def _pool_int_array(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int, p
     kw, kh, method = cfg.kernel_width, cfg.kernel_height, cfg.method
     if method == AVERAGE and cfg.precision == INT8:
         return _int8_average(x, cfg, pad_left, n_out, h_out)
-    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, pad_left, method,
+    rows = _pass_int(x, 2, n_out, kw, cfg.stride_width, pad_left, method,
                      np.concatenate([[0], pv]))
     if method == AVERAGE:
         rows = sign_extend(rows, acc_bits)
-    acc = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, 1, method,
+    acc = _pass_int(rows, 1, h_out, kh, cfg.stride_height, cfg.pad_top, method,
                     np.concatenate([[0], pv_rows]))
     if method == AVERAGE:
         acc = sign_extend(acc, acc_bits)

@@ -145,15 +145,24 @@ def test_fp16_average_padded_rows_scale_by_kernel_width(kw, padded_rows_count):
     assert from_fp16_bits(got)[0, 0, 0] == np.float16(total / (2 * kw))
 
 
-@pytest.mark.parametrize("k,n", [(1, 1), (2, 5), (3, 3), (3, 8), (7, 4), (8, 20)])
-@pytest.mark.parametrize("pad_lo", [0, 1])
-def test_pad_counts_of_whole_rows_are_the_kernels(k, n, pad_lo):
-    """The integer pooling's array form of where pad values join (numpy) and the fp16
-    kernel's element form: the same counts for every position and kernel offset."""
+@pytest.mark.parametrize("k", range(1, 9))
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13])
+def test_pad_counts_are_the_windows_padding_at_its_last_real_element(k, n):
+    """Every window with a real element (start -k+1 .. n-1), enumerated position by
+    position: its padded positions, counted on both sides, join once at its last real
+    element, on the low side if it starts in the low padding; the fp16 kernel's element
+    form and the integer pooling's array form agree with that."""
     from sim.pdp.pooling import _pad_counts, _pad_counts_array
 
-    i = np.arange(-k, n + k)
-    for ki in range(k):
-        lows, highs = _pad_counts_array(i, ki, k, n, pad_lo)
-        want = [_pad_counts(int(p), ki, k, n, pad_lo) for p in i]
-        assert list(zip(lows.tolist(), highs.tolist(), strict=True)) == want
+    for start in range(-k + 1, n):
+        window = range(start, start + k)
+        real = [p for p in window if 0 <= p < n]
+        padded = k - len(real)
+        for ki, i in enumerate(window):
+            want = (0, 0)
+            if i == real[-1] and padded:
+                want = (padded, 0) if start < 0 else (0, padded)
+            if 0 <= i < n:
+                assert _pad_counts(i, ki, k, n) == want, (start, i)
+            lows, highs = _pad_counts_array(np.array([i]), ki, k, n)
+            assert (int(lows[0]), int(highs[0])) == want, (start, i)
