@@ -44,16 +44,16 @@ sys.path.insert(0, str(REPO))
 
 from sim.cli import layout as layout_cli  # noqa: E402
 from sim.configs import CONFIGS  # noqa: E402
-from sim.dram import (  # noqa: E402
-    MemoryLimits,
+from sim.errors import CheckFailed, SimError  # noqa: E402
+from sim.gen.spec import load_spec  # noqa: E402
+from sim.limits import MemoryLimits  # noqa: E402
+from sim.memfiles import (  # noqa: E402
     format_memory_file,
     load_image,
     read_hex_dat,
     read_memory_file,
     read_record_dat,
 )
-from sim.errors import CheckFailed, SimError  # noqa: E402
-from sim.gen.spec import load_spec  # noqa: E402
 from sim.trace.cfg import parse_cfg  # noqa: E402
 from sim.trace.player import TracePlayer  # noqa: E402
 from sim.trace.txn import parse_txn  # noqa: E402

@@ -9,26 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from recording import hex_lines
+from recording import REGMAP, hex_lines, register_address, txn_write
 
-from sim.dram import write_folder_atomically
+from sim.files import write_folder_atomically
+from sim.trace import txn
+from sim.trace.ops import Comment, DumpMem, LoadMem, PollReg, Wait
 
 ROOT = Path(__file__).resolve().parents[1] / "traces"
-
-# nvdlav1 register byte addresses (BDMA block at 0x4000, GLB at 0x0)
-BDMA = {
-    "CFG_SRC_ADDR_LOW_0": 0x4000, "CFG_SRC_ADDR_HIGH_0": 0x4004,
-    "CFG_DST_ADDR_LOW_0": 0x4008, "CFG_DST_ADDR_HIGH_0": 0x400C,
-    "CFG_LINE_0": 0x4010, "CFG_CMD_0": 0x4014, "CFG_LINE_REPEAT_0": 0x4018,
-    "CFG_SRC_LINE_0": 0x401C, "CFG_DST_LINE_0": 0x4020, "CFG_SURF_REPEAT_0": 0x4024,
-    "CFG_SRC_SURF_0": 0x4028, "CFG_DST_SURF_0": 0x402C, "CFG_OP_0": 0x4030,
-    "CFG_LAUNCH0_0": 0x4034,
-}
-GLB_INTR_STATUS = 0x000C
-
-
-def csb(byte_addr: int) -> str:
-    return f"{0xFFFF0000 | (byte_addr >> 2):#010x}"
+STATUS = "NVDLA_GLB.S_INTR_STATUS_0"
+BDMA_DONE = "BDMA_DONE_STATUS0"  # the S_INTR_STATUS_0 field of the BDMA's group 0
 
 
 def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line, src_surf,
@@ -52,21 +41,27 @@ def bdma_example(name, src, dst, line_atoms, lines, surfaces, src_line, dst_line
         ("CFG_DST_LINE_0", dst_line), ("CFG_SURF_REPEAT_0", surfaces - 1),
         ("CFG_SRC_SURF_0", src_surf), ("CFG_DST_SURF_0", dst_surf),
     ]
-    out = [f"# Example: BDMA copies {surfaces} surface(s) of {lines} line(s) of {line_bytes} bytes",
-           f"load_mem {src:#x} {src_extent:#x} src.dat"]
-    for reg, value in regs:
-        out.append(f"write_reg {csb(BDMA[reg])} {value:#x} # NVDLA_BDMA.{reg}")
-    out.append(f"write_reg {csb(BDMA['CFG_OP_0'])} 0x1 # NVDLA_BDMA.CFG_OP_0")
-    out.append(f"write_reg {csb(BDMA['CFG_LAUNCH0_0'])} 0x1 # NVDLA_BDMA.CFG_LAUNCH0_0")
-    out.append("wait")
-    out.append(f"read_reg {csb(GLB_INTR_STATUS)} 0x00000040 0x00000040 # BDMA_DONE_STATUS0")
-    out.append(f"write_reg {csb(GLB_INTR_STATUS)} 0xffffffff # clear")
-    out.append(f"dump_mem {dst:#x} {dst_extent:#x} dst.dat")
-    files["input.txn"] = "\n".join(out) + "\n"
+    status = register_address(STATUS)
+    done = 1 << REGMAP.by_name(STATUS).field(BDMA_DONE).lsb
+    ops = [Comment(f"Example: BDMA copies {surfaces} surface(s) of {lines} line(s) of "
+                   f"{line_bytes} bytes"),
+           LoadMem(src, src_extent, "src.dat")]
+    ops += [txn_write(f"NVDLA_BDMA.{reg}", value) for reg, value in regs]
+    ops.append(txn_write("NVDLA_BDMA.CFG_OP_0", 1))
+    ops.append(txn_write("NVDLA_BDMA.CFG_LAUNCH0_0", 1))
+    ops.append(Wait())
+    ops.append(PollReg(status, done, done, note=BDMA_DONE))
+    ops.append(txn_write(STATUS, 0xFFFFFFFF, note="clear"))
+    ops.append(DumpMem(dst, dst_extent, "dst.dat"))
+    files["input.txn"] = txn.format(ops)
     write_folder_atomically(folder, files)
 
 
-if __name__ == "__main__":
+def main() -> None:
     bdma_example("bdma_copy_lines", 0x80000000, 0x80100000, 2, 4, 1, 0x100, 0x40, 0, 0, 1)
     bdma_example("bdma_copy_surfaces", 0x80000000, 0x80200000, 1, 3, 2, 0x40, 0x20, 0x200,
                  0x80, 2)
+
+
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,7 @@ import numpy as np
 from recording import Recorder, txn_files
 
 from sim.dma.weights import winograd_weights
-from sim.dram import write_folder_atomically
+from sim.files import write_folder_atomically
 from sim.program.conv_modes import program_image, program_winograd
 from sim.program.sdp import program_sdp_output
 
@@ -132,7 +132,11 @@ def winograd_int16(seed: int = 13) -> None:
                   sdp_bytes(acc, 2))
 
 
-if __name__ == "__main__":
+def main() -> None:
     image_rgba_int8()
     image_n444_int16()
     winograd_int16()
+
+
+if __name__ == "__main__":
+    main()

@@ -16,13 +16,26 @@ from __future__ import annotations
 
 import zlib
 
-from ..dram import format_hex_dat, format_memory_file, format_record_dat, memory_file_name
+from ..memfiles import format_hex_dat, format_memory_file, format_record_dat, memory_file_name
+from ..trace import cfg, txn
+from ..trace.ops import (
+    ALL_BITS,
+    CheckCrc,
+    CheckNothing,
+    Comment,
+    DumpMem,
+    IntrNotify,
+    LoadMem,
+    MemInit,
+    MemLoad,
+    Op,
+    PollReg,
+    RegWrite,
+    Wait,
+)
 
 GLB_STATUS = "NVDLA_GLB.S_INTR_STATUS_0"
-
-
-def _csb(m, reg) -> int:
-    return 0xFFFF0000 | (m.regfile.address_of(reg) >> 2)
+ZERO = "ALL_ZERO"  # mem_init's fill pattern
 
 
 def _hex_lines(data: bytes) -> str:
@@ -43,88 +56,98 @@ def _walk(m):
             yield layer, op, None
 
 
-def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
-    """(the .cfg text, {file name: content}) of the recorded trace."""
-    lines = [f"// {h}" for h in header]
+def cfg_ops(m, header: list[str], prefix: str = "") -> tuple[list[Op], dict]:
+    """(the .cfg trace's ops, {file name: content}) of the recorded trace."""
+    ops: list[Op] = [Comment(h) for h in header]
     files = {}
     checked: set[int] = set()  # sync ids given their one check (check_crc or check_nothing)
     sync = -1  # one sync id per interrupt, as NVIDIA's traces number them; a check waits
     for _layer, op, stem in _walk(m):  # on its layer's last one
         kind = op[0]
         if kind == "comment":
-            lines.append(f"// {op[1]}")
+            ops.append(Comment(op[1]))
         elif kind == "load":
             _, memory, addr, data = op
             name = f"{prefix}{stem}.dat"
             files[name] = format_record_dat(data, record=32)
-            lines.append(f"mem_init({memory}, {addr:#x}, {len(data):#x}, ALL_ZERO);")
-            lines.append(f'mem_load({memory}, {addr:#x}, "{name}");')
+            ops.append(MemInit(memory, addr, len(data), ZERO))
+            ops.append(MemLoad(memory, addr, name))
         elif kind == "init":  # the output region and what is set aside after it
             out = op[1]
-            lines.append(f"mem_init({out.memory}, {out.addr:#x}, "
-                         f"{max(out.reserved, out.size):#x}, ALL_ZERO);")
+            ops.append(MemInit(out.memory, out.addr, max(out.reserved, out.size), ZERO))
         elif kind == "reg":
-            lines.append(f"reg_write({op[1].full_name}, {op[2]:#x});")
+            ops.append(RegWrite(op[1].full_name, op[2]))
         elif kind == "intr":
             _, source, group, _lsb = op
             if sync >= 0 and sync not in checked:
-                lines.append(f"check_nothing(sync_id_{sync});")
+                ops.append(CheckNothing(f"sync_id_{sync}"))
                 checked.add(sync)
             sync += 1
-            lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
+            ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
         elif kind == "check":
             rec = op[1]
             out = rec.output
-            mem = "1" if out.memory == "pri_mem" else out.memory
-            lines.append(f"check_crc(sync_id_{sync}, {mem}, {out.addr:#x}, {out.size:#x}, "
-                         f"{zlib.crc32(rec.expected) & 0xFFFFFFFF:#010x});")
+            ops.append(CheckCrc(f"sync_id_{sync}", out.memory, out.addr, out.size,
+                                zlib.crc32(rec.expected) & 0xFFFFFFFF))
             checked.add(sync)
             for name, value in rec.counters:
-                lines.append(f"poll_reg_equal({name}, {value:#x});")
+                ops.append(PollReg(name, ALL_BITS, value))
     if sync >= 0 and sync not in checked:
-        lines.append(f"check_nothing(sync_id_{sync});")
-    return "\n".join(lines) + "\n", files
+        ops.append(CheckNothing(f"sync_id_{sync}"))
+    return ops, files
 
 
-def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
-    """(the input.txn text, {file name: content}) of the recorded trace."""
-    lines = [f"# {h}" for h in header]
+def cfg_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
+    """(the .cfg text, {file name: content}) of the recorded trace."""
+    ops, files = cfg_ops(m, header, prefix)
+    return cfg.format(ops), files
+
+
+def txn_ops(m, header: list[str], prefix: str = "") -> tuple[list[Op], dict]:
+    """(the input.txn trace's ops, {file name: content}) of the recorded trace."""
+    ops: list[Op] = [Comment(h) for h in header]
     files = {}
-    status = m.regfile.register(GLB_STATUS)
+    address = m.regfile.address_of
+    status = address(m.regfile.register(GLB_STATUS))
     for layer, op, stem in _walk(m):
         kind = op[0]
         if kind == "comment":
-            lines.append(f"# {op[1]}")
+            ops.append(Comment(op[1]))
         elif kind == "load":
             _, _memory, addr, data = op
             name = f"{prefix}{stem}.dat"
             files[name] = _hex_lines(data)
-            lines.append(f"load_mem {addr:#x} {len(data):#x} {name}")
+            ops.append(LoadMem(addr, len(data), name))
         elif kind == "init" and op[1].slack:  # zero what a consumer may read past it
             out = op[1]
             name = f"{prefix}layer{layer}_slack.dat"
             files[name] = _hex_lines(bytes(out.slack))
-            lines.append(f"load_mem {out.addr + out.size:#x} {out.slack:#x} {name}")
+            ops.append(LoadMem(out.addr + out.size, out.slack, name))
         elif kind == "reg":
-            lines.append(f"write_reg {_csb(m, op[1]):#010x} {op[2]:#x} # {op[1].full_name}")
+            ops.append(RegWrite(address(op[1]), op[2], note=op[1].full_name))
         elif kind == "intr":
             _, source, group, lsb = op
             bit = 1 << lsb
-            lines.append("wait")
-            lines.append(f"read_reg {_csb(m, status):#010x} {bit:#010x} {bit:#010x} "
-                         f"# {source}_DONE_STATUS{group}")
-            lines.append(f"write_reg {_csb(m, status):#010x} {bit:#x} # clear the interrupt")
+            ops.append(Wait())
+            ops.append(PollReg(status, bit, bit, note=f"{source}_DONE_STATUS{group}"))
+            ops.append(RegWrite(status, bit, note="clear the interrupt"))
         elif kind == "check":
             rec = op[1]
             out = rec.output
             for name, value in rec.counters:
-                reg = m.regfile.register(name)
-                lines.append(f"read_reg {_csb(m, reg):#010x} 0xffffffff {value:#010x} # {name}")
+                ops.append(PollReg(address(m.regfile.register(name)), ALL_BITS, value,
+                                   note=name))
             name = f"layer{layer}_out.dat"  # no prefix: the cfg has no output files
             files[name] = format_hex_dat(out.addr, rec.expected,
                                          "dram" if out.memory == "pri_mem" else "cvsram")
-            lines.append(f"dump_mem {out.addr:#x} {out.size:#x} {name}")
-    return "\n".join(lines) + "\n", files
+            ops.append(DumpMem(out.addr, out.size, name))
+    return ops, files
+
+
+def txn_text(m, header: list[str], prefix: str = "") -> tuple[str, dict]:
+    """(the input.txn text, {file name: content}) of the recorded trace."""
+    ops, files = txn_ops(m, header, prefix)
+    return txn.format(ops), files
 
 
 def memory_dumps(m, records, fmt: str, word_bytes: int) -> dict:

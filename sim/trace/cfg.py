@@ -1,21 +1,43 @@
-"""Parser for NVDLA's ``.cfg`` traces (nv_small test bench format).
+"""NVDLA's ``.cfg`` traces (nv_small test bench format): parse and format.
 
 One C-like command per line: ``reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);``,
 ``mem_load(pri_mem, 0x80000000, "x.dat");``, ``check_crc(id, 1, addr, size, crc);``
-... ``//`` starts a comment.
+... ``//`` starts a comment.  :func:`parse_cfg` / :func:`parse` read a trace
+into ops (``sim.trace.ops``); :func:`format` writes ops in this syntax, and is
+the one place that does.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import SimError
-from .ops import Op, numbered_lines, parse_int
+from .ops import (
+    ALL_BITS,
+    CheckCrc,
+    CheckNothing,
+    Comment,
+    IntrNotify,
+    MemInit,
+    MemLoad,
+    Op,
+    PollReg,
+    RegRead,
+    RegWrite,
+    Sync,
+    format_text,
+    numbered_lines,
+    numbered_text,
+    parse_int,
+)
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*$")
 # the line most traces are made of, with an optional comment after it: parsed in one match
-_REG_WRITE = re.compile(r"\s*reg_write\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;?\s*(?://.*)?$")
+_REG_WRITE = re.compile(r"\s*reg_write\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;?\s*(?://(.*))?$")
+
+PRI_MEM_NUMBER = "1"  # check_crc's memory: NVIDIA's traces write pri_mem as 1
 
 # command -> (minimum, maximum) argument count
 ARITY = {
@@ -32,20 +54,21 @@ ARITY = {
 }
 
 
-def _strip_comment(line: str) -> str:
+# -- parsing -----------------------------------------------------------------------------
+
+
+def _split_comment(line: str) -> tuple[str, str | None]:
+    """(the command part, stripped; the comment after ``//`` or None)."""
     if '"' not in line:  # the usual line: no string to protect a "//" inside
-        return line.split("//", 1)[0].strip()
-    out, quoted = [], False
-    i = 0
-    while i < len(line):
-        c = line[i]
+        code, sep, comment = line.partition("//")
+        return code.strip(), comment if sep else None
+    quoted = False
+    for i, c in enumerate(line):
         if c == '"':
             quoted = not quoted
         elif not quoted and line.startswith("//", i):
-            break
-        out.append(c)
-        i += 1
-    return "".join(out).strip()
+            return line[:i].strip(), line[i + 2:]
+    return line.strip(), None
 
 
 def _split_args(text: str) -> list[str]:
@@ -66,16 +89,20 @@ def _split_args(text: str) -> list[str]:
     return args
 
 
-def parse_cfg(path: str | Path) -> list[Op]:
-    ops = []
-    for where, raw in numbered_lines(path):
+def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
+    ops: list[Op] = []
+    for where, raw in lines:
         quick = _REG_WRITE.match(raw)
         if quick:
             value = parse_int(quick.group(2), where, "register value", 32)
-            ops.append(Op("reg_write", (quick.group(1), value), where))
+            note = (quick.group(3) or "").strip()
+            ops.append(RegWrite(quick.group(1), value, where=where, note=note))
             continue
-        line = _strip_comment(raw)
+        line, comment = _split_comment(raw)
+        note = (comment or "").strip()
         if not line or line in ("{", "}"):
+            if comments and not line and comment is not None:
+                ops.append(Comment(note, where=where))
             continue
         m = _CALL.match(line)
         if not m:
@@ -86,8 +113,18 @@ def parse_cfg(path: str | Path) -> list[Op]:
         lo, hi = ARITY[cmd]
         if not lo <= len(args) <= hi:
             raise SimError(f"{cmd} takes {lo}..{hi} arguments, got {len(args)}", where=where)
-        ops.append(_convert(cmd, args, where))
+        ops.append(_convert(cmd, args, where, note))
     return ops
+
+
+def parse_cfg(path: str | Path, comments: bool = False) -> list[Op]:
+    """The ops of the ``.cfg`` trace at ``path`` (whole-line comments too if ``comments``)."""
+    return _parse_lines(numbered_lines(path), comments)
+
+
+def parse(text: str, source: str = "<cfg>", comments: bool = False) -> list[Op]:
+    """The ops of ``.cfg`` trace text; errors name ``source:line``."""
+    return _parse_lines(numbered_text(text, source), comments)
 
 
 def _unquote(text: str, where: str) -> str:
@@ -96,33 +133,67 @@ def _unquote(text: str, where: str) -> str:
     return text[1:-1]
 
 
-def _convert(cmd: str, a: list[str], where: str) -> Op:
+def _convert(cmd: str, a: list[str], where: str, note: str) -> Op:
     def num(text: str, what: str = "number") -> int:
         return parse_int(text, where, what, 32 if what in ("register value", "CRC") else 64)
 
     if cmd == "reg_write":
-        return Op("reg_write", (a[0], num(a[1], "register value")), where)
+        return RegWrite(a[0], num(a[1], "register value"), where=where, note=note)
     if cmd == "reg_read":
-        return Op("reg_read", (a[0],), where)
+        return RegRead(a[0], where=where, note=note)
     if cmd == "poll_reg_equal":
-        return Op("poll_reg", (a[0], 0xFFFFFFFF, num(a[1], "register value")), where)
+        return PollReg(a[0], ALL_BITS, num(a[1], "register value"), where=where, note=note)
     if cmd == "intr_notify":
         # intr_notify([SOURCE_GROUP,] sync_id): without a source it waits for any interrupt
-        return Op("intr_notify", (a[0], a[1]) if len(a) > 1 else ("", a[0]), where)
+        source, sync = (a[0], a[1]) if len(a) > 1 else ("", a[0])
+        return IntrNotify(source, sync, where=where, note=note)
     if cmd == "check_nothing":  # the sync id's one check is: nothing to check
-        return Op("check_nothing", (a[0],), where)
+        return CheckNothing(a[0], where=where, note=note)
     if cmd in ("sync_notify", "sync_wait"):  # NVIDIA's multi-player ordering: one player here
-        return Op("nop", (cmd, *a), where)
+        return Sync(cmd, tuple(a), where=where, note=note)
     if cmd == "mem_load":
-        return Op("mem_load", (a[0], num(a[1], "address"), _unquote(a[2], where)), where)
+        return MemLoad(a[0], num(a[1], "address"), _unquote(a[2], where), where=where,
+                       note=note)
     if cmd == "mem_init":
         size = _unquote(a[2], where) if a[2].startswith('"') else num(a[2], "size")
-        return Op("mem_init", (a[0], num(a[1], "address"), size, a[3]), where)
+        return MemInit(a[0], num(a[1], "address"), size, a[3], where=where, note=note)
     if cmd == "check_crc":
-        mem = "pri_mem" if a[1] == "1" else a[1]
-        return Op(
-            "check_crc",
-            (a[0], mem, num(a[2], "address"), num(a[3], "size"), num(a[4], "CRC")),
-            where,
-        )
+        mem = "pri_mem" if a[1] == PRI_MEM_NUMBER else a[1]
+        return CheckCrc(a[0], mem, num(a[2], "address"), num(a[3], "size"), num(a[4], "CRC"),
+                        where=where, note=note)
     raise SimError(f"unknown command {cmd!r}", where=where)  # pragma: no cover
+
+
+# -- formatting ----------------------------------------------------------------------------
+
+
+def _command(op: Op) -> str:
+    if isinstance(op, RegWrite):
+        return f"reg_write({op.reg}, {op.value:#x});"
+    if isinstance(op, PollReg):
+        if op.mask != ALL_BITS:
+            raise ValueError(f"a .cfg poll_reg_equal compares all bits, not mask {op.mask:#x}")
+        return f"poll_reg_equal({op.reg}, {op.value:#x});"
+    if isinstance(op, RegRead):
+        return f"reg_read({op.reg});"
+    if isinstance(op, IntrNotify):
+        return (f"intr_notify({op.source}, {op.sync});" if op.source
+                else f"intr_notify({op.sync});")
+    if isinstance(op, CheckNothing):
+        return f"check_nothing({op.sync});"
+    if isinstance(op, CheckCrc):
+        mem = PRI_MEM_NUMBER if op.memory == "pri_mem" else op.memory
+        return f"check_crc({op.sync}, {mem}, {op.addr:#x}, {op.size:#x}, {op.crc:#010x});"
+    if isinstance(op, MemInit):
+        size = f'"{op.size}"' if isinstance(op.size, str) else f"{op.size:#x}"
+        return f"mem_init({op.memory}, {op.addr:#x}, {size}, {op.pattern});"
+    if isinstance(op, MemLoad):
+        return f'mem_load({op.memory}, {op.addr:#x}, "{op.file}");'
+    if isinstance(op, Sync):
+        return f"{op.command}({', '.join(op.operands)});"
+    raise ValueError(f"{type(op).__name__} has no .cfg syntax")
+
+
+def format(ops: Iterable[Op]) -> str:
+    """The ``.cfg`` text of ``ops``: a line each, every line ended."""
+    return format_text(ops, _command, "//")

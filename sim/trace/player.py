@@ -15,9 +15,10 @@ from enum import Enum
 from pathlib import Path
 
 from ..configs import CONFIGS
-from ..dram import (
-    DEFAULT_LIMITS,
-    MemoryLimits,
+from ..dram import DEFAULT_LIMITS, Memory, MemoryLimits
+from ..errors import CheckFailed, NotImplementedFeature, ReportedError, SimError
+from ..machine import Machine
+from ..memfiles import (
     memory_file_name,
     read_hex_dat,
     read_record_dat,
@@ -25,10 +26,20 @@ from ..dram import (
     record_runs,
     write_memory_file,
 )
-from ..errors import CheckFailed, NotImplementedFeature, ReportedError, SimError
-from ..machine import Machine
 from .cfg import parse_cfg
-from .ops import Op
+from .ops import (
+    CheckCrc,
+    DumpMem,
+    IntrNotify,
+    LoadMem,
+    MemInit,
+    MemLoad,
+    Op,
+    PollReg,
+    RegRead,
+    RegWrite,
+    Wait,
+)
 from .txn import parse_txn
 
 # The nv_full trace player routes memory by address: 0x5xxxxxxx is CV-SRAM.
@@ -111,6 +122,35 @@ def guess_config(trace_file: Path) -> str | None:
     return None
 
 
+IDLE = "waiting for an interrupt, but the machine is idle"
+
+
+@dataclass
+class Check:
+    """What one check of a trace looked at, and why it did not hold (None: it held).
+
+    The player computes each check's result as this value; :meth:`TracePlayer._judge`
+    decides what a failure does (stop the trace, or, in ``sim.diff``, be kept)."""
+
+    op: Op
+    failure: str | None = None  # the CheckFailed reason
+    memory: Memory | None = None  # a memory check's region: memory, addr, size
+    addr: int = 0
+    size: int = 0
+    name: str = ""  # dump_mem's expected file, or crc_<address>.dat
+    golden: bytes | None = None  # the expected bytes (dump_mem), None for a CRC
+    actual: bytes | None = None  # the bytes read, when the check read them
+
+    def data(self) -> bytes:
+        """The region's bytes as the check saw them (read now if it did not read them)."""
+        if self.actual is None:
+            self.actual = self.memory.read(self.addr, self.size)
+        return self.actual
+
+    def error(self) -> CheckFailed:
+        return CheckFailed(self.failure, where=self.op.where)
+
+
 class TracePlayer:
     def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None,
                  limits: MemoryLimits = DEFAULT_LIMITS, dump_format: str = "dat",
@@ -175,27 +215,36 @@ class TracePlayer:
         pass
 
     _op_check_nothing = _op_nop
+    _op_comment = _op_nop
 
-    def _op_reg_write(self, op: Op) -> None:
-        reg = self._register(op, op.args[0])
-        self.machine.write_reg(self.machine.regfile.address_of(reg), op.args[1])
-
-    def _op_reg_read(self, op: Op) -> None:
-        self.machine.read_reg(self._register(op, op.args[0]).full_name)
-
-    def _op_poll_reg(self, op: Op) -> None:
-        reg, mask, want = op.args
-        r = self._register(op, reg)
-        addr = self.machine.regfile.address_of(r)
+    def _judge(self, check: Check) -> None:
+        """Count a check; a check that did not hold stops the trace (``sim.diff`` plays on
+        instead, keeping what each check looked at)."""
         self.checks += 1
+        if check.failure is not None:
+            raise check.error()
+
+    def _op_reg_write(self, op: RegWrite) -> None:
+        reg = self._register(op, op.reg)
+        self.machine.write_reg(self.machine.regfile.address_of(reg), op.value)
+
+    def _op_reg_read(self, op: RegRead) -> None:
+        self.machine.read_reg(self._register(op, op.reg).full_name)
+
+    def _op_poll_reg(self, op: PollReg) -> None:
+        mask, want = op.mask, op.value
+        r = self._register(op, op.reg)
+        addr = self.machine.regfile.address_of(r)
 
         def matches():
             return self.machine.read_reg(addr) & mask == want & mask
 
+        failure = None
         if not self._advance_until(matches):
             got = self.machine.read_reg(addr) & mask
-            raise CheckFailed(f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
-                              f"expected {want & mask:#x}", where=op.where)
+            failure = (f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
+                       f"expected {want & mask:#x}")
+        self._judge(Check(op, failure))
 
     def _interrupt(self, op: Op, text: str) -> tuple[str, int]:
         """``SDP_0``, ``cdma_dat_0`` ... -> (source as S_INTR_STATUS_0 names it, group).
@@ -211,37 +260,34 @@ class TracePlayer:
                           f"{', '.join(s + '_0/1' for s in sources)})")
         return name, int(group)
 
-    def _op_intr_notify(self, op: Op) -> None:
-        source = op.args[0]
-        self.checks += 1
+    def _op_intr_notify(self, op: IntrNotify) -> None:
+        source = op.source
         if not source:  # single shot: any interrupt, then clear what was raised
             if not self._advance_until(self.machine.interrupt_pending):
-                raise CheckFailed("waiting for an interrupt, but the machine is idle",
-                                  where=op.where)
+                return self._judge(Check(op, IDLE))
             self.machine.clear_interrupts()
-            return
+            return self._judge(Check(op))
         name, g = self._interrupt(op, source)
         if not self._advance_until(lambda: self.machine.interrupt_set(name, g)):
-            raise CheckFailed(f"interrupt {source} never raised (machine idle)", where=op.where)
+            return self._judge(Check(op, f"interrupt {source} never raised (machine idle)"))
         self.machine.clear_interrupt(name, g)  # as the bench's handler does
+        self._judge(Check(op))
 
-    def _op_wait(self, op: Op) -> None:
-        self.checks += 1
-        if not self._advance_until(self.machine.interrupt_pending):
-            raise CheckFailed("waiting for an interrupt, but the machine is idle", where=op.where)
+    def _op_wait(self, op: Wait) -> None:
+        held = self._advance_until(self.machine.interrupt_pending)
+        self._judge(Check(op, None if held else IDLE))
 
-    def _op_mem_init(self, op: Op) -> None:
-        mem_name, addr, size, pattern = op.args
-        mem = self._memory(op, mem_name)
+    def _op_mem_init(self, op: MemInit) -> None:
+        mem = self._memory(op, op.memory)
+        size = op.size
         if isinstance(size, str):
             size = record_dat_extent(self._records(op, size))
-        mem.fill(addr, size, pattern)
+        mem.fill(op.addr, size, op.pattern)
 
-    def _op_mem_load(self, op: Op) -> None:
-        mem_name, addr, name = op.args
-        mem = self._memory(op, mem_name)
-        for offset, payload in record_runs(self._records(op, name)):
-            mem.write(addr + offset, payload)
+    def _op_mem_load(self, op: MemLoad) -> None:
+        mem = self._memory(op, op.memory)
+        for offset, payload in record_runs(self._records(op, op.file)):
+            mem.write(op.addr + offset, payload)
 
     def _records(self, op: Op, name: str) -> list[tuple[int, bytes]]:
         """A record file's records, parsed once per trace (mem_init sizes by the file that
@@ -251,41 +297,43 @@ class TracePlayer:
             self._parsed[path] = read_record_dat(path)
         return self._parsed[path]
 
-    def _op_load_hex(self, op: Op) -> None:
-        addr, size, name = op.args
+    def _op_load_hex(self, op: LoadMem) -> None:
+        addr, size = op.addr, op.size
         mem = self._txn_memory(addr)
         mem.check(addr, size, access="load_mem")
-        data = read_hex_dat(self._file(op, name))
+        data = read_hex_dat(self._file(op, op.file))
         if len(data) < size:
             data = data + bytes(size - len(data))  # the bench loads what the file holds
         mem.write(addr, data[:size])
 
-    def _op_check_crc(self, op: Op) -> None:
-        _sync, mem_name, addr, size, want = op.args
+    def _op_check_crc(self, op: CheckCrc) -> None:
+        addr, size = op.addr, op.size
         self.machine.run()
-        mem = self._memory(op, mem_name)
+        mem = self._memory(op, op.memory)
         got = mem.crc32(addr, size)
-        self.checks += 1
-        self._dump(f"crc_{addr:#x}.dat", addr, mem.read(addr, size))
-        if got != want:
-            raise CheckFailed(f"CRC of {mem_name} {addr:#x}+{size:#x} is {got:#010x}, "
-                              f"expected {want:#010x}", where=op.where)
+        check = Check(op, None, mem, addr, size, f"crc_{addr:#x}.dat")
+        if got != op.crc:
+            check.failure = (f"CRC of {op.memory} {addr:#x}+{size:#x} is {got:#010x}, "
+                             f"expected {op.crc:#010x}")
+        if self.dump_dir is not None:
+            self._dump(check.name, addr, check.data())
+        self._judge(check)
 
-    def _op_dump_mem(self, op: Op) -> None:
-        addr, size, name = op.args
+    def _op_dump_mem(self, op: DumpMem) -> None:
+        addr, size, name = op.addr, op.size, op.file
         self.machine.run()
         mem = self._txn_memory(addr)
         got = mem.read(addr, size)
         self._dump(name, addr, got)
         expected = read_hex_dat(self._file(op, name))
-        self.checks += 1
         if len(expected) < size:
             raise op.fail(f"{name} holds {len(expected)} bytes, dump_mem asks {size}")
-        if got != expected[:size]:
+        check = Check(op, None, mem, addr, size, name, expected[:size], got)
+        if got != check.golden:
             first = next(i for i in range(size) if got[i] != expected[i])
-            raise CheckFailed(f"memory differs from {name} at {addr + first:#x}: "
-                              f"expected {expected[first]:#04x}, got {got[first]:#04x}",
-                              where=op.where)
+            check.failure = (f"memory differs from {name} at {addr + first:#x}: "
+                             f"expected {expected[first]:#04x}, got {got[first]:#04x}")
+        self._judge(check)
 
 
 def run_trace(

@@ -26,8 +26,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..dram import format_record_dat, write_atomically
 from ..errors import SimError
+from ..files import write_atomically
+from ..memfiles import format_record_dat
+from . import cfg
+from .ops import (
+    ALL_BITS,
+    CheckCrc,
+    CheckNothing,
+    Comment,
+    IntrNotify,
+    MemLoad,
+    Op,
+    PollReg,
+    RegWrite,
+)
 
 RAM_NAMES = {0: "sec_mem", 1: "pri_mem", "sec_mem": "sec_mem", "pri_mem": "pri_mem"}
 RECORD_BYTES = 32  # bytes per .dat record line
@@ -37,7 +50,7 @@ STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
 @dataclass
 class _Notify:
     sync: int
-    line: int  # index of its intr_notify in the trace's lines
+    line: int  # index of its intr_notify in the trace's ops
     layer_writes: dict  # memory name -> Memory.layer_writes of the layers complete by then
 
 
@@ -53,10 +66,10 @@ class _Check:
 class TraceRecorder:
     def __init__(self, machine):
         self.machine = machine
-        self.lines: list[str] = [
-            f"// recorded by nvdla-sim (config {machine.config.name})",
-            "// reads of registers the hardware updates are left out: the intr_notify "
-            "waits order the replay",
+        self.ops: list[Op] = [
+            Comment(f"recorded by nvdla-sim (config {machine.config.name})"),
+            Comment("reads of registers the hardware updates are left out: the intr_notify "
+                    "waits order the replay"),
         ]
         self.files: dict[str, str] = {}
         self._notifies: list[_Notify] = []
@@ -69,7 +82,7 @@ class TraceRecorder:
             mem.log_layer_writes()
 
     def comment(self, text: str) -> None:
-        self.lines.append(f"// {text}")
+        self.ops.append(Comment(text))
 
     def begin_task(self, text: str) -> None:
         """A new task starts: its checks go on its own interrupts."""
@@ -80,12 +93,12 @@ class TraceRecorder:
         reg = self.machine.regfile.register_at(addr)
         if reg is self._status:  # acknowledging an interrupt: intr_notify stands for it
             return
-        self.lines.append(f"reg_write({reg.full_name}, {value & 0xFFFFFFFF:#x});")
+        self.ops.append(RegWrite(reg.full_name, value & 0xFFFFFFFF))
 
     def reg_read(self, addr: int, value: int) -> None:
         reg = self.machine.regfile.register_at(addr)
         if reg.software_owned:
-            self.lines.append(f"poll_reg_equal({reg.full_name}, {value & 0xFFFFFFFF:#x});")
+            self.ops.append(PollReg(reg.full_name, ALL_BITS, value & 0xFFFFFFFF))
 
     def interrupt(self, machine) -> None:
         """The firmware's handler is about to serve the pending interrupts: wait for each."""
@@ -97,13 +110,13 @@ class TraceRecorder:
             if status >> f.lsb & 1 and "_DONE_STATUS" in f.name:
                 source, _, group = f.name.rpartition("_DONE_STATUS")
                 sync = len(self._notifies)
-                self._notifies.append(_Notify(sync, len(self.lines), writes))
-                self.lines.append(f"intr_notify({source}_{group}, sync_id_{sync});")
+                self._notifies.append(_Notify(sync, len(self.ops), writes))
+                self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
         self.files[name] = format_record_dat(bytes(data), RECORD_BYTES)
-        self.lines.append(f'mem_load({RAM_NAMES[ram]}, {addr:#x}, "{name}");')
+        self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
         """Check a region the running task wrote, on the first of the task's interrupts
@@ -118,23 +131,26 @@ class TraceRecorder:
                            f"has no interrupt left to check it on (one check per sync id)")
         self._checks[free[0].sync] = check
 
-    def text(self) -> str:
-        """The trace: each intr_notify followed by its one check."""
+    def trace(self) -> list[Op]:
+        """The trace's ops: each intr_notify followed by its one check."""
         after = {n.line: n.sync for n in self._notifies}
-        out = []
-        for i, line in enumerate(self.lines):
-            out.append(line)
+        out: list[Op] = []
+        for i, op in enumerate(self.ops):
+            out.append(op)
             sync = after.get(i)
             if sync is None:
                 continue
             check = self._checks.get(sync)
             if check is None:
-                out.append(f"check_nothing(sync_id_{sync});")
+                out.append(CheckNothing(f"sync_id_{sync}"))
             else:
-                mem = 1 if check.ram == "pri_mem" else check.ram  # 1: NVIDIA's pri_mem
-                out.append(f"check_crc(sync_id_{sync}, {mem}, {check.addr:#x}, "
-                           f"{check.size:#x}, {check.crc:#010x});")
-        return "\n".join(out) + "\n"
+                out.append(CheckCrc(f"sync_id_{sync}", check.ram, check.addr, check.size,
+                                    check.crc))
+        return out
+
+    def text(self) -> str:
+        """The trace as ``.cfg`` text."""
+        return cfg.format(self.trace())
 
     def save(self, path: str | Path) -> Path:
         """Write the trace and its memory files (each file whole or not at all)."""

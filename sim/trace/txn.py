@@ -1,18 +1,34 @@
-"""Parser for the nv_full trace player's ``input.txn``.
+"""The nv_full trace player's ``input.txn``: parse and format.
 
 ``load_mem ADDR SIZE FILE``, ``write_reg ADDR VALUE``, ``read_reg ADDR MASK VALUE``,
 ``wait``, ``dump_mem ADDR SIZE FILE``; ``#`` starts a comment.  Register
-addresses are CSB word addresses ``0xffff0000 | (byte_offset >> 2)``.
+addresses are CSB word addresses ``0xffff0000 | (byte_offset >> 2)``; the ops
+hold byte addresses.  :func:`format` writes ops in this syntax, and is the one
+place that does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import SimError
-from .ops import Op, numbered_lines, parse_int
+from .ops import (
+    Comment,
+    DumpMem,
+    LoadMem,
+    Op,
+    PollReg,
+    RegWrite,
+    Wait,
+    format_text,
+    numbered_lines,
+    numbered_text,
+    parse_int,
+)
 
 ARITY = {"load_mem": 3, "write_reg": 2, "read_reg": 3, "wait": 0, "dump_mem": 3}
+CSB_BASE = 0xFFFF0000  # CSB word addresses as the trace writes them
 
 
 def csb_to_byte(addr: int) -> int:
@@ -20,11 +36,20 @@ def csb_to_byte(addr: int) -> int:
     return (addr & 0xFFFF) << 2
 
 
-def parse_txn(path: str | Path) -> list[Op]:
-    ops = []
-    for where, raw in numbered_lines(path):
-        words = raw.split("#", 1)[0].split()
+def byte_to_csb(addr: int) -> int:
+    """A register's byte address to its CSB word address as the trace writes it."""
+    return CSB_BASE | (addr >> 2)
+
+
+def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
+    ops: list[Op] = []
+    for where, raw in lines:
+        code, sep, comment = raw.partition("#")
+        note = comment.strip() if sep else ""
+        words = code.split()
         if not words:
+            if comments and sep:
+                ops.append(Comment(note, where=where))
             continue
         cmd, args = words[0], words[1:]
         if cmd not in ARITY:
@@ -39,14 +64,53 @@ def parse_txn(path: str | Path) -> list[Op]:
             return parse_int(args[i], where, what, bits)  # noqa: B023
 
         if cmd == "write_reg":
-            ops.append(Op("reg_write", (csb_to_byte(num(0, "address")), num(1, "value")), where))
+            ops.append(RegWrite(csb_to_byte(num(0, "address")), num(1, "value"), where=where,
+                                note=note))
         elif cmd == "read_reg":
             reg = csb_to_byte(num(0, "address"))
-            ops.append(Op("poll_reg", (reg, num(1, "mask"), num(2, "value")), where))
+            ops.append(PollReg(reg, num(1, "mask"), num(2, "value"), where=where, note=note))
         elif cmd == "wait":
-            ops.append(Op("wait", (), where))
+            ops.append(Wait(where=where, note=note))
         elif cmd == "load_mem":
-            ops.append(Op("load_hex", (num(0, "memory address"), num(1, "size"), args[2]), where))
+            ops.append(LoadMem(num(0, "memory address"), num(1, "size"), args[2], where=where,
+                               note=note))
         else:
-            ops.append(Op("dump_mem", (num(0, "memory address"), num(1, "size"), args[2]), where))
+            ops.append(DumpMem(num(0, "memory address"), num(1, "size"), args[2], where=where,
+                               note=note))
     return ops
+
+
+def parse_txn(path: str | Path, comments: bool = False) -> list[Op]:
+    """The ops of the ``input.txn`` at ``path`` (whole-line comments too if ``comments``)."""
+    return _parse_lines(numbered_lines(path), comments)
+
+
+def parse(text: str, source: str = "<txn>", comments: bool = False) -> list[Op]:
+    """The ops of ``input.txn`` text; errors name ``source:line``."""
+    return _parse_lines(numbered_text(text, source), comments)
+
+
+def _command(op: Op) -> str:
+    if isinstance(op, RegWrite):
+        return f"write_reg {byte_to_csb(_address(op.reg)):#010x} {op.value:#x}"
+    if isinstance(op, PollReg):
+        return (f"read_reg {byte_to_csb(_address(op.reg)):#010x} {op.mask:#010x} "
+                f"{op.value:#010x}")
+    if isinstance(op, Wait):
+        return "wait"
+    if isinstance(op, LoadMem):
+        return f"load_mem {op.addr:#x} {op.size:#x} {op.file}"
+    if isinstance(op, DumpMem):
+        return f"dump_mem {op.addr:#x} {op.size:#x} {op.file}"
+    raise ValueError(f"{type(op).__name__} has no input.txn syntax")
+
+
+def _address(reg) -> int:
+    if not isinstance(reg, int):
+        raise ValueError(f"input.txn names registers by byte address, not {reg!r}")
+    return reg
+
+
+def format(ops: Iterable[Op]) -> str:
+    """The ``input.txn`` text of ``ops``: a line each, every line ended."""
+    return format_text(ops, _command, "#")

@@ -8,8 +8,8 @@ import zlib
 import pytest
 
 from sim.cli import main
-from sim.dram import format_hex_dat, format_record_dat
 from sim.errors import SimError
+from sim.memfiles import format_hex_dat, format_record_dat
 from sim.trace.cfg import parse_cfg
 from sim.trace.player import run_trace
 from sim.trace.txn import parse_txn
