@@ -61,7 +61,7 @@ def whole_process(args, repeat: int = 5) -> float:
 
 STAGES = (  # (label, module, function) timed inside a run
     ("trace parsing", "sim.trace.txn", "parse_txn"),
-    ("memory files (.dat)", "sim.dram", "read_hex_dat"),
+    ("memory files (.dat)", "sim.memfiles", "read_hex_dat"),
     ("convolution (CDMA..CACC)", "sim.conv.modes", "compute_conv_layer"),
     ("SDP", "sim.sdp.engine", "process_sdp"),
     ("write DMA", "sim.dma.feature", "write_feature"),

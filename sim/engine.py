@@ -2,7 +2,8 @@
 
 An engine owns one or more register blocks (units) and runs one layer at a
 time.  The ``Machine`` asks each engine whether it can launch (``ready``),
-runs it with a ``LayerContext`` and then, for every block the layer used,
+runs it with a ``LayerContext`` (its register snapshots, its memories and the
+state it owns: never the machine) and then, for every block the layer used,
 stores counters, clears OP_EN, flips the consumer pointer and raises the
 interrupts the engine names.
 """
@@ -23,6 +24,12 @@ class Engine:
 
     def run(self, ctx) -> None:
         raise NotImplementedError
+
+    def unit_state(self) -> dict:
+        """``{unit: state}`` this engine keeps between layers (a LUT RAM, the RDMA's
+        fetches) that ``LayerContext.state(unit)`` serves to whichever engine runs the
+        unit (the convolution's fused SDP, say)."""
+        return {}
 
     def interrupts(self, ctx) -> list:
         """(source, unit) pairs: raise ``<source>_DONE_STATUS<group of unit>``."""

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .configs import UNIT_FEATURES, HardwareConfig, get_config
-from .dram import DEFAULT_LIMITS, Memory, MemoryFault, MemoryLimits
+from .dram import Memory
 from .engines import ENGINES, Engine
-from .errors import ConfigurationError, SimError
+from .errors import ConfigurationError, MemoryFault, SimError
+from .limits import DEFAULT_LIMITS, MemoryLimits
+from .listeners import LayerListeners, memory_listeners
 from .regfile import Block, RegisterFile
 
 RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
@@ -32,23 +34,33 @@ GLB = "NVDLA_GLB"
 
 @dataclass
 class LayerContext:
-    """What an engine sees while it runs one layer."""
+    """What a unit sees while it runs one layer: its registers, its memories and the unit
+    state it owns -- never the machine itself (``_machine`` is the machine's own)."""
 
-    machine: Machine
+    _machine: Machine
     groups: dict  # block (unit name) -> group executing
     counters: dict = field(default_factory=dict)  # (unit, register) -> value
 
     @property
     def config(self) -> HardwareConfig:
-        return self.machine.config
+        return self._machine.config
 
-    def regs(self, unit: str) -> Block:
-        """Decoded snapshot of ``unit``'s executing group."""
-        return self.machine.regfile.snapshot(unit, self.groups[unit])
+    def regs(self, unit: str, group: int | None = None) -> Block:
+        """Decoded snapshot of ``unit``'s executing group (or of register group ``group``)."""
+        return self._machine.regfile.snapshot(unit, self.groups[unit] if group is None else group)
+
+    def armed(self, unit: str, group: int) -> bool:
+        """Is ``unit``'s register group ``group`` armed (its D_OP_ENABLE set)?"""
+        return self._machine.regfile.armed[unit][group]
 
     def memory(self, ram_type: int, what: str = "") -> Memory:
         """The memory a RAM_TYPE field selects; ``what`` names the field in errors."""
-        return self.machine.memory(ram_type, what)
+        return self._machine.memory(ram_type, what)
+
+    def state(self, unit: str):
+        """The state the machine keeps for ``unit`` between layers (``Engine.unit_state``),
+        e.g. the SDP's LUT RAM and RDMA fetches, for whichever engine runs the unit."""
+        return self._machine.unit_state(unit)
 
     def set_counter(self, unit: str, register: str, value: int) -> None:
         """Store a counter/status value in ``unit``'s group at layer end."""
@@ -77,6 +89,9 @@ class Machine:
         self.pri_mem = Memory("pri_mem", bits, limits)
         self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
+        # unit -> the state its engine keeps between layers (LayerContext.state)
+        self._unit_states = {unit: state for engine in self.engines
+                             for unit, state in engine.unit_state().items()}
         # the engines that see CSB accesses of a unit: only those of its own units, and
         # only engines that intercept at all (every trace line is a register write)
         self._write_hooks = _hooks(self.engines, "on_write")
@@ -87,7 +102,8 @@ class Machine:
         # each step raises one, as a bench waiting for them one by one sees them
         self._deferred: list[tuple[str, int]] = []
         self.layers_run = 0
-        self.observer = None  # told when a layer starts and ends (sim.diff.record)
+        # told when a layer starts and ends (sim.listeners.LayerListener): add/remove
+        self.listeners = LayerListeners()
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
@@ -102,6 +118,16 @@ class Machine:
             return self.sec_mem
         raise SimError(f"{prefix}unknown memory {ram_type!r}")
 
+    def memory_listeners(self, ram: int | str = RAM_MC):
+        """The write listeners of a memory (sim.listeners.MemoryListener): add/remove."""
+        return memory_listeners(self.memory(ram))
+
+    def memories(self) -> list[Memory]:
+        """The memories of this machine: pri_mem, and sec_mem if it has one."""
+        return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
+
+    _memories = memories  # the name sim.trace.record uses
+
     def load(self, addr: int, data, ram: int | str = RAM_MC) -> None:
         self.memory(ram).write(addr, data)
 
@@ -110,6 +136,19 @@ class Machine:
 
     def read_array(self, addr: int, size: int, dtype=np.uint8, ram: int | str = RAM_MC):
         return self.memory(ram).read_array(addr, size).view(dtype)
+
+    # -- what the units see -------------------------------------------------------
+    def context(self, groups: dict | None = None) -> LayerContext:
+        """What a unit sees of this machine while ``groups`` ({unit: group}) run; with no
+        groups, what a CSB hook (``Engine.on_write``) may hand to unit code."""
+        return LayerContext(self, {} if groups is None else groups)
+
+    def unit_state(self, unit: str):
+        """The state an engine keeps for ``unit`` between layers (``Engine.unit_state``)."""
+        try:
+            return self._unit_states[unit]
+        except KeyError:
+            raise ConfigurationError(f"this machine keeps no state for {unit}") from None
 
     # -- registers ------------------------------------------------------------
     def _reg(self, reg):
@@ -212,12 +251,10 @@ class Machine:
             groups = engine.ready(self)
             if groups is None:
                 continue
-            ctx = LayerContext(self, groups)
-            if self.observer is not None:
-                self.observer.layer_begin(self.layers_run, engine, ctx)
+            ctx = self.context(groups)
+            self.listeners.layer_begin(self.layers_run, engine, ctx)
             self._run_layer(engine, ctx)
-            if self.observer is not None:
-                self.observer.layer_end()
+            self.listeners.layer_end()
             self._finish(engine, ctx)
             self.layers_run += 1
             return True
@@ -231,13 +268,10 @@ class Machine:
                 break
         return self.layers_run - start
 
-    def _memories(self) -> list[Memory]:
-        return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
-
     def _run_layer(self, engine: Engine, ctx: LayerContext) -> None:
         """Run one layer; a DMA fault names the unit when the reader did not."""
         watch = engine.refuses_overlap
-        for mem in self._memories():
+        for mem in self.memories():
             if watch:
                 mem.begin_layer()
         try:
@@ -248,7 +282,7 @@ class Machine:
                 exc.reason = f"DMA {exc.reason}"
             raise
         finally:
-            for mem in self._memories():
+            for mem in self.memories():
                 mem.end_layer()
 
     def _by_launch_order(self):

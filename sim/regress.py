@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 from .configs import CONFIGS
-from .dram import write_atomically
 from .errors import SimError
+from .files import write_atomically
 from .progress import Progress
 from .trace.player import TraceResult, TraceStatus, run_trace
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..dram import check_extent
 from ..engine import Engine
+from ..limits import check_extent
 
 FIFO_DEPTH = 20
 ATOM = 32
@@ -58,9 +58,10 @@ class BdmaCopy:
             dst_surf_stride=word("CFG_DST_SURF_0") & ~(ATOM - 1),
         )
 
-    def execute(self, machine) -> None:
-        src_mem = machine.memory(self.src_ram, f"{UNIT}.CFG_CMD_0.SRC_RAM_TYPE")
-        dst_mem = machine.memory(self.dst_ram, f"{UNIT}.CFG_CMD_0.DST_RAM_TYPE")
+    def execute(self, ctx) -> None:
+        """Copy through the memories ``ctx`` (a :class:`sim.machine.LayerContext`) selects."""
+        src_mem = ctx.memory(self.src_ram, f"{UNIT}.CFG_CMD_0.SRC_RAM_TYPE")
+        dst_mem = ctx.memory(self.dst_ram, f"{UNIT}.CFG_CMD_0.DST_RAM_TYPE")
         total = self.surfaces * self.lines * self.line_bytes
         check_extent(total, f"{UNIT}: a copy of {self.surfaces} surfaces x {self.lines} lines "
                      f"x {self.line_bytes} bytes", src_mem.limits)
@@ -123,7 +124,7 @@ class BdmaEngine(Engine):
     def run(self, ctx) -> None:
         group, ops = self.groups.pop(0)
         for op in ops:
-            op.execute(ctx.machine)
+            op.execute(ctx)
         self._group = group
 
     def interrupts(self, ctx) -> list:

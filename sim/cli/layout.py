@@ -35,8 +35,8 @@ from ..dma import foreign, operands, pixel, weights
 from ..dma.align import LayoutError
 from ..dma.elements import precision_of, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
-from ..dram import check_extent
 from ..errors import SimError
+from ..limits import check_extent
 from . import int_arg
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
@@ -92,14 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def write_image(path: str, data: np.ndarray) -> None:
     """Raw binary, or a record .dat when ``path`` ends in .dat."""
-    from ..dram import format_record_dat, write_atomically
+    from ..files import write_atomically
+    from ..memfiles import format_record_dat
 
     raw = np.asarray(data, dtype=np.uint8).tobytes()
     write_atomically(path, format_record_dat(raw) if path.endswith(".dat") else raw)
 
 
 def read_image(path: str) -> np.ndarray:
-    from ..dram import load_image
+    from ..memfiles import load_image
 
     return np.frombuffer(load_image(path), dtype=np.uint8)
 
@@ -112,7 +113,7 @@ def _load_npy(path: str) -> np.ndarray:
 
 
 def _save_npy(path: str, array: np.ndarray) -> None:
-    from ..dram import write_atomically
+    from ..files import write_atomically
 
     buf = io.BytesIO()
     np.save(buf, array, allow_pickle=False)

@@ -81,7 +81,7 @@ def _check_output_folder(folder: str) -> None:
 
 def main(argv: list[str]) -> int:
     from ..configs import get_config
-    from ..dram import write_folder_atomically
+    from ..files import write_folder_atomically
     from ..runtime import read_loadable, run_loadable_bytes
 
     args = parse_args(build_parser(), argv)

@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_dump_options(p: argparse.ArgumentParser) -> None:
     """--dump-format and --word-bytes (run and gen)."""
-    from ..dram import MEMORY_FILE_FORMATS
+    from ..memfiles import MEMORY_FILE_FORMATS
 
     p.add_argument("--dump-format", choices=tuple(MEMORY_FILE_FORMATS), default="dat",
                    help="dat: NVDLA hex .dat; bin: raw binary; hex: one word a line; "
@@ -79,7 +79,7 @@ def add_dump_options(p: argparse.ArgumentParser) -> None:
 
 
 def check_dump_options(args) -> None:
-    from ..dram import check_word_bytes
+    from ..memfiles import check_word_bytes
 
     check_word_bytes(args.word_bytes)
     folder = getattr(args, "dump_dir", None)

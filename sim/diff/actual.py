@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dram import read_memory_file
 from ..errors import SimError
+from ..memfiles import read_memory_file
 
 
 @dataclass

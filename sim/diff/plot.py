@@ -17,8 +17,8 @@ import io
 
 import numpy as np
 
-from ..dram import write_atomically
 from ..errors import SimError
+from ..files import write_atomically
 
 BACKGROUND = np.array([0.88, 0.88, 0.88])
 LOW, HIGH = np.array([1.0, 0.85, 0.2]), np.array([0.55, 0.0, 0.0])

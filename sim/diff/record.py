@@ -1,8 +1,10 @@
 """Who wrote which bytes: a recorder attached to a Machine while a trace plays.
 
-The machine tells its observer when a layer starts and ends; each memory
-tells it of every write, and :func:`sim.dma.feature.write_feature` adds the
-:class:`~sim.dma.feature.FeatureLayout` of the cube it wrote.  Writes made
+The recorder listens (:mod:`sim.listeners`): the machine tells it when a
+layer starts and ends; each memory tells it of every write, and
+:func:`sim.dma.feature.write_feature` adds the
+:class:`~sim.dma.feature.FeatureLayout` of the cube it wrote.  Other
+listeners (``--layers``, another recorder) may listen at the same time.  Writes made
 outside a layer are the trace's own loads (``mem_load``, ``mem_init``,
 ``load_mem``), recorded with the trace line that made them.
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dma.feature import FeatureLayout
+from ..listeners import memory_listeners
 
 
 @dataclass
@@ -59,7 +62,10 @@ def _unit_of(what: str, engine: str) -> str:
 
 
 class WriteRecorder:
-    """Attach with :meth:`attach`; read :attr:`writes` afterwards."""
+    """Attach with :meth:`attach` (detach with :meth:`detach`); read :attr:`writes` afterwards.
+
+    A :class:`~sim.listeners.LayerListener` and :class:`~sim.listeners.MemoryListener`.
+    """
 
     def __init__(self):
         self.writes: list[Write] = []
@@ -70,11 +76,16 @@ class WriteRecorder:
         self.where = "trace"  # the trace line being played (set by the player)
 
     def attach(self, machine) -> WriteRecorder:
-        machine.observer = self
-        for mem in (machine.pri_mem, machine.sec_mem):
-            if mem is not None:
-                mem.observer = self
+        """Listen to ``machine``'s layers and to every memory's writes."""
+        machine.listeners.add(self)
+        for mem in machine.memories():
+            memory_listeners(mem).add(self)
         return self
+
+    def detach(self, machine) -> None:
+        machine.listeners.remove(self)
+        for mem in machine.memories():
+            memory_listeners(mem).remove(self)
 
     @property
     def seq(self) -> int:

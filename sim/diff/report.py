@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dram import write_atomically
 from ..errors import SimError
+from ..files import write_atomically
 from .actual import load_actual, region_bytes
 from .localise import RegionDiff, build_cubes, compare_region, summarise_cube
 from .simulate import Simulation, simulate

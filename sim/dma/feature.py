@@ -412,9 +412,7 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
         window = mem.read_for_update(addr, layout.extent, what)
     scatter_atoms(window, 0, layout, raw)
     mem.write(addr, window, what, lines=layout.lines())
-    observer = getattr(mem, "observer", None)
-    if observer is not None:  # tell a recorder (sim.diff) which elements these bytes hold
-        observer.wrote_feature(mem, addr, layout, precision, what)
+    mem.notify_feature(addr, layout, precision, what)  # which elements these bytes hold
     return layout
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..dram import write_folder_atomically
 from ..errors import SimError
+from ..files import write_folder_atomically
 from .build import build
 from .spec import load_spec
 from .write import cfg_text, memory_dumps, txn_text

@@ -43,9 +43,9 @@ class GenMachine(Machine):
         self.chained: set[tuple[str, int]] = set()  # inputs already in memory (chaining)
         self._ctx = None
         self.last_counters: dict = {}
-        self.observer = self
+        self.listeners.add(self)
 
-    # observer hooks (sim.machine): keep the counters of the last layer
+    # layer listener (sim.listeners.LayerListener): keep the counters of the last layer
     def layer_begin(self, index, engine, ctx) -> None:
         self._ctx = ctx
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dma.elements import element_dtype
-from ..dram import check_extent
+from ..limits import check_extent
 
 # default value ranges: (feature data of a convolution, weights, other units' data)
 RANGES = {

@@ -26,8 +26,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..dram import write_atomically
 from ..errors import SimError
+from ..files import write_atomically
 from .commands import Read, Wait, encode
 from .plan import Plan
 

@@ -28,8 +28,9 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..dram import fill_pattern, read_hex_dat, read_record_dat, record_dat_extent, record_runs
+from ..dram import fill_pattern
 from ..errors import SimError
+from ..memfiles import read_hex_dat, read_record_dat, record_dat_extent, record_runs
 from ..regfile import RegisterFile
 from ..trace.cfg import parse_cfg
 from ..trace.ops import Op

@@ -59,7 +59,12 @@ class LayerOutput:
 
 
 class LayerOutputs:
-    """Attach to a machine with :meth:`attach`; :attr:`outputs` fills as layers end."""
+    """Attach to a machine with :meth:`attach`; :attr:`outputs` fills as layers end.
+
+    It listens to the machine's layers (:class:`sim.listeners.LayerListener`) beside a
+    :class:`~sim.diff.record.WriteRecorder` of its own, which listens to the memories;
+    other listeners (a diff recorder) may listen at the same time.
+    """
 
     def __init__(self):
         self.recorder = WriteRecorder()
@@ -68,19 +73,20 @@ class LayerOutputs:
         self._first = 0  # index of the first write of the current layer
 
     def attach(self, machine) -> LayerOutputs:
-        self.recorder.attach(machine)
-        machine.observer = self  # layer hooks come here, memory hooks go to the recorder
-        self._memories = {m.name: m for m in (machine.pri_mem, machine.sec_mem)
-                          if m is not None}
+        self.recorder.attach(machine)  # told of a layer's start before this
+        machine.listeners.add(self)
+        self._memories = {m.name: m for m in machine.memories()}
         return self
 
+    def detach(self, machine) -> None:
+        machine.listeners.remove(self)
+        self.recorder.detach(machine)
+
     def layer_begin(self, index: int, engine, ctx) -> None:
-        self.recorder.layer_begin(index, engine, ctx)
         self._first = self.recorder.seq
 
     def layer_end(self) -> None:
         writes = self.recorder.writes[self._first:]
-        self.recorder.layer_end()
         parts = 0
         for w in writes:
             mem = self._memories[w.memory]

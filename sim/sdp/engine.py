@@ -18,6 +18,8 @@ like the others.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
@@ -107,7 +109,7 @@ def run_sdp(ctx, lut: LutRam, cube=None, fetch: RdmaFetch | None = None) -> None
     fetched = fetch.fetched(group) if fetch is not None and group is not None else None
     _compute(ctx, lut, cube, fetched)
     if fetch is not None and group is not None:
-        fetch.layer_ran(ctx.machine, group)
+        fetch.layer_ran(ctx, group)
 
 
 def _compute(ctx, lut: LutRam, cube, fetched) -> None:
@@ -185,15 +187,16 @@ def process_sdp(ctx, cube) -> None:
     memory, or passes it to the PDP on the fly; counters are stored in
     ``ctx``.  The caller raises the SDP (and PDP) done interrupts.
     """
-    engine = _engine_of(ctx.machine)
-    run_sdp(ctx, engine.lut, cube, engine.fetch)
+    state: SdpState = ctx.state(SDP)
+    run_sdp(ctx, state.lut, cube, state.fetch)
 
 
-def _engine_of(machine) -> SdpEngine:
-    for engine in machine.engines:
-        if isinstance(engine, SdpEngine):
-            return engine
-    raise ConfigurationError("this machine has no SDP engine")
+@dataclass(frozen=True)
+class SdpState:
+    """What the SDP keeps between layers, whichever engine runs its layer (``ctx.state(SDP)``)."""
+
+    lut: LutRam  # the LUT RAM the CSB writes fill
+    fetch: RdmaFetch  # SDP_RDMA's layers: they read memory as they start
 
 
 class SdpEngine(Engine):
@@ -203,6 +206,9 @@ class SdpEngine(Engine):
     def __init__(self):
         self.lut = LutRam(cfg_readback="word", past_end="clamp")
         self.fetch = RdmaFetch()  # SDP_RDMA's layers: they read memory as they start
+
+    def unit_state(self):
+        return {SDP: SdpState(self.lut, self.fetch)}
 
     def ready(self, machine):
         rf = machine.regfile
@@ -223,7 +229,7 @@ class SdpEngine(Engine):
         if reg.unit == SDP_RDMA and reg.name == "D_OP_ENABLE_0" and value & 1 \
                 and SDP_RDMA in machine.regfile.producer:
             # the RDMA layer may start now, before the write arms the group
-            self.fetch.enabling(machine, machine.regfile.producer[SDP_RDMA])
+            self.fetch.enabling(machine.context(), machine.regfile.producer[SDP_RDMA])
             return False
         return reg.unit == SDP and self.lut.on_write(reg.name, value)
 
@@ -231,4 +237,4 @@ class SdpEngine(Engine):
         return self.lut.on_read(reg.name) if reg.unit == SDP else None
 
 
-__all__ = ["SdpEngine", "process_sdp", "run_sdp"]
+__all__ = ["SdpEngine", "SdpState", "process_sdp", "run_sdp"]

@@ -101,18 +101,18 @@ class _Layer:
     fetched: Fetched = field(default_factory=Fetched)
 
 
-def _read_streams(machine, group: int) -> tuple[Fetched, dict]:
+def _read_streams(ctx, group: int) -> tuple[Fetched, dict]:
     """Read the enabled operand streams of SDP_RDMA group ``group`` as its registers say.
 
     Only SDP_RDMA's registers count, as in the hardware.  A stream its
     registers cannot describe, or that falls outside memory, is left out: the
     layer, if it uses it, reports the error when it computes.
     """
-    rdma = machine.regfile.snapshot(SDP_RDMA, group)
+    rdma = ctx.regs(SDP_RDMA, group)
     proc = PRECISIONS.get(rdma.proc_precision)
     if proc is None:
         return Fetched(), {}
-    atom = machine.config.atom_bytes
+    atom = ctx.config.atom_bytes
     width, height, channels = rdma.width + 1, rdma.height + 1, rdma.channel + 1
     per_atom = elements_per_atom(proc, atom)
     cp = -(-channels // per_atom) * per_atom
@@ -125,7 +125,7 @@ def _read_streams(machine, group: int) -> tuple[Fetched, dict]:
             load[f"{prefix}_{fifo}"] = cp * (height * width if dma.per_element else 1)
         try:
             geometry = stream_geometry(dma, proc, cp, height, width, atom)
-            memory = machine.memory(dma.ram_type)
+            memory = ctx.memory(dma.ram_type)
             data = memory.read_array(dma.address, stream_layout(geometry).extent)
         except SimError:
             continue
@@ -144,17 +144,19 @@ class RdmaFetch:
         self._next = 0  # the group the RDMA starts next
         self._started: list[_Layer] = []  # started, their SDP layer not run yet; oldest first
 
-    def enabling(self, machine, group: int) -> None:
-        """SDP_RDMA's D_OP_ENABLE of ``group`` is being set (before the write lands)."""
-        self._advance(machine, arming=group)
+    def enabling(self, ctx, group: int) -> None:
+        """SDP_RDMA's D_OP_ENABLE of ``group`` is being set (before the write lands).
 
-    def layer_ran(self, machine, group: int) -> None:
+        ``ctx`` (a :class:`sim.machine.LayerContext`) gives the registers and memories."""
+        self._advance(ctx, arming=group)
+
+    def layer_ran(self, ctx, group: int) -> None:
         """The SDP layer of SDP_RDMA group ``group`` has computed (its FIFOs are drained)."""
         started = any(layer.group == group for layer in self._started)
         self._started = [layer for layer in self._started if layer.group != group]
         if not started and self._next == group:  # armed behind the RDMA's back: skip it
             self._next = group ^ 1
-        self._advance(machine, done=group)
+        self._advance(ctx, done=group)
 
     def fetched(self, group: int) -> Fetched | None:
         """What RDMA group ``group`` read when it started; None if it has not started."""
@@ -171,18 +173,17 @@ class RdmaFetch:
                 total[fifo] = total.get(fifo, 0) + n
         return any(n > FIFO_ELEMENTS for n in total.values())
 
-    def _advance(self, machine, arming: int | None = None, done: int | None = None) -> None:
+    def _advance(self, ctx, arming: int | None = None, done: int | None = None) -> None:
         """Start every layer the RDMA can start now, in group order."""
-        armed = machine.regfile.armed[SDP_RDMA]
         while True:
             group = self._next
             if any(layer.group == group for layer in self._started):
                 return  # both groups in flight
-            if group != arming and (group == done or not armed[group]):
+            if group != arming and (group == done or not ctx.armed(SDP_RDMA, group)):
                 return
             if self._busy():
                 return
-            fetched, load = _read_streams(machine, group)
+            fetched, load = _read_streams(ctx, group)
             self._started.append(_Layer(group, load, fetched))
             self._next = group ^ 1
 

@@ -5,7 +5,8 @@ import pytest
 
 
 class FlatMemory:
-    """The memory interface DMA engines use: read_array / write on a flat buffer."""
+    """The memory interface DMA engines use: read_array / write on a flat buffer (and
+    notify_feature, which tells nobody here)."""
 
     def __init__(self, size: int, fill: int = 0xEE):
         self.buf = np.full(size, fill, dtype=np.uint8)
@@ -23,6 +24,9 @@ class FlatMemory:
     def write(self, addr: int, data, what: str = "", *, lines=None) -> None:
         raw = np.frombuffer(bytes(data), np.uint8) if isinstance(data, bytes) else data
         self.buf[addr : addr + raw.size] = raw
+
+    def notify_feature(self, addr: int, layout, precision: str, what: str = "") -> None:
+        pass
 
 
 @pytest.fixture(scope="session")

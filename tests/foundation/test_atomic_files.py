@@ -1,4 +1,4 @@
-"""Files the simulator writes appear whole or not at all (sim.dram's two helpers)."""
+"""Files the simulator writes appear whole or not at all (sim.files)."""
 
 import os
 import stat
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.dram import write_atomically, write_folder_atomically
 from sim.errors import SimError
+from sim.files import write_atomically, write_folder_atomically
 
 
 def test_folder_is_replaced_whole(tmp_path):
@@ -68,7 +68,7 @@ def test_file_is_replaced_whole(tmp_path, monkeypatch):
     def fail(*args):
         raise OSError("disk full")
 
-    monkeypatch.setattr("sim.dram.os.replace", fail)
+    monkeypatch.setattr("sim.files.os.replace", fail)
     with pytest.raises(SimError, match="r.json: cannot write \\(disk full\\)"):
         write_atomically(path, '{"partial": ')
     assert path.read_text() == "{}\n"

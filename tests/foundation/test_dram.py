@@ -5,16 +5,15 @@ import zlib
 import numpy as np
 import pytest
 
-from sim.dram import (
-    Memory,
-    fill_pattern,
+from sim.dram import Memory, fill_pattern
+from sim.errors import SimError
+from sim.memfiles import (
     format_hex_dat,
     format_record_dat,
     read_hex_dat,
     read_record_dat,
     record_runs,
 )
-from sim.errors import SimError
 
 
 def test_unwritten_bytes_read_zero_and_writes_cross_pages():
@@ -178,7 +177,7 @@ def test_dump_file_rejects_unknown_format(tmp_path):
 @pytest.mark.parametrize("header, base", [("040", 40), ("0x40", 0x40), ("007", 7)])
 def test_word_file_header_numbers_with_leading_zeros(tmp_path, header, base):
     """Found by tools/fuzz.py: a decimal with leading zeros was a Python ValueError."""
-    from sim.dram import read_memory_file
+    from sim.memfiles import read_memory_file
 
     path = tmp_path / "w.hex"
     path.write_text(f"// start_address = {header}\n0102\n")
@@ -190,7 +189,7 @@ def test_word_file_header_numbers_with_leading_zeros(tmp_path, header, base):
                                           (100, 1), (4096, 32), (4099, 4)])
 def test_record_dat_is_written_record_by_record(size, record):
     """The vectorised writer gives, line for line, each record as the format spells it."""
-    from sim.dram import format_record_dat
+    from sim.memfiles import format_record_dat
 
     data = np.random.default_rng(size).integers(0, 256, size, dtype=np.uint8).tobytes()
     lines = format_record_dat(data, record).splitlines()

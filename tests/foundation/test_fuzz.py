@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.cli import layout as layout_cli
-from sim.dram import load_image, read_hex_dat, read_memory_file, read_record_dat
 from sim.errors import CheckFailed, SimError
+from sim.memfiles import load_image, read_hex_dat, read_memory_file, read_record_dat
 from sim.trace.cfg import parse_cfg
 from sim.trace.player import run_trace
 from sim.trace.txn import parse_txn
@@ -87,20 +87,20 @@ def test_record_dat(lines):
 
 
 def _records_or_error(text: str, bulk: bool):
-    import sim.dram as dram
+    import sim.memfiles as memfiles
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.dat"
         path.write_text(text, errors="replace")
-        saved = dram._well_formed_records
+        saved = memfiles._well_formed_records
         if not bulk:
-            dram._well_formed_records = lambda _text: None
+            memfiles._well_formed_records = lambda _text: None
         try:
-            return dram.read_record_dat(path)
+            return memfiles.read_record_dat(path)
         except SimError as exc:
             return str(exc).split(":")[-1]  # the reason (the paths differ)
         finally:
-            dram._well_formed_records = saved
+            memfiles._well_formed_records = saved
 
 
 @FUZZ

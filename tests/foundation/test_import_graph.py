@@ -4,8 +4,14 @@ Imports are read with ``ast`` (every ``import`` statement in a file, also those
 inside functions), so the rules hold for lazy imports too.  Data flows one way:
 trace/firmware/CLI/program/gen/diff/regress -> machine -> units -> sim/dma, sim/num; a unit
 package may stand on the shared floor (configs, engine interface, chains,
-errors, jit) and on other units, never on the machine or the layers that
+errors, jit, listeners) and on other units, never on the machine or the layers that
 drive it.
+
+Calls can go up without an import: a unit reaching the machine through its
+context (``ctx.machine``) or a memory's observer slot (``getattr(mem, "observer")``)
+calls whatever sits there.  A unit's ``run(ctx)`` sees its registers, memories and
+state through the context's methods, and tells listeners through
+:mod:`sim.listeners`; :func:`hidden_upward_calls` finds the other ways, by ``ast``.
 """
 
 from __future__ import annotations
@@ -90,12 +96,46 @@ def upward_imports(graph: dict[str, set[str]], top: str) -> list[tuple[str, str]
                   for dst in targets if inside(dst, above))
 
 
+# attributes a unit may not reach: the machine behind a context, and the single-slot
+# observers of the machine and memories (listeners are told through sim.listeners)
+HIDDEN = ("machine", "_machine", "observer", "listeners", "engines")
+
+
+def hidden_upward_calls(root: Path) -> list[tuple[str, int, str]]:
+    """(unit module, line, what) for every reach past the context in the unit packages.
+
+    Flags an attribute ``x.<name>`` for a name of :data:`HIDDEN` (``ctx.machine``,
+    ``mem.observer``, ``machine.engines``) and ``getattr``/``setattr``/``hasattr``
+    with such a name as a literal.  A parameter called ``machine`` (the CSB hooks
+    ``ready``/``on_write`` receive one) is not an attribute and passes.
+    """
+    units = [root / u for u in UNITS]
+    found = []
+    for package in units:
+        for path in sorted(package.rglob("*.py")) if package.is_dir() else ():
+            name = module_name(root, path)
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute) and node.attr in HIDDEN:
+                    found.append((name, node.lineno, f".{node.attr}"))
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in ("getattr", "setattr", "hasattr", "delattr") \
+                        and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                        and node.args[1].value in HIDDEN:
+                    call = f"{node.func.id}(..., {node.args[1].value!r})"
+                    found.append((name, node.lineno, call))
+    return sorted(found)
+
+
 def test_sim_has_no_import_cycle():
     assert find_cycle(import_graph(SIM)) is None
 
 
 def test_units_import_nothing_above_them():
     assert upward_imports(import_graph(SIM), "sim") == []
+
+
+def test_units_reach_nothing_past_their_context():
+    assert hidden_upward_calls(SIM) == []
 
 
 def _tree(tmp_path, files: dict) -> Path:
@@ -127,3 +167,29 @@ def test_checker_finds_cycles(tmp_path, files, cycle):
 ])
 def test_checker_finds_upward_imports(tmp_path, files, found):
     assert upward_imports(import_graph(_tree(tmp_path, files)), "sim") == found
+
+
+@pytest.mark.parametrize("files, found", [
+    # the calls this check was written for (sim/sdp, sim/bdma, sim/dma before issue #27)
+    ({"sdp/__init__.py": "",
+      "sdp/engine.py": "def process(ctx):\n    return _engine_of(ctx.machine)\n\n"
+                       "def _engine_of(machine):\n    return machine.engines\n"},
+     [("sim.sdp.engine", 2, ".machine"), ("sim.sdp.engine", 5, ".engines")]),
+    ({"bdma/__init__.py": "",
+      "bdma/engine.py": "def run(self, ctx):\n    op.execute(ctx.machine)\n"},
+     [("sim.bdma.engine", 2, ".machine")]),
+    ({"dma/__init__.py": "",
+      "dma/feature.py": "def write(mem):\n    observer = getattr(mem, 'observer', None)\n"
+                        "    mem.observer.wrote(mem)\n"},
+     [("sim.dma.feature", 2, "getattr(..., 'observer')"), ("sim.dma.feature", 3, ".observer")]),
+    ({"conv/__init__.py": "", "conv/x.py": "def f(ctx):\n    return ctx._machine.regfile\n"},
+     [("sim.conv.x", 2, "._machine")]),
+    # what a unit may do: a machine parameter in a CSB hook, the context's methods
+    ({"sdp/__init__.py": "",
+      "sdp/engine.py": "def ready(self, machine):\n    return machine.regfile.armed\n\n"
+                       "def run(self, ctx):\n    ctx.state('SDP').fetch.layer_ran(ctx, 0)\n"},
+     []),
+    ({"machine.py": "class M:\n    def f(self):\n        return self.observer\n"}, []),
+])
+def test_checker_finds_hidden_upward_calls(tmp_path, files, found):
+    assert hidden_upward_calls(_tree(tmp_path, files)) == found

@@ -8,7 +8,7 @@ import pytest
 from sim.cli import main
 from sim.diff import diff_trace
 from sim.diff.simulate import simulate
-from sim.dram import read_hex_dat, write_memory_file
+from sim.memfiles import read_hex_dat, write_memory_file
 
 from .conftest import EXAMPLES
 

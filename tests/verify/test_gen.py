@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.cli import main
-from sim.dram import read_hex_dat, read_memory_file
 from sim.errors import SimError
 from sim.gen import generate
+from sim.memfiles import read_hex_dat, read_memory_file
 from sim.trace.cfg import parse_cfg
 from sim.trace.player import run_trace
 from sim.trace.vocabulary import bench_problems

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from sim.cli import main
-from sim.dram import (
+from sim.errors import SimError
+from sim.memfiles import (
     MEMORY_FILE_FORMATS,
     format_words,
     memory_file_name,
@@ -12,7 +13,6 @@ from sim.dram import (
     read_memory_file,
     write_memory_file,
 )
-from sim.errors import SimError
 
 from .conftest import EXAMPLES
 

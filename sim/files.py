@@ -1,0 +1,79 @@
+"""Files written whole or not at all: one file (``write_atomically``) or a folder
+of them (``write_folder_atomically``), with the modes a plain ``open`` or ``mkdir``
+gives."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from .errors import SimError
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomically(path: str | Path, content: bytes | str) -> None:
+    """Write a file so that it is never left half-written, with the modes a plain
+    ``open`` gives (0666 less the umask; the temporary file it starts as is 0600)."""
+    path = Path(path)
+    data = content.encode() if isinstance(content, str) else content
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
+    except OSError as exc:
+        raise SimError(f"{path}: cannot write ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_folder_atomically(folder: str | Path, files: dict[str, bytes | str]) -> Path:
+    """Write a folder of files (a generated trace, a loadable's outputs) whole or not at all.
+
+    The files go to a hidden sibling folder first, which then replaces
+    ``folder`` by two renames (an existing folder is moved aside and removed
+    only once the new one is in place), so a reader never sees a half-written
+    trace and an interrupted run leaves the previous folder or a ``.old``
+    copy of it, never a mix.
+    """
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        if Path(name).name != name or name in ("", ".", ".."):
+            raise SimError(f"{folder}: {name!r} is not a plain file name")
+        if not isinstance(content, (str, bytes, bytearray, memoryview)):
+            raise TypeError(f"{folder}: the content of {name} is {type(content).__name__}, "
+                            "not str or bytes")
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}."))
+    os.chmod(tmp, 0o777 & ~_umask())  # a folder as mkdir makes it, not mkdtemp's 0700
+    old = None
+    try:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            (tmp / name).write_bytes(data)
+        if folder.exists():
+            old = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.old."))
+            os.replace(folder, old / folder.name)
+        os.replace(tmp, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not folder.exists():
+            os.replace(old / folder.name, folder)  # put the previous folder back
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return folder

@@ -1,0 +1,451 @@
+"""NVDLA and RTL memory files: each format's reader and writer side by side.
+
+Record ``.dat`` (``{offset, size, payload}`` lines of the nv_small traces), hex
+``.dat`` (the nv_full trace player's dumps), raw binary, plain hex words and
+``$readmemh`` images (RTL benches).  ``load_image`` and ``read_memory_file``
+read any of them; ``format_memory_file`` and ``write_memory_file`` write one.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .errors import SimError
+from .files import write_atomically
+from .limits import DEFAULT_LIMITS, MemoryLimits, check_extent
+
+# -- shared: reading files, hex tokens, header lines ----------------------------
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    try:
+        check_extent(path.stat().st_size, str(path), limits)
+        return path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _hex_bytes(tokens: str) -> bytes | None:
+    """Whitespace-separated ``0xHH`` tokens as bytes, or None unless every one is exactly that."""
+    if "0X" in tokens:
+        tokens = tokens.replace("0X", "0x")
+    try:
+        data = bytes.fromhex(tokens.replace("0x", ""))
+    except ValueError:
+        return None
+    return data if len(data) == tokens.count("0x") else None
+
+
+def _is_data_line(line: str) -> bool:
+    """A line of hex bytes, not a header (``key = value``, ``dumped memory,...``, rules)."""
+    return line.lstrip()[:2].lower() == "0x" and "=" not in line
+
+
+def _check_header(path: Path, lineno: int, line: str) -> None:
+    """Besides data, a memory file holds text: headers (``key = value``, ``memory
+    type:dram``), comments, rules, braces; anything else (binary) is no memory file."""
+    text = line.strip()
+    if not (text.isprintable() and text.isascii()):
+        raise SimError(f"{path}:{lineno}: binary data, neither hex bytes (0xHH ...) nor a "
+                       f"header line")
+
+
+_HEADER = re.compile(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+_HEADER_SIZE = re.compile(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+
+
+def _header_number(text: str) -> int:
+    """A header value: 0x-prefixed hex, else decimal (leading zeros allowed, as C reads them)."""
+    return int(text, 16) if text[:2].lower() == "0x" else int(text, 10)
+
+
+# -- record .dat (nv_small traces) ------------------------------------------------
+
+_RECORD = re.compile(
+    r"\{\s*offset\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
+    r"\s*payload\s*:\s*([^{}]*)\}"  # a payload never holds a brace: scans stay linear
+)
+
+
+_STRAY = re.compile(r"[^\s{},]")
+
+
+def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
+    """Parse an nv_small ``.dat``: ``{offset:0x0, size:4, payload:0x00 0x20 ...} ,``.
+
+    Returns (offset, bytes) records; raises SimError naming file:line on bad input.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    if not text.strip():
+        raise SimError(f"{path}: holds no memory records (expected {{offset:0x.., size:N, "
+                       f"payload:0x.. ...}})")
+    records = _well_formed_records(text)
+    if records is not None:
+        return records
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    def check_gap(start: int, stop: int) -> None:
+        stray = _STRAY.search(text, start, stop)
+        if stray:
+            raise SimError(f"{path}:{line_of(stray.start())}: not a memory record")
+
+    records = []
+    end = 0
+    for match in _RECORD.finditer(text):
+        check_gap(end, match.start())
+        end = match.end()
+        try:
+            offset = int(match.group(1), 0)
+            size = int(match.group(2), 0)
+            payload = _hex_bytes(match.group(3))
+            if payload is None:
+                payload = bytes([int(tok, 16) for tok in match.group(3).split()])
+        except ValueError:
+            raise SimError(f"{path}:{line_of(match.start())}: malformed payload") from None
+        if len(payload) != size:
+            raise SimError(
+                f"{path}:{line_of(match.start())}: size {size} but {len(payload)} payload bytes"
+            )
+        records.append((offset, payload))
+    check_gap(end, len(text))
+    return records
+
+
+def _well_formed_records(text: str) -> list[tuple[int, bytes]] | None:
+    """The records of a file with nothing wrong in it, parsed in bulk; None when anything
+    is off (the record-by-record parse then names the line)."""
+    fields = _RECORD.findall(text)
+    if _STRAY.search(_RECORD.sub("", text)):
+        return None
+    try:
+        offsets = [int(offset, 0) for offset, _, _ in fields]
+        sizes = [int(size, 0) for _, size, _ in fields]
+    except ValueError:
+        return None
+    payloads = [payload for _, _, payload in fields]
+    if any(p.count("0x") != size for p, size in zip(payloads, sizes, strict=True)):
+        return None  # a size that disagrees, or tokens other than 0xHH
+    data = _hex_bytes(" ".join(payloads))
+    if data is None or len(data) != sum(sizes):
+        return None
+    records, start = [], 0
+    for offset, size in zip(offsets, sizes, strict=True):
+        records.append((offset, data[start:start + size]))
+        start += size
+    return records
+
+
+def record_runs(records: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    """The records with each one that starts where the previous ended joined to it: the
+    same bytes in the same order of writing, in fewer writes."""
+    runs: list[tuple[int, list[bytes]]] = []
+    end = None
+    for offset, payload in records:
+        if offset == end:
+            runs[-1][1].append(payload)
+        else:
+            runs.append((offset, [payload]))
+        end = offset + len(payload)
+    return [(offset, b"".join(parts)) for offset, parts in runs]
+
+
+def record_dat_extent(records: list[tuple[int, bytes]]) -> int:
+    return max((off + len(data) for off, data in records), default=0)
+
+
+_HEX_TOKENS = np.frombuffer(b"".join(b"0x%02x " % b for b in range(256)), np.uint8)
+_HEX_TOKENS = _HEX_TOKENS.reshape(256, 5)  # "0xNN " for every byte value
+
+
+def format_record_dat(data: bytes, record: int = 4) -> str:
+    """Render bytes as nv_small ``.dat`` records (offsets relative to the start).
+
+    The payloads of all records are rendered at once (a table of the 256
+    ``0xNN`` tokens indexed by the bytes); only each line's offset is formatted
+    one by one.
+    """
+    raw = np.frombuffer(bytes(data), np.uint8)
+    full = raw.size // record
+    width = 5 * record - 1  # the tokens and the spaces between them
+    text = _HEX_TOKENS[raw[: full * record].reshape(full, record)].reshape(full, 5 * record)
+    payloads = text[:, :width].tobytes().decode("ascii")
+    lines = ["{"]
+    lines += [f"{{offset:{i * record:#x}, size:{record}, payload:"
+              f"{payloads[i * width:(i + 1) * width]}}} ," for i in range(full)]
+    tail = raw[full * record:]
+    if tail.size:
+        payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
+        lines.append(f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+# -- hex .dat (the nv_full trace player's dumps) ---------------------------------
+
+def read_hex_dat(path: str | Path) -> bytes:
+    """Parse an nv_full trace-player memory file: whitespace-separated hex bytes.
+
+    Header lines (``key = value``, ``dumped memory,...``, rules of ``=``) are
+    skipped; every other token must be a hex byte.  Files whose lines all look
+    like the first (the usual layout) are decoded as one array; other
+    well-formed files (every token ``0xHH``) in one call; anything else goes
+    token by token to find the line to blame.
+    """
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    start, lineno = 0, 1  # skip the header lines at the top; any later ones take the slow path
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end
+        line = raw[start:end].decode("latin-1")
+        if _is_data_line(line):
+            break
+        _check_header(path, lineno, line)
+        start, lineno = end + 1, lineno + 1
+    data = _regular_hex(raw, start)
+    if data is None:
+        data = _hex_bytes(raw[start:].decode("latin-1"))
+    if data is None:
+        data = _read_hex_tokens(path)
+    if not data:
+        raise SimError(f"{path}: holds no data (expected lines of hex bytes, 0xHH ...)")
+    return data
+
+
+_HEX_DIGIT = np.full(256, 255, np.uint8)  # value of an ASCII hex digit, 255 for anything else
+_HEX_DIGIT[np.frombuffer(b"0123456789abcdef", np.uint8)] = np.arange(16)
+_HEX_DIGIT[np.frombuffer(b"ABCDEF", np.uint8)] = np.arange(10, 16)
+
+
+def _regular_hex(raw: bytes, start: int) -> bytes | None:
+    """The bytes of ``raw[start:]`` when every full line is laid out like the first
+    (``0xHH`` tokens at the same columns, the same separators); None otherwise.
+    A shorter last line goes through :func:`_hex_bytes`."""
+    first = raw.find(b"\n", start)
+    if first < 0:
+        return None
+    width = first + 1 - start
+    line = np.frombuffer(raw, np.uint8, count=width, offset=start)
+    xs = np.flatnonzero((line | 0x20) == ord("x"))  # the x of every 0x
+    if xs.size == 0 or xs[0] < 1 or xs[-1] + 2 >= width:
+        return None
+    lines = (len(raw) - start) // width
+    body = np.frombuffer(raw, np.uint8, count=lines * width, offset=start).reshape(lines, width)
+    fixed = np.ones(width, bool)
+    fixed[xs + 1] = fixed[xs + 2] = False
+    if not (body[:, fixed] == line[fixed]).all():
+        return None
+    high, low = _HEX_DIGIT[body[:, xs + 1]], _HEX_DIGIT[body[:, xs + 2]]
+    if ((high | low) > 15).any():
+        return None
+    tail = raw[start + lines * width:].decode("latin-1")
+    rest = _hex_bytes(tail) if tail.strip() else b""
+    return None if rest is None else ((high << 4) | low).tobytes() + rest
+
+
+def _read_hex_tokens(path: Path) -> bytes:
+    out = bytearray()
+    for lineno, line in enumerate(_read_text(path).splitlines(), 1):
+        if not _is_data_line(line):
+            _check_header(path, lineno, line)
+            continue
+        for tok in line.split():
+            try:
+                value = int(tok, 16)
+            except ValueError:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a hex byte") from None
+            if not 0 <= value <= 0xFF:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a byte")
+            out.append(value)
+    return bytes(out)
+
+
+def format_hex_dat(addr: int, data: bytes, ram: str = "dram") -> str:
+    """Render bytes in the trace player's dump format (32 bytes a line)."""
+    lines = [f"dumped memory,start_address={addr:#x} size={len(data):#x}",
+             f"memory type:{ram}", "=" * 30, ""]
+    for i in range(0, len(data), 32):
+        lines.append(" " + " ".join(f"0x{b:02x}" for b in data[i : i + 32]))
+    return "\n".join(lines) + "\n"
+
+
+# -- hex words and $readmemh (RTL benches) ---------------------------------------
+
+def check_word_bytes(word_bytes: int) -> int:
+    if word_bytes < 1 or word_bytes > 128:
+        raise SimError(f"word width {word_bytes} bytes: expected 1..128")
+    return word_bytes
+
+
+def format_words(data: bytes, word_bytes: int) -> list[str]:
+    """Little-endian hex words of ``data`` (the last word zero-padded)."""
+    check_word_bytes(word_bytes)
+    pad = -len(data) % word_bytes
+    raw = np.frombuffer(bytes(data) + bytes(pad), dtype=np.uint8)
+    rows = raw.reshape(-1, word_bytes)[:, ::-1]  # most significant byte first
+    text = rows.tobytes().hex()
+    digits = 2 * word_bytes
+    return [text[i : i + digits] for i in range(0, len(text), digits)]
+
+
+def _read_words(path: Path) -> tuple[int | None, bytes]:
+    """A plain hex or ``$readmemh`` file: words, ``@`` word addresses, ``//`` comments."""
+    text = _read_text(path)
+    base = size = None
+    chunks: dict[int, bytearray] = {}
+    pos = None  # word address where the current run started (None before any @)
+    width = None
+    flat = bytearray()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        code, _, comment = line.partition("//")
+        if base is None and (m := _HEADER.search(comment)):
+            base = _header_number(m.group(1))
+            if (s := _HEADER_SIZE.search(comment)):
+                size = _header_number(s.group(1))
+        for tok in code.replace("_", "").split():
+            if tok.startswith("@"):
+                try:
+                    pos = int(tok[1:], 16)  # a run of words starts here
+                except ValueError:
+                    raise SimError(f"{path}:{lineno}: {tok!r} is not a word address") from None
+                continue
+            if len(tok) % 2:
+                tok = "0" + tok
+            if width is None:
+                width = len(tok) // 2
+            if len(tok) // 2 > width:
+                raise SimError(f"{path}:{lineno}: word {tok!r} is wider than {width} bytes")
+            try:
+                word = bytes.fromhex(tok.rjust(2 * width, "0"))[::-1]
+            except ValueError:
+                raise SimError(f"{path}:{lineno}: {tok!r} is not a hex word") from None
+            if pos is None:
+                flat += word
+            else:
+                chunks.setdefault(pos, bytearray()).extend(word)
+    if not chunks:
+        return base, bytes(flat[:size] if size is not None else flat)
+    if flat:
+        raise SimError(f"{path}: words before the first @address")
+    return _assemble_words(path, chunks, width, base, size)
+
+
+def _assemble_words(path, chunks, width, base, size):
+    starts = sorted(chunks)
+    lo = starts[0] * width
+    hi = max(s * width + len(chunks[s]) for s in starts)
+    buf = bytearray(check_extent(hi - lo, f"{path}: @addresses {starts[0]:#x}..{starts[-1]:#x}"))
+    for s in chunks:  # in file order: a later run overwrites an earlier one
+        buf[s * width - lo : s * width - lo + len(chunks[s])] = chunks[s]
+    if base is None:
+        return lo, bytes(buf)
+    if base < lo:
+        raise SimError(f"{path}: start_address {base:#x} is below the first @address")
+    data = bytes(buf[base - lo :])
+    return base, data[:size] if size is not None else data
+
+
+# -- any format -----------------------------------------------------------------
+
+#: dump format -> file suffix: NVDLA's hex ``.dat`` (the trace player's dump),
+#: raw binary, plain hex words (one a line) and ``$readmemh`` images (``@`` word
+#: addresses).  Words are little-endian: the byte at the lowest address is the
+#: least significant byte of its word.
+MEMORY_FILE_FORMATS = {"dat": ".dat", "bin": ".bin", "hex": ".hex", "readmemh": ".mem"}
+_TEXT_SUFFIXES = (".hex", ".mem", ".vmh", ".txt", ".readmemh")
+
+
+def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    """The bytes of a memory image (raw binary, record ``.dat`` or hex ``.dat``), from
+    its first byte (a record file's gaps read as zeros)."""
+    path = Path(path)
+    if path.suffix != ".dat":
+        data = _read_bytes(path, limits)
+        if not data:
+            raise SimError(f"{path}: the memory image is empty")
+        return data
+    head = _read_text(path)[:4096]
+    if "offset" in head and "payload" in head:
+        records = read_record_dat(path)
+        buf = bytearray(check_extent(record_dat_extent(records), f"{path}: records", limits))
+        for off, payload in records:
+            buf[off : off + len(payload)] = payload
+        return bytes(buf)
+    return read_hex_dat(path)
+
+
+def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
+    """Read a memory image of any format nvdla-sim writes or RTL benches use.
+
+    Returns (byte address of the first byte or None when the file does not
+    say, bytes): NVDLA hex ``.dat`` (address in its header), record ``.dat``
+    (None), plain hex / ``$readmemh`` text (``.hex``, ``.mem``, ``.vmh``,
+    ``.txt``: ``@`` word addresses or our ``start_address=`` comment) and raw
+    binary (anything else: None).
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix in _TEXT_SUFFIXES:
+        return _read_words(path)
+    if suffix != ".dat":
+        try:
+            return None, path.read_bytes()
+        except OSError as exc:
+            raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    head = _read_text(path)[:4096]
+    data = load_image(path)
+    m = _HEADER.search(head)
+    if m and "payload" not in head:
+        return _header_number(m.group(1)), data
+    return None, data
+
+
+def format_memory_file(addr: int, data: bytes, fmt: str = "dat", word_bytes: int = 1,
+                       ram: str = "dram") -> bytes | str:
+    """The content of a memory file of format ``fmt`` (see MEMORY_FILE_FORMATS).
+
+    ``hex`` and ``readmemh`` start with a ``//`` comment naming the start
+    address and size (``$readmemh`` ignores comments); a ``readmemh`` image
+    whose address is not word aligned starts at the word holding ``addr``,
+    zero-filled before it.
+    """
+    if fmt == "dat":
+        return format_hex_dat(addr, data, ram)
+    if fmt == "bin":
+        return bytes(data)
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    head = (f"// nvdla-sim memory {ram} start_address={addr:#x} size={len(data):#x} "
+            f"word_bytes={word_bytes}")
+    if fmt == "hex":
+        return "\n".join([head] + format_words(data, word_bytes)) + "\n"
+    lead = addr % word_bytes
+    words = format_words(bytes(lead) + bytes(data), word_bytes)
+    return "\n".join([head, f"@{(addr - lead) // word_bytes:x}"] + words) + "\n"
+
+
+def memory_file_name(name: str, fmt: str) -> str:
+    """``name`` with the suffix of dump format ``fmt``."""
+    if fmt not in MEMORY_FILE_FORMATS:
+        raise SimError(f"unknown dump format {fmt!r} (one of: {', '.join(MEMORY_FILE_FORMATS)})")
+    return str(Path(name).with_suffix(MEMORY_FILE_FORMATS[fmt]))
+
+
+def write_memory_file(path: str | Path, addr: int, data: bytes, fmt: str = "dat",
+                      word_bytes: int = 1, ram: str = "dram") -> None:
+    write_atomically(path, format_memory_file(addr, data, fmt, word_bytes, ram))
