@@ -13,8 +13,13 @@ Two forms of the same multiplier:
 * :func:`booth_product`, the reference, in numba's 64-bit integers with the
   C-model's compensation table;
 * :func:`booth_lane`, branch-free and table-free in 32-bit words
-  (:mod:`sim.num.word32`), so a loop over lanes vectorises 16 wide.  It is the
-  one the convolutions use; tests hold it to the reference.
+  (:mod:`sim.num.word32`), so a loop over lanes vectorises; tests hold it to
+  the reference.
+
+The convolutions run it with one operand decoded ahead: :func:`booth_lane_planned`
+with the weight's recoding (a loop over kernels), and :func:`booth_lane_table`
+with the data's possible tree words tabulated and the weight as ten indices
+into them (a loop over pixels: the fp16 convolution's fast form).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit
-from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32, xor32
+from sim.num.word32 import add32, and32, or32, shl32, shr32, sub32, word32, xor32
 
 M32 = 0xFFFFFFFF
 
@@ -106,8 +111,8 @@ def booth_product(negative, wt, dat, shift, sign_comp):
 @njit(inline="always")
 def _csa32(a, b, c):
     """:func:`_csa` on uint32 words."""
-    x = xor32(a, b)
-    return xor32(x, c), shl32(or32(and32(a, b), and32(c, x)), 1)
+    # the majority written out in full, so that LLVM can give each output one ternary op
+    return xor32(xor32(a, b), c), shl32(or32(or32(and32(a, b), and32(a, c)), and32(b, c)), 1)
 
 
 @njit(inline="always")
@@ -142,15 +147,27 @@ def _booth_tree32(negative, wt, dat):
 @njit(inline="always")
 def _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7):
     """The carry-save tree of :func:`_booth_tree` on the rows ``p`` and negate bits ``i``."""
-    a, b = _csa32(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)))
-    a, b = _csa32(a, b, or32(shl32(p3, 6), shl32(i2, 4)))
-    a, b = _csa32(a, b, shl32(i3, 6))
-    c, d = _csa32(shl32(p4, 8), or32(shl32(p5, 10), shl32(i4, 8)),
-                  or32(shl32(p6, 12), shl32(i5, 10)))
-    c, d = _csa32(c, d, or32(shl32(p7, 14), shl32(i6, 12)))
-    c, d = _csa32(c, d, shl32(i7, 14))
-    a, b = _csa32(a, b, c)
-    return _csa32(a, b, d)
+    return _reduce_words(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)),
+                         or32(shl32(p3, 6), shl32(i2, 4)), shl32(i3, 6), shl32(p4, 8),
+                         or32(shl32(p5, 10), shl32(i4, 8)), or32(shl32(p6, 12), shl32(i5, 10)),
+                         or32(shl32(p7, 14), shl32(i6, 12)), shl32(i7, 14), 0)
+
+
+@njit(inline="always")
+def _reduce_words(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, upper):
+    """The tree on its ten input words: rows 0-3 with the negate bits of rows 0-3
+    (``w0``-``w4``), then rows 4-7 with theirs (``w5``-``w9``), whose two words are
+    shifted left by ``upper`` before the last two adders.  A carry-save adder is bitwise
+    but for its carry's left shift, so shifting its inputs shifts its outputs: rows 4-7
+    may come at the positions of rows 0-3 with ``upper`` 8."""
+    a, b = _csa32(w0, w1, w2)
+    a, b = _csa32(a, b, w3)
+    a, b = _csa32(a, b, w4)
+    c, d = _csa32(w5, w6, w7)
+    c, d = _csa32(c, d, w8)
+    c, d = _csa32(c, d, w9)
+    a, b = _csa32(a, b, shl32(c, upper))
+    return _csa32(a, b, shl32(d, upper))
 
 
 @njit(inline="always")
@@ -158,12 +175,12 @@ def _shifted_sum32(a, b, shift):
     """The two words shifted right separately, added with the sign compensation.
 
     ``shift`` is any non-negative integer below 2**32 (32 or more gives 0).
-    The compensation table is ``(0xAAAB0000 as int32) >> shift``, plus one for
-    shifts of 20 and more.
+    The compensation table (:data:`SIGN_COMPENSATION`) is ``0xAAAB0000`` (read
+    as int32) divided by ``2**shift`` and rounded up, that is ``-(0x55550000 >>
+    shift)``.
     """
     s = and32(shift, 31)
-    comp = add32(sar32(0xAAAB0000, s), shr32(add32(s, 12), 5))
-    total = add32(add32(shr32(a, s), shr32(b, s)), comp)
+    total = sub32(add32(shr32(a, s), shr32(b, s)), shr32(0x55550000, s))
     return and32(total, sub32(0, word32(shift < 32)))
 
 
@@ -236,4 +253,105 @@ def booth_lane_planned(plan, dat, dat2, shift):
     p6, i6 = _planned_row(plan, 6, dat, dat2)
     p7, i7 = _planned_row(plan, 7, dat, dat2)
     a, b = _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
+    return _shifted_sum32(a, b, shift)
+
+
+# --- the multiplier with the data's rows tabulated --------------------------------
+# Every row of the tree is the data magnitude times a Booth digit -2..2: a positive
+# (or zero) digit gives ``|digit| * dat | 1 << 16``, a negative one ``|digit| * dat ^
+# 0xFFFF`` and a negate bit.  Inverting a digit (a negative product) negates its value,
+# so a row depends only on the digit's value times the data's sign, and a data value
+# has only a few possible tree words: the five rows, and the 25 words "row << 2 |
+# negate bit of the row below" (also shifted by 2 and 4), and the five negate bits
+# shifted by 6 (:func:`booth_data_table`, :data:`TABLE_ROWS` of them).  The tree's
+# second half (rows 4-7) is the first half's pattern shifted by 8, so both halves
+# read the same words.  A weight is ten indices into that table
+# (:func:`booth_row_indices`, recoded once per layer), and a product is ten table
+# reads and the tree (:func:`booth_lane_table`).
+
+DIGITS = 5  # Booth digit values -2..2, stored as value + 2
+_ROW = 0  # row(t)
+_PAIR = _ROW + DIGITS  # (row(t) << 2 | neg(u)) << 2 * n at _PAIR + 25 * n + 5 * t + u, n = 0..2
+_NEG6 = _PAIR + 3 * DIGITS * DIGITS  # neg(t) << 6
+TABLE_ROWS = _NEG6 + DIGITS
+
+
+def _plan_digits(plan) -> np.ndarray:
+    """The eight digit values (..., 8) int8 of packed recodings: ``(one + 2 * two) * (1 - 2 *
+    neg)`` per row."""
+    plan = np.asarray(plan, np.uint32)
+    digits = np.empty((*plan.shape, 8), np.int8)
+    for i in range(8):
+        one, two, neg = ((plan >> (shift + i)) & 1 for shift in (0, 8, 16))
+        digits[..., i] = (one + 2 * two).astype(np.int8) * (1 - 2 * neg.astype(np.int8))
+    return digits
+
+
+def booth_digits(negative, wt) -> np.ndarray:
+    """The eight Booth digit values (-2..2) of magnitudes ``wt`` for product sign ``negative``
+    (..., 8) int8, from their recodings (:func:`booth_plans`)."""
+    return _plan_digits(booth_plans(negative, wt))
+
+
+def _row_indices(negative, wt) -> np.ndarray:
+    """:func:`booth_row_indices` from the digits of :func:`recode_weights` (the definition)."""
+    t = _plan_digits(recode_weights(negative, wt)).astype(np.int16) + 2
+    rows = np.empty((*t.shape[:-1], 10), np.uint8)
+    for half, i in ((0, 0), (5, 4)):
+        rows[..., half] = _ROW + t[..., i]
+        for n in range(3):
+            rows[..., half + 1 + n] = (_PAIR + DIGITS * DIGITS * n + DIGITS * t[..., i + n + 1]
+                                       + t[..., i + n])
+        rows[..., half + 4] = _NEG6 + t[..., i + 3]
+    return rows
+
+
+# Rows 0-3 (digits of bits -1..7 of the magnitude) and rows 4-7 (bits 7..15) are recoded
+# apart: the five indices of each half, by sign and those bits.
+_LOW_ROWS = _row_indices(np.arange(2)[:, None], np.arange(1 << 8)[None, :])[..., :5].reshape(-1, 5)
+_HIGH_ROWS = (_row_indices(np.arange(2)[:, None], np.arange(1 << 9)[None, :] << 7)[..., 5:]
+              .reshape(-1, 5))
+
+
+def booth_row_indices(negative, wt) -> np.ndarray:
+    """The ten table rows (..., 10) uint8 a weight of sign ``negative`` and magnitude ``wt``
+    (< 2**16) reads from a data value's :func:`booth_data_table` (whose sign completes the
+    product's): rows 0-3 then rows 4-7, each half as (row, pair, pair << 2, pair << 4,
+    negate << 6).  Each half is looked up by the sign and the magnitude's bits it recodes."""
+    w = np.asarray(wt).astype(np.intp)
+    sign = (np.asarray(negative) != 0).astype(np.intp)
+    rows = np.empty((*np.broadcast_shapes(w.shape, sign.shape), 10), np.uint8)
+    rows[..., :5] = _LOW_ROWS.take((sign << 8) | (w & 0xFF), axis=0)
+    rows[..., 5:] = _HIGH_ROWS.take((sign << 9) | ((w >> 7) & 0x1FF), axis=0)
+    return rows
+
+
+@njit(inline="always")
+def booth_data_table(negative, dat, table):
+    """The tree words of data magnitudes ``dat`` (n,) with signs ``negative`` (n,) into
+    ``table`` (TABLE_ROWS, >= n) uint32, one column per data value."""
+    n = dat.size
+    for t in range(DIGITS):
+        row, neg6 = table[_ROW + t], table[_NEG6 + t]
+        for p in range(n):
+            neg = and32(xor32(word32(t < 2), negative[p]), word32(t != 2))  # digit value < 0
+            row[p] = xor32(word32(dat[p] * abs(t - 2)), sub32(0x10000, neg))
+            neg6[p] = shl32(neg, 6)
+    for t in range(DIGITS):
+        row = table[_ROW + t]
+        for u in range(DIGITS):
+            neg6 = table[_NEG6 + u]
+            at = _PAIR + DIGITS * t + u
+            pair0, pair2, pair4 = table[at], table[at + 25], table[at + 50]
+            for p in range(n):
+                pair = or32(shl32(row[p], 2), shr32(neg6[p], 6))
+                pair0[p] = pair
+                pair2[p] = shl32(pair, 2)
+                pair4[p] = shl32(pair, 4)
+
+
+@njit(inline="always")
+def booth_lane_table(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, shift):
+    """:func:`booth_lane` from the ten table words a weight's :func:`booth_row_indices` pick."""
+    a, b = _reduce_words(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, 8)
     return _shifted_sum32(a, b, shift)

@@ -84,10 +84,16 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit
-from sim.num.booth import booth_lane, booth_lane_planned, booth_plans
+from sim.num.booth import (
+    booth_data_table,
+    booth_lane,
+    booth_lane_planned,
+    booth_lane_table,
+    booth_plans,
+)
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
-from sim.num.word32 import add32, and32, leading_zeros64, sar32, shl32, word32
+from sim.num.word32 import add32, leading_zeros64, sar32, shl32, sub32, word32
 
 # --- the 48-bit accumulator: constants of the design note above -------------------
 FP16_BIAS, FP16_FRAC_BITS = 15, 10
@@ -343,9 +349,10 @@ def fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low):
     sign_extend(sum, 38))`` when it is not 0; NaN lanes give meaningless
     sums (the caller knows the block is NaN).
 
-    The loops run over kernels, so they vectorise 16 wide however few the
-    lanes; the products are summed as 16-bit halves in 32-bit words, exact
-    for up to 32768 lanes.
+    The loops run over kernels, so they vectorise however few the lanes; each
+    product's upper half (arithmetic) and the whole product are summed in
+    32-bit words (:func:`block_sum`), exact for up to 65535 lanes.  The
+    convolution uses :func:`fp16_tile_dots`, the same sums for many pixels.
     """
     n_k = block_exp.size
     block_exp[:] = 0
@@ -362,13 +369,76 @@ def fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low):
             p = booth_lane_planned(plans[k], dat, dat2,
                                    word32((block_exp[k] - de - w_exp[j, k]) * 4))
             high[k] = add32(high[k], sar32(p, 16))
-            low[k] = add32(low[k], and32(p, 0xFFFF))
+            low[k] = add32(low[k], p)
+
+
+@njit
+def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
+    """:func:`fp16_block_dots` of one block for a tile of data vectors at once.
+
+    ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
+    (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
+    their exponents; ``w_rows`` (lanes, K, 10) the weights' table rows
+    (:func:`sim.num.booth.booth_row_indices` of their sign and significand) and
+    ``w_exp4`` (lanes, K) int32 four times their exponents; ``table`` is scratch
+    (TABLE_ROWS, >= P) uint32.  Kernel ``k``'s block exponent for pixel ``p``,
+    times four (the 6-bit exponent CACC takes), goes to ``block_exp4[k, p]``
+    (int32) and the sum to ``high[k, p]``, ``low[k, p]`` as in
+    :func:`fp16_block_dots`, bit for bit.
+
+    The innermost loop runs over the pixels with the weight fixed, so a product is
+    ten reads of the data's Booth words (tabulated once per lane and reused by every
+    kernel) and the carry-save tree, vectorised over pixels.  Lanes whose data are
+    all zero and weights that are zero are skipped: a zero operand's lane is far
+    below every block (its shifted product is 0) and never raises an exponent.
+    """
+    lanes, n_p = d_exp4.shape
+    n_k = w_exp4.shape[1]
+    zero = 4 * ZERO_LANE_EXP
+    block_exp4[:, :n_p] = 0
+    high[:, :n_p] = 0
+    low[:, :n_p] = 0
+    live = np.zeros(lanes, np.bool_)
+    for j in range(lanes):
+        de = d_exp4[j]
+        for p in range(n_p):
+            live[j] |= de[p] != zero
+        if not live[j]:
+            continue
+        for k in range(n_k):
+            we = w_exp4[j, k]
+            if we == zero:
+                continue
+            be = block_exp4[k]
+            for p in range(n_p):
+                be[p] = max(be[p], np.int32(de[p] + we))
+    for j in range(lanes):
+        if not live[j]:
+            continue
+        de = d_exp4[j]
+        booth_data_table(d_sign[j], d_sig[j], table)
+        for k in range(n_k):
+            we = w_exp4[j, k]
+            if we == zero:
+                continue
+            r = w_rows[j, k]
+            t0, t1, t2, t3, t4 = table[r[0]], table[r[1]], table[r[2]], table[r[3]], table[r[4]]
+            t5, t6, t7, t8, t9 = table[r[5]], table[r[6]], table[r[7]], table[r[8]], table[r[9]]
+            be, hi, lo = block_exp4[k], high[k], low[k]
+            for p in range(n_p):
+                v = booth_lane_table(t0[p], t1[p], t2[p], t3[p], t4[p], t5[p], t6[p], t7[p],
+                                     t8[p], t9[p], sub32(be[p], add32(de[p], we)))
+                hi[p] = add32(hi[p], sar32(v, 16))
+                lo[p] = add32(lo[p], v)
 
 
 @njit(inline="always")
 def block_sum(high, low):
-    """The block sum from its 32-bit halves (:func:`fp16_block_dots`)."""
-    return np.int64(np.int32(high)) * 65536 + np.int64(low)
+    """The block sum from its two 32-bit words (:func:`fp16_block_dots`): ``high`` the sum
+    of the products' upper halves (read as int32), ``low`` the products' sum modulo
+    2**32.  The lower halves add up to ``low - high * 65536`` modulo 2**32, exactly for
+    fewer than 65536 lanes."""
+    return np.int64(np.int32(high)) * 65536 + np.int64(sub32(low, shl32(high, 16)))
 
 
 def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:

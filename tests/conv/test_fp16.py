@@ -105,3 +105,57 @@ def test_nan_in_a_lane_every_kernel_ignores_still_decides_its_blocks(dead_weight
     for k in range(2):
         assert (out[0, k][touched] == 0x7F800205).all()
         assert (out[0, k][~touched] & 0x7F800000 != 0x7F800000).all()
+
+
+def _pixel_windows(x, layer, r, s):
+    """Each output pixel's input window (N * H' * W', C, R, S): the CSC's pad value outside."""
+    n, c, h, w = x.shape
+    oy, ox = np.meshgrid(np.arange(layer.out_height), np.arange(layer.out_width), indexing="ij")
+    iy = oy[..., None, None] * layer.stride_y + np.arange(r)[:, None] * layer.dilation_y
+    ix = ox[..., None, None] * layer.stride_x + np.arange(s)[None, :] * layer.dilation_x
+    iy, ix = iy - layer.pad_top, ix - layer.pad_left
+    inside = (iy >= 0) & (iy < h) & (ix >= 0) & (ix < w)
+    win = x[:, :, iy.clip(0, h - 1), ix.clip(0, w - 1)]  # (N, C, H', W', R, S)
+    win = np.where(inside, win, np.uint16(layer.pad_value))
+    return win.transpose(0, 2, 3, 1, 4, 5).reshape(-1, c, r, s)
+
+
+@pytest.mark.parametrize("case", ["strided_dilated", "wide", "nans"])
+def test_fp16_tiles_are_the_pixel_by_pixel_products(case):
+    """The tiled kernel (pixels vectorised, rows of the data tabulated) against the
+    per-pixel path a one-pixel layer takes, on every output pixel: random bit patterns
+    (Inf, denormals, zeros, all exponents), dead lanes, two channel groups, batches,
+    tiles of unequal pixel counts, pad values and NaNs."""
+    from types import SimpleNamespace
+
+    from sim.conv.mac_fp16 import MIN_TILE, TILE, conv_fp16
+
+    rng = np.random.default_rng(len(case))
+    n, c, k, r, s, h, w = {"strided_dilated": (2, 70, 5, 3, 2, 9, 11),
+                           "wide": (1, 40, 33, 2, 2, 16, 19),
+                           "nans": (1, 24, 7, 3, 3, 8, 8)}[case]
+    stride, dil, pad = ((2, 1), (1, 2), (1, 2, 0, 1)) if case == "strided_dilated" else \
+        ((1, 1), (1, 1), (1, 1, 1, 1))
+    out_h = (h + pad[0] + pad[2] - (r - 1) * dil[0] - 1) // stride[0] + 1
+    out_w = (w + pad[1] + pad[3] - (s - 1) * dil[1] - 1) // stride[1] + 1
+    layer = SimpleNamespace(stride_y=stride[0], stride_x=stride[1], dilation_y=dil[0],
+                            dilation_x=dil[1], pad_top=pad[0], pad_left=pad[1],
+                            pad_value=int(fp16(-1.5)[()]), out_height=out_h, out_width=out_w)
+    x = rng.integers(0, 1 << 16, (n, c, h, w)).astype(np.uint16)
+    wt = rng.integers(0, 1 << 16, (k, c, r, s)).astype(np.uint16)
+    wt[:, 3] = 0  # a dead lane
+    x[rng.random(x.shape) < 0.2] = 0
+    for bits in (x, wt):  # NaNs only where the case plants them
+        bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00
+    if case == "nans":
+        x.reshape(-1)[rng.choice(x.size, 4, replace=False)] = [0x7E01, 0xFC02, 0x7D55, 0xFFFF]
+        wt.reshape(-1)[rng.choice(wt.size, 2, replace=False)] = [0x7C07, 0xFE00]
+    assert n * out_h * out_w >= MIN_TILE and (n * out_h * out_w) % TILE
+    got = conv_fp16(x, wt, layer, 64)
+    one = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=0,
+                          pad_left=0, pad_value=layer.pad_value, out_height=1, out_width=1)
+    windows = _pixel_windows(x, layer, r, s)
+    want = np.stack([conv_fp16(win[None], wt, one, 64)[0, :, 0, 0] for win in windows])
+    want = want.reshape(n, out_h, out_w, k).transpose(0, 3, 1, 2)
+    np.testing.assert_array_equal(got, want)
+    assert ((got & 0x7F800000) == 0x7F800000).any() == (case == "nans")

@@ -15,15 +15,21 @@ import pytest
 from sim.jit import njit
 from sim.num.booth import (
     SIGN_COMPENSATION,
+    TABLE_ROWS,
+    booth_data_table,
+    booth_digits,
     booth_lane,
     booth_lane_planned,
+    booth_lane_table,
     booth_plans,
     booth_product,
+    booth_row_indices,
     recode_weights,
 )
 from sim.num.mac import (
     CACC_NAN_EXP,
     MAC_NAN_EXP,
+    ZERO_LANE_EXP,
     block_sum,
     cacc_accumulate,
     cacc_accumulate_finite,
@@ -32,6 +38,7 @@ from sim.num.mac import (
     first_nan_per_block,
     fp16_block_dots,
     fp16_mac_operands,
+    fp16_tile_dots,
     mac_nan_block,
     weight_plans,
 )
@@ -176,6 +183,176 @@ def test_block_dot_extremes_do_not_overflow_the_32_bit_halves():
         d = np.full(200, 0x7C00, np.uint16)  # Inf: significand 0x400 << 3
         w = np.full(200, 0x7BFF | sign, np.uint16)
         assert block_dot(d, w) == block_dot_reference(d, w)
+
+
+# --- the fast form: data rows tabulated, pixels vectorised (fp16_tile_dots) ---------
+# Every shortcut is held to the C-model's table-driven multiplier (booth_product) or
+# to the per-pixel fp16_block_dots: the data table and the weights' row indices
+# (every sign pair, exhaustive over small magnitudes and every shift, random over
+# all), the sign compensation written as a shift, the window lookup of the Booth
+# digits (all 2 x 2**16 weights), the skipped zero lanes and the two-word sums.
+
+
+@njit
+def _table_mismatches(d_neg, w_neg, wt, dat, shift, rows, table, comp):
+    """Products where the tabulated multiplier differs from the C-model's (``table`` is
+    scratch with a column per product)."""
+    booth_data_table(d_neg, dat, table)
+    bad = 0
+    for p in range(dat.size):
+        r = rows[p]
+        got = booth_lane_table(table[r[0], p], table[r[1], p], table[r[2], p], table[r[3], p],
+                               table[r[4], p], table[r[5], p], table[r[6], p], table[r[7], p],
+                               table[r[8], p], table[r[9], p], word32(shift[p]))
+        if np.int32(got) != booth_product(d_neg[p] ^ w_neg[p], wt[p], dat[p], shift[p], comp):
+            bad += 1
+    return bad
+
+
+@pytest.mark.parametrize("case", ["exhaustive_small", "random", "largest"])
+def test_tabulated_booth_is_the_c_model_multiplier(case):
+    """Every data sign x weight sign; shifts 0 (the exact product) to 60 (nothing left)."""
+    if case == "exhaustive_small":  # every 7-bit pair (placed high and low), every shift
+        r = np.arange(1 << 7)
+        d_neg, w_neg, wt, dat, shift = _grid(np.arange(2), np.arange(2), r << 7, r,
+                                             np.arange(0, 64, 4))
+        dat = np.concatenate([dat, dat << 7])
+        d_neg, w_neg, wt, shift = (np.concatenate([a, a]) for a in (d_neg, w_neg, wt >> 7, shift))
+    elif case == "random":
+        rng = np.random.default_rng(5)
+        n = 1_000_000
+        d_neg, w_neg = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        wt, dat = rng.integers(0, 1 << 14, n), rng.integers(0, 1 << 14, n)
+        shift = rng.integers(0, 17, n) * 4
+    else:  # the largest magnitudes at the shifts that keep most bits
+        r = np.arange((1 << 14) - 64, 1 << 14)
+        d_neg, w_neg, wt, dat, shift = _grid(np.arange(2), np.arange(2), r, r,
+                                             np.array([0, 4, 28]))
+    d_neg, w_neg, wt, dat, shift = (np.asarray(a, np.int64) for a in (d_neg, w_neg, wt, dat,
+                                                                       shift))
+    rows = booth_row_indices(w_neg, wt)
+    table = np.zeros((TABLE_ROWS, dat.size), np.uint32)
+    assert _table_mismatches(d_neg.astype(np.uint32), w_neg, wt, dat.astype(np.uint32), shift,
+                             rows, table, SIGN_COMPENSATION) == 0
+
+
+def test_row_indices_are_the_recoding_of_every_weight():
+    """The window lookup gives, for all 2 x 2**16 weights, the rows of the digits that the
+    packed recoding (recode_weights) defines."""
+    neg, wt = _grid(np.arange(2), np.arange(1 << 16))
+    digits = booth_digits(neg, wt).astype(np.int64) + 2
+    plan = recode_weights(neg, wt)
+    for i in range(8):  # the digits are the plan's rows
+        one, two, sub = ((plan.astype(np.int64) >> (s + i)) & 1 for s in (0, 8, 16))
+        assert np.array_equal(digits[:, i] - 2, (one + 2 * two) * (1 - 2 * sub))
+    rows = booth_row_indices(neg, wt).astype(np.int64)
+    for half, i in ((0, 0), (5, 4)):
+        assert np.array_equal(rows[:, half], digits[:, i])
+        for n in range(3):
+            assert np.array_equal(rows[:, half + 1 + n],
+                                  5 + 25 * n + 5 * digits[:, i + n + 1] + digits[:, i + n])
+        assert np.array_equal(rows[:, half + 4], 80 + digits[:, i + 3])
+
+
+@njit
+def _lanes(neg, wt, dat, shift):
+    out = np.zeros(neg.size, np.int64)
+    for j in range(neg.size):
+        out[j] = np.int32(booth_lane(neg[j], wt[j], dat[j], word32(shift[j])))
+    return out
+
+
+def test_sign_compensation_is_a_rounded_up_shift():
+    """The compensation table is 0xAAAB0000 / 2**shift rounded up: -(0x55550000 >> shift)."""
+    for i, comp in enumerate(SIGN_COMPENSATION.tolist()):
+        assert comp == (-(0x55550000 >> (4 * i))) & 0xFFFFFFFF
+    # and the branch-free lane (which uses it) is the table's, at every shift and both signs
+    neg, wt, dat, shift = (a.astype(np.int64) for a in _grid(
+        np.arange(2), np.array([1, 0x2AAA, 0x3FFF]), np.array([1, 0x1555, 0x3FFF]),
+        np.arange(0, 68, 4)))
+    want = [booth_product(*args, SIGN_COMPENSATION) for args in zip(neg, wt, dat, shift,
+                                                                  strict=True)]
+    assert _lanes(neg, wt, dat, shift).tolist() == want
+
+
+@njit
+def _per_pixel(d_sign, d_sig, d_exp, w_plans, w_exp):
+    """fp16_block_dots column by column: (block exponents, sums) (K, P)."""
+    n_k, n_p = w_exp.shape[1], d_exp.shape[1]
+    exps, sums = np.zeros((n_k, n_p), np.int64), np.zeros((n_k, n_p), np.int64)
+    block_exp = np.zeros(n_k, np.int64)
+    high, low = np.zeros(n_k, np.uint32), np.zeros(n_k, np.uint32)
+    for p in range(n_p):
+        fp16_block_dots(d_sign[:, p].copy(), d_sig[:, p].copy(), d_exp[:, p].copy(), w_plans,
+                        w_exp, block_exp, high, low)
+        for k in range(n_k):
+            exps[k, p] = block_exp[k]
+            sums[k, p] = block_sum(high[k], low[k])
+    return exps, sums
+
+
+@njit
+def _tiled(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
+    fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low)
+    sums = np.zeros(high.shape, np.int64)
+    for k in range(high.shape[0]):
+        for p in range(high.shape[1]):
+            sums[k, p] = block_sum(high[k, p], low[k, p])
+    return sums
+
+
+def tile_dots(data, weights, width=None):
+    """fp16_tile_dots of data (lanes, P) against weights (K, lanes): (exponents, sums) (K, P),
+    with scratch arrays ``width`` >= P wide."""
+    width = width or data.shape[1]
+    d_sign, d_sig, d_exp = fp16_mac_operands(data)
+    w = np.ascontiguousarray(weights.T)
+    w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    n_k = w.shape[1]
+    block_exp4 = np.full((n_k, width), -1, np.int32)
+    high, low = np.full((n_k, width), 7, np.uint32), np.full((n_k, width), 7, np.uint32)
+    sums = _tiled(d_sign, d_sig, 4 * d_exp, booth_row_indices(w_sign, w_sig), 4 * w_exp,
+                  np.zeros((TABLE_ROWS, width), np.uint32), block_exp4, high, low)
+    n_p = data.shape[1]
+    return block_exp4[:, :n_p] // 4, sums[:, :n_p]
+
+
+@pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
+@pytest.mark.parametrize("lanes,kernels,pixels", [(1, 3, 5), (8, 1, 33), (12, 40, 16),
+                                                  (64, 17, 9), (200, 2, 3)])
+def test_tile_dots_are_the_per_pixel_block_dots(kind, lanes, kernels, pixels):
+    """Zero lanes (some pixels' data, whole lanes of data, zero weights) are skipped: the sums
+    and exponents stay those of every lane's product."""
+    rng = np.random.default_rng(lanes * 7 + pixels)
+    for _ in range(4):
+        data = np.stack([_edge_block(rng, kind, lanes) for _ in range(pixels)], axis=1)
+        data[rng.integers(0, lanes), :] &= 0x8000  # a lane whose data are all zero
+        w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
+        w[:, rng.integers(0, lanes)] = 0  # a lane dead in every kernel
+        w_sign, w_sig, w_exp = fp16_mac_operands(np.ascontiguousarray(w.T))
+        want = _per_pixel(*fp16_mac_operands(data), weight_plans(w_sign, w_sig), w_exp)
+        got = tile_dots(data, w, width=pixels + 3)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        for p in range(min(pixels, 3)):  # and the C-model's per-product sum
+            for k in range(min(kernels, 3)):
+                assert (got[0][k, p], got[1][k, p]) == block_dot_reference(data[:, p], w[k])
+
+
+def test_tile_dots_extremes_do_not_overflow_the_32_bit_words():
+    """The largest products of one sign, 200 lanes: sums far beyond int32."""
+    for sign in (0, 0x8000):
+        data = np.full((200, 2), 0x7C00, np.uint16)  # Inf: significand 0x400 << 3
+        w = np.full((1, 200), 0x7BFF | sign, np.uint16)
+        exps, sums = tile_dots(data, w)
+        assert (int(exps[0, 0]), int(sums[0, 0])) == block_dot_reference(data[:, 0], w[0])
+        assert abs(int(sums[0, 0])) > 1 << 33
+
+
+def test_zero_lane_exponent_keeps_every_shift_out_of_reach():
+    """A lane with a zero operand sits >= 32 bits below any block: its product is dropped."""
+    top = 4 * (0x7BFF >> 10 >> 2) * 2  # the largest block exponent, times four
+    assert top - 4 * (ZERO_LANE_EXP + 7) >= 32
 
 
 def test_first_nan_per_block_finds_the_first_nan_in_lane_order():
