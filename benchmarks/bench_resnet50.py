@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sim.regs.enums import Precision
 from timing import verdict
 
 GOALS = {"int8": 5.0, "fp16": 20.0}
@@ -103,7 +104,7 @@ def run_spec(text: str, folder: Path) -> float:
 
 
 def network(precision: str, limit: int | None) -> float:
-    bpe = 1 if precision == "int8" else 2
+    bpe = Precision(precision).bytes
     convs = resnet50_convs()[:limit]
     total = 0.0
     print(f"ResNet-50, {precision}: {len(convs)} convolutions")

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import ConfigurationError, SimError
-
-INT8, INT16, FP16 = "int8", "int16", "fp16"
+from .regs.enums import FP16, INT8, INT16, Precision
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class HardwareConfig:
     cbuf_bank_count: int
     cbuf_bank_width: int  # bytes per CBUF entry
     cbuf_bank_depth: int  # entries per bank
-    precisions: frozenset
+    precisions: frozenset  # of Precision
     address_map: str  # which unit base addresses the register bus uses (see regs/)
     winograd: bool
     batch: bool
@@ -43,7 +42,7 @@ class HardwareConfig:
     # (every master-map configuration) ties the register to 0, and reads give 0
     cdp_saturation_counter: bool = True
 
-    def supports(self, precision: str) -> bool:
+    def supports(self, precision: Precision | str) -> bool:
         return precision in self.precisions
 
     def require(self, feature: str, what: str, error: type[SimError] = ConfigurationError) -> None:
@@ -59,7 +58,7 @@ class HardwareConfig:
                 raise ConfigurationError(f"{batches} batches exceed {self.name}'s maximum "
                                          f"{self.max_batch}", where=what)
 
-    def require_precision(self, precision: str, what: str) -> None:
+    def require_precision(self, precision: Precision | str, what: str) -> None:
         if precision not in self.precisions:
             raise ConfigurationError(f"{self.name} does not support {precision}", where=what)
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import regs as regtable
-from .errors import SimError
+from .errors import ConfigurationError, SimError
+from .regs.enums import Precision
 
 IDLE, RUNNING, PENDING = 0, 1, 2
 GROUPS = (0, 1)
@@ -78,6 +79,17 @@ class Block:
         value = reg.field(name.upper()).decode(self._words[reg.name], self._address_map)
         self.__dict__[name] = value  # a snapshot: decoded once, then a plain attribute
         return value
+
+    def precision(self, name: str) -> Precision:
+        """The precision field ``name`` (``in_precision``, ``input_data``, ...) as a
+        :class:`Precision`; a reserved code raises ConfigurationError naming the register."""
+        code = getattr(self, name)
+        precision = Precision.from_code(code)
+        if precision is None:
+            reg = self.__dict__["_fields"][name][0]
+            raise ConfigurationError(f"{name.upper()} {code} is reserved",
+                                     where=f"{self._unit}.{reg.name}")
+        return precision
 
     def address(self, stem: str) -> int:
         """Combine ``<STEM>_LOW`` and ``<STEM>_HIGH`` fields into a byte address."""

@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .configs import INT8, HardwareConfig
+from .configs import INT8, HardwareConfig, Precision
+from .dma.align import align_up, ceil_div, window_count
 from .errors import ConfigurationError
 
 HANGS = "hangs"  # the C-model never completes the layer (waits forever, or an assertion stops it)
@@ -144,7 +145,7 @@ class PdpFacts:
 
 def pool_out(size: int, pad_lo: int, pad_hi: int, kernel: int, stride: int) -> int:
     """Pooling windows along one axis (the last one ending inside the padded input)."""
-    return (pad_lo + size + pad_hi - kernel) // stride + 1
+    return window_count(size, pad_lo, pad_hi, kernel, stride)
 
 
 def pool_tiles(f: PdpFacts) -> bool:
@@ -206,7 +207,7 @@ def entries_per_bank(cfg: HardwareConfig) -> int:
 
 
 def element_bytes(precision: str) -> int:
-    return 1 if precision == INT8 else 2
+    return Precision(precision).bytes
 
 
 def direct_entries(cfg: HardwareConfig, width: int, channels: int, precision: str) -> int:
@@ -217,18 +218,18 @@ def direct_entries(cfg: HardwareConfig, width: int, channels: int, precision: st
     or four pixels an entry; three atoms: an entry a pixel), as the C-model's CDMA
     stores them.  Elsewhere the atoms of a line packed.
     """
-    atoms = -(-channels * element_bytes(precision) // cfg.atom_bytes)
+    atoms = ceil_div(channels * element_bytes(precision), cfg.atom_bytes)
     per_entry = entry_bytes(cfg) // cfg.atom_bytes
     if per_entry != 4:
-        return -(-width * atoms // per_entry)
-    rest = {0: 0, 1: -(-width // 4), 2: -(-width // 2), 3: width}[atoms % 4]
+        return ceil_div(width * atoms, per_entry)
+    rest = {0: 0, 1: ceil_div(width, 4), 2: ceil_div(width, 2), 3: width}[atoms % 4]
     return atoms // 4 * width + rest
 
 
 def winograd_extended(f: ConvFacts) -> tuple[int, int, int]:
     """(width, height, channels) of the stride-folded cube CSC sees in Winograd mode."""
     atom_channels = f.cfg.atom_bytes // element_bytes(f.precision)
-    padded = -(-f.channels // atom_channels) * atom_channels
+    padded = align_up(f.channels, atom_channels)
     return ((f.pad_left + f.width + f.pad_right) // f.stride_x,
             (f.pad_top + f.height + f.pad_bottom) // f.stride_y,
             padded * f.stride_x * f.stride_y)
@@ -247,7 +248,7 @@ def line_entries(f: ConvFacts) -> int:
         ext_w, _, ext_c = winograd_extended(f)
         return max(1, ext_w * ext_c * element_bytes(f.precision) // entry_bytes(f.cfg))
     if f.mode == IMAGE:
-        return -(-image_line_bytes(f) // entry_bytes(f.cfg))
+        return ceil_div(image_line_bytes(f), entry_bytes(f.cfg))
     return direct_entries(f.cfg, f.width, f.channels, f.precision)
 
 

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..configs import FP16, INT8, INT16
+from ..configs import FP16, INT8, INT16, Precision
 from ..dma.precision import check_precision
-from ..errors import ConfigurationError
 from ..num.lut import (
     N_PARAMS,
     P_EXPONENT,
@@ -38,7 +37,6 @@ from ..num.lut import (
 )
 from ..num.vector_int import sign_extend
 
-PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
 WINDOWS = {0: 3, 1: 5, 2: 7, 3: 9}
 
 
@@ -47,7 +45,7 @@ class CdpConfig:
     width: int
     height: int
     channels: int
-    precision: str
+    precision: Precision
     src_addr: int
     src_line_stride: int
     src_surface_stride: int
@@ -67,16 +65,10 @@ class CdpConfig:
     @classmethod
     def from_blocks(cls, cdp, rdma, hw) -> CdpConfig:
         """Decode the executing groups of NVDLA_CDP (``cdp``) and NVDLA_CDP_RDMA (``rdma``)."""
-        fmt = cdp.input_data_type
-        if fmt not in PRECISIONS:
-            raise ConfigurationError(f"NVDLA_CDP.D_DATA_FORMAT_0: reserved INPUT_DATA_TYPE {fmt}")
-        if rdma.input_data not in PRECISIONS:
-            raise ConfigurationError(
-                f"NVDLA_CDP_RDMA.D_DATA_FORMAT_0: reserved INPUT_DATA {rdma.input_data}")
-        check_precision("cdp", PRECISIONS[rdma.input_data], PRECISIONS[fmt],
+        precision = cdp.precision("input_data_type")
+        check_precision("cdp", rdma.precision("input_data"), precision,
                         "NVDLA_CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input) vs "
                         "NVDLA_CDP.D_DATA_FORMAT_0.INPUT_DATA_TYPE (output)")
-        precision = PRECISIONS[fmt]
         hw.require_precision(precision, "NVDLA_CDP.D_DATA_FORMAT_0")
         return cls(
             width=rdma.width + 1,
@@ -120,9 +112,9 @@ def lut_params(blk, precision: str) -> np.ndarray:
         high = getattr(blk, f"lut_{stem}_high")
         low = getattr(blk, f"lut_{stem}_low")
         value = sign_extend((high << 32) | low, 38)
-        p[slot] = low if precision == "fp16" else value
+        p[slot] = low if precision == FP16 else value
     p[P_LE_OFFSET] = sign_extend(blk.lut_le_index_offset, 8)
-    select_bits = {"int8": 6, "int16": 7, "fp16": 8}[precision]
+    select_bits = {INT8: 6, INT16: 7, FP16: 8}[precision]
     p[P_LE_SELECT] = sign_extend(blk.lut_le_index_select, select_bits)
     p[P_LO_SELECT] = sign_extend(blk.lut_lo_index_select, select_bits)
     p[P_LE_USCALE] = sign_extend(blk.lut_le_slope_uflow_scale, 16)

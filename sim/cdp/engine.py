@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..chains import CDP, CDP_RDMA
 from ..dma import read_feature, write_feature
+from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
 from ..num.lut import LutRam
@@ -50,7 +51,7 @@ class CdpEngine(Engine):
         cfg = CdpConfig.from_blocks(ctx.regs(CDP), ctx.regs(CDP_RDMA), ctx.config)
         atom = ctx.config.atom_bytes
         group = elements_per_atom(cfg.precision, atom)
-        shape = (-(-cfg.channels // group) * group, cfg.height, cfg.width)
+        shape = (align_up(cfg.channels, group), cfg.height, cfg.width)
         src_mem = ctx.memory(cfg.src_ram, "NVDLA_CDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
         dst_mem = ctx.memory(cfg.dst_ram, "NVDLA_CDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
         raw = read_feature(src_mem, cfg.src_addr, shape, cfg.precision, atom,

@@ -31,16 +31,14 @@ import sim.num as num
 from sim.jit import njit, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
-from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16
 from sim.num.fpcore import fp_add, fp_mul
 from sim.num.lut import COUNTER_NAMES, lookup_int
 from sim.num.lut_cdp import lookup_fp, lookup_int_one
 from sim.num.rounding import convert, convert_flag, sign_extend
 
-from ..configs import FP16, INT8
+from ..configs import FP16, INT8, Precision
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
-_CODES = {INT8: PRECISION_INT8, "int16": PRECISION_INT16, FP16: PRECISION_FP16}
 
 
 @dataclass(frozen=True)
@@ -161,7 +159,7 @@ def _normalize_int_fused(x, channels, s: LrnSettings, le, lo, lut):
     """(output values, saturation count, counter values) of an integer layer, fused kernels."""
     rows, pixels = x.shape
     x = np.asarray(x, np.int16)  # int8 and int16 data alike: one compiled kernel
-    widths = np.array(CDP_INT_WIDTHS[_CODES[s.precision]], np.int64)
+    widths = np.array(CDP_INT_WIDTHS[Precision(s.precision).code], np.int64)
     le, lo, lut = (np.asarray(t, np.int64) for t in (le, lo, lut))
     a = np.zeros((rows + 2 * HALO, pixels), np.int32)  # converted values have 9 or 17 bits
     chunk = max(1, (1 << 14) // max(pixels, 1))  # rows a thread is worth
@@ -259,7 +257,7 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
         found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
         return out, found
     x = np.asarray(x, np.int64)
-    code = _CODES[s.precision]
+    code = Precision(s.precision).code
     half = (s.window - 1) // 2
     y = np.zeros((rows, pixels), np.int64)
     outcomes = np.zeros((rows, pixels), np.int8)

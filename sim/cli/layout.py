@@ -33,7 +33,7 @@ import numpy as np
 from ..configs import get_config
 from ..dma import foreign, operands, pixel, weights
 from ..dma.align import LayoutError
-from ..dma.elements import precision_of, to_elements, to_user
+from ..dma.elements import infer_precision, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
 from ..errors import SimError
 from ..limits import check_extent
@@ -142,13 +142,13 @@ def _pack(args, cfg, array: np.ndarray) -> np.ndarray:
                                batch_stride=args.batch_stride)
         return data
     if name in OPERAND_FORMATS:
-        precision = args.precision or precision_of(array)
+        precision = args.precision or infer_precision(array)
         fmt = _operand_fmt(args, precision)
         data, _ = operands.pack_operand(array, fmt, cfg, line_stride=args.line_stride,
                                         surface_stride=args.surface_stride)
         return data
     if name in WEIGHT_FORMATS:
-        precision = args.precision or precision_of(array)
+        precision = args.precision or infer_precision(array)
         if name == "weight-dc":
             return weights.pack_weight_dc(array, precision, cfg)
         if name == "weight-img":
@@ -258,7 +258,7 @@ def run(args) -> int:
     if args.action == "pack":
         array = _prepare_input(args, _load_npy(args.input))
         if args.precision or args.format in ("feature",) + WEIGHT_FORMATS:
-            cfg.require_precision(args.precision or precision_of(array), f"{args.input}")
+            cfg.require_precision(args.precision or infer_precision(array), f"{args.input}")
         write_image(args.output, _pack(args, cfg, array))
     else:
         if args.precision:

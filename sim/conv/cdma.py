@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import FP16, INT8
+from ..dma.align import align_up
 from ..dma.feature import read_feature
 from ..dma.weights import (
     CompressedWeights,
@@ -31,7 +32,7 @@ from ..dram import HELD
 from ..errors import ConfigurationError, SimError
 from ..num import flush_nans, inf_mask, nan_mask
 from ..num.blocks import cdma_cvt
-from .layer import CDMA, PRECISION_CODES, ConvLayer
+from .layer import CDMA, ConvLayer
 
 
 class Cbuf:
@@ -75,7 +76,7 @@ class Cbuf:
 def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
     """Every fp16 lane of every atom the CDMA reads (padding lanes included)."""
     group = atom // 2
-    padded = -(-layer.channels // group) * group
+    padded = align_up(layer.channels, group)
     cube = read_feature(mem, layer.in_addr, (padded, layer.in_height, layer.in_width), FP16,
                         atom, layer.line_stride, layer.surf_stride, layer.batch_stride,
                         layer.batches, what=f"{CDMA} input cube", mode=HELD)
@@ -103,7 +104,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     if layer.batches == 1:
         cube = cube[None]
     if layer.cvt_enable:
-        code = PRECISION_CODES[layer.precision]
+        code = layer.precision.code
         out = cdma_cvt(data_in=cube.astype(np.int64), alu_in=layer.cvt_offset,
                        mul_in=layer.cvt_scale, in_precision=code, out_precision=code,
                        truncate=layer.cvt_truncate)["out"]

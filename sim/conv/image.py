@@ -43,8 +43,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..configs import FP16, INT8, INT16
-from ..dma.align import LayoutError
+from ..configs import FP16, INT8, INT16, Precision
+from ..dma.align import LayoutError, align_up, ceil_div, window_count
 from ..dma.pixel import PIXEL_FORMATS, PixelFormat, read_pixels
 from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
@@ -58,14 +58,12 @@ from .layer import (
     CACC,
     CDMA,
     CSC,
-    PRECISION_CODES,
     ConvLayer,
     check_equal,
     check_proc_precision,
     check_weight_bytes,
     layer_counters,
     pad_element,
-    precision_of,
     weight_layer,
 )
 from .mac_fp16 import conv_fp16
@@ -77,8 +75,8 @@ FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum
 @dataclass(frozen=True)
 class ImageLayer:
     fmt: PixelFormat
-    in_precision: str
-    precision: str  # processing precision
+    in_precision: Precision
+    precision: Precision  # processing precision
     width: int
     height: int
     channels: int
@@ -133,8 +131,8 @@ def decode_image_layer(ctx) -> ImageLayer:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: PIXEL_MAPPING {cdma.pixel_mapping} is "
                                  "reserved (pitch linear only)")
     fmt = _pixel_format(cdma.pixel_format)
-    in_prec = precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
-    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    in_prec = cdma.precision("in_precision")
+    proc = cdma.precision("proc_precision")
     check_precision("conv", IMAGE_FP16 if in_prec == FP16 else IMAGE_INT, proc,
                     f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
@@ -166,7 +164,7 @@ def decode_image_layer(ctx) -> ImageLayer:
     if csc.y_extension > 2:
         raise ConfigurationError(f"{CSC}.D_POST_Y_EXTENSION_0: Y_EXTENSION {csc.y_extension} is "
                                  "reserved (1, 2 or 4 lines)")
-    bpe = 1 if proc == INT8 else 2
+    bpe = proc.bytes
     if post > 1 and ext_channels * post > cfg.mac_atomic_c:
         raise ConfigurationError(
             f"{CSC}.D_POST_Y_EXTENSION_0: {post} lines of {ext_channels} channels exceed one "
@@ -238,8 +236,7 @@ def _cross_check(layer: ImageLayer, cdma, csc, cacc, bpe: int) -> None:
         ("height", layer.height, layer.pad_top, layer.pad_bottom, layer.kernel_height,
          layer.stride_y, layer.out_height),
     ):
-        span = size + before + after - k
-        if span < 0 or span // stride + 1 != out:
+        if window_count(size, before, after, k, stride) != out:
             raise ConfigurationError(
                 f"{CSC}.D_DATAOUT_SIZE_0_0: output {axis} {out} does not follow from image "
                 f"{size}, padding {before}+{after}, kernel {k}, stride {stride}")
@@ -285,8 +282,8 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
         else:
             alu = np.array([layer.means[min(c, 3)] for c in range(values.shape[0])], np.int64)
         out = cdma_cvt(data_in=data, alu_in=alu[:, None, None], mul_in=layer.cvt_scale,
-                       in_precision=PRECISION_CODES[layer.in_precision],
-                       out_precision=PRECISION_CODES[proc],
+                       in_precision=layer.in_precision.code,
+                       out_precision=proc.code,
                        truncate=layer.cvt_truncate)["out"].astype(np.int64)
     else:
         out = values
@@ -300,7 +297,7 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
 def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, list]:
     """NaN/Inf counts of fp16 pixel lines (X offset to the end of the line's last atom)."""
     bpp = layer.fmt.plane_bytes[0]
-    rounded = -(-(layer.x_offset + layer.width) * bpp // atom) * atom
+    rounded = align_up((layer.x_offset + layer.width) * bpp, atom)
     nan = inf = 0
     for y in range(layer.height):
         line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded, mode=HELD)
@@ -310,14 +307,14 @@ def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, li
     return nan, inf
 
 
-def chroma_x_offset(x_offset: int, in_precision: str, atom: int) -> int:
+def chroma_x_offset(x_offset: int, in_precision: Precision, atom: int) -> int:
     """X offset of the N444 chroma plane: ``x_offset`` modulo the 2-element pixels of an atom."""
-    element = 1 if in_precision == INT8 else 2
+    element = Precision(in_precision).bytes
     return x_offset % max(atom // (2 * element), 1)
 
 
 def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height: int,
-                 x_offset: int, in_precision: str, atom: int) -> tuple[np.ndarray, int]:
+                 x_offset: int, in_precision: Precision, atom: int) -> tuple[np.ndarray, int]:
     """(C, H, W) container values the CDMA reads for an image, and their bit width."""
     offsets = None
     if fmt.planes == 2:
@@ -397,7 +394,7 @@ def atomic_blocks(framed: np.ndarray, weights: np.ndarray, layer: ImageLayer, la
     pre = pre.transpose(2, 0, 1, 3).reshape(ext, h, ow)
     wpre = weights.transpose(0, 3, 1, 2).reshape(k, ext, r_)  # (K, S*C, R)
     p = layer.post_extension
-    groups = -(-r_ // p)
+    groups = ceil_div(r_, p)
     rows = (np.arange(oh) * layer.stride_y - layer.pad_top)  # first line of each output row
 
     def lines(r):  # (ext, H', W') data of kernel row r for every output row
@@ -409,7 +406,7 @@ def atomic_blocks(framed: np.ndarray, weights: np.ndarray, layer: ImageLayer, la
         return out
 
     if p == 1:
-        supers = -(-ext // lanes)
+        supers = ceil_div(ext, lanes)
         data = np.zeros((supers, r_, lanes, oh, ow), dtype=framed.dtype)
         wts = np.zeros((k, supers, r_, lanes), dtype=weights.dtype)
         for r in range(r_):

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..configs import FP16, INT8, INT16
+from ..configs import FP16, INT8, INT16, Precision
+from ..dma.align import ceil_div, window_count
 from ..dma.precision import check_precision
 from ..errors import ConfigurationError
 from ..rules import ConvFacts, check
 
-PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
-PRECISION_CODES = {name: code for code, name in PRECISIONS.items()}
 CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
                                     "NVDLA_CACC")
 MAX_CLIP_TRUNCATE = 16  # CACC: a 48-bit accumulator delivers 32 bits
@@ -56,18 +55,10 @@ def layer_counters(data_counters: dict, weight_counters: dict) -> dict:
     return counters
 
 
-def precision_of(code: int, what: str) -> str:
-    """The precision a 2-bit precision field names (``what`` names the field for errors)."""
-    try:
-        return PRECISIONS[code]
-    except KeyError:
-        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
-
-
-def check_proc_precision(ctx, proc: str) -> None:
+def check_proc_precision(ctx, proc: Precision) -> None:
     """CSC, CMAC_A, CMAC_B and CACC must process in the CDMA's precision ``proc``."""
     for unit in (CSC, CMAC_A, CMAC_B, CACC):
-        p = precision_of(ctx.regs(unit).proc_precision, f"{unit}.D_MISC_CFG_0")
+        p = ctx.regs(unit).precision("proc_precision")
         if p != proc:
             raise ConfigurationError(f"{unit}.D_MISC_CFG_0: PROC_PRECISION {p} does not match "
                                      f"the CDMA's {proc}")
@@ -87,7 +78,7 @@ def pad_element(value: int, precision: str):
 
 @dataclass(frozen=True)
 class ConvLayer:
-    precision: str  # the pipeline (processing) precision
+    precision: Precision  # the pipeline (processing) precision
     batches: int
     # input cube (CDMA)
     in_width: int
@@ -137,7 +128,7 @@ class ConvLayer:
 
     @property
     def element_bytes(self) -> int:
-        return 1 if self.precision == INT8 else 2
+        return self.precision.bytes
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -190,7 +181,7 @@ def conv_facts(ctx, mode: str) -> ConvFacts:
     elif mode == WINOGRAD:  # 4x4 in the Winograd domain: a 3x3 kernel
         kernel = (3, 3)
     return ConvFacts(
-        ctx.config, mode, precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0"),
+        ctx.config, mode, cdma.precision("proc_precision"),
         width=cdma.datain_width + 1, height=cdma.datain_height + 1, channels=channels,
         out_width=out.dataout_width + 1, out_height=out.dataout_height + 1,
         entries=cdma.entries + 1, data_banks=cdma.data_bank + 1,
@@ -250,12 +241,12 @@ def decode_layer(ctx) -> ConvLayer:
         raise ConfigurationError(f"{CSC}.D_DATAIN_FORMAT_0: PIXEL while {CDMA} reads a "
                                  "feature cube")
 
-    in_prec = precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0")
-    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
+    in_prec = cdma.precision("in_precision")
+    proc = cdma.precision("proc_precision")
     check_precision("conv", in_prec, proc, f"{CDMA}.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
     check_proc_precision(ctx, proc)
-    if precision_of(csc.in_precision, f"{CSC}.D_MISC_CFG_0") != in_prec:
+    if csc.precision("in_precision") != in_prec:
         raise ConfigurationError(f"{CSC}.D_MISC_CFG_0: IN_PRECISION does not match the CDMA's")
 
     batches = cdma.batches + 1
@@ -355,8 +346,7 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
         ("height", layer.in_height, pad.pad_top, pad.pad_bottom, layer.kernel_height,
          layer.dilation_y, layer.stride_y, layer.out_height),
     ):
-        span = size + before + after - ((k - 1) * dil + 1)
-        if span < 0 or span // stride + 1 != out:
+        if window_count(size, before, after, k, stride, dil) != out:
             raise ConfigurationError(
                 f"{CSC}.D_DATAOUT_SIZE_0_0: output {axis} {out} does not follow from input "
                 f"{size}, padding {before}+{after}, kernel {k}, dilation {dil}, stride {stride}")
@@ -372,8 +362,8 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
 
 def least_entries_per_slice(width: int, channels: int, bpe: int, atom: int, entry: int) -> int:
     """The fewest CBUF entries of ``entry`` bytes one input line can take: its atoms packed."""
-    atoms = -(-channels * bpe // atom)
-    return -(-width * atoms * atom // entry)
+    atoms = ceil_div(channels * bpe, atom)
+    return ceil_div(width * atoms * atom, entry)
 
 
 def _check_cbuf(cfg, layer: ConvLayer, cdma, csc) -> None:

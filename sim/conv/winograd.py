@@ -41,7 +41,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..configs import FP16, INT8
+from ..configs import FP16, INT8, Precision
+from ..dma.align import align_up
 from ..dma.feature import read_feature
 from ..dma.weights import pack_weight_dc, unpack_weight_winograd
 from ..dram import HELD
@@ -71,7 +72,6 @@ from .layer import (
     CMAC_A,
     CMAC_B,
     CSC,
-    PRECISION_CODES,
     WINOGRAD,
     ConvLayer,
     check_equal,
@@ -80,7 +80,6 @@ from .layer import (
     check_weight_bytes,
     layer_counters,
     pad_element,
-    precision_of,
     weight_layer,
 )
 
@@ -97,7 +96,7 @@ WINOGRAD_POST = np.kron(WINOGRAD_AT, WINOGRAD_AT)
 
 @dataclass(frozen=True)
 class WinogradLayer:
-    precision: str
+    precision: Precision
     width: int
     height: int
     channels: int
@@ -142,8 +141,8 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
                                      "in Winograd mode")
     if cdma.datain_format or csc.datain_format:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: Winograd needs feature input")
-    proc = precision_of(cdma.proc_precision, f"{CDMA}.D_MISC_CFG_0")
-    if precision_of(cdma.in_precision, f"{CDMA}.D_MISC_CFG_0") != proc:
+    proc = cdma.precision("proc_precision")
+    if cdma.precision("in_precision") != proc:
         raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: Winograd input must be in the "
                                  "processing precision")
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
@@ -154,10 +153,10 @@ def decode_winograd_layer(ctx) -> WinogradLayer:
     # D_CVT_CFG.CVT_EN is ignored in Winograd mode: NVDLA's C-model converts data only on
     # the direct and image paths (checked by running Winograd layers with the convertor on)
 
-    bpe = 1 if proc == INT8 else 2
+    bpe = proc.bytes
     per_atom = cfg.atom_bytes // bpe
     channels = cdma.datain_channel + 1
-    padded = -(-channels // per_atom) * per_atom
+    padded = align_up(channels, per_atom)
     pad = cdma.reg("D_ZERO_PADDING_0")
     sx, sy = cdma.conv_x_stride + 1, cdma.conv_y_stride + 1
     width, height = cdma.datain_width + 1, cdma.datain_height + 1
@@ -248,7 +247,7 @@ def pre_added_fp16(ext: np.ndarray, layer: WinogradLayer) -> np.ndarray:
 
     def convert(start: int, stop: int) -> None:  # channels are independent
         parts[start] = csc_cvt(data_in=tiles[start:stop].reshape(-1, 16).view(np.uint16),
-                               precision=PRECISION_CODES[FP16],
+                               precision=FP16.code,
                                truncate=layer.pra_truncate)["out"].reshape(-1, *shape[1:])
 
     run_split(convert, tiles.shape[0], min_chunk=max(1, PARALLEL_ELEMENTS // tiles[0].size))

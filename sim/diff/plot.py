@@ -17,6 +17,7 @@ import io
 
 import numpy as np
 
+from ..dma.align import ceil_div
 from ..errors import SimError
 from ..files import write_atomically
 
@@ -54,7 +55,7 @@ def _channel_list(channels: list[int]) -> str:
 
 def surface_counts(cube, elements) -> dict:
     """(n, surface) -> H x W array of differing channels, for every surface of ``cube``."""
-    surfaces = -(-cube.channels // cube.group)
+    surfaces = ceil_div(cube.channels, cube.group)
     grids = {(n, s): np.zeros((cube.height, cube.width), dtype=np.int64)
              for n in range(cube.batch) for s in range(surfaces)}
     for e in elements:
@@ -97,7 +98,7 @@ def draw_png(report, path) -> list[dict]:
     cell_w = max(p["width"] * p["scale"] for p in panels) + AXIS_PX + GAP_PX
     cell_h = max(p["height"] * p["scale"] for p in panels) + TITLE_PX + AXIS_PX + GAP_PX
     cell_w = max(cell_w, 180)
-    rows = -(-len(panels) // cols)
+    rows = ceil_div(len(panels), cols)
     fig_w = max(2 * MARGIN_PX + cols * cell_w, 420)
     fig_h = 2 * MARGIN_PX + rows * cell_h + BAR_PX
     fig = plt.figure(figsize=(fig_w / 100, fig_h / 100), dpi=100)

@@ -88,6 +88,20 @@ def check_alignment(kind: str, atom_bytes: int, what: str = "", **values: int | 
             )
 
 
+def ceil_div(value: int, divisor: int) -> int:
+    """``value / divisor`` rounded up (positive ``divisor``): how many ``divisor``-sized
+    pieces hold ``value``."""
+    return -(-value // divisor)
+
+
+def window_count(size: int, pad_lo: int, pad_hi: int, kernel: int, stride: int,
+                 dilation: int = 1) -> int:
+    """Output size of a sliding window along one axis: the positions, ``stride`` apart, of a
+    ``kernel``-tap window (taps ``dilation`` apart) inside the padded input of ``size``
+    (zero or less when the window does not fit)."""
+    return (pad_lo + size + pad_hi - ((kernel - 1) * dilation + 1)) // stride + 1
+
+
 def align_up(value: int, align: int) -> int:
     """Smallest multiple of ``align`` that is >= ``value``."""
-    return -(-value // align) * align
+    return ceil_div(value, align) * align

@@ -19,29 +19,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..configs import FP16, INT8, INT16
+from ..configs import FP16, INT8, INT16, Precision
 from .align import LayoutError
 
-PRECISIONS = (INT8, INT16, FP16)
 
-_DTYPES = {INT8: np.dtype(np.int8), INT16: np.dtype("<i2"), FP16: np.dtype("<u2")}
-
-
-def check_precision_name(precision: str) -> str:
-    """Return ``precision`` if it names int8/int16/fp16, else raise LayoutError."""
-    if precision not in _DTYPES:
-        raise LayoutError(f"unknown precision {precision!r} (expected int8, int16 or fp16)")
-    return precision
+def check_precision_name(precision: str) -> Precision:
+    """The :class:`Precision` ``precision`` names (int8/int16/fp16), else raise LayoutError."""
+    try:
+        return Precision(precision)
+    except ValueError:
+        raise LayoutError(f"unknown precision {precision!r} (expected int8, int16 or fp16)"
+                          ) from None
 
 
 def element_dtype(precision: str) -> np.dtype:
     """The dtype the simulator uses for elements of ``precision`` (fp16 -> uint16 bits)."""
-    return _DTYPES[check_precision_name(precision)]
+    return check_precision_name(precision).dtype
 
 
 def bytes_per_element(precision: str) -> int:
     """1 for int8, 2 for int16 and fp16."""
-    return element_dtype(precision).itemsize
+    return check_precision_name(precision).bytes
 
 
 def elements_per_atom(precision: str, atom_bytes: int) -> int:
@@ -49,7 +47,7 @@ def elements_per_atom(precision: str, atom_bytes: int) -> int:
     return atom_bytes // bytes_per_element(precision)
 
 
-def precision_of(array: np.ndarray) -> str:
+def infer_precision(array: np.ndarray) -> str:
     """Guess the precision of an array from its dtype (uint16 and float16 mean fp16)."""
     kind = np.asarray(array).dtype
     if kind == np.int8:

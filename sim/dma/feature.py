@@ -38,14 +38,14 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..dram import STREAMED, check_extent
-from .align import LayoutError, align_up, check_alignment
+from .align import LayoutError, align_up, ceil_div, check_alignment
 from .elements import (
     as_bytes,
     bytes_per_element,
     check_precision_name,
     elements_per_atom,
     from_bytes,
-    precision_of,
+    infer_precision,
     to_elements,
 )
 
@@ -83,7 +83,7 @@ class FeatureLayout:
 
     @property
     def surfaces(self) -> int:
-        return -(-self.channels // self.group)
+        return ceil_div(self.channels, self.group)
 
     @property
     def padded_channels(self) -> int:
@@ -216,7 +216,7 @@ def feature_layout(shape, precision: str, atom_bytes: int, line_stride: int | No
     if surface_stride is None:
         surface_stride = shape[1] * line_stride
     if batch_stride is None:
-        batch_stride = -(-shape[0] // elements_per_atom(precision, atom_bytes)) * surface_stride
+        batch_stride = ceil_div(shape[0], elements_per_atom(precision, atom_bytes)) * surface_stride
     layout = FeatureLayout(shape[0], shape[1], shape[2], elements_per_atom(precision, atom_bytes),
                            bytes_per_element(precision), line_stride, int(surface_stride),
                            int(batch_stride), int(batch))
@@ -327,7 +327,7 @@ def scatter_feature(buf: np.ndarray, base: int, layout: FeatureLayout, array,
     Channels added to fill the last atom get ``pad_value`` (an element value;
     fp16 as bit pattern).
     """
-    precision = precision or precision_of(array)
+    precision = precision or infer_precision(array)
     layout.check_disjoint()
     scatter_atoms(buf, base, layout, _padded_raw(np.asarray(array), layout, precision, pad_value))
 
@@ -344,7 +344,7 @@ def pack_feature(array, cfg=None, *, precision: str | None = None, atom_bytes: i
     of ``layout.extent`` bytes, gaps between lines/surfaces set to ``fill``.
     """
     array = np.asarray(array)
-    precision = precision or precision_of(array)
+    precision = precision or infer_precision(array)
     atom = resolve_atom(cfg, atom_bytes)
     layout = feature_layout(array.shape, precision, atom, line_stride, surface_stride,
                             batch_stride)
@@ -424,7 +424,7 @@ def fold_1x1(array, precision: str | None = None, atom_bytes: int = 32) -> np.nd
     bandwidth).  Missing channels are zero.
     """
     array = np.asarray(array)
-    precision = precision or precision_of(array)
+    precision = precision or infer_precision(array)
     if array.ndim != 3 or array.shape[1:] != (1, 1):
         raise LayoutError(f"fold_1x1 needs a (C, 1, 1) cube, got {array.shape}")
     group = elements_per_atom(precision, atom_bytes)

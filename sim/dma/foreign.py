@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..configs import FP16, INT8
-from .align import LayoutError, align_up
+from .align import LayoutError, align_up, ceil_div
 from .elements import to_user
 
 DVSDK_CHUNK = 8  # channels per DV-SDK chunk
@@ -237,7 +237,7 @@ def kneron_byte_offset(shape, layout, c: int, y: int, x: int, *,
 def _kneron_blocks(dims, fmt: KneronLayout, width_align: int | None) -> tuple[int, int, int, int]:
     """(channel blocks, cab, H, Wa): the shape of the stored cube before reordering."""
     channels, height, width = dims
-    return (-(-channels // fmt.channel_align), fmt.channel_align, height,
+    return (ceil_div(channels, fmt.channel_align), fmt.channel_align, height,
             fmt.padded_width(width, width_align))
 
 

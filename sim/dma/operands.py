@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..configs import FP16
+from ..regs.enums import Precision
 from .align import LayoutError, check_alignment
 from .elements import check_precision_name, elements_per_atom
 from .feature import FeatureLayout, _as_flat_u8, gather_atoms, resolve_atom, scatter_atoms
@@ -88,7 +89,7 @@ def operand_format(use: str, precision: str, data_size: int | None = None,
         raise LayoutError(f"unknown operand use {use!r} (expected {', '.join(USES)})")
     check_precision_name(precision)
     if data_size is None:
-        data_size = 1 if precision == "int8" else 2
+        data_size = Precision(precision).bytes
     if data_size not in (1, 2):
         raise LayoutError(f"{use}: BytesPerComponent {data_size} must be 1 or 2")
     if strict and precision == FP16 and data_size != 2:

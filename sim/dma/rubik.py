@@ -20,11 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .align import align_up, ceil_div
+
 ATOM = 32
-
-
-def round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class RubikLayout:
 def contract(layout: RubikLayout, read, write) -> None:
     """Deconvolution reshuffle (``read(addr, n)`` -> bytes, ``write(addr, bytes)``)."""
     L = layout
-    surfaces = -(-L.out_channels // L.epa)
+    surfaces = ceil_div(L.out_channels, L.epa)
     sx, sy = L.stride_x, L.stride_y
     for so in range(surfaces):
         for h in range(L.height):
@@ -72,8 +70,8 @@ def contract(layout: RubikLayout, read, write) -> None:
 def split(layout: RubikLayout, read, write) -> None:
     """Feature cube -> one plane per output channel."""
     L = layout
-    surfaces = -(-L.out_channels // L.epa)
-    line_bytes = round_up(L.width * L.ebs, ATOM)
+    surfaces = ceil_div(L.out_channels, L.epa)
+    line_bytes = align_up(L.width * L.ebs, ATOM)
     for s in range(surfaces):
         planes = min(L.out_channels - s * L.epa, L.epa)
         for h in range(L.height):
@@ -89,7 +87,7 @@ def split(layout: RubikLayout, read, write) -> None:
 def merge(layout: RubikLayout, read, write) -> None:
     """Planes -> feature cube (channels past the last plane are zero)."""
     L = layout
-    surfaces = -(-L.in_channels // L.epa)
+    surfaces = ceil_div(L.in_channels, L.epa)
     for s in range(surfaces):
         planes = min(L.in_channels - s * L.epa, L.epa)
         for h in range(L.height):

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..configs import FP16, INT8
-from .align import LayoutError, align_up
+from .align import LayoutError, align_up, ceil_div
 from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to_elements
 
 WEIGHT_SIZE_ALIGN = 128  # zero fill at the end of weight, WMB and WGS surfaces
@@ -88,7 +88,7 @@ def dc_order(shape, group: int, atomic_c: int, reverse: bool = False) -> np.ndar
     ``reverse`` scans H and W backwards (deconvolution).
     """
     k, c, r, s = shape
-    kg, cg = -(-k // group), -(-c // atomic_c)
+    kg, cg = ceil_div(k, group), ceil_div(c, atomic_c)
     idx = _padded_index(shape, (kg * group, cg * atomic_c, r, s))
     if reverse:
         idx = idx[:, :, ::-1, ::-1]
@@ -150,7 +150,7 @@ def split_deconv_weights(w, stride_x: int, stride_y: int) -> list[np.ndarray]:
     w = np.asarray(w)
     _check_kcrs(w, "deconvolution")
     k, c, r, s = w.shape
-    rr, ss = -(-r // stride_y), -(-s // stride_x)
+    rr, ss = ceil_div(r, stride_y), ceil_div(s, stride_x)
     full = np.zeros((k, c, rr * stride_y, ss * stride_x), dtype=w.dtype)
     full[:, :, :r, :s] = w
     return [np.ascontiguousarray(full[:, :, y::stride_y, x::stride_x])
@@ -164,7 +164,7 @@ def merge_deconv_weights(parts, shape, stride_x: int, stride_y: int) -> np.ndarr
     if len(parts) != stride_x * stride_y:
         raise LayoutError(f"deconvolution: {len(parts)} split kernels, expected "
                           f"{stride_x * stride_y}")
-    rr, ss = -(-r // stride_y), -(-s // stride_x)
+    rr, ss = ceil_div(r, stride_y), ceil_div(s, stride_x)
     full = np.zeros((k, c, rr * stride_y, ss * stride_x), dtype=parts[0].dtype)
     for i, part in enumerate(parts):
         y, x = divmod(i, stride_x)
@@ -208,7 +208,7 @@ def image_order(shape, group: int, atomic_c: int, post_extension: int = 1) -> np
     if post_extension * ce > atomic_c:
         raise LayoutError(f"weight-img: post-extension {post_extension} of {ce} channels exceeds "
                           f"the MAC atomic C ({atomic_c}) (format.rst post-extension)")
-    kg, rg = -(-k // group), -(-r // post_extension)
+    kg, rg = ceil_div(k, group), ceil_div(r, post_extension)
     idx = np.pad(pre, [(0, kg * group - k), (0, 0), (0, rg * post_extension - r)],
                  constant_values=-1)
     idx = idx.reshape(kg, group, ce, rg, post_extension).transpose(0, 3, 1, 4, 2)
@@ -247,7 +247,7 @@ def winograd_extend(w, stride: int = 1, precision: str = FP16) -> np.ndarray:
     w = np.asarray(w)
     _check_kcrs(w, "weight-winograd")
     k, c, r, s = w.shape
-    if -(-r // stride) != 3 or -(-s // stride) != 3:
+    if ceil_div(r, stride) != 3 or ceil_div(s, stride) != 3:
         raise LayoutError(f"weight-winograd: a {s}x{r} kernel with stride {stride} does not "
                           "extend to 3x3 (format.rst Winograd channel extension)")
     cp = align_up(c, WINOGRAD_ATOM_BYTES // bytes_per_element(precision))
@@ -295,7 +295,7 @@ def winograd_order(shape, group: int) -> np.ndarray:
     if c % WINOGRAD_CUBE_CHANNELS:
         raise LayoutError(f"weight-winograd: {c} channels is not a multiple of 4 "
                           "(format.rst 4x4x4 small cubes)")
-    kg = -(-k // group)
+    kg = ceil_div(k, group)
     idx = _padded_index(shape, (kg * group, c, 4, 4))
     idx = idx.reshape(kg, group, c // 4, 4, 4, 4).transpose(0, 2, 1, 4, 5, 3)
     return _ordered(idx)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..dma.align import ceil_div
 from ..rules import (
     ConvFacts,
     data_entries_needed,
@@ -68,7 +69,7 @@ def cbuf_plan(facts: ConvFacts) -> ConvFacts:
     cfg = facts.cfg
     entries = line_entries(facts)
     facts = replace(facts, entries=entries)
-    needed = -(-data_entries_needed(facts) // entries_per_bank(cfg))
+    needed = ceil_div(data_entries_needed(facts), entries_per_bank(cfg))
     data_banks = min(max(needed, 1), cfg.cbuf_bank_count - 1)
     return replace(facts, data_banks=data_banks, weight_banks=cfg.cbuf_bank_count - data_banks)
 

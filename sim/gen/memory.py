@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
 from ..dma.feature import FeatureLayout, feature_layout, read_feature
 from .data import random_cube
@@ -36,7 +37,7 @@ class Allocator:
 
     def take(self, size: int, memory: str = "pri_mem") -> int:
         addr = self.next[memory]
-        self.next[memory] = -(-(addr + max(size, 1)) // ALIGN) * ALIGN
+        self.next[memory] = align_up((addr + max(size, 1)), ALIGN)
         return addr
 
 
@@ -82,8 +83,8 @@ def output_region(m, alloc: Allocator, shape, precision: str, memory: str = "pri
     atom = m.config.atom_bytes
     line = surface = None
     if stride_align:
-        line = _round_up(shape[-1] * atom, stride_align)
-        surface = _round_up(line * shape[-2], stride_align)
+        line = align_up(shape[-1] * atom, stride_align)
+        surface = align_up(line * shape[-2], stride_align)
     lay = feature_layout(shape, precision, atom, line, surface)
     size = lay.extent
     if written is not None and written > lay.channels:
@@ -91,10 +92,6 @@ def output_region(m, alloc: Allocator, shape, precision: str, memory: str = "pri
                               surface).extent
     reserved = max(size, reserve_extent(shape, precision, atom, line, surface))
     return Output(memory, alloc.take(reserved, memory), size, precision, lay, reserved)
-
-
-def _round_up(value: int, step: int) -> int:
-    return -(-value // step) * step
 
 
 def reserve_extent(shape, precision: str, atom: int, line_stride: int | None = None,
@@ -114,5 +111,5 @@ def sdp_written(channels: int, precisions, atom: int) -> int:
 def padded(channels: int, precision: str, atom: int) -> int:
     """``channels`` rounded up to whole atoms of ``precision``."""
     group = elements_per_atom(precision, atom)
-    return -(-channels // group) * group
+    return align_up(channels, group)
 

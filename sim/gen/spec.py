@@ -25,11 +25,12 @@ from pathlib import Path
 from ..configs import CONFIGS, HardwareConfig, get_config
 from ..errors import SpecError
 from ..program.pdp import METHODS
+from ..regs.enums import AluAlgo, Precision
 
 UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
-PRECISIONS = ("int8", "int16", "fp16")
+PRECISIONS = tuple(p.value for p in Precision)
 SPECIALS = ("nan", "inf", "-inf", "denormal", "max", "-max", "zero")
-ALU_ALGOS = {"max": 0, "min": 1, "sum": 2}
+ALU_ALGOS = {a.name.lower(): int(a) for a in (AluAlgo.MAX, AluAlgo.MIN, AluAlgo.SUM)}
 POOLING = tuple(METHODS)  # pooling methods (sim.program.pdp)
 CONV_MODES = ("direct", "winograd", "image")
 

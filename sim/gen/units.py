@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains import CONV_UNITS
+from ..dma.align import align_up, ceil_div, window_count
 from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
 from ..dma.operands import pack_operand
@@ -19,6 +20,7 @@ from ..program.bdma import program_bdma_copy
 from ..program.cdp import linear_lut, program_cdp
 from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
+from ..regs.enums import Precision
 from ..rules import ConvFacts, PdpFacts, SdpFacts
 from .data import random_cube
 from .legality import cbuf_plan, obey, program_cbuf
@@ -128,7 +130,7 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
             program_operand(m, p, None, proc)
         return
     use = "both" if len(memory) == 2 else memory[0]
-    spec = {"use": use, "size": 1 if proc == "int8" else 2}
+    spec = {"use": use, "size": Precision(proc).bytes}
     shape = (2, channels) if use == "both" else (channels,)
     if proc == "fp16":
         spec["array"] = rng.uniform(-2, 2, shape).astype(np.float16).view(np.uint16)
@@ -298,14 +300,14 @@ def build_rubik(m, layer, alloc, rng, outputs):
             raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
         mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
     atom = cfg.atom_bytes
-    ebs = 1 if layer.precision == "int8" else 2
+    ebs = Precision(layer.precision).bytes
     epa = atom // ebs
     m.select_group(["NVDLA_RBK"])
     if mode == "split":
         cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
         _load_random_input(m, layer, cube, src)
         c, h, w = cube.shape
-        line = -(-w * ebs // atom) * atom
+        line = align_up(w * ebs, atom)
         size = c * h * line
         out = Output(mems["dst"], alloc.take(size, mems["dst"]), size)
         program_rubik(m, mode, layer.precision, cube.shape,
@@ -317,7 +319,7 @@ def build_rubik(m, layer, alloc, rng, outputs):
     c, h, w = layer.input
     if mode == "merge":
         cube = random_cube(rng, (c, h, w), layer.precision, layer.get("data"), "feature")
-        line = -(-w * ebs // atom) * atom
+        line = align_up(w * ebs, atom)
         planes = np.zeros((c, h, line), np.uint8)
         planes[:, :, : w * ebs] = np.ascontiguousarray(cube).view(np.uint8).reshape(c, h, -1)
         src = alloc.take(planes.size, mems["src"])
@@ -329,7 +331,7 @@ def build_rubik(m, layer, alloc, rng, outputs):
                                 mems["dst"]))
         return out, ("NVDLA_RBK",)
     sx, sy = dims(layer, "stride", layer.get("stride", [2, 2]), 2, 1, 32)
-    surfaces = -(-c // epa)
+    surfaces = ceil_div(c, epa)
     dtype = {"int8": np.int8, "int16": np.int16, "fp16": np.uint16}[layer.precision]
     phases = np.zeros((sx * sy * surfaces * epa, h, w), dtype)
     for p in range(sx * sy):
@@ -429,8 +431,8 @@ def build_conv(m, layer, alloc, rng, outputs):
         if w + left + right < ext_w or h + top + bottom < ext_h:
             raise layer.fail("kernel", f"a {r}x{s} kernel (dilated {ext_h}x{ext_w}) does not "
                              f"fit the padded {h}x{w} input")
-        out_w = (w + left + right - ext_w) // sx + 1
-        out_h = (h + top + bottom - ext_h) // sy + 1
+        out_w = window_count(w, left, right, s, sx, dx)
+        out_h = window_count(h, top, bottom, r, sy, dy)
     facts = _conv_facts(cfg, mode, proc, (c, h, w), (out_w, out_h), batch, k, (r, s),
                         (sx, sy), (dx, dy), pad, fmt.channels if mode == "image" else c)
     obey(layer, facts)
@@ -459,7 +461,7 @@ def build_conv(m, layer, alloc, rng, outputs):
                                      pad_value=pad_value, truncate=truncate, in_addr=in_addr,
                                      wt_addr=wt_addr)
     else:
-        wt_addr = alloc.take(-(-wt.size * (1 if proc == "int8" else 2) // 128) * 128 + 128)
+        wt_addr = alloc.take(align_up(wt.size * Precision(proc).bytes, 128) + 128)
         program(m, cube if batch == 1 else cube[0], wt, precision=proc, stride=(sx, sy),
                 dilation=(dx, dy), pad=pad, pad_value=pad_value, truncate=truncate,
                 nan_to_zero=bool(layer.get("nan_to_zero", False)), in_addr=src,
@@ -505,7 +507,7 @@ def _winograd_pad(size: int) -> int:
     """Right/bottom padding of a Winograd input padded by 1 before: at least 1, the padded
     size a multiple of 4 (winograd.padded_input) and 12 or more (an output of 8 or more,
     winograd.min_output)."""
-    total = max(12, -(-(size + 2) // 4) * 4)
+    total = max(12, align_up((size + 2), 4))
     return total - 1 - size
 
 
@@ -562,10 +564,10 @@ def _conv_facts(cfg, mode, proc, cube, out, batch, kernels, kernel, stride, dila
     programming gen gives it (:func:`sim.gen.legality.cbuf_plan`)."""
     c, h, w = cube
     r, s = kernel
-    bpe = 1 if proc == "int8" else 2
+    bpe = Precision(proc).bytes
     if mode == "winograd":
         atom_channels = cfg.atom_bytes // bpe
-        kernel_bytes = 16 * -(-c // atom_channels) * atom_channels * bpe
+        kernel_bytes = 16 * align_up(c, atom_channels) * bpe
     else:
         kernel_bytes = r * s * c * bpe
     left, right, top, bottom = pad

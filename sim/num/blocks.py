@@ -15,7 +15,7 @@ import numpy as np
 
 from sim.num import vector_fp as fp
 from sim.num.arrays import as_bits
-from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, elementwise, results
+from sim.num.cells import elementwise, results
 from sim.num.vector_fp import FP16, FP17
 from sim.num.vector_int import (
     choose,
@@ -26,14 +26,15 @@ from sim.num.vector_int import (
     sign_extend,
     wrap,
 )
+from sim.regs.enums import Precision
 
 
 def _cdma_cvt(data, alu, mul, in_precision, out_precision, truncate):
     x = (sign_extend(data, 17) - sign_extend(alu, 16)) * sign_extend(mul, 16)
     v = convert(x, truncate & 63, 17)
-    out = choose((out_precision & 3) == PRECISION_FP16, lambda: fp.int_to_float(v, *FP16),
+    out = choose((out_precision & 3) == Precision.FP16.code, lambda: fp.int_to_float(v, *FP16),
                  lambda: wrap(saturate(v, np.where((out_precision & 3) == 1, 16, 8)), 16))
-    return choose((in_precision & 3) == PRECISION_FP16, lambda: wrap(data, 16), lambda: out)
+    return choose((in_precision & 3) == Precision.FP16.code, lambda: wrap(data, 16), lambda: out)
 
 
 class CdpIntWidths(NamedTuple):
@@ -46,35 +47,35 @@ class CdpIntWidths(NamedTuple):
     out: int  # an output element
 
 
-CDP_INT_WIDTHS = {PRECISION_INT8: CdpIntWidths(8, 9, 25, 25, 8),
-                  PRECISION_INT16: CdpIntWidths(16, 17, 33, 32, 16)}
+CDP_INT_WIDTHS = {Precision.INT8.code: CdpIntWidths(8, 9, 25, 25, 8),
+                  Precision.INT16.code: CdpIntWidths(16, 17, 33, 32, 16)}
 
 
 def _cdp_icvt(data, alu, mul, truncate, precision):
     truncate, precision, mul = truncate & 31, precision & 3, sign_extend(mul, 16)
 
     def int8():
-        w = CDP_INT_WIDTHS[PRECISION_INT8]
+        w = CDP_INT_WIDTHS[Precision.INT8.code]
         alu8 = sign_extend(alu, w.data)  # only the low byte of the offset is used
         lo = convert((sign_extend(data, w.data) - alu8) * mul, truncate, w.converted)
         hi = convert((sign_extend(data >> w.data, w.data) - alu8) * mul, truncate, w.converted)
         return (wrap(hi, w.converted) << w.converted) | wrap(lo, w.converted)
 
     def int16():
-        w = CDP_INT_WIDTHS[PRECISION_INT16]
+        w = CDP_INT_WIDTHS[Precision.INT16.code]
         return wrap(convert((sign_extend(data, w.data) - sign_extend(alu, w.data)) * mul, truncate,
                             w.converted), 18)
 
-    return choose(precision == PRECISION_FP16,
+    return choose(precision == Precision.FP16.code,
                   lambda: wrap(sign_extend(fp.fp16_to_fp17(wrap(data, 16)), 17), 18),
-                  lambda: choose(precision == PRECISION_INT8, int8, int16))
+                  lambda: choose(precision == Precision.INT8.code, int8, int16))
 
 
 def _cdp_ocvt(data, alu, mul, truncate, precision):
     truncate, precision, mul = truncate & 63, precision & 3, sign_extend(mul, 16)
 
     def int8():
-        w = CDP_INT_WIDTHS[PRECISION_INT8]
+        w = CDP_INT_WIDTHS[Precision.INT8.code]
         alu25 = sign_extend(alu, w.offset)  # each 25-bit half uses the low 25 bits of the offset
         lo, lo_sat = convert_flag((sign_extend(data, w.word) - alu25) * mul, truncate, w.out)
         hi, hi_sat = convert_flag((sign_extend(data >> w.word, w.word) - alu25) * mul, truncate,
@@ -83,7 +84,7 @@ def _cdp_ocvt(data, alu, mul, truncate, precision):
                          lo_sat | (hi_sat.astype(np.int64) << 1)])
 
     def int16():
-        w = CDP_INT_WIDTHS[PRECISION_INT16]
+        w = CDP_INT_WIDTHS[Precision.INT16.code]
         v, sat = convert_flag((sign_extend(data, w.word) - sign_extend(alu, w.offset)) * mul,
                               truncate, w.out)
         return np.stack([wrap(v, w.out), sat.astype(np.int64)])
@@ -91,8 +92,8 @@ def _cdp_ocvt(data, alu, mul, truncate, precision):
     def fp16():
         return np.stack([fp.fp17_to_fp16(data), np.zeros_like(data)])
 
-    both = choose(precision == PRECISION_FP16, fp16,
-                  lambda: choose(precision == PRECISION_INT8, int8, int16))
+    both = choose(precision == Precision.FP16.code, fp16,
+                  lambda: choose(precision == Precision.INT8.code, int8, int16))
     return both[0], both[1]
 
 
@@ -105,7 +106,7 @@ def _cdp_sq(data, precision):
         x = sign_extend(data, 17)
         return wrap(x * x, 33)
 
-    return choose((precision & 3) == PRECISION_FP16, fp16, integer)
+    return choose((precision & 3) == Precision.FP16.code, fp16, integer)
 
 
 # Winograd F(2x2, 3x3) input transform Bt * D * B, one row of Bt per entry:
@@ -148,10 +149,11 @@ def _csc_cvt(tiles, precision, truncate):
         return fp.fp17_to_fp16(_winograd(fp.fp16_to_fp17(tiles), _fp17_combine))
 
     def integer():
-        bits = np.where(precision == PRECISION_INT8, 8, 16)
+        bits = np.where(precision == Precision.INT8.code, 8, 16)
         return wrap(winograd_pre_add_int(sign_extend(tiles, 16), truncate, bits), 16)
 
-    return choose(precision == PRECISION_FP16, fp16, integer).transpose(2, 0, 1).reshape(-1, 16)
+    both = choose(precision == Precision.FP16.code, fp16, integer)
+    return both.transpose(2, 0, 1).reshape(-1, 16)
 
 
 # --- public functions ------------------------------------------------------

@@ -10,10 +10,6 @@ import numpy as np
 
 from sim.num.arrays import broadcast_fields, shaped
 
-PRECISION_INT8 = 0
-PRECISION_INT16 = 1
-PRECISION_FP16 = 2
-
 
 def elementwise(inputs: dict) -> tuple:
     """Broadcast a block's keyword arrays; returns (shape, flat int64 columns).

@@ -17,7 +17,7 @@ operands differ, else 0; the X stage's integer ALU adds instead).
 import numpy as np
 
 from sim.num import vector_fp as fp
-from sim.num.cells import PRECISION_FP16, PRECISION_INT8, PRECISION_INT16, elementwise, results
+from sim.num.cells import elementwise, results
 from sim.num.lut import LE_ENTRIES, LO_ENTRIES, choose_tables
 from sim.num.vector_fp import FP16, FP17, FP32
 from sim.num.vector_int import (
@@ -32,11 +32,7 @@ from sim.num.vector_int import (
     sign_extend,
     wrap,
 )
-
-ALU_MAX = 0
-ALU_MIN = 1
-ALU_SUM = 2
-ALU_EQL = 3
+from sim.regs.enums import AluAlgo, Precision
 
 LUT_LE_DEPTH = LE_ENTRIES  # entries of the LE (exponent/linear) table
 LUT_LO_DEPTH = LO_ENTRIES  # entries of the LO (linear) table
@@ -52,22 +48,22 @@ def flag(x) -> np.ndarray:
 # --- shared element helpers -------------------------------------------------
 def fp32_alu(algo, a, b):
     """The SDP float ALU on fp32 patterns."""
-    return choose(algo == ALU_SUM, lambda: fp.fp_add(a, b, *FP32),
-                  lambda: choose(algo == ALU_EQL, lambda: (wrap(a, 32) != wrap(b, 32)) * 1,
-                                 lambda: fp.fp_max(a, b, algo == ALU_MAX, *FP32)))
+    return choose(algo == AluAlgo.SUM, lambda: fp.fp_add(a, b, *FP32),
+                  lambda: choose(algo == AluAlgo.EQL, lambda: (wrap(a, 32) != wrap(b, 32)) * 1,
+                                 lambda: fp.fp_max(a, b, algo == AluAlgo.MAX, *FP32)))
 
 
-_INT_ALU = {ALU_MAX: np.maximum, ALU_MIN: np.minimum, ALU_SUM: np.add,
-            ALU_EQL: lambda a, b: (a != b) * 1}
+_INT_ALU = {AluAlgo.MAX: np.maximum, AluAlgo.MIN: np.minimum, AluAlgo.SUM: np.add,
+            AluAlgo.EQL: lambda a, b: (a != b) * 1}
 
 
 def int_alu(algo, a, b):
     """The SDP integer ALU (exact; callers saturate)."""
     if np.ndim(algo) == 0:  # a layer's one setting
         return _INT_ALU[int(algo)](a, b)
-    return np.where(algo == ALU_MAX, np.maximum(a, b),
-                    np.where(algo == ALU_MIN, np.minimum(a, b),
-                             np.where(algo == ALU_EQL, (a != b) * 1, a + b)))
+    return np.where(algo == AluAlgo.MAX, np.maximum(a, b),
+                    np.where(algo == AluAlgo.MIN, np.minimum(a, b),
+                             np.where(algo == AluAlgo.EQL, (a != b) * 1, a + b)))
 
 
 def fp16_operand(op, nan_to_zero):
@@ -96,7 +92,7 @@ def _x_int(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_p
            mul_shift, relu_bypass):
     x = sign_extend(x, 32)
     x = choose(alu_bypass, lambda: x, lambda: int_alu(
-        np.where(alu_algo == ALU_EQL, ALU_SUM, alu_algo), x,
+        np.where(alu_algo == AluAlgo.EQL, AluAlgo.SUM, alu_algo), x,
         shift_left_saturate(sign_extend(alu_op, 16), alu_shift, 32)))
     # products are truncated by mul_shift (also when bypassed); PReLU passes x >= 0 unshifted
     product = choose(mul_bypass, lambda: x, lambda: x * sign_extend(mul_op, 16))
@@ -114,7 +110,7 @@ def x_stage(data, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, m
     """One X stage (X1 or X2) on 32-bit values with the operands already selected."""
     alu_bypass, mul_bypass, relu_bypass = flag(alu_bypass), flag(mul_bypass), flag(relu_bypass)
     mul_prelu, alu_algo = flag(mul_prelu), i64(alu_algo) & 3
-    return choose((i64(precision) & 3) == PRECISION_FP16,
+    return choose((i64(precision) & 3) == Precision.FP16.code,
                   lambda: _x_fp(data, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass,
                                 mul_prelu, relu_bypass, nan_to_zero),
                   lambda: _x_int(data, alu_op, mul_op, alu_bypass, alu_algo, i64(alu_shift) & 63,
@@ -128,20 +124,20 @@ def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_e
 
     def fp_path():
         out = fp.fp32_to_fp16(data)
-        out = choose(out_precision == PRECISION_INT16,
+        out = choose(out_precision == Precision.INT16.code,
                      lambda: wrap(fp.float_to_int(out, 16, *FP16), 16), lambda: out)
         return np.stack(np.broadcast_arrays(out, 0))
 
     def int_path():
         x = (sign_extend(data, 32) - sign_extend(offset, 32)) * sign_extend(scale, 16)
         t, sat = convert_flag(x, i64(truncate) & 63, 17)
-        bits = np.where(out_precision == PRECISION_INT8, 8, 16)
+        bits = np.where(out_precision == Precision.INT8.code, 8, 16)
         out = np.where(out_precision == 3, 0, wrap(saturate(t, bits), 16))  # 3: undefined
-        out = choose(out_precision == PRECISION_FP16, lambda: fp.int_to_float(t, *FP16),
+        out = choose(out_precision == Precision.FP16.code, lambda: fp.int_to_float(t, *FP16),
                      lambda: out)
         return np.stack(np.broadcast_arrays(out, sat))
 
-    out, sat = choose((i64(proc_precision) & 3) == PRECISION_FP16, fp_path, int_path)
+    out, sat = choose((i64(proc_precision) & 3) == Precision.FP16.code, fp_path, int_path)
     return np.where(flag(mode_eql), wrap(data, 16), out), sat
 
 
@@ -153,7 +149,7 @@ def y_cvt_stage(data, bypass, offset, scale, truncate, nan_to_zero, precision):
                             * sign_extend(scale, 16), i64(truncate) & 63, 32)
         return wrap(np.where(flag(bypass), sign_extend(data, 16), converted), 32)
 
-    return choose((i64(precision) & 3) == PRECISION_FP16,
+    return choose((i64(precision) & 3) == Precision.FP16.code,
                   lambda: fp16_operand(data, nan_to_zero), integer)
 
 
@@ -163,7 +159,7 @@ def y_core_stage(data, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass, truncat
     x = wrap(data, 32)
     alu_bypass, mul_bypass, alu_algo = flag(alu_bypass), flag(mul_bypass), i64(alu_algo) & 3
     multiply = ~mul_bypass & ~(flag(mul_prelu) & fp32_positive(x))
-    fp_on = (i64(precision) & 3) == PRECISION_FP16
+    fp_on = (i64(precision) & 3) == Precision.FP16.code
 
     def fp_path():
         y = choose(multiply, lambda: fp.fp_mul(x, mul_op, *FP32), lambda: x)
@@ -274,7 +270,7 @@ def y_idx_stage(x, le_start, lo_start, le_offset, le_select, lo_select, le_linea
 
     Returns (fraction, oflow, uflow, use_lo, address, le_hit, lo_hit).
     """
-    fp_on = (i64(precision) & 3) == PRECISION_FP16
+    fp_on = (i64(precision) & 3) == Precision.FP16.code
     le_offset, le_select = sign_extend(le_offset, 8), sign_extend(le_select, 8)
     lo_select = sign_extend(lo_select, 8)
     le_linear = flag(le_linear)

@@ -27,16 +27,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..chains import PDP, PDP_RDMA, pdp_input_on_the_fly
+from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num import flush_nans, inf_mask, nan_mask
+from ..regs.enums import Precision
 from .pooling import (
     FP16,
     METHODS,
-    PRECISIONS,
     PoolConfig,
     check_tiling,
     check_windows,
@@ -57,11 +58,10 @@ class Split:
     pad_right: int
 
 
-def precision_of(block, unit: str, config) -> int:
-    prec = block.input_data
-    if prec not in PRECISIONS:
-        raise ConfigurationError(f"{unit}.D_DATA_FORMAT_0: INPUT_DATA {prec} is reserved")
-    config.require_precision(PRECISIONS[prec], f"{unit}.D_DATA_FORMAT_0")
+def input_precision(block, unit: str, config) -> Precision:
+    """INPUT_DATA of the PDP or PDP_RDMA block, which ``config`` must support."""
+    prec = block.precision("input_data")
+    config.require_precision(prec, f"{unit}.D_DATA_FORMAT_0")
     return prec
 
 
@@ -72,7 +72,7 @@ def pool_config(pdp, config) -> PoolConfig:
         raise ConfigurationError(f"NVDLA_PDP.D_OPERATION_MODE_CFG_0: POOLING_METHOD {method} "
                                  "is reserved")
     return PoolConfig(
-        precision=precision_of(pdp, PDP, config),
+        precision=input_precision(pdp, PDP, config),
         method=method,
         kernel_width=pdp.kernel_width + 1,
         kernel_height=pdp.kernel_height + 1,
@@ -162,16 +162,16 @@ def check_tiles(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
                  stride, "PAD_RIGHT")
 
 
-def padded_channels(channels: int, precision: int, atom_bytes: int) -> int:
-    group = elements_per_atom(PRECISIONS[precision], atom_bytes)
-    return -(-channels // group) * group
+def padded_channels(channels: int, precision: Precision, atom_bytes: int) -> int:
+    group = elements_per_atom(precision, atom_bytes)
+    return align_up(channels, group)
 
 
 def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarray]:
     """PDP_RDMA: each split's input sub-cube (C padded to whole atoms, H, W)."""
     rdma = ctx.regs(PDP_RDMA)
-    check_precision("pdp", PRECISIONS[precision_of(rdma, PDP_RDMA, ctx.config)],
-                    PRECISIONS[cfg.precision], "NVDLA_PDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA "
+    check_precision("pdp", input_precision(rdma, PDP_RDMA, ctx.config),
+                    cfg.precision, "NVDLA_PDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA "
                     "(input) vs NVDLA_PDP.D_DATA_FORMAT_0.INPUT_DATA (output): INPUT_DATA differs")
     for field in ("cube_in_width", "cube_in_height", "cube_in_channel", "split_num"):
         if getattr(rdma, field) != getattr(pdp, field):
@@ -183,7 +183,7 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
             raise ConfigurationError(f"NVDLA_PDP_RDMA.D_PARTIAL_WIDTH_IN_0: split {i} reads "
                                      f"{width} columns but NVDLA_PDP pools {split.in_width}")
     atom = ctx.config.atom_bytes
-    prec = PRECISIONS[cfg.precision]
+    prec = cfg.precision
     channels = padded_channels(rdma.cube_in_channel + 1, cfg.precision, atom)
     mem = ctx.memory(rdma.src_ram_type, "NVDLA_PDP_RDMA.D_SRC_RAM_CFG_0.SRC_RAM_TYPE")
     base = rdma.address("src_base_addr")
@@ -200,7 +200,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
                    counters: dict) -> None:
     """The PDP core and its write DMA; stores the layer's counters."""
     atom = ctx.config.atom_bytes
-    prec = PRECISIONS[cfg.precision]
+    prec = cfg.precision
     dtype = element_dtype(prec)
     mem = ctx.memory(pdp.dst_ram_type, "NVDLA_PDP.D_DST_RAM_CFG_0.DST_RAM_TYPE")
     base = pdp.address("dst_base_addr")

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dma.align import window_count
 from ..errors import ConfigurationError
 from ..jit import njit
 from ..num.fpcore import fp_add, fp_max, fp_mul
@@ -52,11 +53,10 @@ from ..num.rounding import sign_extend as signed_field  # the scalar kernel, for
 from ..num.vector_int import pdp_reciprocal_stage, sign_extend
 from ..num.vector_int import shift_right_round as shift_right_round_array
 from ..num.vector_int import x86_int32 as x86_int32_array
+from ..regs.enums import FP16, INT8, INT16, Precision
 
 AVERAGE, MAX, MIN = 0, 1, 2
 METHODS = {AVERAGE: "average", MAX: "max", MIN: "min"}
-INT8, INT16, FP16 = 0, 1, 2
-PRECISIONS = {INT8: "int8", INT16: "int16", FP16: "fp16"}
 
 #: Accumulator width in bits: the C-model's line buffers (int16 for int8 data,
 #: int32 for int16 data).
@@ -81,7 +81,7 @@ FP17_MASK = 0x1FFFF
 class PoolConfig:
     """Everything the pooling datapath needs, decoded from PDP registers."""
 
-    precision: int  # INT8 / INT16 / FP16
+    precision: Precision
     method: int  # AVERAGE / MAX / MIN
     kernel_width: int  # 1..8
     kernel_height: int  # 1..8
@@ -108,8 +108,7 @@ class PoolConfig:
 
 def output_extent(in_size: int, pad_lo: int, pad_hi: int, kernel: int, stride: int) -> int:
     """Number of windows that fit in the padded extent (0 if none)."""
-    span = pad_lo + in_size + pad_hi - kernel
-    return span // stride + 1 if span >= 0 else 0
+    return max(0, window_count(in_size, pad_lo, pad_hi, kernel, stride))
 
 
 def check_windows(what: str, register: str, want: int, in_size: int, pad_lo: int, pad_hi: int,
@@ -410,7 +409,7 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
         acc_bits = ACC_BITS[cfg.precision]
         pv_rows = np.array([sign_extend(v * kw, acc_bits) for v in pv], dtype=np.int64)
         acc = _pool_int_array(x, cfg, pad_left, n_out, view.shape[1], pv, pv_rows, acc_bits)
-        view[:, :, col0:col0 + n_out] = sign_extend(acc, 8 if cfg.precision == INT8 else 16)
+        view[:, :, col0:col0 + n_out] = sign_extend(acc, 8 * cfg.precision.bytes)
 
 
 __all__ = [

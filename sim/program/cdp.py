@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registers import PRECISION_CODES, set_reg
+from ..regs.enums import Precision
+from .registers import set_reg
 
 CDP, CDP_RDMA = "NVDLA_CDP", "NVDLA_CDP_RDMA"
 
@@ -30,7 +31,7 @@ def program_cdp(m, shape, precision: str, src: tuple, dst: tuple, *, window: int
     """
     from .registers import feature_source
 
-    code = PRECISION_CODES[precision]
+    code = Precision(precision).code
     feature_source(m, CDP_RDMA, shape, *src)
     set_reg(m, CDP_RDMA, "D_DATA_FORMAT_0", input_data=code)
     for table_id, table in ((0, lut["le"]), (1, lut["lo"])):

@@ -13,10 +13,11 @@ import numpy as np
 from ..chains import CONV_UNITS
 from ..conv.direct import compute_direct_layer
 from ..conv.layer import decode_layer
+from ..dma.align import align_up, ceil_div, window_count
 from ..dma.feature import pack_feature
 from ..dma.weights import compress_weights, group_bytes, pack_weight_dc, weight_group_size
 from ..machine import LayerContext, Machine
-from .registers import PRECISION_CODES as CODES
+from ..regs.enums import Precision
 from .registers import set_reg
 
 CDMA = "NVDLA_CDMA"
@@ -77,7 +78,7 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     m.load(in_addr, data, in_ram)
     cd, cs, ca = "NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CACC"
     stream = pack_weight_dc(w, precision, cfg)
-    bpe = 1 if precision == "int8" else 2
+    bpe = Precision(precision).bytes
     kernel_bytes = w.shape[1] * w.shape[2] * w.shape[3] * bpe
     if compressed:
         groups = group_bytes(w.shape[0], kernel_bytes, weight_group_size(precision, cfg))
@@ -91,15 +92,15 @@ def program(m: Machine, x: np.ndarray, w: np.ndarray, *, precision: str, stride=
     sx, sy = stride
     dx, dy = dilation
     if out_size is None:
-        out_w = (wd + left + right - ((s - 1) * dx + 1)) // sx + 1
-        out_h = (h + top + bottom - ((r - 1) * dy + 1)) // sy + 1
+        out_w = window_count(wd, left, right, s, sx, dx)
+        out_h = window_count(h, top, bottom, r, sy, dy)
     else:
         out_w, out_h = out_size
-    atoms = -(-c * bpe // cfg.atom_bytes)
+    atoms = ceil_div(c * bpe, cfg.atom_bytes)
     if entries is None:
-        entries = -(-wd * atoms * cfg.atom_bytes // cfg.cbuf_bank_width)
-    code = CODES[precision]
-    wbytes = comp.data.size if compressed else -(-k * kernel_bytes // 128) * 128
+        entries = ceil_div(wd * atoms * cfg.atom_bytes, cfg.cbuf_bank_width)
+    code = Precision(precision).code
+    wbytes = comp.data.size if compressed else align_up(k * kernel_bytes, 128)
     set_reg(m, cd, "D_MISC_CFG_0", in_precision=code, proc_precision=code)
     set_reg(m, cd, "D_DATAIN_FORMAT_0")
     set_reg(m, cd, "D_DATAIN_SIZE_0_0", datain_width=wd - 1, datain_height=h - 1)

@@ -15,13 +15,14 @@ import numpy as np
 from ..chains import CONV_UNITS
 from ..conv.image import chroma_x_offset
 from ..conv.modes import compute_conv_layer
+from ..dma.align import align_up, ceil_div, window_count
 from ..dma.feature import pack_feature
 from ..dma.pixel import PIXEL_FORMATS, pack_pixels, pixel_format
 from ..dma.weights import pack_weight_image, pack_weight_winograd
 from ..machine import LayerContext, Machine
+from ..regs.enums import Precision
 from ..rules import entry_bytes
 from .conv import program_atomics, program_cdma_cvt, program_cdma_frame
-from .registers import PRECISION_CODES as CODES
 from .registers import set_reg
 
 UNITS = CONV_UNITS  # the blocks of a convolution layer
@@ -42,7 +43,7 @@ def _common_tail(m: Machine, code: int, k: int, out_w: int, out_h: int, truncate
 def _weights(m: Machine, stream: np.ndarray, kernels: int, kernel_bytes: int,
              addr: int = WT_ADDR) -> int:
     m.load(addr, stream)
-    wbytes = -(-kernels * kernel_bytes // 128) * 128
+    wbytes = align_up(kernels * kernel_bytes, 128)
     set_reg(m, CD, "D_WEIGHT_SIZE_0_0", byte_per_kernel=kernel_bytes - 1)
     set_reg(m, CD, "D_WEIGHT_SIZE_1_0", weight_kernel=kernels - 1)
     set_reg(m, CD, "D_WEIGHT_RAM_TYPE_0", weight_ram_type=1)
@@ -83,13 +84,13 @@ def program_image(m: Machine, image: np.ndarray, w: np.ndarray, *, fmt: str, pre
         m.load(uv_addr, planes[1])
     left, right, top, bottom = pad
     sx, sy = stride
-    out_w = (wd + left + right - s) // sx + 1
-    out_h = (h + top + bottom - r) // sy + 1
-    bpe = 1 if precision == "int8" else 2
-    code, in_code = CODES[precision], CODES[in_precision]
+    out_w = window_count(wd, left, right, s, sx)
+    out_h = window_count(h, top, bottom, r, sy)
+    bpe = Precision(precision).bytes
+    code, in_code = Precision(precision).code, Precision(in_precision).code
     fmt_code = list(PIXEL_FORMATS).index(f.name)
     line_bytes = (left + wd + right) * c * bpe
-    entries = -(-line_bytes // entry_bytes(cfg))  # CBUF entries a padded line takes
+    entries = ceil_div(line_bytes, entry_bytes(cfg))  # CBUF entries a padded line takes
     set_reg(m, CD, "D_MISC_CFG_0", in_precision=in_code, proc_precision=code)
     set_reg(m, CD, "D_DATAIN_FORMAT_0", datain_format=1, pixel_format=fmt_code,
             pixel_sign_override=int(bool(sign_override)))
@@ -154,8 +155,8 @@ def program_winograd(m: Machine, x: np.ndarray, w4: np.ndarray, *, precision: st
     if out_size is None:
         out_size = (ext_w - 4, ext_h - 4)
     out_w, out_h = out_size
-    bpe = 1 if precision == "int8" else 2
-    code = CODES[precision]
+    bpe = Precision(precision).bytes
+    code = Precision(precision).code
     entries = ext_w * c_ext * bpe // entry_bytes(cfg)
     set_reg(m, CD, "D_MISC_CFG_0", conv_mode=1, in_precision=code, proc_precision=code)
     set_reg(m, CD, "D_DATAIN_FORMAT_0")

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ConfigurationError
-from .registers import PRECISION_CODES, set_reg
+from ..regs.enums import Precision
+from .registers import set_reg
 
 PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 METHODS = {"average": 0, "max": 1, "min": 2}  # POOLING_METHOD
@@ -102,7 +103,7 @@ def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tup
     set_reg(m, PDP, "D_DST_LINE_STRIDE_0", dst_line_stride=lay.line_stride)
     set_reg(m, PDP, "D_DST_SURFACE_STRIDE_0", dst_surface_stride=lay.surface_stride)
     set_reg(m, PDP, "D_DST_RAM_CFG_0", dst_ram_type=1)
-    set_reg(m, PDP, "D_DATA_FORMAT_0", input_data=PRECISION_CODES[precision])
+    set_reg(m, PDP, "D_DATA_FORMAT_0", input_data=Precision(precision).code)
 
 
 def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> None:
@@ -118,7 +119,7 @@ def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> Non
     set_reg(m, PDP_RDMA, "D_SRC_LINE_STRIDE_0", src_line_stride=lay.line_stride)
     set_reg(m, PDP_RDMA, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
     set_reg(m, PDP_RDMA, "D_SRC_RAM_CFG_0", src_ram_type=1)
-    set_reg(m, PDP_RDMA, "D_DATA_FORMAT_0", input_data=PRECISION_CODES[precision])
+    set_reg(m, PDP_RDMA, "D_DATA_FORMAT_0", input_data=Precision(precision).code)
     set_reg(m, PDP_RDMA, "D_OPERATION_MODE_CFG_0", split_num=0)
     set_reg(m, PDP_RDMA, "D_POOLING_KERNEL_CFG_0", kernel_width=pool.kernel[1] - 1,
             kernel_stride_width=pool.stride[1] - 1)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-PRECISION_CODES = {"int8": 0, "int16": 1, "fp16": 2}  # IN/PROC/OUT_PRECISION field values
-
 
 def write_fields(m, name: str, **fields) -> None:
     """Write register ``name`` (``NVDLA_SDP.D_CVT_SCALE_0``) with the given fields.

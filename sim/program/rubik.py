@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..regs.enums import Precision
+
 RBK = "NVDLA_RBK"
 MODES = {"contract": 0, "split": 1, "merge": 2}
-PRECISION_CODES = {"int8": 0, "int16": 1, "fp16": 2}
 RAM = {"sec_mem": 0, "pri_mem": 1}
 
 
@@ -31,7 +32,7 @@ def program_rubik(m, mode: str, precision: str, shape, src: RubikSide, dst: Rubi
     c, h, w = shape
     sx, sy = stride
     regs = {
-        "D_MISC_CFG_0": MODES[mode] | PRECISION_CODES[precision] << 8,
+        "D_MISC_CFG_0": MODES[mode] | Precision(precision).code << 8,
         "D_DAIN_RAM_TYPE_0": RAM[src.memory], "D_DAOUT_RAM_TYPE_0": RAM[dst.memory],
         "D_DATAIN_SIZE_0_0": (w - 1) | (h - 1) << 16, "D_DATAIN_SIZE_1_0": c - 1,
         "D_DATAOUT_SIZE_1_0": (out_channels or c) - 1,

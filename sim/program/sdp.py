@@ -13,12 +13,12 @@ import numpy as np
 from ..dma import pack_feature, read_feature
 from ..dma.operands import operand_format, pack_operand
 from ..machine import Machine
-from .registers import PRECISION_CODES, write_fields
+from ..regs.enums import Precision
+from .registers import write_fields
 
 SRC, DST = 0x8000_0000, 0x8040_0000
 OPERAND_BASE = {"bs": 0x8100_0000, "bn": 0x8200_0000, "ew": 0x8300_0000}
 DMA_NAME = {"bs": "BRDMA", "bn": "NRDMA", "ew": "ERDMA"}
-PREC = PRECISION_CODES
 USE = {"mul": 0, "alu": 1, "both": 2}
 
 
@@ -99,7 +99,7 @@ def program_lut(m, cfg: dict | None, le=None, lo=None) -> None:
 def operand_spec_format(spec: dict, proc: str):
     """The :class:`~sim.dma.operands.OperandFormat` an operand ``spec`` asks for."""
     use = spec["use"]
-    size = spec.get("size", 1 if proc == "int8" else 2)
+    size = spec.get("size", Precision(proc).bytes)
     return operand_format("bn" if use == "both" else "bias", proc, size,
                           2 if use == "both" else 1, spec.get("per_element", False))
 
@@ -152,8 +152,9 @@ def run_sdp(config: str, cube, *, in_prec: str, out_prec: str, proc_prec: str | 
     m.write_reg("NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0", in_layout.line_stride)
     m.write_reg("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", in_layout.surface_stride)
     put(m, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0", src_ram_type=1)
-    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=PREC[in_prec],
-        proc_precision=PREC[proc], out_precision=PREC[out_prec])
+    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0,
+        in_precision=Precision(in_prec).code, proc_precision=Precision(proc).code,
+        out_precision=Precision(out_prec).code)
     put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)
     operands = operands or {}
     for name in ("bs", "bn", "ew"):
@@ -164,7 +165,8 @@ def run_sdp(config: str, cube, *, in_prec: str, out_prec: str, proc_prec: str | 
     put(m, "NVDLA_SDP.D_DST_DMA_CFG_0", dst_ram_type=1)
     put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", flying_mode=0, output_dst=0, winograd=0,
         nan_to_zero=nan_to_zero)
-    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=PREC[proc], out_precision=PREC[out_prec])
+    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=Precision(proc).code,
+        out_precision=Precision(out_prec).code)
     put(m, "NVDLA_SDP.D_CVT_OFFSET_0", cvt_offset=cvt[0])
     put(m, "NVDLA_SDP.D_CVT_SCALE_0", cvt_scale=cvt[1])
     put(m, "NVDLA_SDP.D_CVT_SHIFT_0", cvt_shift=cvt[2])
@@ -197,7 +199,7 @@ def program_sdp_output(m: Machine, addr: int, shape, precision: str, *, winograd
     atom = atom_bytes or m.config.atom_bytes
     line = w * atom
     surface = line * h
-    code = PRECISION_CODES[precision]
+    code = Precision(precision).code
     put(m, f"{SDP}.D_DATA_CUBE_WIDTH_0", width=w - 1)
     put(m, f"{SDP}.D_DATA_CUBE_HEIGHT_0", height=h - 1)
     put(m, f"{SDP}.D_DATA_CUBE_CHANNEL_0", channel=k - 1)
@@ -238,7 +240,8 @@ def program_sdp_core(m, shape, proc: str, out: str, *, dst: tuple | None = None,
             m.write_reg(f"{SDP}.D_DST_BATCH_STRIDE_0", lay.batch_stride)
     put(m, f"{SDP}.D_FEATURE_MODE_CFG_0", flying_mode=int(flying), output_dst=int(to_pdp),
         winograd=int(winograd), nan_to_zero=int(nan_to_zero), batch_number=batch - 1)
-    put(m, f"{SDP}.D_DATA_FORMAT_0", proc_precision=PREC[proc], out_precision=PREC[out])
+    put(m, f"{SDP}.D_DATA_FORMAT_0", proc_precision=Precision(proc).code,
+        out_precision=Precision(out).code)
     put(m, f"{SDP}.D_CVT_OFFSET_0", cvt_offset=cvt[0] & 0xFFFFFFFF)
     put(m, f"{SDP}.D_CVT_SCALE_0", cvt_scale=cvt[1] & 0xFFFF)
     put(m, f"{SDP}.D_CVT_SHIFT_0", cvt_shift=cvt[2])
@@ -251,6 +254,6 @@ def program_sdp_input(m, shape, src: tuple, proc: str, out: str) -> None:
     from .registers import feature_source
 
     feature_source(m, "NVDLA_SDP_RDMA", shape, *src)
-    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=PREC[proc],
-        proc_precision=PREC[proc], out_precision=PREC[out])
+    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=Precision(proc).code,
+        proc_precision=Precision(proc).code, out_precision=Precision(out).code)
     put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)

@@ -9,6 +9,7 @@ the hardware stop with the register named.
 
 from __future__ import annotations
 
+from ..dma.align import ceil_div
 from ..dma.rubik import ATOM, RubikLayout, contract, merge, split
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError, SimError
@@ -18,7 +19,6 @@ MODES = {0: contract, 1: split, 2: merge}
 # the simulator moves Rubik data one line at a time: a layer needing more line transfers
 # than this is refused (like sim.dram's memory limits) instead of running for minutes
 MAX_LINE_TRANSFERS = 1 << 18
-ELEMENT_BYTES = {0: 1, 1: 2, 2: 2}  # IN_PRECISION: int8, int16, fp16
 
 
 def _bytes(block, field: str) -> int:
@@ -29,13 +29,11 @@ def _bytes(block, field: str) -> int:
 def decode_layout(block) -> RubikLayout:
     if block.rubik_mode not in MODES:
         raise ConfigurationError(f"{RBK}.D_MISC_CFG_0.RUBIK_MODE {block.rubik_mode} is reserved")
-    if block.in_precision not in ELEMENT_BYTES:
-        raise ConfigurationError(f"{RBK}.D_MISC_CFG_0.IN_PRECISION {block.in_precision} is "
-                                 f"reserved")
+    precision = block.precision("in_precision")
     return RubikLayout(
         width=block.datain_width + 1, height=block.datain_height + 1,
         in_channels=block.datain_channel + 1, out_channels=block.dataout_channel + 1,
-        ebs=ELEMENT_BYTES[block.in_precision],
+        ebs=precision.bytes,
         src=(block.dain_addr_high << 32) | _bytes(block, "dain_addr_low"),
         src_line=_bytes(block, "dain_line_stride"), src_surface=_bytes(block, "dain_surf_stride"),
         src_planar=_bytes(block, "dain_planar_stride"),
@@ -49,7 +47,7 @@ def decode_layout(block) -> RubikLayout:
 
 def check_work(layout: RubikLayout, mode: int) -> None:
     channels = layout.in_channels if mode == 2 else layout.out_channels
-    surfaces = -(-channels // layout.epa)
+    surfaces = ceil_div(channels, layout.epa)
     per_row = layout.stride_x * layout.stride_y if mode == 0 else layout.epa
     lines = surfaces * layout.height * (per_row + 1)
     if lines > MAX_LINE_TRANSFERS:
@@ -59,8 +57,8 @@ def check_work(layout: RubikLayout, mode: int) -> None:
 
 def check_split_channels(layout: RubikLayout) -> None:
     """Split reads the input's surfaces and writes the output's: they must agree."""
-    read = -(-layout.in_channels // layout.epa)
-    written = -(-layout.out_channels // layout.epa)
+    read = ceil_div(layout.in_channels, layout.epa)
+    written = ceil_div(layout.out_channels, layout.epa)
     if read != written:
         raise ConfigurationError(
             f"{RBK}.D_DATAOUT_SIZE_1_0.DATAOUT_CHANNEL: split mode reads {read} surfaces "

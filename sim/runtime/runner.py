@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dma.align import align_up
 from ..errors import SimError
 from ..machine import Machine
 from .compat import needs_upgrade, operation_types, upgrade_task
@@ -116,7 +117,7 @@ class Placement:
 
     def allocate(self, mem_id: int, size: int, alignment: int, ram: str) -> int:
         align = max(int(alignment), PAGE)
-        base = -(-self.next[ram] // align) * align
+        base = align_up(self.next[ram], align)
         self.next[ram] = base + max(int(size), 1)
         self.machine.memory(ram).check(base, max(int(size), 1), f"memory {mem_id}", "allocate")
         self.where[mem_id] = (ram, base, int(size))

@@ -15,14 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import rules
-from ..configs import FP16, INT8, INT16
+from ..configs import FP16, INT8, Precision
 from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError
 from ..num.vector_int import sign_extend
+from ..regs.enums import AluAlgo
 
-PRECISIONS = {0: INT8, 1: INT16, 2: FP16}
-PRECISION_CODE = {INT8: 0, INT16: 1, FP16: 2}
-ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
 
 SDP, RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
@@ -31,13 +29,6 @@ SDP, RDMA = "NVDLA_SDP", "NVDLA_SDP_RDMA"
 def _valid_in_out(in_prec: str, out_prec: str) -> bool:
     """format.rst Table 30 (sim.dma.precision): may SDP convert ``in_prec`` to ``out_prec``?"""
     return pipeline_precision("sdp", in_prec, out_prec) is not None
-
-
-def _precision(code: int, what: str) -> str:
-    try:
-        return PRECISIONS[code]
-    except KeyError:
-        raise ConfigurationError(f"{what}: precision code {code} is reserved") from None
 
 
 class _AluMulStage:
@@ -109,7 +100,7 @@ class YStage(_AluMulStage):
 
     @property
     def eql(self) -> bool:
-        return self.alu_used and self.alu_algo == ALU_EQL
+        return self.alu_used and self.alu_algo == AluAlgo.EQL
 
 
 @dataclass(frozen=True)
@@ -164,9 +155,9 @@ class SdpLayer:
     output_to_pdp: bool
     winograd: bool
     nan_to_zero: bool
-    in_precision: str
-    proc_precision: str
-    out_precision: str
+    in_precision: Precision
+    proc_precision: Precision
+    out_precision: Precision
     # memory input (SDP_RDMA)
     src_address: int
     src_ram_type: int
@@ -297,8 +288,8 @@ def decode(sdp, rdma, hw) -> SdpLayer:
     """
     s = sdp
     flying = bool(s.flying_mode)
-    proc = _precision(s.proc_precision, f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION")
-    out = _precision(s.out_precision, f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION")
+    proc = s.precision("proc_precision")
+    out = s.precision("out_precision")
     hw.require_precision(proc, f"{SDP}.D_DATA_FORMAT_0.PROC_PRECISION")
     hw.require_precision(out, f"{SDP}.D_DATA_FORMAT_0.OUT_PRECISION")
     batch = s.batch_number + 1
@@ -309,7 +300,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
 
     in_precision = proc
     if rdma is not None:
-        rproc = _precision(rdma.proc_precision, f"{RDMA}.D_FEATURE_MODE_CFG_0.PROC_PRECISION")
+        rproc = rdma.precision("proc_precision")
         if rproc != proc:
             raise ConfigurationError(
                 f"{RDMA}.D_FEATURE_MODE_CFG_0.PROC_PRECISION ({rproc}) differs from "
@@ -320,7 +311,7 @@ def decode(sdp, rdma, hw) -> SdpLayer:
                 f"{SDP}.D_FEATURE_MODE_CFG_0.FLYING_MODE")
         if not flying:
             what = f"{RDMA}.D_FEATURE_MODE_CFG_0.IN_PRECISION"
-            in_precision = _precision(rdma.in_precision, what)
+            in_precision = rdma.precision("in_precision")
             hw.require_precision(in_precision, what)
             for what in ("width", "height", "channel"):
                 if getattr(rdma, what) != getattr(s, what):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
 from ..configs import FP16
+from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..dram import ELEMENTWISE
@@ -40,7 +41,7 @@ def padded_channels(layer, atom_bytes: int) -> int:
     """Channels the datapath processes: whole atoms of every precision involved."""
     group = max(elements_per_atom(p, atom_bytes)
                 for p in (layer.in_precision, layer.proc_precision, layer.out_precision))
-    return -(-layer.channels // group) * group
+    return align_up(layer.channels, group)
 
 
 def effective_strides(height: int, width: int, surfaces: int, atom: int, line: int,
@@ -136,7 +137,7 @@ def _compute(ctx, lut: LutRam, cube, fetched) -> None:
 
         # the PDP receives whole atoms of the output precision
         group = elements_per_atom(layer.out_precision, atom)
-        pool_from_sdp(ctx, out[0, : -(-layer.channels // group) * group])
+        pool_from_sdp(ctx, out[0, : align_up(layer.channels, group)])
         return
     if not layer.writes_memory:
         return

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..num.sdp import ALU_EQL, ALU_MAX, ALU_SUM
 from ..num.vector_fp import (
     ieee_fp16_to_fp32,
     ieee_fp32_add,
@@ -28,21 +27,21 @@ from ..num.vector_fp import (
     ieee_fp32_to_fp16,
     reads_as_ieee32,
 )
+from ..regs.enums import FP16, AluAlgo
 
-FP16_CODE = 2
 SIGN = np.uint32(0x80000000)
 
 
 def applies(layer, precision: int, out_precision: int) -> bool:
     """Whether a layer's fp16 datapath can take the float32 pass."""
-    if precision != FP16_CODE or out_precision != FP16_CODE or layer.eql:
+    if precision != FP16.code or out_precision != FP16.code or layer.eql:
         return False
     stages = [s for s in (layer.x1, layer.x2) if not s.bypass]
     if not layer.y.bypass:
         if not layer.y.lut_bypass:
             return False
         stages.append(layer.y)
-    return all(s.alu_bypass or s.alu_algo != ALU_EQL for s in stages)
+    return all(s.alu_bypass or s.alu_algo != AluAlgo.EQL for s in stages)
 
 
 class _Pass:
@@ -60,11 +59,11 @@ class _Pass:
         self.suspect = self.suspect | ~agrees
 
     def alu(self, algo: int, a: np.ndarray) -> None:
-        if algo == ALU_SUM:
+        if algo == AluAlgo.SUM:
             self.u, agrees = ieee_fp32_add(self.u, a, alike=True)
             self._redo_unless(agrees)
             return
-        self.u, agrees = ieee_fp32_max(self.u, a, algo == ALU_MAX)
+        self.u, agrees = ieee_fp32_max(self.u, a, algo == AluAlgo.MAX)
         self._redo_unless(agrees)
 
     def mul(self, m: np.ndarray, prelu: bool) -> None:

@@ -41,9 +41,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..chains import SDP_RDMA
+from ..configs import Precision
+from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
 from ..errors import SimError
-from .config import PRECISIONS, USE_ALU, USE_BOTH, USE_MUL, operand_dma
+from .config import USE_ALU, USE_BOTH, USE_MUL, operand_dma
 from .rdma import stream_geometry, stream_layout
 
 FIFO_ELEMENTS = 9216 * 16  # elements one SDP operand (or input) FIFO holds
@@ -109,13 +111,13 @@ def _read_streams(ctx, group: int) -> tuple[Fetched, dict]:
     layer, if it uses it, reports the error when it computes.
     """
     rdma = ctx.regs(SDP_RDMA, group)
-    proc = PRECISIONS.get(rdma.proc_precision)
+    proc = Precision.from_code(rdma.proc_precision)
     if proc is None:
         return Fetched(), {}
     atom = ctx.config.atom_bytes
     width, height, channels = rdma.width + 1, rdma.height + 1, rdma.channel + 1
     per_atom = elements_per_atom(proc, atom)
-    cp = -(-channels // per_atom) * per_atom
+    cp = align_up(channels, per_atom)
     windows, load = [], {}
     for name, prefix in _STREAMS:
         dma = operand_dma(rdma, name, prefix)
@@ -130,10 +132,10 @@ def _read_streams(ctx, group: int) -> tuple[Fetched, dict]:
         except SimError:
             continue
         windows.append(Window(memory, dma.address, data))
-    source = PRECISIONS.get(rdma.in_precision)
+    source = Precision.from_code(rdma.in_precision)
     if not rdma.flying_mode and source is not None:
         per_atom = elements_per_atom(source, atom)
-        load["input"] = -(-channels // per_atom) * per_atom * height * width
+        load["input"] = align_up(channels, per_atom) * height * width
     return Fetched(tuple(windows)), load
 
 

@@ -23,7 +23,6 @@ from ..configs import FP16
 from ..dma.elements import element_dtype
 from ..jit import run_split
 from . import stages
-from .config import PRECISION_CODE
 
 BLOCK = 1 << 17  # elements per block: per-call overheads fall, temporaries stay in L2/L3
 PARALLEL_MIN = 1 << 20  # elements below which one thread runs the whole cube
@@ -41,14 +40,14 @@ def _blocks(n: int, cp: int, hw: int) -> list[tuple[slice, slice]]:
 
 def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: int):
     """The layer's :class:`stages.Datapath` with its operands shaped for the cube."""
-    prec = PRECISION_CODE[layer.proc_precision]
+    prec = layer.proc_precision.code
     fp = layer.proc_precision == FP16
     nan_to_zero = bool(layer.nan_to_zero and fp)
     shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w)
                           for values, mode in operands[name]) for name in ("x1", "x2", "y")}
     shaped["y"] = stages.convert_y_operands(layer, shaped["y"], prec, nan_to_zero)
     return stages.Datapath(
-        layer=layer, precision=prec, out_precision=PRECISION_CODE[layer.out_precision],
+        layer=layer, precision=prec, out_precision=layer.out_precision.code,
         fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
         le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
         tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)))

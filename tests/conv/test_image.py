@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+from sim.regs.enums import Precision
 
 from sim.conv.image import image_values
 from sim.dma.pixel import pixel_format
@@ -72,7 +73,7 @@ def test_every_pixel_format_decodes_like_the_table(name, atom):
     w, h = 5, 3
     x_off = min(fmt.max_x_offset, 21 if atom == 32 else 5)
     in_prec = "int8" if fmt.fields[0].size == 1 and not fmt.packed else "int16"
-    e = 1 if in_prec == "int8" else 2
+    e = Precision(in_prec).bytes
     uv_off = x_off % (atom // (2 * e))
     strides = [((x_off + w) * b + atom - 1) // atom * atom + atom for b in fmt.plane_bytes]
     addrs = [0x1000, 0x8000][: fmt.planes]

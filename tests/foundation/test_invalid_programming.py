@@ -11,6 +11,7 @@ configuration of :data:`sim.configs.CONFIGS`, every feature it lacks.
 
 import numpy as np
 import pytest
+from sim.regs.enums import Precision
 
 from sim.chains import CONV_UNITS
 from sim.configs import CONFIGS, FP16, INT8, INT16
@@ -22,10 +23,9 @@ from sim.errors import ConfigurationError, SimError
 from sim.machine import LayerContext, Machine
 from sim.program.conv import program as program_conv
 from sim.program.conv_modes import program_image
-from sim.program.registers import PRECISION_CODES, write_fields
+from sim.program.registers import write_fields
 from sim.program.sdp import run_sdp
 
-CODES = PRECISION_CODES
 DTYPE = {INT8: np.int8, INT16: np.int16, FP16: np.float16}
 
 
@@ -97,8 +97,8 @@ def sdp_case(in_prec, out_prec):
 
 def cdp_case(in_prec, out_prec):
     m = Machine("nv_full")
-    write_fields(m, "NVDLA_CDP_RDMA.D_DATA_FORMAT_0", input_data=CODES[in_prec])
-    write_fields(m, "NVDLA_CDP.D_DATA_FORMAT_0", input_data_type=CODES[out_prec])
+    write_fields(m, "NVDLA_CDP_RDMA.D_DATA_FORMAT_0", input_data=Precision(in_prec).code)
+    write_fields(m, "NVDLA_CDP.D_DATA_FORMAT_0", input_data_type=Precision(out_prec).code)
     m.write_reg("NVDLA_CDP.D_OP_ENABLE_0", 1)
     m.write_reg("NVDLA_CDP_RDMA.D_OP_ENABLE_0", 1)
     return m, ["NVDLA_CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input)",
@@ -124,8 +124,8 @@ def pdp_case(in_prec, out_prec):
     for unit, stride in (("NVDLA_PDP_RDMA", "D_SRC"), ("NVDLA_PDP", "D_DST")):
         m.write_reg(f"{unit}.{stride}_LINE_STRIDE_0", 0x100)
         m.write_reg(f"{unit}.{stride}_SURFACE_STRIDE_0", 0x1000)
-    write_fields(m, "NVDLA_PDP_RDMA.D_DATA_FORMAT_0", input_data=CODES[in_prec])
-    write_fields(m, "NVDLA_PDP.D_DATA_FORMAT_0", input_data=CODES[out_prec])
+    write_fields(m, "NVDLA_PDP_RDMA.D_DATA_FORMAT_0", input_data=Precision(in_prec).code)
+    write_fields(m, "NVDLA_PDP.D_DATA_FORMAT_0", input_data=Precision(out_prec).code)
     m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
     m.write_reg("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
     return m, ["NVDLA_PDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input)",
@@ -144,7 +144,7 @@ def conv_case(in_prec, out_prec):
     else:
         program_conv(m, np.zeros((2, 2, 2), DTYPE[in_prec]),
                      np.zeros((1, 2, 1, 1), DTYPE[in_prec]), precision=in_prec)
-        update_fields(m, "NVDLA_CDMA.D_MISC_CFG_0", proc_precision=CODES[out_prec])
+        update_fields(m, "NVDLA_CDMA.D_MISC_CFG_0", proc_precision=Precision(out_prec).code)
     parts = ["NVDLA_CDMA.D_MISC_CFG_0 IN_PRECISION/PROC_PRECISION"]
     return (lambda: compute_conv_layer(ctx)), parts
 

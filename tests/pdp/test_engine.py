@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sim.regs.enums import Precision
 
 from sim.dma import pack_feature, unpack_feature
 from sim.errors import ConfigurationError, SimError
@@ -11,7 +12,6 @@ from sim.pdp.engine import pool_from_sdp
 from .reference import fp17, out_size, pool_float, pool_int, split_widths
 
 SRC, DST = 0x8000_0000, 0x8040_0000
-PREC = {"int8": 0, "int16": 1, "fp16": 2}
 METHOD = {"avg": 0, "max": 1, "min": 2}
 
 
@@ -46,7 +46,7 @@ def program(m, *, prec, shape, k, s, pads, method, out_widths=None, pad_value=0,
         "D_SRC_BASE_ADDR_LOW_0": SRC, "D_SRC_LINE_STRIDE_0": src_strides[0],
         "D_SRC_SURFACE_STRIDE_0": src_strides[1], "D_DST_BASE_ADDR_LOW_0": DST,
         "D_DST_LINE_STRIDE_0": dst_strides[0], "D_DST_SURFACE_STRIDE_0": dst_strides[1],
-        "D_DST_RAM_CFG_0": dst_ram, "D_DATA_FORMAT_0": PREC[prec],
+        "D_DST_RAM_CFG_0": dst_ram, "D_DATA_FORMAT_0": Precision(prec).code,
     }
     for n in range(1, 8):
         value = fp17(n * pad_value) if prec == "fp16" else (n * pad_value) & 0x7FFFF
@@ -60,7 +60,7 @@ def program(m, *, prec, shape, k, s, pads, method, out_widths=None, pad_value=0,
         "D_DATA_CUBE_IN_CHANNEL_0": c - 1, "D_FLYING_MODE_0": 1,
         "D_SRC_BASE_ADDR_LOW_0": SRC, "D_SRC_LINE_STRIDE_0": src_strides[0],
         "D_SRC_SURFACE_STRIDE_0": src_strides[1], "D_SRC_RAM_CFG_0": 1,
-        "D_DATA_FORMAT_0": PREC[prec], "D_OPERATION_MODE_CFG_0": split_num,
+        "D_DATA_FORMAT_0": Precision(prec).code, "D_OPERATION_MODE_CFG_0": split_num,
         "D_POOLING_KERNEL_CFG_0": (kw - 1) | (sw - 1) << 4, "D_PARTIAL_WIDTH_IN_0": pin,
     }
     for name, value in rdma.items():

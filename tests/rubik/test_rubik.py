@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from sim.regs.enums import Precision
 
 from sim.dma.feature import pack_feature, unpack_feature
 from sim.errors import ConfigurationError, SimError
@@ -9,13 +10,13 @@ from sim.machine import Machine
 
 RBK = "NVDLA_RBK"
 SRC, DST = 0x80000000, 0x80800000
-PRECISIONS = {"int8": (0, np.int8), "int16": (1, np.int16), "fp16": (2, np.float16)}
+DTYPES = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}
 
 
 def _program(m, mode, precision, w, h, cin, cout, src_line, src_surf, src_planar, dst_line,
              dst_surf, dst_planar, super_line=0, stride=(1, 1)):
     regs = {
-        "D_MISC_CFG_0": mode | PRECISIONS[precision][0] << 8,
+        "D_MISC_CFG_0": mode | Precision(precision).code << 8,
         "D_DAIN_RAM_TYPE_0": 1, "D_DAOUT_RAM_TYPE_0": 1,
         "D_DATAIN_SIZE_0_0": (w - 1) | (h - 1) << 16, "D_DATAIN_SIZE_1_0": cin - 1,
         "D_DATAOUT_SIZE_1_0": cout - 1,
@@ -34,14 +35,14 @@ def _program(m, mode, precision, w, h, cin, cout, src_line, src_surf, src_planar
 
 
 def _cube(rng, shape, precision):
-    dtype = PRECISIONS[precision][1]
+    dtype = DTYPES[precision]
     if dtype is np.float16:
         return rng.standard_normal(shape).astype(np.float16)
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max + 1, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("precision", list(PRECISIONS))
+@pytest.mark.parametrize("precision", list(DTYPES))
 @pytest.mark.parametrize("stride", [(1, 1), (2, 3), (4, 1), (10, 2)])
 def test_contract_is_the_deconvolution_phase_interleave(precision, stride):
     rng = np.random.default_rng(sum(stride))
@@ -69,13 +70,13 @@ def test_contract_is_the_deconvolution_phase_interleave(precision, stride):
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
 
 
-@pytest.mark.parametrize("precision", list(PRECISIONS))
+@pytest.mark.parametrize("precision", list(DTYPES))
 @pytest.mark.parametrize("shape", [(3, 2, 5), (21, 1, 70), (40, 3, 2)])
 def test_split_then_merge_round_trips_through_planes(precision, shape):
     c, h, w = shape
     rng = np.random.default_rng(c)
     cube = _cube(rng, shape, precision)
-    ebs = 1 if precision == "int8" else 2
+    ebs = Precision(precision).bytes
     data, layout = pack_feature(cube, atom_bytes=32)
     m = Machine("nv_full")
     m.load(SRC, data)
@@ -92,7 +93,7 @@ def test_split_then_merge_round_trips_through_planes(precision, shape):
     # and back: merge the planes into a cube elsewhere
     back = 0x81000000
     m.write_reg(f"{RBK}.S_POINTER_0", 1)
-    for name, value in {"D_MISC_CFG_0": 2 | PRECISIONS[precision][0] << 8,
+    for name, value in {"D_MISC_CFG_0": 2 | Precision(precision).code << 8,
                         "D_DAIN_RAM_TYPE_0": 1, "D_DAOUT_RAM_TYPE_0": 1,
                         "D_DATAIN_SIZE_0_0": (w - 1) | (h - 1) << 16,
                         "D_DATAIN_SIZE_1_0": c - 1, "D_DATAOUT_SIZE_1_0": c - 1,

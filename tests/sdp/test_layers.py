@@ -3,13 +3,14 @@ input from CACC (batches, Winograd), output to the PDP, and the nv_small EW trac
 
 import numpy as np
 import pytest
+from sim.regs.enums import Precision
 
 from sim import jit
 from sim.chains import SDP, SDP_RDMA
 from sim.dma import read_feature
 from sim.errors import ConfigurationError
 from sim.machine import LayerContext, Machine
-from sim.program.sdp import DST, PREC, counter, put, run_sdp
+from sim.program.sdp import DST, counter, put, run_sdp
 from sim.sdp.engine import process_sdp
 
 from .reference import out_cvt, x_stage
@@ -61,7 +62,8 @@ def _flying_machine(shape, batch=1, winograd=0, x1=None, proc="int16", out="int1
                    x1=x1, machine=m, go=False)
     put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", flying_mode=1, winograd=winograd,
         batch_number=batch - 1)
-    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=PREC[proc], out_precision=PREC[out])
+    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=Precision(proc).code,
+        out_precision=Precision(out).code)
     line = w * 32
     surface = h * line
     m.write_reg("NVDLA_SDP.D_DST_LINE_STRIDE_0", line)

@@ -11,12 +11,13 @@ arithmetic.
 
 import numpy as np
 import pytest
+from sim.regs.enums import FP16
 
 from sim.chains import SDP, SDP_RDMA
 from sim.dma import pack_feature, read_feature
 from sim.dma.operands import operand_format, pack_operand
 from sim.machine import LayerContext, Machine
-from sim.program.sdp import PREC, program_operand, program_x, program_y, put
+from sim.program.sdp import program_operand, program_x, program_y, put
 from sim.sdp.engine import process_sdp
 from sim.sdp.fetch import FIFO_ELEMENTS
 
@@ -49,7 +50,7 @@ def program(m, group, shape, *, dst, x1=None, x2=None, operands=None, src=None, 
         m.write_reg("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", layout.surface_stride)
         put(m, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0", src_ram_type=1)
     put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=int(flying),
-        in_precision=PREC["fp16"], proc_precision=PREC["fp16"], out_precision=PREC["fp16"])
+        in_precision=FP16.code, proc_precision=FP16.code, out_precision=FP16.code)
     for name in ("bs", "bn", "ew"):
         program_operand(m, name, (operands or {}).get(name), "fp16")
     m.write_reg("NVDLA_SDP.D_DST_BASE_ADDR_LOW_0", dst)
@@ -57,7 +58,7 @@ def program(m, group, shape, *, dst, x1=None, x2=None, operands=None, src=None, 
     m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", w * h * 32)
     put(m, "NVDLA_SDP.D_DST_DMA_CFG_0", dst_ram_type=1)
     put(m, "NVDLA_SDP.D_FEATURE_MODE_CFG_0", flying_mode=int(flying))
-    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=PREC["fp16"], out_precision=PREC["fp16"])
+    put(m, "NVDLA_SDP.D_DATA_FORMAT_0", proc_precision=FP16.code, out_precision=FP16.code)
     put(m, "NVDLA_SDP.D_CVT_SCALE_0", cvt_scale=1)
     program_x(m, "bs", x1)
     program_x(m, "bn", x2)
