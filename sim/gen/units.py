@@ -266,12 +266,7 @@ def build_bdma(m, layer, alloc, rng, outputs):
                          "atoms)")
     lines = integer(layer, "lines", layer.get("lines", 4), 1, 8192)
     surfaces = integer(layer, "surfaces", layer.get("surfaces", 1), 1, 8192)
-    mems = {}
-    for key in ("src", "dst"):
-        ram = choice(layer, key, layer.get(key, "mc"), ("mc", "cv"))
-        if ram == "cv" and not cfg.secondary_memory:
-            raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
-        mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
+    mems = _src_dst_memories(layer, cfg)
     size = line * lines * surfaces
     src = alloc.take(size, mems["src"])
     m.load(src, rng.integers(0, 256, size, dtype=np.uint8), mems["src"])
@@ -279,6 +274,17 @@ def build_bdma(m, layer, alloc, rng, outputs):
     program_bdma_copy(m, src, out.addr, line_bytes=line, lines=lines, surfaces=surfaces,
                       src_mem=mems["src"], dst_mem=mems["dst"])
     return out, ("NVDLA_BDMA",)
+
+
+def _src_dst_memories(layer, cfg) -> dict[str, str]:
+    """The memories of the ``src`` and ``dst`` keys ("mc" or "cv", default "mc")."""
+    mems = {}
+    for key in ("src", "dst"):
+        ram = choice(layer, key, layer.get(key, "mc"), ("mc", "cv"))
+        if ram == "cv" and not cfg.secondary_memory:
+            raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
+        mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
+    return mems
 
 
 # -- Rubik ----------------------------------------------------------------------------------
@@ -293,12 +299,7 @@ def build_rubik(m, layer, alloc, rng, outputs):
     if not cfg.rubik:
         raise layer.fail("unit", f"{cfg.name} has no Rubik")
     mode = choice(layer, "mode", layer.get("mode", "contract"), ("contract", "split", "merge"))
-    mems = {}
-    for key in ("src", "dst"):
-        ram = choice(layer, key, layer.get(key, "mc"), ("mc", "cv"))
-        if ram == "cv" and not cfg.secondary_memory:
-            raise layer.fail(key, f"{cfg.name} has no CV-SRAM")
-        mems[key] = "sec_mem" if ram == "cv" else "pri_mem"
+    mems = _src_dst_memories(layer, cfg)
     atom = cfg.atom_bytes
     ebs = Precision(layer.precision).bytes
     epa = atom // ebs
