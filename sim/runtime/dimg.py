@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dma.feature import FeatureLayout
 from ..errors import SimError
 from ..num.host import half_from_float32, stable_half_bits
 
@@ -61,12 +62,9 @@ def feature_meta(tensor) -> tuple[DimgMeta, int, int, bool]:
 
 def element_offsets(meta: DimgMeta, bpe: int, group: int) -> np.ndarray:
     """Byte offset of every element, in the file's (channel, line, pixel) order."""
-    c = np.arange(meta.channels, dtype=np.int64)[:, None, None]
-    h = np.arange(meta.height, dtype=np.int64)[None, :, None]
-    w = np.arange(meta.width, dtype=np.int64)[None, None, :]
-    offsets = (c // group) * meta.surface_stride + h * meta.line_stride + w * group * bpe \
-        + (c % group) * bpe
-    return offsets.reshape(-1)
+    layout = FeatureLayout(meta.channels, meta.height, meta.width, group, bpe,
+                           meta.line_stride, meta.surface_stride)
+    return layout.element_offsets().reshape(-1)
 
 
 def pack_dimg(buffer: bytes, tensor) -> bytes:

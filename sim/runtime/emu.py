@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..dma.feature import FeatureLayout
 from ..errors import EmuError
 from ..num.host import expf, float32_from_half, half_from_float32, powf, saturate_int8
 
@@ -84,11 +85,8 @@ class Buffer:
         bpe = BYTES[self.format]
         group = GROUP_BYTES[self.format] // bpe
         channels, height, width = shape or (self.channels, self.height, self.width)
-        c = np.arange(channels, dtype=np.int64)[:, None, None]
-        h = np.arange(height, dtype=np.int64)[None, :, None]
-        w = np.arange(width, dtype=np.int64)[None, None, :]
-        return ((c // group) * self.surface_stride + h * self.line_stride + w * group * bpe
-                + (c % group) * bpe)
+        return FeatureLayout(channels, height, width, group, bpe, self.line_stride,
+                             self.surface_stride).element_offsets()
 
 
 class EmuTask:
