@@ -37,6 +37,7 @@ from sim.num.lut_cdp import lookup_fp, lookup_int_one
 from sim.num.rounding import convert, convert_flag, sign_extend
 
 from ..configs import FP16, INT8, Precision
+from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
 
@@ -212,9 +213,11 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outco
             if sqsum_bypass:
                 s = x32[k, px]
             else:
-                s = fp_add(fp_add(sq[k - 1, px], sq[k + 1, px], 8, 23), sq[k, px], 8, 23)
+                pair = fp_add(sq[k - 1, px], sq[k + 1, px], FP32_EXP, FP32_FRAC)
+                s = fp_add(pair, sq[k, px], FP32_EXP, FP32_FRAC)
                 for j in range(2, half + 1):
-                    s = fp_add(s, fp_add(sq[k - j, px], sq[k + j, px], 8, 23), 8, 23)
+                    pair = fp_add(sq[k - j, px], sq[k + j, px], FP32_EXP, FP32_FRAC)
+                    s = fp_add(s, pair, FP32_EXP, FP32_FRAC)
             value, which = lookup_fp(s, le, lo, p)
             outcomes[c, px] = which
             if mul_bypass:
@@ -222,7 +225,7 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outco
                 centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
                 y[c, px] = x17[k, px] if centre_nan else value
             else:
-                y[c, px] = fp_mul(x17[k, px], value, 6, 10)
+                y[c, px] = fp_mul(x17[k, px], value, FP17_EXP, FP17_FRAC)
 
 
 def _extend(x: np.ndarray, channels: int, pad: int) -> np.ndarray:

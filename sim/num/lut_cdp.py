@@ -19,6 +19,7 @@ from sim.num.ops import (
     uint16_to_fp17_bits,
 )
 from sim.num.rounding import bit_length, round_via_double
+from sim.num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 
 
 @njit
@@ -146,7 +147,7 @@ def _f32_bits(value):
 def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
                      uscale, oscale):
     """(fp17 value, kind) of one table for the fp32 square sum ``x``."""
-    d = fp_sub(x, start, 8, 23)
+    d = fp_sub(x, start, FP32_EXP, FP32_FRAC)
     dv = _f32(d)
     kind = 2
     index = 0
@@ -170,20 +171,20 @@ def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
     if kind == 0:
         if exponent:
             bias = 0.0 if offset <= -127 else 2.0 ** offset
-            d = fp_sub(x, fp_add(start, _f32_bits(bias), 8, 23), 8, 23)
+            d = fp_sub(x, fp_add(start, _f32_bits(bias), FP32_EXP, FP32_FRAC), FP32_EXP, FP32_FRAC)
         slope = fp16_to_fp17_bits(uscale & 0xFFFF)
-        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
-        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), 6, 10), 0
+        term = fp_mul(fp32_to_fp17_bits(d), slope, FP17_EXP, FP17_FRAC)
+        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), FP17_EXP, FP17_FRAC), 0
     if kind == 1:
-        d = fp_sub(x, end, 8, 23)
+        d = fp_sub(x, end, FP32_EXP, FP32_FRAC)
         slope = fp16_to_fp17_bits(oscale & 0xFFFF)
-        term = fp_mul(fp32_to_fp17_bits(d), slope, 6, 10)
-        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), 6, 10), 1
+        term = fp_mul(fp32_to_fp17_bits(d), slope, FP17_EXP, FP17_FRAC)
+        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), FP17_EXP, FP17_FRAC), 1
     y0 = table[index] & 0xFFFF
     y1 = table[index + 1] & 0xFFFF
-    diff = fp_sub(fp16_to_fp32_bits(y1), fp16_to_fp32_bits(y0), 8, 23)
-    term = fp_mul(fp32_to_fp17_bits(diff), uint16_to_fp17_bits(frac), 6, 10)
-    return fp_add(term, fp16_to_fp17_bits(y0), 6, 10), 2
+    diff = fp_sub(fp16_to_fp32_bits(y1), fp16_to_fp32_bits(y0), FP32_EXP, FP32_FRAC)
+    term = fp_mul(fp32_to_fp17_bits(diff), uint16_to_fp17_bits(frac), FP17_EXP, FP17_FRAC)
+    return fp_add(term, fp16_to_fp17_bits(y0), FP17_EXP, FP17_FRAC), 2
 
 
 @njit

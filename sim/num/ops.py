@@ -17,39 +17,40 @@ from sim.num import vector_fp
 from sim.num.arrays import as_bits, shaped
 from sim.num.fpcore import fp_narrow, fp_widen, fraction_to_float
 from sim.num.vector_fp import FP16, FP17, FP32  # noqa: F401  (the widths, re-exported)
+from sim.num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 
 
 # --- element kernels -----------------------------------------------------
 # Binary operations are ``fpcore.fp_add/fp_sub/fp_mul/fp_max`` with the widths
-# above, e.g. ``fp_add(a, b, 6, 10)`` for fp17; conversions have their own names.
+# above, e.g. ``fp_add(a, b, FP17_EXP, FP17_FRAC)`` for fp17; conversions have their own names.
 @njit
 def fp16_to_fp17_bits(a):
     """The element kernel of :func:`fp16_to_fp17`."""
-    return fp_widen(a, 5, 10, 6, 10, True)
+    return fp_widen(a, FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, True)
 
 
 @njit
 def fp16_to_fp32_bits(a):
     """The element kernel of :func:`fp16_to_fp32`."""
-    return fp_widen(a, 5, 10, 8, 23, True)
+    return fp_widen(a, FP16_EXP, FP16_FRAC, FP32_EXP, FP32_FRAC, True)
 
 
 @njit
 def fp17_to_fp16_bits(a):
     """The element kernel of :func:`fp17_to_fp16`."""
-    return fp_narrow(a, 6, 10, 5, 10, True)
+    return fp_narrow(a, FP17_EXP, FP17_FRAC, FP16_EXP, FP16_FRAC, True)
 
 
 @njit
 def fp32_to_fp17_bits(a):
     """The element kernel of :func:`fp32_to_fp17`."""
-    return fp_narrow(a, 8, 23, 6, 10, False)
+    return fp_narrow(a, FP32_EXP, FP32_FRAC, FP17_EXP, FP17_FRAC, False)
 
 
 @njit
 def uint16_to_fp17_bits(a):
     """The element kernel of :func:`uint16_to_fp17`."""
-    return fraction_to_float(a & 0xFFFF, 16, 6, 10)
+    return fraction_to_float(a & 0xFFFF, 16, FP17_EXP, FP17_FRAC)
 
 
 # --- public array functions ------------------------------------------------

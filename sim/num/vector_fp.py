@@ -19,6 +19,7 @@ vectors.
 import numpy as np
 
 from sim.num.vector_int import bit_length, i64, round_nearest_even, shift_right_round
+from sim.num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 
 # (exponent, mantissa) widths
 FP16 = (5, 10)
@@ -358,7 +359,7 @@ def float_to_int(x, width, E, M):
 
 # --- named conversions (the formats of sim.num.ops) -------------------------------
 def fp16_to_fp17(a):
-    return fp_widen(a, 5, 10, 6, 10, True)
+    return fp_widen(a, FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, True)
 
 
 def fp16_to_fp32(a):
@@ -369,16 +370,17 @@ def fp16_to_fp32(a):
     out = widened.astype(np.int64)
     rare = ~agrees
     if rare.any():
-        out[rare] = fp_widen(u[rare].astype(np.int64), 5, 10, 8, 23, True)
+        out[rare] = fp_widen(u[rare].astype(np.int64), FP16_EXP, FP16_FRAC, FP32_EXP,
+                             FP32_FRAC, True)
     return out.reshape(shape)
 
 
 def fp17_to_fp32(a):
-    return fp_widen(a, 6, 10, 8, 23, False)
+    return fp_widen(a, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False)
 
 
 def fp17_to_fp16(a):
-    return fp_narrow(a, 6, 10, 5, 10, True)
+    return fp_narrow(a, FP17_EXP, FP17_FRAC, FP16_EXP, FP16_FRAC, True)
 
 
 def fp32_to_fp16(a):
@@ -389,13 +391,14 @@ def fp32_to_fp16(a):
     out = h.astype(np.int64)
     if not agrees.all():
         rare = ~agrees
-        out[rare] = fp_narrow(u[rare].astype(np.int64), 8, 23, 5, 10, True)
+        out[rare] = fp_narrow(u[rare].astype(np.int64), FP32_EXP, FP32_FRAC, FP16_EXP,
+                              FP16_FRAC, True)
     return out.reshape(shape)
 
 
 def fp32_to_fp17(a):
-    return fp_narrow(a, 8, 23, 6, 10, False)
+    return fp_narrow(a, FP32_EXP, FP32_FRAC, FP17_EXP, FP17_FRAC, False)
 
 
 def uint16_to_fp17(a):
-    return fraction_to_float(i64(a) & 0xFFFF, 16, 6, 10)
+    return fraction_to_float(i64(a) & 0xFFFF, 16, FP17_EXP, FP17_FRAC)

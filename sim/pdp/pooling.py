@@ -53,6 +53,7 @@ from ..num.rounding import sign_extend as signed_field  # the scalar kernel, for
 from ..num.vector_int import pdp_reciprocal_stage, sign_extend
 from ..num.vector_int import shift_right_round as shift_right_round_array
 from ..num.vector_int import x86_int32 as x86_int32_array
+from ..num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC
 from ..regs.enums import FP16, INT8, INT16, Precision
 
 AVERAGE, MAX, MIN = 0, 1, 2
@@ -202,15 +203,15 @@ def _add(acc, v, first, pad_lo, pad_hi, fp, acc_bits, v_first):
         acc = v if first else acc + v
         return signed_field(acc + pad_lo + pad_hi, acc_bits)
     if not first:
-        v = fp_add(v, acc, 6, 10) if v_first else fp_add(acc, v, 6, 10)
-    return fp_add(fp_add(v, pad_lo, 6, 10), pad_hi, 6, 10)
+        v = fp_add(v, acc, FP17_EXP, FP17_FRAC) if v_first else fp_add(acc, v, FP17_EXP, FP17_FRAC)
+    return fp_add(fp_add(v, pad_lo, FP17_EXP, FP17_FRAC), pad_hi, FP17_EXP, FP17_FRAC)
 
 
 @njit(inline="always")
 def _extreme(a, b, method, fp):
     """Max (method 1) or min of two values: integers, or fp16 patterns (``a`` first)."""
     if fp:
-        return fp_max(a, b, method == 1, 5, 10)
+        return fp_max(a, b, method == 1, FP16_EXP, FP16_FRAC)
     return max(a, b) if method == 1 else min(a, b)
 
 
@@ -239,7 +240,8 @@ def _window_row(x, c, h, ws, kw, W, method, pv, fp, acc_bits):
 def _average(acc, fp, rw, rh):
     """Scale a window sum by the reciprocals of the kernel width and height."""
     if fp:
-        return fp17_to_fp16_bits(fp_mul(fp_mul(acc, rw, 6, 10), rh, 6, 10))
+        scaled = fp_mul(fp_mul(acc, rw, FP17_EXP, FP17_FRAC), rh, FP17_EXP, FP17_FRAC)
+        return fp17_to_fp16_bits(scaled)
     acc = x86_int32(shift_right_round(acc * rw, 16))
     return x86_int32(shift_right_round(acc * rh, 16))
 
@@ -402,8 +404,8 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
                 cfg.pad_top, cfg.method)
     if cfg.precision == FP16:  # pad values of whole rows: PADDING_VALUE_n * kw, in fp17
         kw_fp17 = KERNEL_WIDTH_FP17[kw]
-        pv_rows = np.array([fp_mul(v, kw_fp17, 6, 10) for v in pv], dtype=np.int64)
-        _pool_fp16(x, view, col0, *geometry, pv, pv_rows, fp_mul(0, kw_fp17, 6, 10),
+        pv_rows = np.array([fp_mul(v, kw_fp17, FP17_EXP, FP17_FRAC) for v in pv], dtype=np.int64)
+        _pool_fp16(x, view, col0, *geometry, pv, pv_rows, fp_mul(0, kw_fp17, FP17_EXP, FP17_FRAC),
                    cfg.recip_width & FP17_MASK, cfg.recip_height & FP17_MASK)
     else:
         acc_bits = ACC_BITS[cfg.precision]
