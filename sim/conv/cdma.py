@@ -79,7 +79,7 @@ def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:
     padded = align_up(layer.channels, group)
     cube = read_feature(mem, layer.in_addr, (padded, layer.in_height, layer.in_width), FP16,
                         atom, layer.line_stride, layer.surf_stride, layer.batch_stride,
-                        layer.batches, what=f"{CDMA} input cube", mode=HELD)
+                        layer.batches, what=f"{CDMA}.D_DAIN_ADDR", mode=HELD)
     return cube
 
 
@@ -100,7 +100,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
         return np.ascontiguousarray(cube), counters
     cube = read_feature(mem, layer.in_addr, (layer.channels, layer.in_height, layer.in_width),
                         layer.precision, atom, layer.line_stride, layer.surf_stride,
-                        layer.batch_stride, layer.batches, what=f"{CDMA} input cube", mode=HELD)
+                        layer.batch_stride, layer.batches, what=f"{CDMA}.D_DAIN_ADDR", mode=HELD)
     if layer.batches == 1:
         cube = cube[None]
     if layer.cvt_enable:
@@ -120,12 +120,13 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
     kernel_bytes = layer.byte_per_kernel
-    fetched = mem.read_array(layer.weight_addr, layer.weight_bytes, mode=HELD)
+    fetched = mem.read_array(layer.weight_addr, layer.weight_bytes, f"{CDMA}.D_WEIGHT_ADDR",
+                             mode=HELD)
     if layer.compressed:
         group = weight_group_size(layer.precision, cfg)
         groups = group_bytes(layer.kernels, kernel_bytes, group)
-        wgs = mem.read_array(layer.wgs_addr, 4 * len(groups), mode=HELD)
-        wmb = mem.read_array(layer.wmb_addr, layer.wmb_bytes, mode=HELD)
+        wgs = mem.read_array(layer.wgs_addr, 4 * len(groups), f"{CDMA}.D_WGS_ADDR", mode=HELD)
+        wmb = mem.read_array(layer.wmb_addr, layer.wmb_bytes, f"{CDMA}.D_WMB_ADDR", mode=HELD)
         try:
             stream = decompress_weights(CompressedWeights(fetched, wmb, wgs), layer.precision,
                                         groups)

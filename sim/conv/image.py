@@ -300,7 +300,8 @@ def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, li
     rounded = align_up((layer.x_offset + layer.width) * bpp, atom)
     nan = inf = 0
     for y in range(layer.height):
-        line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded, mode=HELD)
+        line = mem.read_array(layer.addrs[0] + y * layer.line_strides[0], rounded,
+                              f"{CDMA}.D_DAIN_ADDR", mode=HELD)
         bits = line.view("<u2")[layer.x_offset * bpp // 2:]
         nan += int(nan_mask(bits).sum())
         inf += int(inf_mask(bits).sum())

@@ -212,7 +212,7 @@ def extended_input(ctx, layer: WinogradLayer) -> tuple[np.ndarray, dict]:
     mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
     cube = read_feature(mem, layer.addr, (layer.padded_channels, layer.height, layer.width),
                         layer.precision, ctx.config.atom_bytes, layer.line_stride,
-                        layer.surf_stride, 0, 1, what=f"{CDMA} input cube", mode=HELD)
+                        layer.surf_stride, 0, 1, what=f"{CDMA}.D_DAIN_ADDR", mode=HELD)
     cp = layer.padded_channels
     th = layer.pad_top + layer.height + layer.pad_bottom
     tw = layer.pad_left + layer.width + layer.pad_right

@@ -333,7 +333,7 @@ def read_pixels(mem, fmt, addrs, width: int, height: int, line_strides, x_offset
     windows = []
     for plane in range(fmt.planes):
         check_alignment("pixel", atom_bytes, what, start=addrs[plane])
-        windows.append(mem.read_array(addrs[plane], layout.extent(plane), mode=mode))
+        windows.append(mem.read_array(addrs[plane], layout.extent(plane), what, mode=mode))
     return gather_pixels(windows, [0] * fmt.planes, layout)
 
 

@@ -17,6 +17,7 @@ from sim.trace.player import run_trace
 TRACES = Path(__file__).resolve().parents[2] / "traces"
 SDP = "nv_small/sdp_4x5x12_bias_relu_cvt_int8"
 BDMA = "nv_full/bdma_copy_lines"
+CONV = "nv_small/conv_6x7x6_3x3x6x10_pad_int8"
 
 
 def edited(tmp_path: Path, trace: str, edits: dict) -> Path:
@@ -57,6 +58,10 @@ CASES = [
       "NVDLA_SDP_RDMA.D_SRC_BASE_ADDR 0x80000000", "DMA timing"]),
     (SDP, {"NVDLA_SDP.D_DST_BASE_ADDR_LOW_0": 0x80000100},
      ["overlaps bytes this layer reads"]),
+    (CONV, {"NVDLA_CDMA.D_WEIGHT_ADDR_LOW_0": 0xFFFFFF00},
+     ["NVDLA_CDMA.D_WEIGHT_ADDR", "read 0xffffff00", "outside pri_mem"]),
+    (CONV, {"NVDLA_CDMA.D_DAIN_ADDR_LOW_0_0": 0xFFFFFF00},
+     ["NVDLA_CDMA.D_DAIN_ADDR", "read 0xffffff00", "outside pri_mem"]),
     (BDMA, {"0xffff1001": 0xFFFFFFFF, "0xffff1000": 0xFFFFFFE0},
      ["NVDLA_BDMA.CFG_SRC_ADDR", "outside pri_mem", "64-bit"]),
     (BDMA, {"0xffff1006": 0xFFF, "0xffff1009": 0xFFF, "0xffff1004": 0x1FFF},
