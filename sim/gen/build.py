@@ -18,6 +18,15 @@ from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
 from . import units
+from .events import (
+    Event,
+    InterruptRaised,
+    LayerBegins,
+    LayerChecked,
+    Loaded,
+    OutputReserved,
+    RegisterWritten,
+)
 from .legality import obeys_rules
 from .memory import Allocator, Output
 from .spec import LayerSpec, Spec
@@ -39,7 +48,7 @@ class GenMachine(Machine):
 
     def __init__(self, config):
         super().__init__(config)
-        self.ops: list[tuple] = []
+        self.ops: list[Event] = []  # what a trace of the spec needs, in order
         self.chained: set[tuple[str, int]] = set()  # inputs already in memory (chaining)
         self._ctx = None
         self.last_counters: dict = {}
@@ -55,14 +64,14 @@ class GenMachine(Machine):
 
     def write_reg(self, reg, value):
         r = self._reg(reg)
-        self.ops.append(("reg", r, int(value) & 0xFFFFFFFF))
+        self.ops.append(RegisterWritten(r, int(value) & 0xFFFFFFFF))
         super().write_reg(reg, value)
 
     def load(self, addr, data, ram=1):
         memory = self.memory(ram).name
         raw = np.asarray(data, dtype=np.uint8).tobytes() if not isinstance(data, bytes) else data
         if (memory, addr) not in self.chained:
-            self.ops.append(("load", memory, addr, raw))
+            self.ops.append(Loaded(memory, addr, raw))
             super().load(addr, data, ram)
 
     def set(self, unit: str, reg: str, **fields) -> None:
@@ -94,7 +103,7 @@ class GenMachine(Machine):
                 if new >> f.lsb & 1 and f.name.endswith(("STATUS0", "STATUS1")):
                     source, _, group = f.name.rpartition("_DONE_STATUS")
                     raised.append((source, int(group)))
-                    self.ops.append(("intr", source, int(group), f.lsb))
+                    self.ops.append(InterruptRaised(source, int(group), f.lsb))
                     self.clear_interrupt(source, int(group))
         if not raised:
             raise SimError("the layer raised no interrupt (not launched)")
@@ -109,13 +118,13 @@ def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
     records: list[LayerRecord] = []
     outputs: dict[str, LayerRecord] = {}
     for layer in spec.layers:
-        m.ops.append(("comment", f"layer {layer.index} ({layer.name}): {layer.unit} "
-                      f"{layer.precision}"))
+        m.ops.append(LayerBegins(f"layer {layer.index} ({layer.name}): {layer.unit} "
+                                 f"{layer.precision}"))
         builder = getattr(units, f"build_{layer.unit}")
         try:
             output, enable = builder(m, layer, alloc, rng, outputs)
             obeys_rules(m, layer, enable)
-            m.ops.append(("init", output))
+            m.ops.append(OutputReserved(output))
             interrupts = m.launch(enable)
         except SpecError:  # names the layer and its key already
             raise
@@ -127,7 +136,7 @@ def build(spec: Spec, progress=None) -> tuple[GenMachine, list[LayerRecord]]:
         for (unit, reg), value in sorted(m.last_counters.items()):
             if any(word in reg for word in COUNTER_WORDS) and "STALL" not in reg:
                 record.counters.append((f"{unit}.{reg}", value & 0xFFFFFFFF))
-        m.ops.append(("check", record))
+        m.ops.append(LayerChecked(record))
         records.append(record)
         outputs[layer.name] = record
         if progress is not None:

@@ -33,6 +33,14 @@ from ..trace.ops import (
     RegWrite,
     Wait,
 )
+from .events import (
+    InterruptRaised,
+    LayerBegins,
+    LayerChecked,
+    Loaded,
+    OutputReserved,
+    RegisterWritten,
+)
 
 GLB_STATUS = "NVDLA_GLB.S_INTR_STATUS_0"
 ZERO = "ALL_ZERO"  # mem_init's fill pattern
@@ -44,16 +52,16 @@ def _hex_lines(data: bytes) -> str:
 
 
 def _walk(m):
-    """The recorded ops with the layer index each belongs to and file names for loads."""
+    """The recorded events with the layer index each belongs to and file names for loads."""
     layer, loads = -1, 0
-    for op in m.ops:
-        if op[0] == "comment":
+    for event in m.ops:
+        if isinstance(event, LayerBegins):
             layer, loads = layer + 1, 0
-        if op[0] == "load":
+        if isinstance(event, Loaded):
             loads += 1
-            yield layer, op, f"layer{layer}_in{loads}"
+            yield layer, event, f"layer{layer}_in{loads}"
         else:
-            yield layer, op, None
+            yield layer, event, None
 
 
 def cfg_ops(m, header: list[str], prefix: str = "") -> tuple[list[Op], dict]:
@@ -62,36 +70,32 @@ def cfg_ops(m, header: list[str], prefix: str = "") -> tuple[list[Op], dict]:
     files = {}
     checked: set[int] = set()  # sync ids given their one check (check_crc or check_nothing)
     sync = -1  # one sync id per interrupt, as NVIDIA's traces number them; a check waits
-    for _layer, op, stem in _walk(m):  # on its layer's last one
-        kind = op[0]
-        if kind == "comment":
-            ops.append(Comment(op[1]))
-        elif kind == "load":
-            _, memory, addr, data = op
-            name = f"{prefix}{stem}.dat"
-            files[name] = format_record_dat(data, record=32)
-            ops.append(MemInit(memory, addr, len(data), ZERO))
-            ops.append(MemLoad(memory, addr, name))
-        elif kind == "init":  # the output region and what is set aside after it
-            out = op[1]
-            ops.append(MemInit(out.memory, out.addr, max(out.reserved, out.size), ZERO))
-        elif kind == "reg":
-            ops.append(RegWrite(op[1].full_name, op[2]))
-        elif kind == "intr":
-            _, source, group, _lsb = op
-            if sync >= 0 and sync not in checked:
-                ops.append(CheckNothing(f"sync_id_{sync}"))
+    for _layer, event, stem in _walk(m):  # on its layer's last one
+        match event:
+            case LayerBegins(text):
+                ops.append(Comment(text))
+            case Loaded(memory, addr, data):
+                name = f"{prefix}{stem}.dat"
+                files[name] = format_record_dat(data, record=32)
+                ops.append(MemInit(memory, addr, len(data), ZERO))
+                ops.append(MemLoad(memory, addr, name))
+            case OutputReserved(out):  # the output region and what is set aside after it
+                ops.append(MemInit(out.memory, out.addr, max(out.reserved, out.size), ZERO))
+            case RegisterWritten(register, value):
+                ops.append(RegWrite(register.full_name, value))
+            case InterruptRaised(source, group, _lsb):
+                if sync >= 0 and sync not in checked:
+                    ops.append(CheckNothing(f"sync_id_{sync}"))
+                    checked.add(sync)
+                sync += 1
+                ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
+            case LayerChecked(rec):
+                out = rec.output
+                ops.append(CheckCrc(f"sync_id_{sync}", out.memory, out.addr, out.size,
+                                    zlib.crc32(rec.expected) & 0xFFFFFFFF))
                 checked.add(sync)
-            sync += 1
-            ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
-        elif kind == "check":
-            rec = op[1]
-            out = rec.output
-            ops.append(CheckCrc(f"sync_id_{sync}", out.memory, out.addr, out.size,
-                                zlib.crc32(rec.expected) & 0xFFFFFFFF))
-            checked.add(sync)
-            for name, value in rec.counters:
-                ops.append(PollReg(name, ALL_BITS, value))
+                for name, value in rec.counters:
+                    ops.append(PollReg(name, ALL_BITS, value))
     if sync >= 0 and sync not in checked:
         ops.append(CheckNothing(f"sync_id_{sync}"))
     return ops, files
@@ -109,38 +113,34 @@ def txn_ops(m, header: list[str], prefix: str = "") -> tuple[list[Op], dict]:
     files = {}
     address = m.regfile.address_of
     status = address(m.regfile.register(GLB_STATUS))
-    for layer, op, stem in _walk(m):
-        kind = op[0]
-        if kind == "comment":
-            ops.append(Comment(op[1]))
-        elif kind == "load":
-            _, _memory, addr, data = op
-            name = f"{prefix}{stem}.dat"
-            files[name] = _hex_lines(data)
-            ops.append(LoadMem(addr, len(data), name))
-        elif kind == "init" and op[1].slack:  # zero what a consumer may read past it
-            out = op[1]
-            name = f"{prefix}layer{layer}_slack.dat"
-            files[name] = _hex_lines(bytes(out.slack))
-            ops.append(LoadMem(out.addr + out.size, out.slack, name))
-        elif kind == "reg":
-            ops.append(RegWrite(address(op[1]), op[2], note=op[1].full_name))
-        elif kind == "intr":
-            _, source, group, lsb = op
-            bit = 1 << lsb
-            ops.append(Wait())
-            ops.append(PollReg(status, bit, bit, note=f"{source}_DONE_STATUS{group}"))
-            ops.append(RegWrite(status, bit, note="clear the interrupt"))
-        elif kind == "check":
-            rec = op[1]
-            out = rec.output
-            for name, value in rec.counters:
-                ops.append(PollReg(address(m.regfile.register(name)), ALL_BITS, value,
-                                   note=name))
-            name = f"layer{layer}_out.dat"  # no prefix: the cfg has no output files
-            files[name] = format_hex_dat(out.addr, rec.expected,
-                                         "dram" if out.memory == "pri_mem" else "cvsram")
-            ops.append(DumpMem(out.addr, out.size, name))
+    for layer, event, stem in _walk(m):
+        match event:
+            case LayerBegins(text):
+                ops.append(Comment(text))
+            case Loaded(_memory, addr, data):
+                name = f"{prefix}{stem}.dat"
+                files[name] = _hex_lines(data)
+                ops.append(LoadMem(addr, len(data), name))
+            case OutputReserved(out) if out.slack:  # zero what a consumer may read past it
+                name = f"{prefix}layer{layer}_slack.dat"
+                files[name] = _hex_lines(bytes(out.slack))
+                ops.append(LoadMem(out.addr + out.size, out.slack, name))
+            case RegisterWritten(register, value):
+                ops.append(RegWrite(address(register), value, note=register.full_name))
+            case InterruptRaised(source, group, lsb):
+                bit = 1 << lsb
+                ops.append(Wait())
+                ops.append(PollReg(status, bit, bit, note=f"{source}_DONE_STATUS{group}"))
+                ops.append(RegWrite(status, bit, note="clear the interrupt"))
+            case LayerChecked(rec):
+                out = rec.output
+                for name, value in rec.counters:
+                    ops.append(PollReg(address(m.regfile.register(name)), ALL_BITS, value,
+                                       note=name))
+                name = f"layer{layer}_out.dat"  # no prefix: the cfg has no output files
+                files[name] = format_hex_dat(out.addr, rec.expected,
+                                             "dram" if out.memory == "pri_mem" else "cvsram")
+                ops.append(DumpMem(out.addr, out.size, name))
     return ops, files
 
 
@@ -154,11 +154,10 @@ def memory_dumps(m, records, fmt: str, word_bytes: int) -> dict:
     """Every input and expected output region as RTL memory files (``gen --dump-format``):
     {file name: content}, named ``layer<N>_in<M>`` and ``layer<N>_out``."""
     files = {}
-    for _layer, op, stem in _walk(m):
-        if op[0] == "load":
-            _, memory, addr, data = op
+    for _layer, event, stem in _walk(m):
+        if isinstance(event, Loaded):
             files[memory_file_name(f"{stem}.dat", fmt)] = format_memory_file(
-                addr, data, fmt, word_bytes, memory)
+                event.addr, event.data, fmt, word_bytes, event.memory)
     for i, rec in enumerate(records):
         out = rec.output
         files[memory_file_name(f"layer{i}_out.dat", fmt)] = format_memory_file(
