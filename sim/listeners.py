@@ -30,6 +30,14 @@ class LayerListener(Protocol):
 
 
 @runtime_checkable
+class RegisterListener(Protocol):
+    """Told by the machine of every CSB register write, before the write takes effect."""
+
+    def wrote_register(self, register, value: int) -> None:
+        """``register`` (a ``regs.Register``) is written ``value``."""
+
+
+@runtime_checkable
 class MemoryListener(Protocol):
     """Told by a memory of every write, and of the feature cubes DMA writes held."""
 
@@ -86,6 +94,14 @@ class LayerListeners(Listeners[LayerListener]):
             listener.layer_end()
 
 
+class RegisterListeners(Listeners[RegisterListener]):
+    """A machine's register-write listeners."""
+
+    def wrote_register(self, register, value: int) -> None:
+        for listener in self:
+            listener.wrote_register(register, value)
+
+
 class MemoryListeners(Listeners[MemoryListener]):
     """A memory's write listeners; the memory tells this list, the list tells each."""
 
@@ -105,4 +121,5 @@ def memory_listeners(memory) -> MemoryListeners:
 
 
 __all__ = ["LayerListener", "LayerListeners", "Listeners", "MemoryListener", "MemoryListeners",
+           "RegisterListener", "RegisterListeners",
            "memory_listeners"]

@@ -25,7 +25,7 @@ from .dram import Memory
 from .engines import ENGINES, Engine
 from .errors import ConfigurationError, MemoryFault, SimError
 from .limits import DEFAULT_LIMITS, MemoryLimits
-from .listeners import LayerListeners, memory_listeners
+from .listeners import LayerListeners, RegisterListeners, memory_listeners
 from .regfile import Block, RegisterFile
 
 RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
@@ -104,6 +104,7 @@ class Machine:
         self.layers_run = 0
         # told when a layer starts and ends (sim.listeners.LayerListener): add/remove
         self.listeners = LayerListeners()
+        self.register_listeners = RegisterListeners()  # told of every CSB write
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
@@ -159,6 +160,8 @@ class Machine:
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
         r = self._reg(reg)
+        if self.register_listeners:
+            self.register_listeners.wrote_register(r, value)
         feature = UNIT_FEATURES.get(r.unit)
         if feature:  # a block this configuration does not have
             self.config.require(feature, r.full_name)

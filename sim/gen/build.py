@@ -53,6 +53,7 @@ class GenMachine(Machine):
         self._ctx = None
         self.last_counters: dict = {}
         self.listeners.add(self)
+        self.register_listeners.add(self)
 
     # layer listener (sim.listeners.LayerListener): keep the counters of the last layer
     def layer_begin(self, index, engine, ctx) -> None:
@@ -62,10 +63,9 @@ class GenMachine(Machine):
         self.last_counters.update(self._ctx.counters)
         self._ctx = None
 
-    def write_reg(self, reg, value):
-        r = self._reg(reg)
-        self.ops.append(RegisterWritten(r, int(value) & 0xFFFFFFFF))
-        super().write_reg(reg, value)
+    # register listener (sim.listeners.RegisterListener): every write goes in the trace
+    def wrote_register(self, register, value: int) -> None:
+        self.ops.append(RegisterWritten(register, int(value) & 0xFFFFFFFF))
 
     def load(self, addr, data, ram=1):
         memory = self.memory(ram).name

@@ -140,3 +140,26 @@ def test_a_context_serves_registers_memories_and_unit_state_not_the_machine():
     assert ctx.armed(SDP_RDMA, 0)
     with pytest.raises(ConfigurationError, match="keeps no state for NVDLA_PDP"):
         ctx.state("NVDLA_PDP")
+
+
+def test_register_listeners_hear_every_csb_write_in_order():
+    """gen records its trace this way: each listener gets the register and the value."""
+    from sim.listeners import RegisterListener
+
+    class Heard:
+        def __init__(self):
+            self.writes = []
+
+        def wrote_register(self, register, value):
+            self.writes.append((register.full_name, value))
+
+    m = Machine("nv_small")
+    first, second = Heard(), Heard()
+    assert isinstance(first, RegisterListener)
+    m.register_listeners.add(first)
+    m.register_listeners.add(second)
+    m.write_reg("NVDLA_SDP.D_DATA_CUBE_WIDTH_0", 7)
+    m.register_listeners.remove(second)
+    m.write_reg(m.regfile.address_of(m.regfile.register("NVDLA_GLB.S_INTR_MASK_0")), 3)
+    assert first.writes == [("NVDLA_SDP.D_DATA_CUBE_WIDTH_0", 7), ("NVDLA_GLB.S_INTR_MASK_0", 3)]
+    assert second.writes == [("NVDLA_SDP.D_DATA_CUBE_WIDTH_0", 7)]
