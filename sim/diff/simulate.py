@@ -29,19 +29,20 @@ class Region:
         return self.addr + self.size
 
 
-class RecordingPlayer(TracePlayer):
-    """A trace player that records writes and keeps every checked region."""
+class CheckKeeper:
+    """Keeps what every check of a trace looked at, instead of stopping at a mismatch: a
+    memory check as a Region, a register or interrupt check the simulator fails as a note.
+    It judges the checks of a :class:`TracePlayer` and tags the writes of the memory
+    operations with their trace line."""
 
-    def __init__(self, trace_file: Path, config: str):
-        super().__init__(trace_file, config)
-        self.recorder = WriteRecorder().attach(self.machine)
+    MEMORY_OPS = ("mem_init", "mem_load", "load_hex")
+
+    def __init__(self, recorder: WriteRecorder):
+        self.recorder = recorder
         self.regions: list[Region] = []
-        self.notes: list[str] = []  # register/interrupt checks the simulator fails
+        self.notes: list[str] = []
 
-    def _judge(self, check: Check) -> None:
-        """Keep what the check looked at instead of stopping at a mismatch: a memory check
-        as a Region, a register or interrupt check the simulator fails as a note."""
-        self.checks += 1
+    def judge(self, check: Check) -> None:
         if check.memory is None:
             if check.failure is not None:
                 self.notes.append(str(check.error()))
@@ -50,20 +51,9 @@ class RecordingPlayer(TracePlayer):
                                    check.name, self.recorder.seq, check.data(), check.golden,
                                    check.failure is None))
 
-    def _at(self, op):
-        self.recorder.where = op.where
-
-    def _op_mem_init(self, op) -> None:
-        self._at(op)
-        super()._op_mem_init(op)
-
-    def _op_mem_load(self, op) -> None:
-        self._at(op)
-        super()._op_mem_load(op)
-
-    def _op_load_hex(self, op) -> None:
-        self._at(op)
-        super()._op_load_hex(op)
+    def before_op(self, op) -> None:
+        if op.cmd in self.MEMORY_OPS:
+            self.recorder.where = op.where
 
 
 @dataclass
@@ -86,9 +76,12 @@ def simulate(path: str | Path, config: str | None = None) -> Simulation:
     cfg = config or guess_config(trace_file)
     if cfg is None:
         raise SimError(f"{path}: cannot tell the hardware configuration; pass --config")
-    player = RecordingPlayer(trace_file, cfg)
+    recorder = WriteRecorder()
+    keeper = CheckKeeper(recorder)
+    player = TracePlayer(trace_file, cfg, judge=keeper.judge, before_op=keeper.before_op)
+    recorder.attach(player.machine)
     player.play()
-    if not player.regions:
+    if not keeper.regions:
         raise SimError(f"{trace_file}: the trace checks no memory (no check_crc or dump_mem)")
-    return Simulation(trace_file, cfg, player.regions, player.recorder.writes,
-                      player.recorder.layers(), player.notes)
+    return Simulation(trace_file, cfg, keeper.regions, recorder.writes, recorder.layers(),
+                      keeper.notes)

@@ -154,7 +154,11 @@ class Check:
 class TracePlayer:
     def __init__(self, trace_file: Path, config: str, dump_dir: Path | None = None,
                  limits: MemoryLimits = DEFAULT_LIMITS, dump_format: str = "dat",
-                 word_bytes: int = 1):
+                 word_bytes: int = 1, judge=None, before_op=None):
+        """``judge(check)``: who decides each check (default: a failed check stops the
+        trace); ``before_op(op)``: told of each operation before it runs."""
+        self.judge = judge
+        self.before_op = before_op
         self.trace_file = trace_file
         self.folder = trace_file.parent
         self.machine = Machine(config, limits)
@@ -202,6 +206,8 @@ class TracePlayer:
         else:
             ops = parse_cfg(self.trace_file)
         for op in ops:
+            if self.before_op is not None:
+                self.before_op(op)
             try:
                 getattr(self, f"_op_{op.cmd}")(op)
             except NotImplementedFeature:  # about the simulator, not about this trace line
@@ -218,10 +224,12 @@ class TracePlayer:
     _op_comment = _op_nop
 
     def _judge(self, check: Check) -> None:
-        """Count a check; a check that did not hold stops the trace (``sim.diff`` plays on
-        instead, keeping what each check looked at)."""
+        """Count a check; a check that did not hold stops the trace, unless a ``judge``
+        decides (``sim.diff`` plays on, keeping what each check looked at)."""
         self.checks += 1
-        if check.failure is not None:
+        if self.judge is not None:
+            self.judge(check)
+        elif check.failure is not None:
             raise check.error()
 
     def _op_reg_write(self, op: RegWrite) -> None:
