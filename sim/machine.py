@@ -127,7 +127,6 @@ class Machine:
         """The memories of this machine: pri_mem, and sec_mem if it has one."""
         return [m for m in (self.pri_mem, self.sec_mem) if m is not None]
 
-    _memories = memories  # the name sim.trace.record uses
 
     def load(self, addr: int, data, ram: int | str = RAM_MC) -> None:
         self.memory(ram).write(addr, data)
@@ -217,6 +216,16 @@ class Machine:
         fields = self._glb("S_INTR_STATUS_0").fields
         names = (f.name.rpartition("_DONE_STATUS")[0] for f in fields)
         return tuple(dict.fromkeys(n for n in names if n))
+
+    def done_interrupts(self, bits: int) -> list[tuple[str, int, int]]:
+        """(source, group, bit) of each done bit set in ``bits`` (an S_INTR_STATUS word),
+        in the register's field order."""
+        found = []
+        for f in self._glb("S_INTR_STATUS_0").fields:
+            source, _, group = f.name.rpartition("_DONE_STATUS")
+            if source and bits >> f.lsb & 1:
+                found.append((source, int(group), f.lsb))
+        return found
 
     def interrupt_set(self, source: str, group: int) -> bool:
         f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")

@@ -97,14 +97,10 @@ class GenMachine(Machine):
             before = self.interrupt_status()
             if not self.step():
                 break
-            new = self.interrupt_status() & ~before
-            glb = self.regfile.register("NVDLA_GLB.S_INTR_STATUS_0")
-            for f in glb.fields:
-                if new >> f.lsb & 1 and f.name.endswith(("STATUS0", "STATUS1")):
-                    source, _, group = f.name.rpartition("_DONE_STATUS")
-                    raised.append((source, int(group)))
-                    self.ops.append(InterruptRaised(source, int(group), f.lsb))
-                    self.clear_interrupt(source, int(group))
+            for source, group, lsb in self.done_interrupts(self.interrupt_status() & ~before):
+                raised.append((source, group))
+                self.ops.append(InterruptRaised(source, group, lsb))
+                self.clear_interrupt(source, group)
         if not raised:
             raise SimError("the layer raised no interrupt (not launched)")
         return raised

@@ -77,8 +77,8 @@ class TraceRecorder:
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
         self._status = machine.regfile.register(STATUS_REGISTER)
         # memory name -> Memory.layer_writes of the layers whose last interrupt was served
-        self._released = {mem.name: mem.layer_writes for mem in machine._memories()}
-        for mem in machine._memories():
+        self._released = {mem.name: mem.layer_writes for mem in machine.memories()}
+        for mem in machine.memories():
             mem.log_layer_writes()
 
     def comment(self, text: str) -> None:
@@ -104,14 +104,12 @@ class TraceRecorder:
         """The firmware's handler is about to serve the pending interrupts: wait for each."""
         status = machine.interrupt_status()
         if not machine.layer_finishing():  # every layer that ran has raised its last interrupt
-            self._released = {mem.name: mem.layer_writes for mem in machine._memories()}
+            self._released = {mem.name: mem.layer_writes for mem in machine.memories()}
         writes = dict(self._released)
-        for f in self._status.fields:
-            if status >> f.lsb & 1 and "_DONE_STATUS" in f.name:
-                source, _, group = f.name.rpartition("_DONE_STATUS")
-                sync = len(self._notifies)
-                self._notifies.append(_Notify(sync, len(self.ops), writes))
-                self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
+        for source, group, _lsb in machine.done_interrupts(status):
+            sync = len(self._notifies)
+            self._notifies.append(_Notify(sync, len(self.ops), writes))
+            self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
