@@ -1,10 +1,11 @@
-"""Build a trace from a spec: program each layer on a recording Machine and run it.
+"""Build a trace from a spec: program each layer on a recorded Machine and run it.
 
-The :class:`GenMachine` records, in order, the memory it is given, every
-register write, the interrupts each layer raises and what the layer wrote
-(its output region, the counters it set).  Layers run one after another
-(each waits for its interrupts), so the simulator's results become the
-trace's expectations and a later layer may read an earlier one's output.
+The :class:`GenMachine` (a machine and a listener of it) records, in order,
+the memory it is given, every register write, the interrupts each layer
+raises and what the layer wrote (its output region, the counters it set).
+Layers run one after another (each waits for its interrupts), so the
+simulator's results become the trace's expectations and a later layer may
+read an earlier one's output.
 """
 
 from __future__ import annotations
@@ -43,17 +44,25 @@ class LayerRecord:
     expected: bytes = b""
 
 
-class GenMachine(Machine):
-    """A Machine that records what a trace needs to replay it."""
+class GenMachine:
+    """What a spec's layer builders program: a :class:`Machine`, and the trace it makes.
+
+    It listens to its machine (sim.listeners: register writes, layer start and end)
+    and keeps, in order, every event a trace of the spec needs (:attr:`ops`).  The
+    builders program it as firmware programs NVDLA: :meth:`write_reg`/:meth:`set`,
+    :meth:`load` of their own input data, :meth:`select_group` and :meth:`launch`.
+    """
 
     def __init__(self, config):
-        super().__init__(config)
+        self.machine = Machine(config)
+        self.config = config
+        self.regfile = self.machine.regfile
         self.ops: list[Event] = []  # what a trace of the spec needs, in order
         self.chained: set[tuple[str, int]] = set()  # inputs already in memory (chaining)
+        self.last_counters: dict = {}  # (unit, register) -> value, of the last layer
         self._ctx = None
-        self.last_counters: dict = {}
-        self.listeners.add(self)
-        self.register_listeners.add(self)
+        self.machine.listeners.add(self)
+        self.machine.register_listeners.add(self)
 
     # layer listener (sim.listeners.LayerListener): keep the counters of the last layer
     def layer_begin(self, index, engine, ctx) -> None:
@@ -67,15 +76,25 @@ class GenMachine(Machine):
     def wrote_register(self, register, value: int) -> None:
         self.ops.append(RegisterWritten(register, int(value) & 0xFFFFFFFF))
 
-    def load(self, addr, data, ram=1):
-        memory = self.memory(ram).name
-        raw = np.asarray(data, dtype=np.uint8).tobytes() if not isinstance(data, bytes) else data
-        if (memory, addr) not in self.chained:
-            self.ops.append(Loaded(memory, addr, raw))
-            super().load(addr, data, ram)
+    # -- what the builders program ------------------------------------------------------
+    def memory(self, ram, what: str = ""):
+        return self.machine.memory(ram, what)
+
+    def write_reg(self, name, value: int) -> None:
+        self.machine.write_reg(name, value)
 
     def set(self, unit: str, reg: str, **fields) -> None:
         set_reg(self, unit, reg, **fields)
+
+    def load(self, addr: int, data, ram=1) -> None:
+        """Put a layer's own input in memory; the trace loads it too.  An input chained
+        from an earlier layer's output is in memory already: neither happens."""
+        memory = self.memory(ram).name
+        if (memory, addr) in self.chained:
+            return
+        raw = data if isinstance(data, bytes) else np.asarray(data, dtype=np.uint8).tobytes()
+        self.ops.append(Loaded(memory, addr, raw))
+        self.machine.load(addr, raw, ram)
 
     def select_group(self, units) -> None:
         """Point each unit's producer at the group that runs next (as firmware does)."""
@@ -87,6 +106,7 @@ class GenMachine(Machine):
     def launch(self, units) -> list:
         """Set OP_EN of ``units`` in order, run the layer; returns its interrupts."""
         self.last_counters = {}
+        m = self.machine
         for unit in units:
             if unit == "NVDLA_BDMA":  # BDMA: queued operations run when their group launches
                 launch_bdma(self)
@@ -94,13 +114,13 @@ class GenMachine(Machine):
                 self.set(unit, "D_OP_ENABLE_0", op_en=1)
         raised = []
         while True:
-            before = self.interrupt_status()
-            if not self.step():
+            before = m.interrupt_status()
+            if not m.step():
                 break
-            for source, group, lsb in self.done_interrupts(self.interrupt_status() & ~before):
+            for source, group, lsb in m.done_interrupts(m.interrupt_status() & ~before):
                 raised.append((source, group))
                 self.ops.append(InterruptRaised(source, group, lsb))
-                self.clear_interrupt(source, group)
+                m.clear_interrupt(source, group)
         if not raised:
             raise SimError("the layer raised no interrupt (not launched)")
         return raised

@@ -88,7 +88,7 @@ def obeys_rules(m, layer, units) -> None:
     from ..conv.layer import conv_facts, conv_mode
     from ..machine import LayerContext
 
-    ctx = LayerContext(m, dict(m.regfile.producer))
+    ctx = LayerContext(m.machine, dict(m.regfile.producer))
     facts = []
     if "NVDLA_CDMA" in units:
         facts.append(conv_facts(ctx, conv_mode(ctx)))

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sim.conv.deconv import deconv_output_size, deconv_phases
+from sim.dma.align import ceil_div
 from sim.dma.feature import unpack_feature
 from sim.machine import Machine
 from sim.program.conv import program
@@ -33,7 +34,7 @@ def run_deconvolution(x, w, sx, sy, precision):
     m = Machine("nv_full")
     k = w.shape[0]
     epa = 32 if precision == "int8" else 16
-    surfaces = -(-k // epa)
+    surfaces = ceil_div(k, epa)
     phases = deconv_phases(w, sx, sy)
     h_out = w_out = line = surface = None
     for index, phase in enumerate(phases):

@@ -15,6 +15,7 @@ from sim.dma import (
     unpack_feature,
     write_feature,
 )
+from sim.dma.align import ceil_div
 from sim.dma.elements import element_dtype, float_to_fp16_bits, fp16_bits_to_float
 
 NV_FULL, NV_SMALL = get_config("nv_full"), get_config("nv_small")
@@ -113,7 +114,7 @@ def test_round_trip(cfg, precision, c, h, w, batch, line_gap, surface_gap, batch
     else:
         ls = (w + line_gap) * atom
         ss = h * ls + surface_gap * atom
-        surfaces = -(-c * element_dtype(precision).itemsize // atom)
+        surfaces = ceil_div(c * element_dtype(precision).itemsize, atom)
         strides = dict(line_stride=ls, surface_stride=ss,
                        batch_stride=surfaces * ss + batch_gap * atom)
     data, layout = pack_feature(cube, cfg, precision=precision, **strides)

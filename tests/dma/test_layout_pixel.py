@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.dma import LayoutError
+from sim.dma.align import ceil_div
 from sim.dma.pixel import (
     PIXEL_FORMATS,
     check_pixel_setting,
@@ -86,7 +87,7 @@ def test_round_trip(name, h, w, x, gap, seed, flat_memory):
     fmt = pixel_format(name)
     x = min(x, fmt.max_x_offset)
     img = _random_image(np.random.default_rng(seed), fmt, h, w)
-    strides = [(-(-(x + w) * b // 32) + gap) * 32 for b in fmt.plane_bytes]
+    strides = [(ceil_div((x + w) * b, 32) + gap) * 32 for b in fmt.plane_bytes]
     planes, layout = pack_pixels(img, fmt, strides, x, fill=0xAB)
     back = unpack_pixels(planes, fmt, w, h, strides, x)
     assert np.array_equal(back.view(np.uint8), img.view(np.uint8))

@@ -5,6 +5,7 @@ import zlib
 import numpy as np
 import pytest
 
+from sim.dma.align import ceil_div
 from sim.dram import Memory, fill_pattern
 from sim.errors import SimError
 from sim.memfiles import (
@@ -195,7 +196,7 @@ def test_record_dat_is_written_record_by_record(size, record):
     lines = format_record_dat(data, record).splitlines()
     assert lines[0] == "{" and lines[-1] == "}"
     body = lines[1:-1]
-    assert len(body) == -(-size // record)
+    assert len(body) == ceil_div(size, record)
     for i, line in enumerate(body):
         chunk = data[i * record:(i + 1) * record]
         tokens = " ".join(format(b, "#04x") for b in chunk)

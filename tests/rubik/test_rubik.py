@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from sim.regs.enums import Precision
 
+from sim.dma.align import ceil_div
 from sim.dma.feature import pack_feature, unpack_feature
 from sim.errors import ConfigurationError, SimError
 from sim.machine import Machine
@@ -49,10 +50,10 @@ def test_contract_is_the_deconvolution_phase_interleave(precision, stride):
     sx, sy = stride
     cout, h, w = 20, 3, 5
     epa = 32 if precision == "int8" else 16
-    cin = sx * sy * -(-cout // epa) * epa
+    cin = sx * sy * ceil_div(cout, epa) * epa
     phases = _cube(rng, (sy, sx, cout, h, w), precision)
     # input channel group (y*sx + x) holds phase (y, x), padded to whole surfaces
-    full = np.zeros((sy * sx, -(-cout // epa) * epa, h, w), phases.dtype)
+    full = np.zeros((sy * sx, ceil_div(cout, epa) * epa, h, w), phases.dtype)
     full[:, :cout] = phases.reshape(sy * sx, cout, h, w)
     data, layout = pack_feature(full.reshape(cin, h, w), atom_bytes=32)
     m = Machine("nv_full")
@@ -61,8 +62,8 @@ def test_contract_is_the_deconvolution_phase_interleave(precision, stride):
     line = out_w * 32
     _program(m, 0, precision, w, h, cin, cout, layout.line_stride, layout.surface_stride, 0,
              line, line * out_h, 0, super_line=line * sy, stride=stride)
-    got = unpack_feature(m.read_array(DST, line * out_h * -(-cout // epa)), 0, (cout, out_h, out_w),
-                         precision=precision, atom_bytes=32)
+    got = unpack_feature(m.read_array(DST, line * out_h * ceil_div(cout, epa)), 0,
+                         (cout, out_h, out_w), precision=precision, atom_bytes=32)
     want = np.zeros((cout, out_h, out_w), phases.dtype)
     for y in range(sy):
         for x in range(sx):
@@ -80,7 +81,7 @@ def test_split_then_merge_round_trips_through_planes(precision, shape):
     data, layout = pack_feature(cube, atom_bytes=32)
     m = Machine("nv_full")
     m.load(SRC, data)
-    plane_line = -(-w * ebs // 32) * 32 + 64
+    plane_line = ceil_div(w * ebs, 32) * 32 + 64
     planar = plane_line * h
     _program(m, 1, precision, w, h, c, c, layout.line_stride, layout.surface_stride, 0,
              plane_line, 0, planar)
@@ -88,7 +89,7 @@ def test_split_then_merge_round_trips_through_planes(precision, shape):
         for y in range(h):
             got = m.read_array(DST + ch * planar + y * plane_line, w * ebs)
             assert got.tobytes() == cube[ch, y].tobytes()
-            pad = -(-w * ebs // 32) * 32 - w * ebs  # the last atom is zero-filled
+            pad = ceil_div(w * ebs, 32) * 32 - w * ebs  # the last atom is zero-filled
             assert not m.read_array(DST + ch * planar + y * plane_line + w * ebs, pad).any()
     # and back: merge the planes into a cube elsewhere
     back = 0x81000000

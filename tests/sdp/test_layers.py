@@ -8,6 +8,7 @@ from sim.regs.enums import Precision
 from sim import jit
 from sim.chains import SDP, SDP_RDMA
 from sim.dma import read_feature
+from sim.dma.align import ceil_div
 from sim.errors import ConfigurationError
 from sim.machine import LayerContext, Machine
 from sim.program.sdp import DST, counter, put, run_sdp
@@ -68,9 +69,9 @@ def _flying_machine(shape, batch=1, winograd=0, x1=None, proc="int16", out="int1
     surface = h * line
     m.write_reg("NVDLA_SDP.D_DST_LINE_STRIDE_0", line)
     m.write_reg("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", surface)
-    m.write_reg("NVDLA_SDP.D_DST_BATCH_STRIDE_0", surface * -(-c // 16) + 64)
+    m.write_reg("NVDLA_SDP.D_DST_BATCH_STRIDE_0", surface * ceil_div(c, 16) + 64)
     m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
-    return m, LayerContext(m, {SDP: 0}), (line, surface, surface * -(-c // 16) + 64)
+    return m, LayerContext(m, {SDP: 0}), (line, surface, surface * ceil_div(c, 16) + 64)
 
 
 @pytest.mark.parametrize("batch,winograd", [(1, 0), (3, 0), (1, 1)])

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.cli import main
+from sim.dma.align import ceil_div
 from sim.errors import SimError
 from sim.gen import generate
 from sim.memfiles import read_hex_dat, read_memory_file
@@ -254,8 +255,8 @@ def conv_layers(draw):
     if mode == "winograd":  # 3x3, the padded input a multiple of 4 and at least 12
         c, h, w = draw(_cube(c=(1, 12), h=(1, 12), w=(1, 12)))
         left, top = draw(st.integers(0, 3)), draw(st.integers(0, 3))
-        pad = [left, max(12, -(-(left + w) // 4) * 4) - left - w,
-               top, max(12, -(-(top + h) // 4) * 4) - top - h]
+        pad = [left, max(12, ceil_div((left + w), 4) * 4) - left - w,
+               top, max(12, ceil_div((top + h), 4) * 4) - top - h]
         layer = {"unit": "conv", "mode": mode, "precision": prec, "input": [c, h, w],
                  "kernels": draw(st.integers(1, 12)), "pad": pad,
                  "sdp": {"relu": draw(st.booleans())}}
