@@ -1,18 +1,30 @@
-"""Every compiled network in ../shared/networks, as a user runs it: wall time per network.
+"""Every compiled network in ../shared/networks, as a user runs it: time, MACs, MAC/s, peak RSS.
 
-    python benchmarks/bench_networks.py [--shared ../shared] [--firmware KMD_DIR] [--repeat N]
+    python benchmarks/bench_networks.py [--shared ../shared] [--firmware KMD_DIR]
+        [--repeat N] [--only TEXT]
 
 Each network runs as ``nvdla-sim loadable`` in a fresh process (one untimed
 run first builds the firmware and compiles the kernels, so the timed runs are
-warm); printed beside its hardware layer count, the time per layer, and the
-process's own start-up (``nvdla-sim --help``) measured in the same run as the
-reference a layer's cost is read against.  NVIDIA's KMD firmware comes from
---firmware, else $NVDLA_KMD, else ~/nvdla-sw/kmd.
+warm; the best of --repeat is kept).  Printed per network: its precision, hardware
+layers, the whole process's wall time and per layer, the multiply-accumulates
+the run counted (the summary line's MACs: each convolution's logical MACs,
+sim.runtime.macs) and MACs per wall second, the process's peak RSS (its own
+``ru_maxrss`` from ``os.wait4``, the firmware process it waits for included), and
+the references measured in the same run: the process's own start-up
+(``nvdla-sim --help``) and the time a float64 matrix product (numpy ``@``) of
+the same MAC count takes on this machine.
+
+Goals on 2 cores (issue "Speed"): fp16 networks of the ResNet-50 class (here:
+>= 1 G MACs) at >= 1 G MAC/s; int8 networks near the float64-matmul limit of
+the same MACs (read here as: within GOAL_INT8_RATIO of its time); peak RSS
+under 2 GiB.  NVIDIA's KMD firmware comes from --firmware, else $NVDLA_KMD,
+else ~/nvdla-sw/kmd.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -20,50 +32,92 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import add_inputs
+from timing import add_inputs, matmul_seconds, peak_rss_gib, verdict
+
+GOAL_FP16_MACS_PER_S = 1e9
+FP16_CLASS_MACS = 1e9  # an fp16 network this large is judged by the MAC/s goal
+GOAL_INT8_RATIO = 2.0  # int8: wall time at most this many times the float64 matmul's
+GOAL_RSS_GIB = 2.0
+HALF = 2  # the loadable's tensor data type of fp16 (int8 is 4)
 
 
-def _run(cmd: list[str]) -> tuple[float, str]:
-    """(wall seconds, stdout) of one run; (nan, its last error line) when it fails."""
-    start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if done.returncode:
-        return float("nan"), (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-    return wall, done.stdout
+def _run(cmd: list[str]) -> tuple[float, str, float]:
+    """(wall seconds, stdout, peak RSS GiB) of one run; (nan, last error line, nan) if it
+    fails."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode:
+            lines = err.read().strip().splitlines() or ["(no message)"]
+            return float("nan"), lines[-1], float("nan")
+        return wall, out.read(), peak_rss_gib(usage)
+
+
+def _precision(loadable: Path) -> str:
+    from sim.runtime import read_loadable
+    from sim.runtime.runner import input_tensor
+
+    return "fp16" if input_tensor(read_loadable(loadable), 0).data_type == HALF else "int8"
+
+
+def _goal(precision: str, macs: int, wall: float, matmul: float) -> str:
+    if precision == "fp16":
+        if macs < FP16_CLASS_MACS:
+            return "(fp16 goal for >= 1 G MACs only)"
+        return verdict(macs / wall / 1e9, GOAL_FP16_MACS_PER_S / 1e9, "G MAC/s", at_least=True)
+    return verdict(wall / matmul, GOAL_INT8_RATIO, "x matmul")
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_inputs(p)
     p.add_argument("--repeat", type=int, default=2, help="timed runs per network (best kept)")
+    p.add_argument("--only", metavar="TEXT", default="",
+                   help="only the networks whose config/name holds TEXT")
     args = p.parse_args()
-    networks = sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
+    networks = [n for n in sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
+                if args.only in f"{n.parent.parent.name}/{n.parent.name}"]
     if not networks or not Path(args.firmware, "firmware").is_dir():
         print("no networks or no NVIDIA firmware: nothing to measure")
         return 0
     cli = [sys.executable, "-m", "sim.cli"]
     start_up = min(_run([*cli, "--help"])[0] for _ in range(3))
     print(f"process start-up (nvdla-sim --help): {start_up:.2f} s")
-    print(f"{'network':32} {'layers':>6} {'wall s':>8} {'ms/layer':>9} {'/ start-up':>11}")
+    print(f"{'network':28} {'prec':4} {'layers':>6} {'wall s':>7} {'ms/layer':>8} "
+          f"{'MACs':>9} {'MAC/s':>8} {'matmul s':>9} {'x matmul':>9} {'RSS GiB':>7}  goals")
+    worst_rss = 0.0
     for loadable in networks:
         folder = loadable.parent
         config = folder.parent.name
+        name = f"{config}/{folder.name}"
         cmd = [*cli, "loadable", str(loadable), "--firmware", str(args.firmware), "--config",
                config]
         if (folder / "input.bin").is_file():
             cmd += ["--input", str(folder / "input.bin")]
         with tempfile.TemporaryDirectory() as tmp:
             runs = [_run([*cmd, "-o", f"{tmp}/out{i}"]) for i in range(args.repeat + 1)]
-        wall, out = min(runs[1:])  # the first run builds, compiles and caches: untimed
-        found = re.search(r"(\d+) hardware layers?\b", out)
-        name = f"{config}/{folder.name}"
-        if not found:
-            print(f"{name:32} failed: {out}")
+        timed = runs[1:]  # the first run builds, compiles and caches: untimed
+        wall, out, _ = min(timed, key=lambda run: run[0])
+        rss = max(run[2] for run in timed)
+        layers = re.search(r"(\d+) hardware layers?\b", out)
+        macs = re.search(r"(\d+) MACs?\b", out)
+        if not (layers and macs):
+            print(f"{name:28} failed: {out.strip()}")
             continue
-        layers = int(found.group(1))
-        print(f"{name:32} {layers:6d} {wall:8.2f} {1000 * wall / layers:9.1f} "
-              f"{wall / start_up:10.1f}x")
+        layers, macs = int(layers.group(1)), int(macs.group(1))
+        worst_rss = max(worst_rss, rss)
+        precision = _precision(loadable)
+        matmul = matmul_seconds(macs)
+        print(f"{name:28} {precision:4} {layers:6d} {wall:7.2f} {1000 * wall / layers:8.1f} "
+              f"{macs / 1e9:8.3f}G {macs / wall / 1e9:7.3f}G {matmul:9.4f} "
+              f"{wall / matmul:8.0f}x {rss:7.2f}  {_goal(precision, macs, wall, matmul)} "
+              f"{verdict(rss, GOAL_RSS_GIB, 'GiB')}", flush=True)
+    print(f"peak RSS of any network: {worst_rss:.2f} GiB {verdict(worst_rss, GOAL_RSS_GIB, 'GiB')}")
     return 0
 
 

@@ -33,3 +33,33 @@ def best_of(fn, repeat: int = 3, warm_up: bool = True) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+MATMUL_ROWS, MATMUL_DEPTH = 256, 1152  # a convolution-like product: kernels x C*R*S
+MATMUL_COLUMNS = (512, 4096)  # columns timed: counts outside are scaled linearly
+
+
+def matmul_seconds(macs: int, repeat: int = 5) -> float:
+    """Seconds a float64 matrix product (numpy ``@``, the machine's BLAS) of ``macs``
+    multiply-accumulates takes here: the limit a convolution's time is read against.
+
+    The product is (256 x 1152) @ (1152 x n), a convolution's weights times its im2col
+    columns, with n columns for ``macs``, kept within 512..4096 (150 M..1.2 G MACs,
+    where BLAS runs at full speed and a timing is long enough to trust) and the time
+    scaled linearly to ``macs``: a throughput, not the call overhead of a tiny
+    product; best of ``repeat``.
+    """
+    import numpy as np
+
+    per_column = MATMUL_ROWS * MATMUL_DEPTH
+    columns = min(max(-(-int(macs) // per_column), MATMUL_COLUMNS[0]), MATMUL_COLUMNS[1])
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((MATMUL_ROWS, MATMUL_DEPTH))
+    b = rng.standard_normal((MATMUL_DEPTH, columns))
+    seconds = best_of(lambda: a @ b, repeat)
+    return seconds * macs / (per_column * columns)
+
+
+def peak_rss_gib(rusage) -> float:
+    """``ru_maxrss`` of a ``resource.struct_rusage`` in GiB (Linux counts KiB)."""
+    return rusage.ru_maxrss / 2**20

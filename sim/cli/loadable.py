@@ -115,6 +115,6 @@ def main(argv: list[str]) -> int:
         for out in layers.outputs:
             print(out.summary())
     print(f"{Path(args.loadable).name}: {_count(result.tasks, 'task')}, "
-          f"{_count(result.hw_layers, 'hardware layer')}, {_count(len(files), 'output')} in "
-          f"{args.out_dir} ({result.seconds:.2f}s)")
+          f"{_count(result.hw_layers, 'hardware layer')}, {_count(result.macs, 'MAC')}, "
+          f"{_count(len(files), 'output')} in {args.out_dir} ({result.seconds:.2f}s)")
     return 0

@@ -9,10 +9,22 @@ int16 elements and ``|sum| < 2**17 * 2**30 = 2**47``: the 48-bit accumulator
 can never saturate with legal registers.  :func:`conv_sum` still checks the
 bound (``max|x| * sum|w|`` per kernel) before relying on it.
 
-The sum is computed as one matrix product of the weights (K, C*R*S) with the
-im2col matrix (C*R*S, H'*W') of the padded input: float32 BLAS when the
-bound is below 2**24, float64 below 2**53 (both exact for integers in that
-range), int64 otherwise.
+The sum is computed as matrix products of the weights (K, C*R*S) with the
+im2col matrix (C*R*S, H'*W') of the padded input, in floating point wherever
+that is exact.  Exact, because every value BLAS forms for an output, in
+whatever order or grouping (FMA included), is an integer: a sum of a subset
+of that output's products ``x * w``, so at most ``max|x| * sum|w|`` of its
+kernel in magnitude -- and a float type holds every integer below 2**24
+(float32) or 2**53 (float64), and an IEEE operation whose exact result it
+holds returns that result.  So (:func:`sum_types`):
+
+* float32 (twice float64's speed) when ``max|x| * sum|w| < 2**24`` for every
+  kernel: most int8 layers;
+* else, for layers of many output pixels, float32 on row chunks of the
+  C*R*S axis each within 2**24 (:func:`reduction_chunks`), the chunks'
+  results added in float64 (partial sums below 2**47, so exact);
+* else float64 (the bound is below 2**47), int64 past 2**53 (unreachable
+  with legal registers, kept as the safe path).
 
 CACC then delivers ``saturate_int32(round_half_away(acc / 2**CLIP_TRUNCATE))``
 to the SDP and counts the saturated values (D_OUT_SATURATION):
@@ -68,6 +80,84 @@ def im2col(xp: np.ndarray, layer: ConvLayer) -> np.ndarray:
     return as_strided(xp, shape=shape, strides=strides, writeable=False)
 
 
+FLOAT32_EXACT = 1 << 24  # float32 holds every integer below this (24-bit significand)
+FLOAT64_EXACT = 1 << 53
+MIN_CHUNK_ROWS = 128  # a float32 chunk shorter than this (on average) costs more than float64
+MIN_CHUNK_PIXELS = 1024  # fewer output pixels: splitting the product costs what float32 saves
+
+
+def magnitude(a: np.ndarray) -> int:
+    """max |a| of an integer array, from its max and min (np.abs wraps int8 -128 to itself)."""
+    return max(int(a.max(initial=0)), -int(a.min(initial=0)))
+
+
+def kernel_abs_sums(wmat: np.ndarray) -> np.ndarray:
+    """sum_j |w[k, j]| per kernel, int64 (|w| taken in a wider type than int8/int16)."""
+    wide = np.int16 if wmat.dtype.itemsize == 1 else np.int32
+    return np.abs(wmat.astype(wide)).sum(axis=1, dtype=np.int64)
+
+
+def reduction_chunks(wmat: np.ndarray, xmax: int) -> list[tuple[int, int]] | None:
+    """Row ranges [a, b) of the C*R*S axis in which float32 products are exact, or None.
+
+    Why exact: for output (k, p) a chunk's terms are the integers ``x[j, p] * w[k, j]``
+    for j in [a, b), each at most ``xmax * |w[k, j]|`` in magnitude.  However BLAS
+    groups, orders or fuses (FMA) the additions, every value it forms is the sum of
+    a subset of these terms, so at most ``xmax * sum_{j in [a, b)} |w[k, j]|``.  The
+    chunks are cut so that this bound is below 2**24 for every kernel k: every
+    product and partial sum is then an integer float32 represents exactly, and an
+    IEEE operation whose exact result is representable returns it unrounded.
+    Chunks are cut greedily (each as long as every kernel's bound allows); None
+    when they would average fewer than MIN_CHUNK_ROWS rows (a single term of 2**24
+    or more, as int16 data has, makes any chunk impossible).
+    """
+    k, crs = wmat.shape
+    limit = (FLOAT32_EXACT - 1) // max(xmax, 1)  # largest |w| sum a chunk may have
+    wide = np.int16 if wmat.dtype.itemsize == 1 else np.int32
+    cum = np.zeros((k, crs + 1), dtype=np.int64)  # cum[k, j]: sum of |w[k, :j]|
+    np.cumsum(np.abs(wmat.astype(wide)), axis=1, dtype=np.int64, out=cum[:, 1:])
+    # all kernels' running sums in one sorted vector: kernel i's shifted past kernel i-1's
+    span = int(cum[:, -1].max(initial=0)) + limit + 1
+    shift = np.arange(k, dtype=np.int64) * span
+    flat = (cum + shift[:, None]).ravel()
+    row0 = np.arange(k, dtype=np.int64) * (crs + 1)
+    most = max(1, crs // MIN_CHUNK_ROWS)
+    chunks: list[tuple[int, int]] = []
+    start = 0
+    while start < crs:
+        if len(chunks) == most:
+            return None
+        # per kernel, the last row end whose sum from ``start`` stays within the limit
+        reach = np.searchsorted(flat, shift + cum[:, start] + limit, side="right") - 1 - row0
+        end = min(int(reach.min(initial=crs)), crs)
+        if end <= start:  # one term alone is too large
+            return None
+        chunks.append((start, end))
+        start = end
+    return chunks
+
+
+def sum_types(wmat: np.ndarray, xmax: int, pixels: int) -> tuple[type, list[tuple[int, int]]]:
+    """The dtype of the products and the C*R*S row chunks (see the module's docstring).
+
+    Cheapest test first: ``xmax * max|w| * C*R*S`` bounds every kernel's sum.
+    """
+    k, crs = wmat.shape
+    whole = [(0, crs)]
+    if xmax * magnitude(wmat) * crs < FLOAT32_EXACT:
+        return np.float32, whole
+    bound = xmax * int(kernel_abs_sums(wmat).max(initial=0))
+    if bound >= 1 << (ACC_BITS - 1):
+        # unreachable: BYTE_PER_KERNEL < 2**18 bounds |sum| below 2**47
+        raise NotImplementedFeature("CACC", "48-bit accumulator saturation")
+    if bound < FLOAT32_EXACT:
+        return np.float32, whole
+    if bound >= FLOAT64_EXACT:
+        return np.int64, whole
+    chunks = reduction_chunks(wmat, xmax) if pixels >= MIN_CHUNK_PIXELS else None
+    return (np.float64, whole) if chunks is None else (np.float32, chunks)
+
+
 def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndarray:
     """Exact convolution sums (N, K, H', W') as int64."""
     pad = pad_value_of(layer)
@@ -77,22 +167,22 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
     crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
     pixels = layer.out_height * layer.out_width
     wmat = weights.reshape(k, crs)
-    xmax = max(int(np.abs(xp).max(initial=0)), abs(pad))
-    wsum = int(np.abs(wmat.astype(np.int64)).sum(axis=1).max(initial=0))
-    bound = xmax * wsum
-    if bound >= 1 << (ACC_BITS - 1):
-        # unreachable: BYTE_PER_KERNEL < 2**18 bounds |sum| below 2**47
-        raise NotImplementedFeature("CACC", "48-bit accumulator saturation")
-    if bound < 1 << 24:
-        dtype = np.float32
-    elif bound < 1 << 53:
-        dtype = np.float64
-    else:
-        dtype = np.int64
+    xmax = max(magnitude(xp), abs(pad))
+    dtype, chunks = sum_types(wmat, xmax, n * pixels)
     cols = im2col(xp, layer)
     wf = wmat.astype(dtype)
     out = np.empty((n, k, pixels), dtype=np.int64)
     for b in range(n):
         col = cols[b].astype(dtype, order="C").reshape(crs, pixels)
-        out[b] = wf @ col
+        if len(chunks) == 1:
+            out[b] = wf @ col
+            continue
+        acc = None  # float64: exact, every partial sum is below 2**47
+        for lo, hi in chunks:
+            part = wf[:, lo:hi] @ col[lo:hi]
+            if acc is None:
+                acc = part.astype(np.float64)
+            else:
+                acc += part
+        out[b] = acc
     return out.reshape(n, k, layer.out_height, layer.out_width)

@@ -60,6 +60,7 @@ from .loadable import (
     Loadable,
     read_loadable,
 )
+from .macs import MacCounter
 
 # firmware operation type -> (name, the HardwareConfig feature it needs)
 OPERATION_UNITS = {0: ("BDMA", "bdma"), 1: ("convolution", None), 2: ("SDP", None),
@@ -85,6 +86,7 @@ class RunResult:
     task_seconds: list[tuple[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # links cut to make DLA tasks task-local
     firmware_seconds: float = 0.0  # in the firmware's calls, less the simulator's answers
+    macs: int = 0  # logical multiply-accumulates of the convolution layers run (.macs)
 
 
 @dataclass
@@ -227,6 +229,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
 
     start = time.perf_counter()
     machine = Machine(config)
+    macs = MacCounter().attach(machine)
     if layers is not None:
         layers.attach(machine)
     recorder = TraceRecorder(machine) if recorder_path else None
@@ -268,7 +271,8 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
                     if recorder is not None:
                         recorder.begin_task(f"DLA task {task.id}")
                         _record_loads(recorder, machine, place, recorded)
-                    before = _snapshot(machine, place)
+                    # what the task changes is checked only in a recorded trace
+                    before = _snapshot(machine, place) if recorder is not None else None
                     stats = firmware.run_task([(b, o) if r == "pri_mem" else (b + o, 0)
                                                for r, b, o in addresses])
                     result.hw_layers += stats.hw_layers
@@ -307,6 +311,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
         result.dimgs.append(pack_dimg(data, _tensor_of(loadable, mem)))
     if recorder is not None:
         recorder.save(recorder_path)
+    result.macs = macs.macs
     result.seconds = time.perf_counter() - start
     return result
 

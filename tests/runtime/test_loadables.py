@@ -64,7 +64,8 @@ def test_cli_writes_dimg_and_summary(sw, kmd, tmp_path, capsys):
     assert code == 0
     data = (out / "o_000000.dimg").read_bytes()
     assert hashlib.md5(data).hexdigest() == _golden(sw, "BDMA_L0_0")
-    assert "BDMA_L0_0_fbuf: 1 task, 1 hardware layer, 1 output in" in capsys.readouterr().out
+    assert ("BDMA_L0_0_fbuf: 1 task, 1 hardware layer, 0 MACs, 1 output in"
+            in capsys.readouterr().out)
 
 
 def test_python_api_returns_output_buffers(sw, kmd):

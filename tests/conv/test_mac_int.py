@@ -1,0 +1,106 @@
+"""sim.conv.mac_int: every product type and chunking it picks gives the exact integer sums."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sim.conv import mac_int
+from sim.conv.mac_int import conv_sum, im2col, magnitude, padded_input, sum_types
+
+
+def _layer(h, w, r, s, stride=1, pad=0, dilation=1, pad_value=0, element_bytes=1):
+    """The geometry conv_sum reads (a decoded ConvLayer's fields)."""
+    out_h = (h + 2 * pad - ((r - 1) * dilation + 1)) // stride + 1
+    out_w = (w + 2 * pad - ((s - 1) * dilation + 1)) // stride + 1
+    return SimpleNamespace(pad_top=pad, pad_left=pad, out_height=out_h, out_width=out_w,
+                           stride_y=stride, stride_x=stride, dilation_y=dilation,
+                           dilation_x=dilation, kernel_height=r, kernel_width=s,
+                           pad_value=pad_value, element_bytes=element_bytes)
+
+
+def _exact(cube, weights, layer):
+    """The sums in Python integers (object arrays): no float, no overflow."""
+    xp, _, _ = padded_input(cube, layer, mac_int.pad_value_of(layer))
+    cols = im2col(xp, layer).astype(object)
+    k = weights.shape[0]
+    w = weights.reshape(k, -1).astype(object)
+    n, crs = cube.shape[0], w.shape[1]
+    out = [w.dot(cols[b].reshape(crs, -1)) for b in range(n)]
+    return np.array(out, dtype=object).reshape(n, k, layer.out_height, layer.out_width)
+
+
+def _check(cube, weights, layer):
+    got = conv_sum(cube, weights, layer)
+    assert got.dtype == np.int64
+    assert (got.astype(object) == _exact(cube, weights, layer)).all()
+
+
+def test_magnitude_of_the_most_negative_element():
+    """np.abs(int8 -128) wraps to -128: the bound must still see 128."""
+    assert magnitude(np.array([-128, 5], np.int8)) == 128
+    assert magnitude(np.array([-32768, 7], np.int16)) == 32768
+    assert magnitude(np.zeros(0, np.int8)) == 0
+
+
+def test_minus_128_inputs_are_not_summed_in_float32():
+    """Mostly -128 data and a few 1s: the sums pass 2**24 and are odd, which float32
+    would round; a bound that took |-128| for 0 (or -128) would pick float32."""
+    rng = np.random.default_rng(5)
+    c, k = 160, 3
+    cube = np.full((1, c, 4, 4), -128, np.int8)
+    cube[0, ::7, 1, 2] = 1
+    weights = rng.integers(100, 128, (k, c, 3, 3)).astype(np.int8) | 1
+    layer = _layer(4, 4, 3, 3)
+    got = conv_sum(cube, weights, layer)
+    assert np.abs(got).max() >= 1 << 24 and (got & 1).any()
+    _check(cube, weights, layer)
+
+
+def test_float32_chunks_are_exact_at_their_bound():
+    """Every term at the largest magnitude int8 allows: 1023 terms a chunk (128 * 128 *
+    1023 < 2**24), five chunks, each sum at its limit."""
+    c, k, hw = 512, 4, 32
+    cube = np.full((1, c, hw + 2, hw + 2), -128, np.int8)
+    cube[0, :, ::3, ::2] = 127
+    weights = np.full((k, c, 3, 3), -128, np.int8)
+    weights[1, ::5] = 127
+    weights[2, :, 1] = 1
+    layer = _layer(hw + 2, hw + 2, 3, 3)
+    dtype, chunks = sum_types(weights.reshape(k, -1), 128, hw * hw)
+    assert dtype is np.float32 and len(chunks) == 5 and chunks[0] == (0, 1023)
+    assert [a for a, _ in chunks[1:]] == [b for _, b in chunks[:-1]] and chunks[-1][1] == c * 9
+    _check(cube, weights, layer)
+
+
+CASES = [  # (C, H, W, K, R, S, stride, pad, dilation, batches, data range, weight range)
+    (64, 9, 11, 8, 3, 3, 1, 1, 1, 1, 128, 128),  # float32 whole
+    (300, 40, 40, 6, 3, 3, 1, 1, 1, 1, 128, 128),  # float32 chunks
+    (300, 12, 12, 6, 3, 3, 2, 1, 1, 2, 128, 128),  # few pixels: float64
+    (16, 8, 8, 5, 3, 2, 1, 2, 2, 1, 32768, 32768),  # int16 terms: float64
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=["f32", "f32-chunks", "f64", "int16"])
+def test_random_layers_are_exact(case):
+    c, h, w, k, r, s, stride, pad, dilation, batches, xr, wr = case
+    rng = np.random.default_rng(c * h + k)
+    dtype = np.int8 if xr == 128 else np.int16
+    cube = rng.integers(-xr, xr, (batches, c, h, w)).astype(dtype)
+    weights = rng.integers(-wr, wr, (k, c, r, s)).astype(dtype)
+    layer = _layer(h, w, r, s, stride, pad, dilation, pad_value=int(cube.min()),
+                   element_bytes=dtype().itemsize)
+    layer.pad_value &= 0xFFFF
+    _check(cube, weights, layer)
+
+
+def test_the_product_types_each_case_picks():
+    """The cases above reach the paths they are named after."""
+    picked = []
+    for c, h, w, k, r, s, stride, pad, dilation, batches, xr, wr in CASES:
+        wmat = np.full((k, c * r * s), wr - 1)
+        layer = _layer(h, w, r, s, stride, pad, dilation)
+        dtype, chunks = sum_types(wmat, xr, batches * layer.out_height * layer.out_width)
+        picked.append((dtype, len(chunks) > 1))
+    assert picked == [(np.float32, False), (np.float32, True), (np.float64, False),
+                      (np.float64, False)]
