@@ -8,18 +8,24 @@ of the same problem in the same run, and prints the ratio (goal for int8:
 within 1.2x of the matmul) and, for fp16, the MACs per second and core (goal:
 1 G; the fp16 MAC runs on every core), and the fp16 MAC kernel alone on one
 thread (``fp16_tile_dots``: one block of the layer's lanes and kernels against
-a tile of pixels), which a shared machine disturbs less.
+a tile of pixels), which a shared machine disturbs less.  Then two AlexNet-class
+fully connected fp16 layers through the MAC stage (``conv_fp16``: one output
+pixel, every weight used once), 6x6x256 -> 4096 and 1x1x4096 -> 4096, their MACs
+per second and core beside the convolution's (goal: no slower per MAC).
 
     python benchmarks/bench_conv.py [--size 28] [--channels 64] [--kernels 64] [--repeat 3]
+                                    [--no-fc]
 """
 
 import argparse
+from types import SimpleNamespace
 
 import numpy as np
 from timing import best_of, verdict
 
 from sim.conv.direct import compute_direct_layer as compute_layer
 from sim.conv.layer import decode_layer
+from sim.conv.mac_fp16 import conv_fp16
 from sim.jit import cores
 from sim.machine import LayerContext, Machine
 from sim.num.booth import TABLE_ROWS, booth_row_indices
@@ -33,6 +39,7 @@ def main() -> None:
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--kernels", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-fc", action="store_true", help="skip the fully connected layers")
     args = parser.parse_args()
     n, c, k = args.size, args.channels, args.kernels
     rng = np.random.default_rng(0)
@@ -62,11 +69,15 @@ def main() -> None:
         if precision == "int8":
             line += f" {verdict(ratio, 1.2, 'x')}"
         else:
-            rate = n * n * k * c * 9 / t_sim / cores() / 1e6
-            line += f", {rate:.0f} M MAC/s per core {verdict(rate, 1000, 'M', at_least=True)}"
+            conv_rate = n * n * k * c * 9 / t_sim / cores() / 1e6
+            line += (f", {conv_rate:.0f} M MAC/s per core "
+                     f"{verdict(conv_rate, 1000, 'M', at_least=True)}")
         print(line)
         if precision == "fp16":
             kernel_rate(x, w, args.repeat)
+    if not args.no_fc:
+        for size, channels in ((6, 256), (1, 4096)):
+            fc_rate(rng, size, channels, 4096, args.repeat, conv_rate)
 
 
 def kernel_rate(x, w, repeat, pixels=128):
@@ -84,6 +95,22 @@ def kernel_rate(x, w, repeat, pixels=128):
     rate = c * k * n / t / 1e6
     print(f"fp16 MAC kernel alone ({c} lanes x {k} kernels x {n} pixels, one thread): "
           f"{t * 1e6:8.1f} us = {rate:.0f} M MAC/s {verdict(rate, 1000, 'M', at_least=True)}")
+
+
+def fc_rate(rng, size, channels, kernels, repeat, conv_rate):
+    """A fully connected fp16 layer (a size x size x channels input, kernels of its whole
+    size: one output pixel) through the MAC stage, MACs per second and core."""
+    x = rng.standard_normal((1, channels, size, size)).astype(np.float16).view(np.uint16)
+    w = (rng.standard_normal((kernels, channels, size, size)) * 0.02).astype(np.float16)
+    w = w.view(np.uint16)
+    layer = SimpleNamespace(pad_value=0, out_height=1, out_width=1, stride_y=1, stride_x=1,
+                            dilation_y=1, dilation_x=1, pad_top=0, pad_left=0)
+    conv_fp16(x, w, layer, 64)  # compile / warm up
+    t = best_of(lambda: conv_fp16(x, w, layer, 64), repeat, warm_up=False)
+    rate = w.size / t / cores() / 1e6
+    print(f"fully connected fp16 {size}x{size}x{channels} -> {kernels}: {t * 1e3:9.2f} ms, "
+          f"{rate:.0f} M MAC/s per core (convolution: {conv_rate:.0f}) "
+          f"{verdict(rate, round(conv_rate), 'M', at_least=True)}")
 
 
 if __name__ == "__main__":

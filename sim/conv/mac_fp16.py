@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import njit, run_split
-from ..num.booth import TABLE_ROWS, booth_row_indices
+from ..num.booth import TABLE_ROWS, booth_row_indices, prefer_wide_vectors
 from ..num.mac import (
     MAC_NAN_EXP,
     block_sum,
@@ -24,11 +24,10 @@ from ..num.mac import (
     cacc_accumulate_finite,
     cacc_to_fp32,
     first_nan_per_block,
-    fp16_block_dots,
+    fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
     mac_nan_block,
-    weight_plans,
 )
 from ..num.rounding import sign_extend
 from ..num.specials import nan_mask
@@ -40,13 +39,60 @@ from .layer import ConvLayer
 TILE = 128
 #: Fewer pixels than this do not fill the vectors: a layer that small (a fully
 #: connected one has a single pixel) takes the products pixel by pixel, the loops over
-#: kernels (:func:`fp16_block_dots`), and a thread takes at least this many.
+#: kernels (:func:`fp16_pixel_dots`, the threads splitting the kernels), and a thread
+#: of a larger layer takes at least this many.
 MIN_TILE = 16
+#: A thread of a layer that small takes at least this many kernels.
+MIN_KERNELS = 64
+
+
+@njit(inline="always")
+def _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r, s, c0, c1,
+               d_sign, d_sig, d_exp4, d_nan):
+    """The CSC: the data of block ``g`` at kernel position (r, s) for output pixels
+    ``start:start + count`` (pixel ``p`` in column ``p``; lanes outside the input read the
+    pad value), their first NaNs into ``d_nan``; returns whether one has a NaN."""
+    x_sign, x_sig, x_exp = x
+    p_sign, p_sig, p_exp = pad
+    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, _, _ = geometry
+    _, in_h, in_w, _ = x_sig.shape
+    nan_here = False
+    for p in range(count):
+        q = start + p
+        b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
+        iy = oy * stride_y + r * dil_y - top
+        ix = ox * stride_x + s * dil_x - left
+        if 0 <= iy < in_h and 0 <= ix < in_w:
+            for j in range(c1 - c0):
+                d_sign[j, p] = x_sign[b, iy, ix, c0 + j]
+                d_sig[j, p] = x_sig[b, iy, ix, c0 + j]
+                d_exp4[j, p] = 4 * x_exp[b, iy, ix, c0 + j]
+            d_nan[p] = x_nan[b, iy, ix, g]
+        else:  # outside the input: the CSC's pad value in every lane
+            for j in range(c1 - c0):
+                d_sign[j, p] = p_sign[j]
+                d_sig[j, p] = p_sig[j]
+                d_exp4[j, p] = 4 * p_exp[j]
+            d_nan[p] = pad_nan
+        nan_here |= d_nan[p] >= 0
+    return nan_here
+
+
+@njit(inline="always")
+def _cacc_nan_block(acc_e, acc_m, w_nan, d_nan, block_exp4, high, low):
+    """CACC of a block some of whose kernels or data hold a NaN (a NaN block makes its
+    accumulator NaN, weights scanned before data), one accumulator."""
+    nan_bits = w_nan if w_nan >= 0 else d_nan
+    if nan_bits >= 0:
+        return cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP, mac_nan_block(nan_bits))
+    total = block_sum(high, low)
+    if total == 0:
+        return acc_e, acc_m
+    return cacc_accumulate(acc_e, acc_m, block_exp4, sign_extend(total, 38))
 
 
 @njit
-def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y, stride_x,
-                    dil_y, dil_x, top, left, out, rows):
+def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometry, out, rows):
     """CACC's fp32 bit patterns into ``out`` (N, K, H', W'), output rows ``rows[0]:rows[1]``.
 
     Rows count over batches and output lines (row = batch * H' + line); their
@@ -54,20 +100,17 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y
 
     ``x`` = (sign, significand, exponent) arrays (N, H, W, C') from
     :func:`fp16_mac_operands` and ``w`` = (Booth table rows (R, S, C', K, 10) from
-    :func:`booth_row_indices`, four times the exponents (R, S, C', K), for layers of
-    fewer than ``MIN_TILE`` pixels the Booth recodings (R, S, C', 2, K) of
-    :func:`weight_plans` (else an empty array), the exponents), of the channels that
-    matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
+    :func:`booth_row_indices`, four times the exponents (R, S, C', K)), of the channels
+    that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
     block, -1 if none, and ``w_nan_any`` (R, S, groups) whether some kernel's
     block has one; ``pad`` the operands of the pad value (one block of lanes)
-    and ``pad_nan`` its NaN, -1 if none.
+    and ``pad_nan`` its NaN, -1 if none; ``geometry`` (H', W', strides, dilations,
+    top and left padding, R, S).
     """
-    x_sign, x_sig, x_exp = x
-    w_rows, w_exp4, w_plans, w_exp = w
-    p_sign, p_sig, p_exp = pad
-    _, in_h, in_w, _ = x_sig.shape
-    n_r, n_s, _, n_k = w_exp.shape
+    prefer_wide_vectors()
+    w_rows, w_exp4 = w
+    n_r, n_s, _, n_k = w_exp4.shape
     groups = w_nan.shape[3]
     out_h, out_w = out.shape[2], out.shape[3]
     width = 0
@@ -77,8 +120,6 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y
     sig_buf = np.zeros(width * TILE, np.uint32)
     exp_buf = np.zeros(width * TILE, np.int32)
     d_nan = np.zeros(TILE, np.int64)
-    pixel_exp, pixel_high, pixel_low = (np.zeros(n_k, np.int64), np.zeros(n_k, np.uint32),
-                                        np.zeros(n_k, np.uint32))
     table = np.zeros((TABLE_ROWS, TILE), np.uint32)
     block_exp4 = np.zeros((n_k, TILE), np.int32)
     high = np.zeros((n_k, TILE), np.uint32)
@@ -102,37 +143,11 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y
             n_l = c1 - c0
             for r in range(n_r):
                 for s in range(n_s):
-                    nan_here = w_nan_any[r, s, g]
-                    for p in range(count):  # the CSC: each pixel's data for this block
-                        q = start + p
-                        b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
-                        iy = oy * stride_y + r * dil_y - top
-                        ix = ox * stride_x + s * dil_x - left
-                        if 0 <= iy < in_h and 0 <= ix < in_w:
-                            for j in range(n_l):
-                                d_sign[j, p] = x_sign[b, iy, ix, c0 + j]
-                                d_sig[j, p] = x_sig[b, iy, ix, c0 + j]
-                                d_exp4[j, p] = 4 * x_exp[b, iy, ix, c0 + j]
-                            d_nan[p] = x_nan[b, iy, ix, g]
-                        else:  # outside the input: the CSC's pad value in every lane
-                            for j in range(n_l):
-                                d_sign[j, p] = p_sign[j]
-                                d_sig[j, p] = p_sig[j]
-                                d_exp4[j, p] = 4 * p_exp[j]
-                            d_nan[p] = pad_nan
-                        nan_here |= d_nan[p] >= 0
-                    if count >= MIN_TILE:
-                        fp16_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], w_rows[r, s, c0:c1],
-                                       w_exp4[r, s, c0:c1], table, block_exp4, high, low)
-                    else:  # too few pixels for vectors over them: vectors over kernels
-                        for p in range(count):
-                            fp16_block_dots(d_sign[:n_l, p], d_sig[:n_l, p],
-                                            d_exp4[:n_l, p] >> 2, w_plans[r, s, c0:c1],
-                                            w_exp[r, s, c0:c1], pixel_exp, pixel_high,
-                                            pixel_low)
-                            block_exp4[:, p] = 4 * pixel_exp
-                            high[:, p] = pixel_high
-                            low[:, p] = pixel_low
+                    nan_here = _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r,
+                                          s, c0, c1, d_sign, d_sig, d_exp4, d_nan)
+                    nan_here |= w_nan_any[r, s, g]
+                    fp16_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], w_rows[r, s, c0:c1],
+                                   w_exp4[r, s, c0:c1], table, block_exp4, high, low)
                     if not nan_here and not nan_seen:
                         for k in range(n_k):  # no NaN anywhere: vectorised over pixels
                             for p in range(count):
@@ -143,24 +158,112 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, stride_y
                     nan_seen = True  # a NaN block makes its kernels' accumulators NaN
                     for k in range(n_k):
                         for p in range(count):
-                            nan_bits = w_nan[k, r, s, g]  # weights are scanned before data
-                            if nan_bits < 0:
-                                nan_bits = d_nan[p]
-                            if nan_bits >= 0:
-                                acc_e[k, p], acc_m[k, p] = cacc_accumulate(
-                                    acc_e[k, p], acc_m[k, p], MAC_NAN_EXP,
-                                    mac_nan_block(nan_bits))
-                                continue
-                            total = block_sum(high[k, p], low[k, p])
-                            if total != 0:
-                                acc_e[k, p], acc_m[k, p] = cacc_accumulate(
-                                    acc_e[k, p], acc_m[k, p], block_exp4[k, p],
-                                    sign_extend(total, 38))
+                            acc_e[k, p], acc_m[k, p] = _cacc_nan_block(
+                                acc_e[k, p], acc_m[k, p], w_nan[k, r, s, g], d_nan[p],
+                                block_exp4[k, p], high[k, p], low[k, p])
         for p in range(count):
             q = start + p
             b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
             for k in range(n_k):
                 out[b, k, oy, ox] = cacc_to_fp32(acc_e[k, p], acc_m[k, p])
+
+
+@njit
+def _conv_fp16_kernels(x, x_nan, weights, pad, pad_nan, lanes, geometry, out, kernels):
+    """:func:`_conv_fp16_rows` of a layer of fewer than ``MIN_TILE`` output pixels, every
+    pixel for kernels ``kernels[0]:kernels[1]``: the weights ``weights`` (K, C, R*S) as
+    the layer gives them, fp16 bits (each meets at most a few data values: nothing is
+    computed ahead), one kernel at a time, the products running over a block's lanes
+    (:func:`fp16_lane_dot`).  ``lanes`` are all the channels' blocks."""
+    prefer_wide_vectors()
+    n_r, n_s = geometry[8], geometry[9]
+    n_c = weights.shape[1]
+    groups = lanes.size - 1
+    out_h, out_w = out.shape[2], out.shape[3]
+    count = out.shape[0] * out_h * out_w
+    width = 0
+    for g in range(groups):
+        width = max(width, lanes[g + 1] - lanes[g])
+    # the CSC's data for every pixel and kernel position, lanes innermost
+    d_sign = np.zeros((count, n_r * n_s, n_c), np.uint32)
+    d_sig = np.zeros((count, n_r * n_s, n_c), np.uint32)
+    d_exp4 = np.zeros((count, n_r * n_s, n_c), np.int32)
+    d_nan = np.zeros((count, n_r * n_s, groups), np.int64)
+    b_sign = np.zeros((width, count), np.uint32)
+    b_sig = np.zeros((width, count), np.uint32)
+    b_exp4 = np.zeros((width, count), np.int32)
+    b_nan = np.zeros(count, np.int64)
+    for g in range(groups):
+        c0, c1 = lanes[g], lanes[g + 1]
+        for r in range(n_r):
+            for s in range(n_s):
+                _csc_block(x, x_nan, pad, pad_nan, geometry, 0, count, g, r, s, c0, c1,
+                           b_sign, b_sig, b_exp4, b_nan)
+                for p in range(count):
+                    d_nan[p, r * n_s + s, g] = b_nan[p]
+                    for j in range(c1 - c0):
+                        d_sign[p, r * n_s + s, c0 + j] = b_sign[j, p]
+                        d_sig[p, r * n_s + s, c0 + j] = b_sig[j, p]
+                        d_exp4[p, r * n_s + s, c0 + j] = b_exp4[j, p]
+    local = np.zeros((n_r * n_s, n_c), np.uint16)
+    for k in range(kernels[0], kernels[1]):
+        w = weights[k]
+        if n_r * n_s == 1:  # one position: the lanes are in a row already
+            local = w.reshape((1, n_c))
+        else:  # the kernel's weights position by position, lanes in a row
+            for pos in range(n_r * n_s):
+                for c in range(n_c):
+                    local[pos, c] = w[c, pos]
+        for p in range(count):
+            acc_e, acc_m = np.int64(0), np.int64(0)
+            for g in range(groups):
+                c0, c1 = lanes[g], lanes[g + 1]
+                for pos in range(n_r * n_s):
+                    block_exp4, high, low, nan_bits = fp16_lane_dot(
+                        d_sign[p, pos, c0:c1], d_sig[p, pos, c0:c1], d_exp4[p, pos, c0:c1],
+                        local[pos, c0:c1])
+                    if nan_bits < 0:  # weights are scanned before data
+                        nan_bits = d_nan[p, pos, g]
+                    if nan_bits >= 0:
+                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP,
+                                                       mac_nan_block(nan_bits))
+                    else:
+                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4,
+                                                       sign_extend(block_sum(high, low), 38))
+            out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
+                acc_e, acc_m)
+
+
+#: The weights are transposed in squares of this many kernels by as many (channel,
+#: position) pairs: the square's rows of both the source and the result stay in the
+#: caches and within the TLB's reach (a row per page).
+SQUARE = 256
+
+
+@njit
+def _kernels_innermost(src, dst, lane_bits, lane_nan, squares):
+    """The weights ``src`` (K, C, R*S) as ``dst`` (R*S, C, K) (kernels innermost: the loops
+    over kernels read them in a row), kernels ``SQUARE * squares[0]:SQUARE * squares[1]``,
+    in one pass that ORs each square's magnitudes per channel into ``lane_bits[square]``
+    (C,) (all 0: a lane dead in every kernel) and flags its NaNs in ``lane_nan[square]``."""
+    n_k, n_c, n_pos = src.shape
+    flat = src.reshape((n_k, n_c * n_pos))
+    for square in range(squares[0], squares[1]):
+        k0 = square * SQUARE
+        k1 = min(k0 + SQUARE, n_k)
+        bits, nan = lane_bits[square], False
+        for m0 in range(0, n_c * n_pos, SQUARE):
+            for m in range(m0, min(m0 + SQUARE, n_c * n_pos)):
+                c, pos = m // n_pos, m % n_pos
+                row = dst[pos, c]
+                ored = np.uint16(0)
+                for k in range(k0, k1):
+                    v = flat[k, m]
+                    row[k] = v
+                    ored |= v
+                    nan |= (v & np.uint16(0x7FFF)) > 0x7C00
+                bits[c] |= ored & np.uint16(0x7FFF)
+        lane_nan[square] = nan
 
 
 def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: int) -> np.ndarray:
@@ -170,36 +273,61 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     ``weights`` (K, C, R, S) fp16 bits; ``block`` is the MAC atomic C.
     """
     cube = np.asarray(cube, dtype=np.uint16)
-    w = np.ascontiguousarray(np.asarray(weights, dtype=np.uint16).transpose(0, 2, 3, 1))
+    weights = np.asarray(weights, dtype=np.uint16)
+    n_k, c, n_r, n_s = weights.shape
+    n, _, h, width = cube.shape
+    groups = -(-c // block)
+    geometry = tuple(int(v) for v in (layer.out_height, layer.out_width, layer.stride_y,
+                                      layer.stride_x, layer.dilation_y, layer.dilation_x,
+                                      layer.pad_top, layer.pad_left, n_r, n_s))
     pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
+    pad_ops = fp16_mac_operands(pad)
+    pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
+    out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
+    if n * layer.out_height * layer.out_width < MIN_TILE:
+        # too few pixels for vectors over them: vectors over a block's lanes, the weights
+        # as they are (each meets at most a few data values), the threads splitting kernels
+        x, x_nans = _data_operands(cube, np.arange(c), block)
+        src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
+        operands = (fp16_mac_operands(x), x_nans, src, pad_ops, pad_nan,
+                    np.minimum(np.arange(groups + 1) * block, c), geometry, out)
+        run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
+        return out
+    w = np.empty((n_r, n_s, c, n_k), np.uint16)  # (R, S, C, K): kernels innermost
+    squares = -(-n_k // SQUARE)
+    lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
+    src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
+    run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k), lane_bits,
+                                              lane_nan, (a, b)),
+              squares)
     # Lanes whose weight is zero in every kernel contribute nothing to any block
     # (a NaN in them still decides its block): the products skip them.
-    live = np.flatnonzero(np.any(w & 0x7FFF, axis=(0, 1, 2)))
-    n, c, h, width = cube.shape
-    groups = -(-c // block)
+    live = np.flatnonzero(lane_bits.any(axis=0))
     lanes = np.searchsorted(live, np.arange(groups + 1) * block)
+    x, x_nans = _data_operands(cube, live, block)
+    if lane_nan.any():
+        in_lanes = w.transpose(3, 0, 1, 2)  # (K, R, S, C)
+        w_nans = first_nan_per_block(in_lanes, nan_mask(in_lanes), block)
+    else:
+        w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
+    if live.size < c:
+        w = np.ascontiguousarray(w[:, :, live])
+    w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    operands = (fp16_mac_operands(x), x_nans, (booth_row_indices(w_sign, w_sig), 4 * w_exp),
+                w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
+    run_split(lambda a, b: _conv_fp16_rows(*operands, (a, b)), out.shape[0] * out.shape[2],
+              min_chunk=-(-MIN_TILE // out.shape[3]))
+    return out
+
+
+def _data_operands(cube: np.ndarray, live: np.ndarray, block: int):
+    """The data (N, H, W, C') of channels ``live``, and the first NaN of every block of the
+    whole cube (N, H, W, groups), -1 if none."""
+    n, c, h, width = cube.shape
     if nan_mask(cube).any():  # first NaNs over whole blocks, dead lanes too
         x = np.ascontiguousarray(cube.transpose(0, 2, 3, 1))
         x_nans = first_nan_per_block(x, nan_mask(x), block)
-        x = x[..., live] if live.size < c else x
-    else:  # only the live lanes are moved
-        x_nans = np.full((n, h, width, groups), -1, np.int64)
-        x = np.ascontiguousarray((cube[:, live] if live.size < c else cube).transpose(0, 2, 3, 1))
-    w_nans, pad_nans = (first_nan_per_block(a, nan_mask(a), block) for a in (w, pad))
-    if live.size < c:
-        w = w[..., live]
-    w = np.ascontiguousarray(w.transpose(1, 2, 3, 0))  # (R, S, C', K): kernels innermost
-    w_sign, w_sig, w_exp = fp16_mac_operands(w)
-    out = np.zeros((x.shape[0], w.shape[-1], layer.out_height, layer.out_width), np.uint32)
-    pixels = out.shape[0] * out.shape[2] * out.shape[3]
-    if pixels >= MIN_TILE:  # the weights as the tiles read them, or as pixels do
-        rows, plans = booth_row_indices(w_sign, w_sig), np.zeros((*w.shape[:3], 2, 0), np.uint32)
-    else:
-        rows, plans = np.zeros((*w.shape[:3], 0, 10), np.uint8), weight_plans(w_sign, w_sig)
-    w_ops = (rows, 4 * w_exp, plans, w_exp)
-    operands = (fp16_mac_operands(x), x_nans, w_ops, w_nans, (w_nans >= 0).any(axis=0),
-                fp16_mac_operands(pad), int(pad_nans[0]), lanes, layer.stride_y, layer.stride_x,
-                layer.dilation_y, layer.dilation_x, layer.pad_top, layer.pad_left)
-    run_split(lambda a, b: _conv_fp16_rows(*operands, out, (a, b)), out.shape[0] * out.shape[2],
-              min_chunk=-(-MIN_TILE // out.shape[3]))
-    return out
+        return (x[..., live] if live.size < c else x), x_nans
+    x_nans = np.full((n, h, width, -(-c // block)), -1, np.int64)
+    x = np.ascontiguousarray((cube[:, live] if live.size < c else cube).transpose(0, 2, 3, 1))
+    return x, x_nans

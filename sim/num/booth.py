@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.jit import njit
+from sim.jit import intrinsic, njit
 from sim.num.word32 import add32, and32, or32, shl32, shr32, sub32, word32, xor32
 
 M32 = 0xFFFFFFFF
@@ -191,6 +191,26 @@ def booth_lane(negative, wt, dat, shift):
     return _shifted_sum32(a, b, shift)
 
 
+@intrinsic
+def prefer_wide_vectors(typingctx):
+    """Let LLVM vectorise the kernel that calls this at the processor's full vector width.
+
+    LLVM prefers 256-bit vectors on processors with AVX-512 (a global default that
+    ``NUMBA_CPU_FEATURES`` could change for every kernel); the fp16 MAC kernels are long
+    runs of 32-bit integer work that gain a fifth from 512-bit vectors, so they ask for
+    them with this function attribute.  It emits no code; a processor without wide
+    vectors ignores it.
+    """
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        # llvmlite's attribute set knows only keyword attributes; this one is a string
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 # --- the multiplier with its weight decoded once --------------------------------
 # A convolution multiplies every weight by many data values, so the Booth
 # recoding of the weight (which row selects 1x, 2x or nothing of the data, and
@@ -239,6 +259,47 @@ def _planned_row(plan, i, dat, dat2):
     neg = and32(shr32(plan, 16 + i), 1)
     # v < 2**15: a positive row is v | 1 << 16, a negated one v ^ 0xFFFF
     return xor32(or32(and32(dat, one), and32(dat2, two)), sub32(0x10000, neg)), neg
+
+
+@njit(inline="always")
+def booth_masks(negative, wt):
+    """The Booth recoding of a weight magnitude ``wt`` for product sign ``negative``, computed
+    for all eight digits at once: three words whose bit ``2 * i`` says whether row ``i``
+    selects the data, twice the data, and is negated (the other bits are meaningless).
+    The same recoding as :func:`recode_weights`, in a few word operations, so a loop over
+    weights decoded on the fly vectorises."""
+    # digit i is bits 2i..2i+2 of wt << 1, all inverted for a negative product
+    x = xor32(shl32(wt, 1), and32(sub32(0, negative), 0x1FFFF))
+    x1, x2 = shr32(x, 1), shr32(x, 2)
+    one = xor32(x, x1)
+    two = and32(xor32(one, M32), xor32(x1, x2))
+    neg = and32(x2, xor32(and32(x, x1), M32))
+    return one, two, neg
+
+
+@njit(inline="always")
+def _masked_row(one, two, neg, i, dat, dat2):
+    """Row ``i`` of the tree (as :func:`_booth_row32`) from :func:`booth_masks`."""
+    o = sub32(0, and32(shr32(one, 2 * i), 1))
+    t = sub32(0, and32(shr32(two, 2 * i), 1))
+    n = and32(shr32(neg, 2 * i), 1)
+    return xor32(or32(and32(dat, o), and32(dat2, t)), sub32(0x10000, n)), n
+
+
+@njit(inline="always")
+def booth_lane_masked(negative, wt, dat, dat2, shift):
+    """:func:`booth_lane` recoding the weight with :func:`booth_masks`; ``dat2`` = ``dat << 1``."""
+    one, two, neg = booth_masks(negative, wt)
+    p0, i0 = _masked_row(one, two, neg, 0, dat, dat2)
+    p1, i1 = _masked_row(one, two, neg, 1, dat, dat2)
+    p2, i2 = _masked_row(one, two, neg, 2, dat, dat2)
+    p3, i3 = _masked_row(one, two, neg, 3, dat, dat2)
+    p4, i4 = _masked_row(one, two, neg, 4, dat, dat2)
+    p5, i5 = _masked_row(one, two, neg, 5, dat, dat2)
+    p6, i6 = _masked_row(one, two, neg, 6, dat, dat2)
+    p7, i7 = _masked_row(one, two, neg, 7, dat, dat2)
+    a, b = _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
+    return _shifted_sum32(a, b, shift)
 
 
 @njit(inline="always")

@@ -87,13 +87,26 @@ from sim.jit import njit
 from sim.num.booth import (
     booth_data_table,
     booth_lane,
+    booth_lane_masked,
     booth_lane_planned,
     booth_lane_table,
     booth_plans,
+    prefer_wide_vectors,
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
-from sim.num.word32 import add32, leading_zeros64, sar32, shl32, sub32, word32
+from sim.num.word32 import (
+    add32,
+    and32,
+    leading_zeros64,
+    or32,
+    sar32,
+    shl32,
+    shr32,
+    sub32,
+    word32,
+    xor32,
+)
 
 # --- the 48-bit accumulator: constants of the design note above -------------------
 FP16_BIAS, FP16_FRAC_BITS = 15, 10
@@ -282,7 +295,7 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     of its operands', puts any lane with a zero operand out of every block's
     reach.
     """
-    index = np.asarray(bits).astype(np.uint16)
+    index = np.asarray(bits, dtype=np.uint16)
     return tuple(table[index] for table in _operand_tables())
 
 
@@ -372,6 +385,53 @@ def fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low):
             low[k] = add32(low[k], p)
 
 
+@njit(inline="always")
+def fp16_weight_operand(bits):
+    """:func:`fp16_mac_operands` of one fp16 weight inside a kernel, in 32-bit words:
+    (sign, significand, four times the exponent, 1 if the weight is zero else 0)."""
+    e = and32(shr32(bits, 10), 31)
+    subnormal = word32(e == 0)  # no implicit bit, and counts as exponent 1
+    sig = shl32(or32(and32(bits, 0x3FF), shl32(xor32(subnormal, 1), 10)),
+                or32(and32(e, 3), subnormal))
+    return shr32(bits, 15), sig, and32(e, 0x1C), word32(and32(bits, 0x7FFF) == 0)
+
+
+@njit(inline="always")
+def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
+    """One CMAC block of one data vector against one kernel's weights, given as their fp16
+    bits (lanes,) and decoded on the fly: a weight of a fully connected layer meets one
+    data value, so nothing per weight is worth computing ahead.
+
+    ``d_*`` (lanes,) as in :func:`fp16_tile_dots` (``d_exp4`` four times the exponent).
+    Returns (four times the block exponent, ``high``, ``low``, the first NaN among the
+    weights in lane order or -1), the sums as in :func:`fp16_block_dots`, bit for bit.
+    The loops run over the lanes (two passes: the block exponent, then the products);
+    zero operands give no product (a shift of 32 or more) and raise no exponent.
+    """
+    block_exp4 = np.int32(0)
+    nan = False
+    for j in range(w_bits.size):
+        _, _, we, dead = fp16_weight_operand(word32(w_bits[j]))
+        # a zero weight's lane is masked; a zero data value's exponent is far below 0
+        block_exp4 = max(block_exp4, np.int32(and32(add32(d_exp4[j], we), sub32(dead, 1))))
+        nan |= and32(w_bits[j], 0x7FFF) > 0x7C00
+    high, low = word32(0), word32(0)
+    for j in range(w_bits.size):
+        sign, sig, we, dead = fp16_weight_operand(word32(w_bits[j]))
+        dat = word32(d_sig[j])
+        shift = or32(sub32(block_exp4, add32(d_exp4[j], we)), shl32(dead, 5))
+        p = booth_lane_masked(xor32(sign, d_sign[j]), sig, dat, shl32(dat, 1), shift)
+        high = add32(high, sar32(p, 16))
+        low = add32(low, p)
+    first = -1
+    if nan:
+        for j in range(w_bits.size):
+            if and32(w_bits[j], 0x7FFF) > 0x7C00:
+                first = np.int64(w_bits[j])
+                break
+    return block_exp4, high, low, first
+
+
 @njit
 def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
     """:func:`fp16_block_dots` of one block for a tile of data vectors at once.
@@ -392,6 +452,7 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     all zero and weights that are zero are skipped: a zero operand's lane is far
     below every block (its shifted product is 0) and never raises an exponent.
     """
+    prefer_wide_vectors()
     lanes, n_p = d_exp4.shape
     n_k = w_exp4.shape[1]
     zero = 4 * ZERO_LANE_EXP

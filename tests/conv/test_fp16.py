@@ -159,3 +159,38 @@ def test_fp16_tiles_are_the_pixel_by_pixel_products(case):
     want = want.reshape(n, out_h, out_w, k).transpose(0, 3, 1, 2)
     np.testing.assert_array_equal(got, want)
     assert ((got & 0x7F800000) == 0x7F800000).any() == (case == "nans")
+
+
+@pytest.mark.parametrize("kernel,nans", [(1, False), (1, True), (2, True)])
+def test_fp16_few_pixels_are_the_tiles(kernel, nans):
+    """Layers of fewer than MIN_TILE output pixels (fully connected ones: the weights read
+    as they are, the products over a block's lanes) against the tiled kernel on the same
+    windows: a batch of windows, one output pixel each, against one layer of all of
+    them; one kernel position (the lanes in a row) and several, NaNs in data and
+    weights, zeros, Inf, denormals, three channel groups."""
+    from types import SimpleNamespace
+
+    from sim.conv.mac_fp16 import MIN_TILE, conv_fp16
+
+    rng = np.random.default_rng(kernel * 2 + nans)
+    c, k, h, w = 150, 37, 4, 5
+    x = rng.integers(0, 1 << 16, (1, c, h * kernel, w * kernel)).astype(np.uint16)
+    wt = rng.integers(0, 1 << 16, (k, c, kernel, kernel)).astype(np.uint16)
+    x[rng.random(x.shape) < 0.2] = 0
+    for bits in (x, wt):
+        bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00
+    if nans:
+        x.reshape(-1)[rng.choice(x.size, 3, replace=False)] = [0x7E01, 0xFC02, 0x7D55]
+        wt.reshape(-1)[rng.choice(wt.size, 2, replace=False)] = [0x7C07, 0xFE00]
+    tiles = SimpleNamespace(stride_y=kernel, stride_x=kernel, dilation_y=1, dilation_x=1,
+                            pad_top=0, pad_left=0, pad_value=0, out_height=h, out_width=w)
+    assert h * w >= MIN_TILE
+    want = conv_fp16(x, wt, tiles, 64)[0]  # (K, H', W')
+    # the same windows as a batch of one-pixel layers, in batches of up to 7 pixels
+    windows = x[0].reshape(c, h, kernel, w, kernel).transpose(1, 3, 0, 2, 4).reshape(
+        h * w, c, kernel, kernel)
+    one = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=0,
+                          pad_left=0, pad_value=0, out_height=1, out_width=1)
+    got = np.concatenate([conv_fp16(windows[i:i + 7], wt, one, 64)[:, :, 0, 0]
+                          for i in range(0, h * w, 7)])
+    np.testing.assert_array_equal(got, want.reshape(k, -1).T)

@@ -37,6 +37,7 @@ from sim.num.mac import (
     cacc_to_fp32,
     first_nan_per_block,
     fp16_block_dots,
+    fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
     mac_nan_block,
@@ -339,6 +340,64 @@ def test_tile_dots_are_the_per_pixel_block_dots(kind, lanes, kernels, pixels):
                 assert (got[0][k, p], got[1][k, p]) == block_dot_reference(data[:, p], w[k])
 
 
+@njit
+def _lane_dots(d_sign, d_sig, d_exp4, w_bits):
+    n_k = w_bits.shape[0]
+    exps, sums, nans = np.zeros(n_k, np.int64), np.zeros(n_k, np.int64), np.zeros(n_k, np.int64)
+    for k in range(n_k):
+        block_exp4, high, low, nans[k] = fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits[k])
+        exps[k], sums[k] = block_exp4 // 4, block_sum(high, low)
+    return exps, sums, nans
+
+
+def lane_dots(data, weights):
+    """fp16_lane_dot of one data vector (lanes,) against each kernel's weights (K, lanes),
+    given as fp16 bits: (exponents, sums, first weight NaNs) (K,)."""
+    d_sign, d_sig, d_exp = fp16_mac_operands(data)
+    return _lane_dots(d_sign, d_sig, 4 * d_exp, np.ascontiguousarray(weights))
+
+
+@pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
+@pytest.mark.parametrize("lanes,kernels", [(1, 3), (8, 1), (12, 40), (64, 17), (200, 2)])
+def test_lane_dots_are_the_per_product_reference(kind, lanes, kernels):
+    """Weights decoded on the fly (fp16_lane_dot, the fully connected layers' form) give the
+    exponents and sums of the per-product reference, zero data lanes and zero weights
+    included."""
+    rng = np.random.default_rng(lanes * 11 + kernels)
+    for trial in range(6):
+        d = _edge_block(rng, kind, lanes)
+        if trial % 2:
+            d[rng.integers(0, lanes, max(1, lanes // 3))] &= 0x8000  # zero data lanes
+        w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
+        w[rng.integers(0, kernels), rng.integers(0, lanes)] &= 0x8000  # a zero weight
+        exps, sums, nans = lane_dots(d, w)
+        assert list(zip(exps.tolist(), sums.tolist(), strict=True)) == [
+            block_dot_reference(d, wk) for wk in w]
+        assert (nans == -1).all()
+
+
+def test_lane_dots_decode_every_weight_pattern():
+    """Every finite fp16 weight pattern against data of every exponent class: the weight
+    decoded in the kernel is fp16_mac_operands' (significand, exponent, zero)."""
+    w = np.arange(1 << 16, dtype=np.uint32)
+    w = w[~(((w >> 10) & 31 == 31) & (w & 0x3FF != 0))].astype(np.uint16)  # NaNs never reach it
+    for d in (0x3C00, 0x0001, 0x83FF, 0x7C00, 0xB555):
+        data = np.array([d], np.uint16)
+        exps, sums, _ = lane_dots(data, w[:, None])
+        want = np.array([block_dot_reference(data, w[k:k + 1]) for k in range(w.size)])
+        np.testing.assert_array_equal(exps, want[:, 0])
+        np.testing.assert_array_equal(sums, want[:, 1])
+
+
+def test_lane_dot_finds_the_first_weight_nan():
+    """The first NaN among the weights in lane order (the block's result when it has one)."""
+    d = np.full(10, 0x3C00, np.uint16)
+    w = np.full((3, 10), 0x3C00, np.uint16)
+    w[1, [4, 7]] = [0xFE05, 0x7E01]
+    w[2, 9] = 0x7C01
+    assert lane_dots(d, w)[2].tolist() == [-1, 0xFE05, 0x7C01]
+
+
 def test_tile_dots_extremes_do_not_overflow_the_32_bit_words():
     """The largest products of one sign, 200 lanes: sums far beyond int32."""
     for sign in (0, 0x8000):
@@ -347,6 +406,8 @@ def test_tile_dots_extremes_do_not_overflow_the_32_bit_words():
         exps, sums = tile_dots(data, w)
         assert (int(exps[0, 0]), int(sums[0, 0])) == block_dot_reference(data[:, 0], w[0])
         assert abs(int(sums[0, 0])) > 1 << 33
+        exps, sums, _ = lane_dots(data[:, 0], w)
+        assert (int(exps[0]), int(sums[0])) == block_dot_reference(data[:, 0], w[0])
 
 
 def test_zero_lane_exponent_keeps_every_shift_out_of_reach():
