@@ -1,12 +1,14 @@
-"""Build a KMD firmware source folder into a shared library, once per digest.
+"""Build a KMD firmware source folder into the program that runs it, once per digest.
 
 The folder has NVIDIA's ``kmd/`` layout: ``firmware/*.c``,
 ``firmware/include/``, ``include/``.  It is compiled with the system C
-compiler, with our prelude (the kernel's types and attributes) and our port
-layer (:file:`port.c`), into ``<cache>/<digest>/firmware.so``; the digest
-covers the folder's path, every source, our port and the compiler flags, so
-an edited (or moved) firmware is rebuilt and an unchanged one is loaded from
-the cache.
+compiler, with our prelude (the kernel's types and attributes), our port
+layer (:file:`port.c`) and the host that relays it to the simulator
+(:file:`host.c`), into the executable ``<cache>/<digest>/firmware``; the
+digest covers the folder's path, every source, our port and the compiler
+flags, so an edited (or moved) firmware is rebuilt and an unchanged one is
+taken from the cache.  A program of its own starts in a millisecond, where a
+Python process loading a library took tens.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from pathlib import Path
 from ..errors import FirmwareBuildError
 
 HERE = Path(__file__).parent
-PORT_FILES = ("port.c", "prelude.h", "stub/linux/types.h")
+PORT_FILES = ("port.c", "port.h", "host.c", "prelude.h", "stub/linux/types.h")
 # register map of the configuration -> preprocessor symbols the firmware needs
 MAP_DEFINES = {"nvdlav1": (), "master": ("DLA_2_CONFIG",)}
-CFLAGS = ("-O1", "-fPIC", "-shared", "-w", "-std=gnu99")
+CFLAGS = ("-O1", "-w", "-std=gnu99")
 
 
 def cache_root() -> Path:
@@ -54,8 +56,38 @@ def firmware_sources(kmd_dir: str | Path) -> list[Path]:
 
 
 def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
+    """Digest of what goes into the program: flags, folder, every source, our port.
+
+    Hashing the sources takes longer than a small network's whole run, so the
+    digest is remembered for as long as no file is added, removed or changed
+    (its size, modification and change times, inode: an edit changes them).
+    """
+    stamps = []
+    folders = [str(kmd / "firmware"), str(kmd / "include")]
+    for folder in folders:
+        for entry in os.scandir(folder):
+            if entry.is_dir():
+                folders.append(entry.path)
+            elif entry.name.endswith((".c", ".h")) and entry.is_file():
+                st = entry.stat()
+                stamps.append((entry.path, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                               st.st_ino))
+    for name in PORT_FILES:
+        st = os.stat(HERE / name)
+        stamps.append((name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    key = (str(kmd), defines, tuple(sorted(stamps)))
+    digest = _DIGESTS.get(key)
+    if digest is None:
+        digest = _DIGESTS[key] = _hash_sources(kmd, defines)
+    return digest
+
+
+_DIGESTS: dict[tuple, str] = {}  # (folder, defines, file stamps) -> digest
+
+
+def _hash_sources(kmd: Path, defines: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    # the folder too: the library's messages (assertions) name its source files by path,
+    # the folder too: the program's messages (assertions) name its source files by path,
     # so a copy elsewhere gets its own build and cites the folder the user gave
     h.update(repr((CFLAGS, defines, str(kmd))).encode())
     files = sorted(p for d in ("firmware", "include") for p in (kmd / d).rglob("*")
@@ -68,20 +100,22 @@ def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
 
 
 def build_firmware(kmd_dir: str | Path, address_map: str) -> Path:
-    """Path of the firmware library for ``kmd_dir`` and a register map, building it if needed."""
+    """Path of the firmware program for ``kmd_dir`` and a register map, building it if
+    needed (``firmware FD_IN FD_OUT`` serves the simulator over two pipes: :file:`host.c`)."""
     kmd = Path(kmd_dir).resolve()
     sources = firmware_sources(kmd)
     defines = MAP_DEFINES[address_map]
-    target = cache_root() / _digest(kmd, defines) / "firmware.so"
+    target = cache_root() / _digest(kmd, defines) / "firmware"
     if target.is_file():
         return target
     cc = compiler()
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=target.parent)
     os.close(fd)
     cmd = [cc, *CFLAGS, "-include", str(HERE / "prelude.h"), f"-I{HERE / 'stub'}",
            f"-I{kmd / 'firmware' / 'include'}", f"-I{kmd / 'firmware'}", f"-I{kmd / 'include'}",
-           *(f"-D{d}" for d in defines), *map(str, sources), str(HERE / "port.c"), "-o", tmp]
+           *(f"-D{d}" for d in defines), *map(str, sources), str(HERE / "port.c"),
+           str(HERE / "host.c"), "-o", tmp]
     try:
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -92,5 +126,6 @@ def build_firmware(kmd_dir: str | Path, address_map: str) -> Path:
         lines = [ln for ln in result.stderr.splitlines() if "error" in ln.lower()]
         first = (lines or result.stderr.splitlines() or ["(no message)"])[0]
         raise FirmwareBuildError(f"{kmd}: firmware does not compile: {first.strip()}")
+    os.chmod(tmp, 0o755)  # mkstemp made it private and not executable
     os.replace(tmp, target)  # whole or not at all; parallel builders race harmlessly
     return target

@@ -1,10 +1,10 @@
-"""Drive a KMD firmware (a compiled shared library) on a simulated NVDLA, in its own process.
+"""Drive a KMD firmware (compiled into a program of its own) on a simulated NVDLA.
 
 The firmware programs registers and reads its task's descriptors through the
 callbacks of our port layer; they reach this process over a pipe
-(:mod:`.child` runs the library): register reads and writes go to the
-:class:`~sim.machine.Machine`, descriptor reads and writes to its system
-memory.  :meth:`Firmware.run_task` does what NVIDIA's Linux driver does for
+(:file:`host.c`, the firmware program's main, relays them): register reads
+and writes go to the :class:`~sim.machine.Machine`, descriptor reads and
+writes to its system memory.  :meth:`Firmware.run_task` does what NVIDIA's Linux driver does for
 one submitted task: ``dla_execute_task``, then, each time the interrupt line
 rises, ``dla_isr_handler`` and ``dla_process_events`` until the firmware
 reports the task complete, then ``dla_clear_task``.
@@ -13,7 +13,11 @@ The firmware is the user's code, often a fork being debugged: a crash (a
 signal), an exit, or a hang (no request within ``timeout`` seconds) ends its
 process only, and becomes a :class:`FirmwareCrashed` naming the folder and
 the entry point it was in.  Writes need no answer, so they travel in batches;
-only reads wait for one.
+only reads wait for one, and fewer do: each answer (and each call) carries
+the values of the status registers the firmware has read so far, which it
+reuses until it writes a register, and each descriptor read the bytes after
+it, which it reuses for the rest of the call (the machine steps only between
+calls, so neither can go stale; :file:`host.c` describes the frames).
 """
 
 from __future__ import annotations
@@ -24,13 +28,13 @@ import select
 import signal
 import struct
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed
+from ..engine import Engine
+from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
 from .build import build_firmware
 
 log = logging.getLogger("sim.firmware")
@@ -38,10 +42,18 @@ log.addHandler(logging.NullHandler())  # quiet unless the user configures loggin
 LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 MAX_INTERRUPTS = 1_000_000  # a task that needs more is treated as stuck
 DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before it is hung
-HEADER = struct.Struct("<cI")  # the frames of .child: kind, payload length
-CHILD = Path(__file__).with_name("child.py")
-EFAULT = -14
-CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of .child runs
+HEADER = struct.Struct("<cI")  # the frames of host.c: kind, payload length
+PAIR = struct.Struct("<II")  # register write, cached read, snapshot entry: address, value
+ADDR = struct.Struct("<I")  # register read: address (its answer: the value)
+LEVEL = struct.Struct("<i")  # log line: level, then the text
+MEM_WRITE = struct.Struct("<Q")  # memory write: address, then the bytes
+MEM_READ = struct.Struct("<QI")  # memory read: address, size
+RETURN = struct.Struct("<iI")  # a call's return value and its completion flag
+# the requests (frames the firmware waits on) and what one that failed is answered (its
+# error is raised once the call returns)
+FAILED_ANSWERS = {b"r": bytes(4), b"m": struct.pack("<i", -14)}  # requests: 0; -EFAULT
+READ_AHEAD = 16384  # bytes sent past a memory read for the firmware's next descriptor reads
+CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of host.c runs
 
 
 @dataclass
@@ -65,19 +77,23 @@ class Firmware:
         self.recorder = recorder
         self.kmd_dir = Path(kmd_dir)
         self.timeout = timeout
-        library = build_firmware(kmd_dir, machine.config.address_map)
+        program = build_firmware(kmd_dir, machine.config.address_map)
         self._error: BaseException | None = None
-        self.log_lines: list[str] = []
+        self._log_lines: list[str] = []
+        self._unread_log: list[bytes] = []  # lines not decoded yet: most are never read
         self.error_lines: list[str] = []  # what the firmware reported with dla_error
         self.cpu_writes: list[tuple[int, int]] = []  # (address, size) the firmware wrote
         self._buffer = bytearray()
+        # the snapshots of status registers sent along with calls and reads (see _snapshot)
+        self._follow: dict[object, dict[int, None]] = {}  # what it read after each before
+        self._valid: list[object] = []  # snapshots sent since it last wrote a register
+        self._pure: dict[int, bool] = {}  # register address -> reading it changes nothing
         self.call_seconds = 0.0  # in the firmware's calls: its code, the pipe, our answers
         self.serve_seconds = 0.0  # of which answering its requests (the simulator's work)
         from_parent, to_child = os.pipe()  # (read end, write end)
         from_child, to_parent = os.pipe()
         self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(CHILD), str(library), str(from_parent),
-             str(to_parent)],
+            [str(program), str(from_parent), str(to_parent)],
             pass_fds=(from_parent, to_parent), stdin=subprocess.DEVNULL, stdout=2,
             stderr=None)
         os.close(from_parent)
@@ -87,7 +103,7 @@ class Firmware:
         # registering needs no answer yet: the process starts while the caller goes on
         self._unanswered: list[str] = []
         for name in ("dla_register_driver", "dla_clear_task"):
-            self._send(b"C", name.encode() + b"\0", name)
+            self._send(name, (b"C", name.encode() + b"\0"))
             self._unanswered.append(name)
 
     # -- the firmware's process ------------------------------------------------------
@@ -134,24 +150,23 @@ class Firmware:
         self.close()
         return FirmwareCrashed(f"firmware {self.kmd_dir}: {how} in {doing}{self._last_log()}")
 
-    def _send(self, kind: bytes, payload: bytes, doing: str) -> None:
-        data = memoryview(HEADER.pack(kind, len(payload)) + payload)
+    def _send(self, doing: str, *frames: tuple[bytes, bytes]) -> None:
+        """Send ``(kind, payload)`` frames to the firmware's process in one write."""
+        data = memoryview(b"".join([HEADER.pack(kind, len(payload)) + payload
+                                    for kind, payload in frames]))
         try:
             while data:
                 data = data[os.write(self._out, data):]
         except OSError:
             raise self._died(doing) from None
 
-    def _read(self, n: int, doing: str) -> bytes:
-        while len(self._buffer) < n:
-            ready, _, _ = select.select([self._in], [], [], self.timeout)
-            chunk = os.read(self._in, 1 << 20) if ready else b""
-            if not chunk:
-                raise self._died(doing)
-            self._buffer += chunk
-        out = bytes(self._buffer[:n])
-        del self._buffer[:n]
-        return out
+    def _fill(self, doing: str) -> None:
+        """Append what the firmware sent to the buffer, waiting up to ``timeout`` for it."""
+        ready, _, _ = select.select([self._in], [], [], self.timeout)
+        chunk = os.read(self._in, 1 << 20) if ready else b""
+        if not chunk:
+            raise self._died(doing)
+        self._buffer += chunk
 
     def _call(self, name: str, args: bytes = b"") -> tuple[int, int]:
         """Run entry point ``name`` in the firmware, serving its requests until it returns."""
@@ -167,71 +182,172 @@ class Firmware:
                     raise FirmwareError(f"firmware {self.kmd_dir}: {earlier} failed ({ret})"
                                         f"{self._last_log()}")
             doing = CALLS.get(name, name)
-            self._send(b"C", name.encode() + b"\0" + args, doing)
+            # the status words it is likely to read first travel with the call
+            self._valid[:] = [name]
+            self._send(doing, (b"S", self._snapshot(name)), (b"C", name.encode() + b"\0" + args))
             return self._returned(doing)
         finally:
             self.call_seconds += time.perf_counter() - start
 
     def _returned(self, name: str) -> tuple[int, int]:
         """Serve the firmware's requests until call ``name`` returns; its return values."""
-        while True:
-            kind, size = HEADER.unpack(self._read(HEADER.size, name))
-            payload = self._read(size, name)
-            if kind == b"X":
-                ret, complete = struct.unpack("<iI", payload)
-                if self._error is not None:
-                    error, self._error = self._error, None
-                    raise error
-                return ret, complete
-            answer = self._serve(kind, payload)
-            if answer is not None:
-                self._send(b"R", answer, name)
-
-    def _serve(self, kind: bytes, payload: bytes) -> bytes | None:
-        """One request of the firmware; an error is kept and raised when the call returns."""
-        start = time.perf_counter()
+        buf = self._buffer
+        pos = 0
         try:
-            if self._error is None:
-                return self._handle(kind, payload)
-        except Exception as exc:  # noqa: BLE001 - re-raised once the firmware's call returns
-            self._error = exc
+            while True:
+                pos, kind, reply = self._serve(buf, pos)
+                if kind is None:  # the rest of a frame is still on its way
+                    del buf[:pos]
+                    pos = 0
+                    self._fill(name)
+                elif kind == b"X":
+                    if self._error is not None:
+                        error, self._error = self._error, None
+                        raise error
+                    return RETURN.unpack(reply)
+                else:
+                    self._send(name, (b"R", reply))
         finally:
-            self.serve_seconds += time.perf_counter() - start
-        return {b"r": bytes(4), b"m": struct.pack("<i", EFAULT)}.get(kind)
+            del buf[:pos]
 
-    def _handle(self, kind: bytes, payload: bytes) -> bytes | None:
+    def _serve(self, buf: bytearray, pos: int) -> tuple[int, bytes | None, bytes | None]:
+        """Serve the frames in ``buf`` from ``pos`` up to a request or the call's return.
+
+        Everything the firmware sent at once (its posted writes and logs, then
+        a request or the call's return) is served in one go.  Returns where it
+        stopped, the kind of the frame it stopped at (None: at an incomplete
+        frame) and the answer to it (the return values for ``X``).  An error is
+        kept and raised when the call returns; what follows it is answered
+        without effect.
+        """
+        recorder, write_reg = self.recorder, self.machine.write_reg
+        clock, valid = time.perf_counter, self._valid
+        n = len(buf)
+        while n - pos >= HEADER.size:
+            kind, size = HEADER.unpack_from(buf, pos)
+            start = pos + HEADER.size
+            end = start + size
+            if end > n:
+                break
+            pos = end
+            if kind == b"X":
+                return pos, kind, bytes(buf[start:end])
+            answer = None
+            if self._error is None:
+                t0 = clock()
+                try:
+                    if kind == b"W":  # most of what it sends
+                        valid.clear()
+                        addr, value = PAIR.unpack_from(buf, start)
+                        if recorder is not None:
+                            recorder.reg_write(addr, value)
+                        write_reg(addr, value)
+                    elif kind == b"L":  # the next most
+                        self._log(LEVEL.unpack_from(buf, start)[0], buf[start + 4:end])
+                    else:
+                        answer = self._handle(kind, buf, start, end)
+                except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
+                    self._error = exc
+                self.serve_seconds += clock() - t0
+            if kind in FAILED_ANSWERS:
+                return pos, kind, FAILED_ANSWERS[kind] if answer is None else answer
+        return pos, None, None
+
+    def _handle(self, kind: bytes, buf: bytearray, start: int, end: int) -> bytes | None:
+        """A frame other than a register write or a log line (:meth:`_serve` takes those)."""
         machine, recorder = self.machine, self.recorder
-        if kind == b"W":
-            addr, value = struct.unpack("<II", payload)
+        if kind == b"c":  # a read the firmware answered from our last snapshot
+            addr, value = PAIR.unpack_from(buf, start)
+            if machine.read_reg(addr) & 0xFFFFFFFF != value:  # the snapshot's premise broke
+                raise FirmwareError(f"firmware bridge: register {addr:#x} read {value:#x} from "
+                                    f"a stale snapshot (a register changed without a write)")
+            self._learn(addr)
             if recorder is not None:
-                recorder.reg_write(addr, value)
-            machine.write_reg(addr, value)
+                recorder.reg_read(addr, value)
         elif kind == b"r":
-            (addr,) = struct.unpack("<I", payload)
+            (addr,) = ADDR.unpack_from(buf, start)
             value = machine.read_reg(addr) & 0xFFFFFFFF
             if recorder is not None:
                 recorder.reg_read(addr, value)
-            return struct.pack("<I", value)
+            self._learn(addr)
+            self._valid.append(addr)
+            # what it reads next is likely another status word: send their values along
+            return ADDR.pack(value) + self._snapshot(addr)
         elif kind == b"M":
-            (addr,) = struct.unpack_from("<Q", payload)
-            self.cpu_writes.append((addr, len(payload) - 8))
-            machine.pri_mem.write(addr, payload[8:], "firmware data write")
+            (addr,) = MEM_WRITE.unpack_from(buf, start)
+            self.cpu_writes.append((addr, end - start - MEM_WRITE.size))
+            machine.pri_mem.write(addr, bytes(buf[start + MEM_WRITE.size:end]),
+                                  "firmware data write")
         elif kind == b"m":
-            addr, size = struct.unpack("<QI", payload)
-            return struct.pack("<i", 0) + machine.pri_mem.read(addr, size)
-        elif kind == b"L":
-            (level,) = struct.unpack_from("<i", payload)
-            self._log(level, payload[4:])
+            addr, size = MEM_READ.unpack_from(buf, start)
+            return bytes(4) + self._read_ahead(addr, size)
         else:
             raise FirmwareError(f"firmware {self.kmd_dir}: unknown request {kind!r}")
         return None
 
+    def _learn(self, addr: int) -> None:
+        """The firmware read register ``addr``: the snapshots still valid learn it."""
+        pure = self._pure.get(addr)
+        if pure is None:
+            # reading changes nothing unless an engine computes the unit's reads itself
+            # (a LUT port, a BDMA status)
+            unit = self.machine.regfile.register_at(addr).unit
+            pure = self._pure[addr] = not any(
+                unit in engine.units and type(engine).on_read is not Engine.on_read
+                for engine in self.machine.engines)
+        if pure:
+            for before in self._valid:
+                self._follow.setdefault(before, {})[addr] = None
+
+    def _snapshot(self, before) -> bytes:
+        """(address, value) of the status registers the firmware read, in earlier calls,
+        after ``before`` (a call's name, or the register it just read) and before it
+        wrote a register.
+
+        Registers change only by a CSB write or by the machine stepping, and the
+        machine never steps during a call: the firmware answers reads of these
+        from the snapshot until it writes a register (its process knows no more).
+        Only registers whose reads change nothing are learnt.
+        """
+        follow = self._follow.get(before)
+        if not follow:
+            return b""
+        read = self.machine.read_reg
+        return b"".join([PAIR.pack(addr, read(addr) & 0xFFFFFFFF) for addr in follow])
+
+    def _read_ahead(self, addr: int, size: int) -> bytes:
+        """``size`` bytes at ``addr`` and the bytes after them, which the firmware's next
+        descriptor reads likely want (all of which it may read at once).
+
+        Memory changes only by the firmware's own writes (which its process
+        applies to what it holds) or by a layer, and no layer runs during a
+        call: the firmware keeps these bytes until the call returns.
+        """
+        mem = self.machine.pri_mem
+        more = min(READ_AHEAD, mem.limit - addr - size)
+        if more > 0:
+            try:
+                return mem.read(addr, size + more)
+            except SimError:  # not as one access: only what it asked for (or its error)
+                pass
+        return mem.read(addr, size)
+
+    @property
+    def log_lines(self) -> list[str]:
+        """Every line the firmware logged, in order."""
+        if self._unread_log:
+            self._log_lines += [_line(text) for text in self._unread_log]
+            self._unread_log.clear()
+        return self._log_lines
+
     def _log(self, level: int, text: bytes) -> None:
-        line = text.decode("utf-8", "replace").rstrip("\n")
-        self.log_lines.append(line)
-        if level >= 3 and line.strip():
-            self.error_lines.append(line.strip())
-        log.log(LOG_LEVELS[min(max(level, 0), 3)], "%s", line)
+        self._unread_log.append(text)
+        py_level = LOG_LEVELS[min(max(level, 0), 3)]
+        if level >= 3 or log.isEnabledFor(py_level):
+            line = _line(text)
+            if level >= 3 and line.strip():
+                self.error_lines.append(line.strip())
+            log.log(py_level, "%s", line)
 
     # -- one task -------------------------------------------------------------
     def run_task(self, addresses: Sequence[int | tuple[int, int]]) -> TaskStats:
@@ -294,6 +410,10 @@ class Firmware:
         """The firmware's own words on the failure: its last error, else its last line."""
         said = self.error_lines or [ln.strip() for ln in self.log_lines if ln.strip()]
         return f"; firmware said: {said[-1]}" if said else ""
+
+
+def _line(text: bytes) -> str:
+    return text.decode("utf-8", "replace").rstrip("\n")
 
 
 def _waiting(machine) -> str:

@@ -1,7 +1,8 @@
 /*
  * nvdla-sim's port layer for NVIDIA's KMD firmware: the OS callbacks the
  * firmware calls (register access, task memory, logging, time), forwarded to
- * the Python simulator through function pointers it registers at load time.
+ * the simulator by the firmware's host process (host.c) through function
+ * pointers it registers at start.
  *
  * Task data is our own struct: the task's address list as (memory base,
  * offset) pairs in simulated memory.  As in NVIDIA's Linux port, a
@@ -16,21 +17,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "port.h"
+
 #define SIM_DESTINATION_PROCESSOR 0
 #define SIM_DESTINATION_DMA 1
 #define SIM_EINVAL 22
-
-struct sim_task {
-	uint32_t num_addresses;
-	const uint64_t *base;   /* memory base of each address-list entry */
-	const uint64_t *offset; /* the entry's offset within that memory */
-};
-
-typedef uint32_t (*sim_reg_read_fn)(uint32_t addr);
-typedef void (*sim_reg_write_fn)(uint32_t addr, uint32_t value);
-/* copy size bytes between host buffer and simulated memory; write != 0: to memory */
-typedef int32_t (*sim_mem_fn)(uint64_t addr, void *buf, uint32_t size, int32_t write);
-typedef void (*sim_log_fn)(int32_t level, const char *text);
 
 static sim_reg_read_fn sim_reg_read;
 static sim_reg_write_fn sim_reg_write;

@@ -154,6 +154,52 @@ def test_sdp_task_completes_by_interrupt(config, caplog):
     assert "minikmd: op 0: unit 2" in caplog.text
 
 
+class ValueSpy(Spy):
+    """A recorder that keeps the value of each register read it is told of."""
+
+    def __init__(self):
+        super().__init__()
+        self.read_values: list[tuple[int, int]] = []
+
+    def reg_read(self, addr, value):
+        super().reg_read(addr, value)
+        self.read_values.append((addr, value))
+
+
+def test_reads_answered_in_the_firmware_process_reach_the_recorder():
+    """The status word travels with each call (the firmware read it in an earlier one) and
+    with each answer: every read is still recorded, with the value it had then, and a
+    register write makes the firmware ask again (minikmd fails if a cleared bit reads set)."""
+    p = Program("nv_full")
+    bdma_op(p, 1, 2)
+    sdp_op(p, "nv_full", 2, 3)
+    bdma_op(p, 3, 2)
+    spy = ValueSpy()
+    m, fw, stats, cube = _run("nv_full", p, spy)
+    status = m.regfile.address_of(m.regfile.register("NVDLA_GLB.S_INTR_STATUS_0"))
+    reads = [value for addr, value in spy.read_values if addr == status]
+    bdma, sdp = 1 << 6, 1 << 0  # group 0 done bits (minikmd.c)
+    # each handler reads the status, clears what it saw, and reads it again
+    assert reads == [bdma, 0, sdp, 0, bdma, 0] and stats.interrupts == 3
+    assert [w for w in spy.writes if w[0] == status] == [(status, v) for v in reads[::2]]
+    assert descriptor_status(m.read_memory(DESC, 16)) == (1, 3)
+
+
+def test_descriptor_ending_at_the_top_of_the_address_space():
+    """Nothing past the last byte to send along with the firmware's reads: still served."""
+    p = Program("nv_small")
+    sdp_op(p, "nv_small", 1, 3)
+    descriptor = p.descriptor()
+    m = Machine("nv_small")
+    top = m.pri_mem.limit - len(descriptor)
+    cube, data, _ = _input("nv_small")
+    m.load(top, descriptor)
+    m.load(SRC, data)
+    stats = Firmware(m, MINIKMD).run_task([top, SRC, MID, DST])
+    assert stats.hw_layers == 1
+    assert descriptor_status(m.read_memory(top, 16)) == (1, 1)
+
+
 def test_bdma_then_sdp_resolves_addresses_by_index():
     p = Program("nv_full")
     bdma_op(p, 1, 2)  # SRC -> MID

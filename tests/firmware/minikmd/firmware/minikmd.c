@@ -15,6 +15,7 @@
 
 #define MK_EINVAL 22
 #define MK_ENODEV 19
+#define MK_EIO 5
 
 /* GLB.S_INTR_STATUS: its unit base differs between the two register maps */
 #ifdef DLA_2_CONFIG
@@ -36,6 +37,7 @@ struct mk_engine {
 	uint16_t ops_done;
 	uint32_t awaited;    /* done bit of the op in flight */
 	uint32_t seen;       /* done bits the interrupt handler collected */
+	uint32_t uncleared;  /* done bits that read back set after the handler cleared them */
 	_Bool bdma_enable;
 };
 
@@ -53,12 +55,28 @@ static int32_t mk_read(struct mk_engine *e, void *dst, uint32_t size, uint64_t o
 	return dla_data_read(e->driver_context, e->task_data, e->handle, dst, size, offset);
 }
 
+/* Write the status back, reading it before and after: a port that keeps what the
+ * firmware read must show the firmware its own write. */
 static int32_t mk_write_back(struct mk_engine *e, uint32_t status)
 {
 	uint32_t words[2] = { status, e->ops_done };
+	uint32_t back[2];
+	uint64_t at = offsetof(struct mk_header, status);
+	int32_t ret;
 
-	return dla_data_write(e->driver_context, e->task_data, words, e->handle, sizeof(words),
-			      offsetof(struct mk_header, status));
+	ret = mk_read(e, back, sizeof(back), at);
+	if (!ret)
+		ret = dla_data_write(e->driver_context, e->task_data, words, e->handle,
+				     sizeof(words), at);
+	if (!ret)
+		ret = mk_read(e, back, sizeof(back), at);
+	if (ret)
+		return ret;
+	if (back[0] != words[0] || back[1] != words[1]) {
+		dla_error("minikmd: status written back reads %u, %u\n", back[0], back[1]);
+		return -MK_EIO;
+	}
+	return 0;
 }
 
 static int32_t mk_done_bit(struct mk_engine *e, const struct mk_op *op, uint16_t index)
@@ -171,7 +189,7 @@ int32_t dla_execute_task(void *engine_context, void *task_data, void *config_dat
 	dla_debug("minikmd: task of %u ops, atom %u bytes\n", header.num_ops, config->atom_size);
 	e->num_ops = header.num_ops;
 	e->ops_done = 0;
-	e->seen = 0;
+	e->seen = e->uncleared = 0;
 	e->next_op = sizeof(header);
 	return mk_start_next(e);
 }
@@ -183,13 +201,21 @@ int32_t dla_isr_handler(void *engine_context)
 
 	dla_reg_write(e->driver_context, MK_GLB_INTR_STATUS, status); /* write 1 to clear */
 	e->seen |= status;
+	/* read again, as NVIDIA's handler does: a port that keeps what the firmware read
+	 * must forget it at a register write */
+	e->uncleared |= dla_reg_read(e->driver_context, MK_GLB_INTR_STATUS) & status;
 	return 0;
 }
 
 int32_t dla_process_events(void *engine_context, uint32_t *task_complete)
 {
 	struct mk_engine *e = engine_context;
+	int32_t ret;
 
+	if (e->uncleared) {
+		dla_error("minikmd: done bits %#x still set after clearing\n", e->uncleared);
+		return -MK_EIO;
+	}
 	if (!(e->seen & e->awaited))
 		return 0; /* another unit's interrupt: keep waiting */
 	e->seen &= ~e->awaited;
@@ -198,8 +224,8 @@ int32_t dla_process_events(void *engine_context, uint32_t *task_complete)
 		*task_complete = 1;
 		return mk_write_back(e, 1);
 	}
-	mk_write_back(e, 0);
-	return mk_start_next(e);
+	ret = mk_write_back(e, 0);
+	return ret ? ret : mk_start_next(e);
 }
 
 void dla_clear_task(void *engine_context)
@@ -208,5 +234,5 @@ void dla_clear_task(void *engine_context)
 
 	e->task_data = NULL;
 	e->num_ops = e->ops_done = 0;
-	e->awaited = e->seen = 0;
+	e->awaited = e->seen = e->uncleared = 0;
 }
