@@ -227,7 +227,9 @@ def ieee_fp32_add(ua, ub, alike: bool = False):
     that read alike (or ``alike``) and a normal sum (a zero sum takes ``a``'s sign)."""
     with np.errstate(all="ignore"):
         ur = (ua.view(np.float32) + ub.view(np.float32)).view(np.uint32)
-    agrees = normal_result32(ur)
+    # a zero sum agrees when IEEE gave it a's sign (x + -x, and most sums of zeros): the
+    # padded channels of every float SDP layer are 0 + 0
+    agrees = normal_result32(ur) | (_zero32(ur) & ((ur ^ ua) < np.uint32(0x80000000)))
     return ur, agrees if alike else agrees & reads_as_ieee32(ua) & reads_as_ieee32(ub)
 
 

@@ -45,6 +45,18 @@ def test_add_matches_the_rules(seed):
     assert np.array_equal(fp.fp_sub(a, b, *FP32), fp.fp_add_rules(a, b ^ (1 << 31), *FP32))
 
 
+def test_zero_sums_take_the_first_operands_sign():
+    """x + -x and sums of signed zeros: IEEE and NVDLA differ in the sign of some."""
+    values = [0, 0x00800000, 0x3F800000, 0x7F7FFFFF, 0x12345678]
+    pats = np.array([v | s for v in values for s in (0, 1 << 31)], np.int64)
+    a, b = np.meshgrid(pats, pats)
+    a, b = a.ravel(), b.ravel()
+    got = fp.fp_add(a, b, *FP32)
+    assert np.array_equal(got, fp.fp_add_rules(a, b, *FP32))
+    cancel = (a ^ b) == (1 << 31)
+    assert np.array_equal(got[cancel], a[cancel] & (1 << 31))  # a zero with a's sign
+
+
 def test_scalar_and_broadcast_operands():
     a = np.arange(0x3F800000, 0x3F800000 + 12, dtype=np.int64).reshape(3, 4)
     for b in (0x40000000, np.int64(0x7F7FFFFF), np.array([[0x00800001], [0], [0xFF800000]])):
