@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dma.align import ceil_div
 from ..jit import njit, run_split
 from ..num.booth import TABLE_ROWS, booth_row_indices, prefer_wide_vectors
 from ..num.mac import (
@@ -39,11 +40,14 @@ from .layer import ConvLayer
 TILE = 128
 #: Fewer pixels than this do not fill the vectors: a layer that small (a fully
 #: connected one has a single pixel) takes the products pixel by pixel, the loops over
-#: kernels (:func:`fp16_pixel_dots`, the threads splitting the kernels), and a thread
-#: of a larger layer takes at least this many.
+#: a block's lanes (:func:`_conv_fp16_kernels`, the threads splitting the kernels), and
+#: a thread of a larger layer takes at least this many.
 MIN_TILE = 16
 #: A thread of a layer that small takes at least this many kernels.
 MIN_KERNELS = 64
+
+#: :func:`sim.dma.align.ceil_div` inside the kernels.
+_ceil_div = njit(inline="always")(ceil_div)
 
 
 @njit(inline="always")
@@ -127,7 +131,7 @@ def _conv_fp16_rows(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometry
     acc_e = np.zeros((n_k, TILE), np.int64)
     acc_m = np.zeros((n_k, TILE), np.int64)
     first, total = rows[0] * out_w, (rows[1] - rows[0]) * out_w
-    tiles = -(-total // TILE)
+    tiles = _ceil_div(total, TILE)
     for tile in range(tiles):
         start = first + total * tile // tiles
         count = first + total * (tile + 1) // tiles - start
@@ -276,7 +280,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     weights = np.asarray(weights, dtype=np.uint16)
     n_k, c, n_r, n_s = weights.shape
     n, _, h, width = cube.shape
-    groups = -(-c // block)
+    groups = ceil_div(c, block)
     geometry = tuple(int(v) for v in (layer.out_height, layer.out_width, layer.stride_y,
                                       layer.stride_x, layer.dilation_y, layer.dilation_x,
                                       layer.pad_top, layer.pad_left, n_r, n_s))
@@ -294,7 +298,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
     w = np.empty((n_r, n_s, c, n_k), np.uint16)  # (R, S, C, K): kernels innermost
-    squares = -(-n_k // SQUARE)
+    squares = ceil_div(n_k, SQUARE)
     lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
     src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
     run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k), lane_bits,
@@ -316,7 +320,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     operands = (fp16_mac_operands(x), x_nans, (booth_row_indices(w_sign, w_sig), 4 * w_exp),
                 w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
     run_split(lambda a, b: _conv_fp16_rows(*operands, (a, b)), out.shape[0] * out.shape[2],
-              min_chunk=-(-MIN_TILE // out.shape[3]))
+              min_chunk=ceil_div(MIN_TILE, out.shape[3]))
     return out
 
 
@@ -328,6 +332,6 @@ def _data_operands(cube: np.ndarray, live: np.ndarray, block: int):
         x = np.ascontiguousarray(cube.transpose(0, 2, 3, 1))
         x_nans = first_nan_per_block(x, nan_mask(x), block)
         return (x[..., live] if live.size < c else x), x_nans
-    x_nans = np.full((n, h, width, -(-c // block)), -1, np.int64)
+    x_nans = np.full((n, h, width, ceil_div(c, block)), -1, np.int64)
     x = np.ascontiguousarray((cube[:, live] if live.size < c else cube).transpose(0, 2, 3, 1))
     return x, x_nans

@@ -8,18 +8,13 @@ shifts the two words right *separately* before adding them with a sign
 compensation constant, so a shifted product may be one unit below the floor of
 the exact one; that is why the tree is emulated gate by gate.
 
-Two forms of the same multiplier:
-
-* :func:`booth_product`, the reference, in numba's 64-bit integers with the
-  C-model's compensation table;
-* :func:`booth_lane`, branch-free and table-free in 32-bit words
-  (:mod:`sim.num.word32`), so a loop over lanes vectorises; tests hold it to
-  the reference.
-
-The convolutions run it with one operand decoded ahead: :func:`booth_lane_planned`
-with the weight's recoding (a loop over kernels), and :func:`booth_lane_table`
-with the data's possible tree words tabulated and the weight as ten indices
-into them (a loop over pixels: the fp16 convolution's fast form).
+:func:`booth_lane` is the definition, branch-free and table-free in 32-bit words
+(:mod:`sim.num.word32`), so a loop over lanes vectorises; the tests hold it to the
+C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution runs it
+with one operand decoded ahead: :func:`booth_lane_masked` recodes the weight in a
+few word operations (a loop over a block's lanes, the fully connected layers), and
+:func:`booth_lane_table` takes the data's possible tree words tabulated and the
+weight as ten indices into them (a loop over pixels: the convolution's fast form).
 """
 
 from __future__ import annotations
@@ -31,93 +26,23 @@ from sim.num.word32 import add32, and32, or32, shl32, shr32, sub32, word32, xor3
 
 M32 = 0xFFFFFFFF
 
-# sign compensation added to the two shifted carry-save outputs, by shift // 4
-SIGN_COMPENSATION = np.array([0xAAAB0000, 0xFAAAB000, 0xFFAAAB00, 0xFFFAAAB0, 0xFFFFAAAB,
-                              0xFFFFFAAB, 0xFFFFFFAB, 0xFFFFFFFB], dtype=np.int64)
-
-
-@njit(inline="always")
-def _csa(a, b, c):
-    """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
-    s = a ^ b ^ c
-    carry = ((a & b) | (b & c) | (a & c)) << 1
-    return s & M32, carry & M32
-
-
-@njit(inline="always")
-def _booth_row(digit, dat):
-    """Partial product and negate bit of one radix-4 Booth digit (branch-free).
-
-    Digits 1, 2 (5, 6) select +1 (-1) times the multiplicand, 3 (4) select
-    +2 (-2) times, 0 and 7 select zero.  A positive row carries a leading one
-    at bit 16; a negative row is the 16-bit ones' complement with the negate
-    bit set (added one position below the next row).
-    """
-    b0 = digit & 1
-    b1 = (digit >> 1) & 1
-    b2 = (digit >> 2) & 1
-    one = b0 ^ b1
-    two = (1 - one) & (b2 ^ b1)
-    neg = b2 & (1 - (b1 & b0))
-    v = (dat & -one) | ((dat << 1) & -two)
-    return ((v ^ (0xFFFF * neg)) & 0xFFFF) | ((1 - neg) << 16), neg
-
-
-@njit(inline="always")
-def _booth_tree(negative, wt, dat):
-    """The two carry-save words of the CMAC's Booth multiplier for |wt| * |dat| (<= 14 bits).
-
-    The weight is Booth-recoded (radix 4; all digits inverted for a negative
-    product) into eight partial products; a carry-save tree reduces rows 0-4
-    and rows 5-9 to two words each, then those four to two.
-    """
-    rev = 7 * negative
-    w = wt << 1
-    p0, i0 = _booth_row((w & 7) ^ rev, dat)
-    p1, i1 = _booth_row(((w >> 2) & 7) ^ rev, dat)
-    p2, i2 = _booth_row(((w >> 4) & 7) ^ rev, dat)
-    p3, i3 = _booth_row(((w >> 6) & 7) ^ rev, dat)
-    p4, i4 = _booth_row(((w >> 8) & 7) ^ rev, dat)
-    p5, i5 = _booth_row(((w >> 10) & 7) ^ rev, dat)
-    p6, i6 = _booth_row(((w >> 12) & 7) ^ rev, dat)
-    p7, i7 = _booth_row(((w >> 14) & 7) ^ rev, dat)
-    # rows of the tree: partial products shifted into place, negate bits below them
-    a, b = _csa(p0, (p1 << 2) | i0, (p2 << 4) | (i1 << 2))
-    a, b = _csa(a, b, (p3 << 6) | (i2 << 4))
-    a, b = _csa(a, b, i3 << 6)
-    c, d = _csa(p4 << 8, (p5 << 10) | (i4 << 8), (p6 << 12) | (i5 << 10))
-    c, d = _csa(c, d, (p7 << 14) | (i6 << 12))
-    c, d = _csa(c, d, i7 << 14)
-    a, b = _csa(a, b, c)
-    return _csa(a, b, d)
-
-
-@njit
-def booth_product(negative, wt, dat, shift, sign_comp):
-    """The CMAC's shifted product (signed 32-bit) of two <= 14-bit magnitudes.
-
-    Each carry-save word is shifted right by ``shift`` (a multiple of 4)
-    *before* the two are added with the sign compensation ``sign_comp[shift
-    >> 2]`` -- the truncation NVDLA's C-model applies; 0 for shifts of 32 or
-    more.
-    """
-    if shift >= 32:
-        return 0
-    a, b = _booth_tree(negative, wt, dat)
-    total = ((a >> shift) + (b >> shift) + sign_comp[shift >> 2]) & M32
-    return total - ((total >> 31) << 32)
-
 
 @njit(inline="always")
 def _csa32(a, b, c):
-    """:func:`_csa` on uint32 words."""
+    """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
     # the majority written out in full, so that LLVM can give each output one ternary op
     return xor32(xor32(a, b), c), shl32(or32(or32(and32(a, b), and32(a, c)), and32(b, c)), 1)
 
 
 @njit(inline="always")
 def _booth_row32(digit, dat):
-    """:func:`_booth_row` on uint32 words."""
+    """Partial product and negate bit of one radix-4 Booth digit (3 bits), branch-free.
+
+    Digits 1, 2 (5, 6) select +1 (-1) times the multiplicand, 3 (4) select
+    +2 (-2) times, 0 and 7 select zero.  A positive row carries a leading one
+    at bit 16; a negative row is the 16-bit ones' complement with the negate
+    bit set (added one position below the next row).
+    """
     b0 = and32(digit, 1)
     b1 = and32(shr32(digit, 1), 1)
     b2 = shr32(digit, 2)
@@ -130,7 +55,12 @@ def _booth_row32(digit, dat):
 
 @njit(inline="always")
 def _booth_tree32(negative, wt, dat):
-    """:func:`_booth_tree` on uint32 words."""
+    """The two carry-save words of the Booth multiplier for |wt| * |dat| (<= 14 bits).
+
+    The weight is Booth-recoded (radix 4: digit ``i`` is bits ``2i-1..2i+1`` of
+    the weight, bit -1 being 0; all digits inverted for a negative product) into
+    eight partial products; a carry-save tree reduces them (:func:`_reduce32`).
+    """
     rev = and32(sub32(0, negative), 7)
     w = shl32(wt, 1)
     p0, i0 = _booth_row32(xor32(and32(w, 7), rev), dat)
@@ -146,7 +76,9 @@ def _booth_tree32(negative, wt, dat):
 
 @njit(inline="always")
 def _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7):
-    """The carry-save tree of :func:`_booth_tree` on the rows ``p`` and negate bits ``i``."""
+    """The carry-save tree on the rows ``p`` and negate bits ``i``: each row shifted into
+    place with the negate bit of the row below, rows 0-3 and rows 4-7 reduced to two words
+    each, then those four to two (:func:`_reduce_words`)."""
     return _reduce_words(p0, or32(shl32(p1, 2), i0), or32(shl32(p2, 4), shl32(i1, 2)),
                          or32(shl32(p3, 6), shl32(i2, 4)), shl32(i3, 6), shl32(p4, 8),
                          or32(shl32(p5, 10), shl32(i4, 8)), or32(shl32(p6, 12), shl32(i5, 10)),
@@ -175,9 +107,8 @@ def _shifted_sum32(a, b, shift):
     """The two words shifted right separately, added with the sign compensation.
 
     ``shift`` is any non-negative integer below 2**32 (32 or more gives 0).
-    The compensation table (:data:`SIGN_COMPENSATION`) is ``0xAAAB0000`` (read
-    as int32) divided by ``2**shift`` and rounded up, that is ``-(0x55550000 >>
-    shift)``.
+    The C-model's compensation table, ``0xAAAB0000`` (read as int32) divided by
+    ``2**shift`` and rounded up, is ``-(0x55550000 >> shift)``.
     """
     s = and32(shift, 31)
     total = sub32(add32(shr32(a, s), shr32(b, s)), shr32(0x55550000, s))
@@ -186,7 +117,10 @@ def _shifted_sum32(a, b, shift):
 
 @njit(inline="always")
 def booth_lane(negative, wt, dat, shift):
-    """:func:`booth_product` as a uint32 word (read it as int32), without branches or table."""
+    """The CMAC's shifted product of two <= 14-bit magnitudes, as a uint32 word (read it
+    as int32), without branches or tables: the product of sign ``negative`` (0 or 1) of
+    ``wt`` and ``dat``, each of its carry-save words shifted right by ``shift`` (a multiple
+    of 4) before they are added with the sign compensation; 0 for shifts of 32 or more."""
     a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
     return _shifted_sum32(a, b, shift)
 
@@ -211,62 +145,14 @@ def prefer_wide_vectors(typingctx):
     return types.none(), codegen
 
 
-# --- the multiplier with its weight decoded once --------------------------------
-# A convolution multiplies every weight by many data values, so the Booth
-# recoding of the weight (which row selects 1x, 2x or nothing of the data, and
-# which rows are negated) is done once per weight and product sign, packed in a
-# word: bit i = row i selects the data, bit 8 + i = twice the data, bit 16 + i
-# = the row is negated.
-
-def recode_weights(negative, wt) -> np.ndarray:
-    """The packed Booth recoding of each weight magnitude ``wt`` for product sign ``negative``
-    (the definition; :func:`booth_plans` looks the same words up in a table)."""
-    w = np.asarray(wt, np.int64) << 1
-    rev = 7 * np.asarray(negative, np.int64)
-    plan = np.zeros(np.broadcast_shapes(w.shape, rev.shape), np.int64)
-    for i in range(8):
-        digit = ((w >> (2 * i)) & 7) ^ rev
-        b0, b1, b2 = digit & 1, (digit >> 1) & 1, (digit >> 2) & 1
-        one = b0 ^ b1
-        two = (1 - one) & (b2 ^ b1)
-        neg = b2 & (1 - (b1 & b0))
-        plan |= (one << i) | (two << (8 + i)) | (neg << (16 + i))
-    return plan.astype(np.uint32)
-
-
-PLAN_BITS = 16  # eight radix-4 digits recode 16-bit magnitudes (CMAC significands use 14)
-_plan_table: np.ndarray | None = None
-
-
-def booth_plans(negative, wt) -> np.ndarray:
-    """:func:`recode_weights`, from a table of every 16-bit magnitude and both signs (built
-    once: a layer's weights are recoded with one gather instead of eight passes)."""
-    global _plan_table
-    w = np.asarray(wt)
-    if w.size and (w.min() < 0 or w.max() >> PLAN_BITS):
-        return recode_weights(negative, wt)
-    if _plan_table is None:
-        _plan_table = recode_weights(np.arange(2)[:, None], np.arange(1 << PLAN_BITS)[None, :])
-    sign = np.asarray(negative, np.int64) != 0
-    return _plan_table[sign.astype(np.intp), w.astype(np.intp)]
-
-
-@njit(inline="always")
-def _planned_row(plan, i, dat, dat2):
-    """Row ``i`` of the tree (as :func:`_booth_row32`) from a plan; ``dat2`` = ``dat << 1``."""
-    one = sub32(0, and32(shr32(plan, i), 1))
-    two = sub32(0, and32(shr32(plan, 8 + i), 1))
-    neg = and32(shr32(plan, 16 + i), 1)
-    # v < 2**15: a positive row is v | 1 << 16, a negated one v ^ 0xFFFF
-    return xor32(or32(and32(dat, one), and32(dat2, two)), sub32(0x10000, neg)), neg
-
+# --- the multiplier with its weight recoded on the fly ----------------------------
 
 @njit(inline="always")
 def booth_masks(negative, wt):
     """The Booth recoding of a weight magnitude ``wt`` for product sign ``negative``, computed
     for all eight digits at once: three words whose bit ``2 * i`` says whether row ``i``
     selects the data, twice the data, and is negated (the other bits are meaningless).
-    The same recoding as :func:`recode_weights`, in a few word operations, so a loop over
+    The recoding of :func:`booth_digits`, in a few word operations, so a loop over
     weights decoded on the fly vectorises."""
     # digit i is bits 2i..2i+2 of wt << 1, all inverted for a negative product
     x = xor32(shl32(wt, 1), and32(sub32(0, negative), 0x1FFFF))
@@ -302,21 +188,6 @@ def booth_lane_masked(negative, wt, dat, dat2, shift):
     return _shifted_sum32(a, b, shift)
 
 
-@njit(inline="always")
-def booth_lane_planned(plan, dat, dat2, shift):
-    """:func:`booth_lane` with the weight's recoding from :func:`booth_plans`."""
-    p0, i0 = _planned_row(plan, 0, dat, dat2)
-    p1, i1 = _planned_row(plan, 1, dat, dat2)
-    p2, i2 = _planned_row(plan, 2, dat, dat2)
-    p3, i3 = _planned_row(plan, 3, dat, dat2)
-    p4, i4 = _planned_row(plan, 4, dat, dat2)
-    p5, i5 = _planned_row(plan, 5, dat, dat2)
-    p6, i6 = _planned_row(plan, 6, dat, dat2)
-    p7, i7 = _planned_row(plan, 7, dat, dat2)
-    a, b = _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
-    return _shifted_sum32(a, b, shift)
-
-
 # --- the multiplier with the data's rows tabulated --------------------------------
 # Every row of the tree is the data magnitude times a Booth digit -2..2: a positive
 # (or zero) digit gives ``|digit| * dat | 1 << 16``, a negative one ``|digit| * dat ^
@@ -337,26 +208,24 @@ _NEG6 = _PAIR + 3 * DIGITS * DIGITS  # neg(t) << 6
 TABLE_ROWS = _NEG6 + DIGITS
 
 
-def _plan_digits(plan) -> np.ndarray:
-    """The eight digit values (..., 8) int8 of packed recodings: ``(one + 2 * two) * (1 - 2 *
-    neg)`` per row."""
-    plan = np.asarray(plan, np.uint32)
-    digits = np.empty((*plan.shape, 8), np.int8)
+def booth_digits(negative, wt) -> np.ndarray:
+    """The eight radix-4 Booth digits (..., 8) int8 of magnitudes ``wt`` (< 2**16) for
+    product sign ``negative``, as the tree's rows take them (the definition of the
+    recoding): digit ``i`` is the window ``b2 b1 b0`` of bits ``2i+1, 2i, 2i-1`` of the
+    magnitude (bit -1 being 0), all three inverted for a negative product, worth ``b1 +
+    b0 - 2 * b2`` (-2..2; inverting the window negates it)."""
+    w = np.asarray(wt, np.int64) << 1
+    rev = 7 * np.asarray(negative, np.int64)
+    digits = np.empty((*np.broadcast_shapes(w.shape, rev.shape), 8), np.int8)
     for i in range(8):
-        one, two, neg = ((plan >> (shift + i)) & 1 for shift in (0, 8, 16))
-        digits[..., i] = (one + 2 * two).astype(np.int8) * (1 - 2 * neg.astype(np.int8))
+        window = ((w >> (2 * i)) & 7) ^ rev
+        digits[..., i] = ((window >> 1) & 1) + (window & 1) - 2 * (window >> 2)
     return digits
 
 
-def booth_digits(negative, wt) -> np.ndarray:
-    """The eight Booth digit values (-2..2) of magnitudes ``wt`` for product sign ``negative``
-    (..., 8) int8, from their recodings (:func:`booth_plans`)."""
-    return _plan_digits(booth_plans(negative, wt))
-
-
 def _row_indices(negative, wt) -> np.ndarray:
-    """:func:`booth_row_indices` from the digits of :func:`recode_weights` (the definition)."""
-    t = _plan_digits(recode_weights(negative, wt)).astype(np.int16) + 2
+    """:func:`booth_row_indices` from :func:`booth_digits` (the definition)."""
+    t = booth_digits(negative, wt).astype(np.int16) + 2
     rows = np.empty((*t.shape[:-1], 10), np.uint8)
     for half, i in ((0, 0), (5, 4)):
         rows[..., half] = _ROW + t[..., i]

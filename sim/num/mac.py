@@ -22,8 +22,12 @@ CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
   before they are added with a sign-compensation constant -- so a shifted
   product may differ from the exact floor by one unit
   (:mod:`sim.num.booth`).  Lanes shifted by 32 or more give 0.
-* The block result (:func:`fp16_block_dots`) is the exact integer sum of the
-  lane products with the 6-bit exponent ``4*E``: value ``sum * 2**(4E - 50)``.
+* The block result is the exact integer sum of the aligned lane products
+  (:func:`aligned_product` at :func:`block_exponent`) with the 6-bit exponent
+  ``4*E``: value ``sum * 2**(4E - 50)``.  ``tests/num/mac_reference.py`` states a
+  block lane by lane (``block_dot``, ``cmac_block``); the convolution's kernels
+  (:func:`fp16_tile_dots`, :func:`fp16_lane_dot`) take faster routes to the same
+  sums and are tested against it.
 
 CACC keeps one 48-bit float per output; its arithmetic is written from the
 description below (design note), not from NVIDIA's code.
@@ -83,14 +87,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from sim.dma.align import ceil_div
 from sim.jit import njit
 from sim.num.booth import (
     booth_data_table,
     booth_lane,
     booth_lane_masked,
-    booth_lane_planned,
     booth_lane_table,
-    booth_plans,
     prefer_wide_vectors,
 )
 from sim.num.rounding import sign_extend
@@ -299,20 +302,13 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(table[index] for table in _operand_tables())
 
 
-def weight_plans(sign: np.ndarray, sig: np.ndarray) -> np.ndarray:
-    """The Booth recodings (:func:`sim.num.booth.booth_plans`) of weights (..., K) with
-    CMAC operands ``sign``/``sig``: (..., 2, K) uint32, for positive and negative data."""
-    return np.stack([booth_plans(sign, sig), booth_plans(1 - np.asarray(sign, np.int64), sig)],
-                    axis=-2)
-
-
 def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.ndarray:
     """The first NaN (in lane order) of every ``block`` lanes of the last axis, -1 if none.
 
     ``bits`` (..., C) fp16 bits, ``nan`` their NaN mask; returns (..., ceil(C / block)) int64.
     """
     lanes = bits.shape[-1]
-    groups = -(-lanes // block)
+    groups = ceil_div(lanes, block)
     if not nan.any():
         return np.full((*bits.shape[:-1], groups), -1, np.int64)
     pad = [(0, 0)] * (bits.ndim - 1) + [(0, groups * block - lanes)]
@@ -349,43 +345,6 @@ def block_exponent(d_exp, w_exp):
 
 
 @njit(inline="always")
-def fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low):
-    """One CMAC block of data against the same lanes of every kernel.
-
-    ``d_*`` (lanes,) are CMAC operands of the data (:func:`fp16_mac_operands`),
-    ``w_exp`` (lanes, K) the weights' exponents and ``w_plans`` (lanes, 2, K)
-    their Booth recodings for positive and for negative data
-    (:func:`weight_plans`).  Kernel ``k``'s block exponent goes to
-    ``block_exp[k]`` and the exact sum of its aligned lane products is
-    ``block_sum(high[k], low[k])`` (``high``, ``low``: uint32 (K,)).  The
-    sum goes to :func:`cacc_accumulate` as ``((4 * exponent) & 63,
-    sign_extend(sum, 38))`` when it is not 0; NaN lanes give meaningless
-    sums (the caller knows the block is NaN).
-
-    The loops run over kernels, so they vectorise however few the lanes; each
-    product's upper half (arithmetic) and the whole product are summed in
-    32-bit words (:func:`block_sum`), exact for up to 65535 lanes.  The
-    convolution uses :func:`fp16_tile_dots`, the same sums for many pixels.
-    """
-    n_k = block_exp.size
-    block_exp[:] = 0
-    for j in range(d_exp.size):
-        de = d_exp[j]
-        for k in range(n_k):
-            block_exp[k] = max(block_exp[k], de + w_exp[j, k])
-    high[:] = 0
-    low[:] = 0
-    for j in range(d_exp.size):
-        plans, dat, de = w_plans[j, d_sign[j]], word32(d_sig[j]), d_exp[j]
-        dat2 = shl32(dat, 1)
-        for k in range(n_k):
-            p = booth_lane_planned(plans[k], dat, dat2,
-                                   word32((block_exp[k] - de - w_exp[j, k]) * 4))
-            high[k] = add32(high[k], sar32(p, 16))
-            low[k] = add32(low[k], p)
-
-
-@njit(inline="always")
 def fp16_weight_operand(bits):
     """:func:`fp16_mac_operands` of one fp16 weight inside a kernel, in 32-bit words:
     (sign, significand, four times the exponent, 1 if the weight is zero else 0)."""
@@ -404,7 +363,7 @@ def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
 
     ``d_*`` (lanes,) as in :func:`fp16_tile_dots` (``d_exp4`` four times the exponent).
     Returns (four times the block exponent, ``high``, ``low``, the first NaN among the
-    weights in lane order or -1), the sums as in :func:`fp16_block_dots`, bit for bit.
+    weights in lane order or -1), the sum as in :func:`fp16_tile_dots`, bit for bit.
     The loops run over the lanes (two passes: the block exponent, then the products);
     zero operands give no product (a shift of 32 or more) and raise no exponent.
     """
@@ -434,7 +393,7 @@ def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
 
 @njit
 def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
-    """:func:`fp16_block_dots` of one block for a tile of data vectors at once.
+    """One CMAC block of a tile of data vectors against the same lanes of every kernel.
 
     ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
@@ -443,8 +402,10 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     ``w_exp4`` (lanes, K) int32 four times their exponents; ``table`` is scratch
     (TABLE_ROWS, >= P) uint32.  Kernel ``k``'s block exponent for pixel ``p``,
     times four (the 6-bit exponent CACC takes), goes to ``block_exp4[k, p]``
-    (int32) and the sum to ``high[k, p]``, ``low[k, p]`` as in
-    :func:`fp16_block_dots`, bit for bit.
+    (int32) and the exact sum of its aligned lane products to ``high[k, p]``,
+    ``low[k, p]`` (uint32, two words: :func:`block_sum`).  The sum goes to
+    :func:`cacc_accumulate` as ``(block_exp4, sign_extend(sum, 38))``; a block
+    with a NaN gives a meaningless sum (the caller knows the block is NaN).
 
     The innermost loop runs over the pixels with the weight fixed, so a product is
     ten reads of the data's Booth words (tabulated once per lane and reused by every
@@ -495,7 +456,7 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
 
 @njit(inline="always")
 def block_sum(high, low):
-    """The block sum from its two 32-bit words (:func:`fp16_block_dots`): ``high`` the sum
+    """The block sum from its two 32-bit words (:func:`fp16_tile_dots`): ``high`` the sum
     of the products' upper halves (read as int32), ``low`` the products' sum modulo
     2**32.  The lower halves add up to ``low - high * 65536`` modulo 2**32, exactly for
     fewer than 65536 lanes."""

@@ -2,12 +2,20 @@
 
 Values are chosen so the documented arithmetic is exact (same block exponent
 for every lane, integer sums well inside fp32): the result must then be the
-fp32 of the exact sum, whatever the internal order.
+fp32 of the exact sum, whatever the internal order.  Random bit patterns are held
+to the definition: every output pixel's window, block by block in the CSC's order
+(``num.mac_reference.cmac_block``), accumulated by CACC.
 """
+
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from num.mac_reference import cmac_block
 
+from sim.conv.mac_fp16 import MIN_TILE, TILE, conv_fp16
+from sim.jit import njit
+from sim.num.mac import cacc_accumulate, cacc_to_fp32
 from sim.program.conv import run_conv
 
 from .test_conv import reference_conv
@@ -89,10 +97,6 @@ def test_fp16_nan_priority_flush_and_counters(flush):
 @pytest.mark.parametrize("dead_weight", [0x0000, 0x8000])
 def test_nan_in_a_lane_every_kernel_ignores_still_decides_its_blocks(dead_weight):
     """Lanes whose weights are all zero are skipped for the products, not for NaNs."""
-    from types import SimpleNamespace
-
-    from sim.conv.mac_fp16 import conv_fp16
-
     layer = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=1,
                             pad_left=1, pad_value=0, out_height=4, out_width=4)
     x = np.full((1, 8, 4, 4), 0x3C00, np.uint16)  # 1.0
@@ -120,16 +124,59 @@ def _pixel_windows(x, layer, r, s):
     return win.transpose(0, 2, 3, 1, 4, 5).reshape(-1, c, r, s)
 
 
+@njit
+def _cmac_cacc(windows, weights, block):
+    """CACC's fp32 bits (P, K) of each window (P, C, R, S) against each kernel (K, C, R, S),
+    fp16 bits: the blocks in the CSC's order (channel groups of ``block`` outermost, kernel
+    positions row-major inside), each as the definition states it (``cmac_block``)."""
+    n_p, n_c, n_r, n_s = windows.shape
+    n_k = weights.shape[0]
+    out = np.zeros((n_p, n_k), np.uint32)
+    for p in range(n_p):
+        for k in range(n_k):
+            acc_e, acc_m = 0, 0
+            for c0 in range(0, n_c, block):
+                c1 = min(c0 + block, n_c)
+                for r in range(n_r):
+                    for s in range(n_s):
+                        exp, man = cmac_block(windows[p, c0:c1, r, s], weights[k, c0:c1, r, s])
+                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, exp, man)
+            out[p, k] = cacc_to_fp32(acc_e, acc_m)
+    return out
+
+
+def reference_fp16(x, wt, layer, block):
+    """The definition of conv_fp16's output (N, K, H', W'): every output pixel's window."""
+    k, _, r, s = wt.shape
+    out = _cmac_cacc(_pixel_windows(x, layer, r, s), wt, block)
+    return out.reshape(x.shape[0], layer.out_height, layer.out_width, k).transpose(0, 3, 1, 2)
+
+
+def random_bits(rng, shape, zeros=0.2):
+    """Random fp16 patterns (Inf, denormals, every exponent), a fraction of them zero,
+    without NaNs (tests plant theirs)."""
+    bits = rng.integers(0, 1 << 16, shape).astype(np.uint16)
+    bits[rng.random(shape) < zeros] = 0
+    bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00
+    return bits
+
+
+def plant(rng, bits, values):
+    bits.reshape(-1)[rng.choice(bits.size, len(values), replace=False)] = values
+
+
+def make_layer(out_hw, stride=(1, 1), dil=(1, 1), pad=(0, 0), pad_value=0):
+    return SimpleNamespace(stride_y=stride[0], stride_x=stride[1], dilation_y=dil[0],
+                           dilation_x=dil[1], pad_top=pad[0], pad_left=pad[1],
+                           pad_value=pad_value, out_height=out_hw[0], out_width=out_hw[1])
+
+
 @pytest.mark.parametrize("case", ["strided_dilated", "wide", "nans"])
-def test_fp16_tiles_are_the_pixel_by_pixel_products(case):
+def test_fp16_tiles_are_the_definition(case):
     """The tiled kernel (pixels vectorised, rows of the data tabulated) against the
-    per-pixel path a one-pixel layer takes, on every output pixel: random bit patterns
-    (Inf, denormals, zeros, all exponents), dead lanes, two channel groups, batches,
-    tiles of unequal pixel counts, pad values and NaNs."""
-    from types import SimpleNamespace
-
-    from sim.conv.mac_fp16 import MIN_TILE, TILE, conv_fp16
-
+    definition on every output pixel: random bit patterns (Inf, denormals, zeros, all
+    exponents), dead lanes, two channel groups, batches, tiles of unequal pixel counts,
+    pad values and NaNs."""
     rng = np.random.default_rng(len(case))
     n, c, k, r, s, h, w = {"strided_dilated": (2, 70, 5, 3, 2, 9, 11),
                            "wide": (1, 40, 33, 2, 2, 16, 19),
@@ -138,59 +185,45 @@ def test_fp16_tiles_are_the_pixel_by_pixel_products(case):
         ((1, 1), (1, 1), (1, 1, 1, 1))
     out_h = (h + pad[0] + pad[2] - (r - 1) * dil[0] - 1) // stride[0] + 1
     out_w = (w + pad[1] + pad[3] - (s - 1) * dil[1] - 1) // stride[1] + 1
-    layer = SimpleNamespace(stride_y=stride[0], stride_x=stride[1], dilation_y=dil[0],
-                            dilation_x=dil[1], pad_top=pad[0], pad_left=pad[1],
-                            pad_value=int(fp16(-1.5)[()]), out_height=out_h, out_width=out_w)
-    x = rng.integers(0, 1 << 16, (n, c, h, w)).astype(np.uint16)
-    wt = rng.integers(0, 1 << 16, (k, c, r, s)).astype(np.uint16)
+    layer = make_layer((out_h, out_w), stride, dil, pad, int(fp16(-1.5)[()]))
+    x = random_bits(rng, (n, c, h, w))
+    wt = random_bits(rng, (k, c, r, s), zeros=0)
     wt[:, 3] = 0  # a dead lane
-    x[rng.random(x.shape) < 0.2] = 0
-    for bits in (x, wt):  # NaNs only where the case plants them
-        bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00
     if case == "nans":
-        x.reshape(-1)[rng.choice(x.size, 4, replace=False)] = [0x7E01, 0xFC02, 0x7D55, 0xFFFF]
-        wt.reshape(-1)[rng.choice(wt.size, 2, replace=False)] = [0x7C07, 0xFE00]
+        plant(rng, x, [0x7E01, 0xFC02, 0x7D55, 0xFFFF])
+        plant(rng, wt, [0x7C07, 0xFE00])
     assert n * out_h * out_w >= MIN_TILE and (n * out_h * out_w) % TILE
     got = conv_fp16(x, wt, layer, 64)
-    one = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=0,
-                          pad_left=0, pad_value=layer.pad_value, out_height=1, out_width=1)
-    windows = _pixel_windows(x, layer, r, s)
-    want = np.stack([conv_fp16(win[None], wt, one, 64)[0, :, 0, 0] for win in windows])
-    want = want.reshape(n, out_h, out_w, k).transpose(0, 3, 1, 2)
-    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
     assert ((got & 0x7F800000) == 0x7F800000).any() == (case == "nans")
 
 
-@pytest.mark.parametrize("kernel,nans", [(1, False), (1, True), (2, True)])
-def test_fp16_few_pixels_are_the_tiles(kernel, nans):
+@pytest.mark.parametrize("case", ["one_position", "one_position_nans", "positions_nans",
+                                  "padded", "padded_nan"])
+def test_fp16_few_pixels_are_the_definition(case):
     """Layers of fewer than MIN_TILE output pixels (fully connected ones: the weights read
-    as they are, the products over a block's lanes) against the tiled kernel on the same
-    windows: a batch of windows, one output pixel each, against one layer of all of
-    them; one kernel position (the lanes in a row) and several, NaNs in data and
-    weights, zeros, Inf, denormals, three channel groups."""
-    from types import SimpleNamespace
-
-    from sim.conv.mac_fp16 import MIN_TILE, conv_fp16
-
-    rng = np.random.default_rng(kernel * 2 + nans)
-    c, k, h, w = 150, 37, 4, 5
-    x = rng.integers(0, 1 << 16, (1, c, h * kernel, w * kernel)).astype(np.uint16)
-    wt = rng.integers(0, 1 << 16, (k, c, kernel, kernel)).astype(np.uint16)
-    x[rng.random(x.shape) < 0.2] = 0
-    for bits in (x, wt):
-        bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00
-    if nans:
-        x.reshape(-1)[rng.choice(x.size, 3, replace=False)] = [0x7E01, 0xFC02, 0x7D55]
-        wt.reshape(-1)[rng.choice(wt.size, 2, replace=False)] = [0x7C07, 0xFE00]
-    tiles = SimpleNamespace(stride_y=kernel, stride_x=kernel, dilation_y=1, dilation_x=1,
-                            pad_top=0, pad_left=0, pad_value=0, out_height=h, out_width=w)
-    assert h * w >= MIN_TILE
-    want = conv_fp16(x, wt, tiles, 64)[0]  # (K, H', W')
-    # the same windows as a batch of one-pixel layers, in batches of up to 7 pixels
-    windows = x[0].reshape(c, h, kernel, w, kernel).transpose(1, 3, 0, 2, 4).reshape(
-        h * w, c, kernel, kernel)
-    one = SimpleNamespace(stride_y=1, stride_x=1, dilation_y=1, dilation_x=1, pad_top=0,
-                          pad_left=0, pad_value=0, out_height=1, out_width=1)
-    got = np.concatenate([conv_fp16(windows[i:i + 7], wt, one, 64)[:, :, 0, 0]
-                          for i in range(0, h * w, 7)])
-    np.testing.assert_array_equal(got, want.reshape(k, -1).T)
+    as they are, the products over a block's lanes) against the definition: one kernel
+    position (the lanes in a row) and several, a batch of pixels, NaNs in data and
+    weights, zeros, Inf, denormals, three channel groups, dead lanes, and a small padded,
+    strided layer (pad value a number, or a NaN)."""
+    rng = np.random.default_rng(len(case))
+    c, k = 150, 37
+    if case.startswith("padded"):  # 3 x 3 pixels: a 3 x 3 kernel, stride 2, padding 1
+        x = random_bits(rng, (1, c, 5, 5))
+        wt = random_bits(rng, (k, c, 3, 3))
+        pad_value = 0xFE21 if case == "padded_nan" else int(fp16(-1.5)[()])
+        layer = make_layer((3, 3), (2, 2), (1, 1), (1, 1), pad_value)
+    else:  # a batch of windows of the kernel's size: one output pixel each
+        size = 2 if case == "positions_nans" else 1
+        x = random_bits(rng, (7, c, size, size))
+        wt = random_bits(rng, (k, c, size, size))
+        layer = make_layer((1, 1))
+        if case != "one_position":
+            plant(rng, x, [0x7E01, 0xFC02, 0x7D55])
+            plant(rng, wt, [0x7C07, 0xFE00])
+    wt[:, 5] = 0  # a dead lane
+    assert x.shape[0] * layer.out_height * layer.out_width < MIN_TILE
+    got = conv_fp16(x, wt, layer, 64)
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
+    assert ((got & 0x7F800000) == 0x7F800000).any() == (case not in ("one_position",
+                                                                     "padded"))

@@ -4,6 +4,8 @@ No golden vectors cover the MAC, so each primitive is checked against exact
 integer arithmetic: the Booth multiplier per product (exact unshifted, within
 one unit of the floor when shifted, exhaustive over small operands), the block
 dot product and the 48-bit accumulator on values whose fp32 result is exact.
+The fast block kernels (``fp16_tile_dots``, ``fp16_lane_dot``) are held to the
+plain definition of a block (``mac_reference.block_dot``).
 """
 
 import math
@@ -14,17 +16,13 @@ import pytest
 
 from sim.jit import njit
 from sim.num.booth import (
-    SIGN_COMPENSATION,
     TABLE_ROWS,
     booth_data_table,
     booth_digits,
     booth_lane,
-    booth_lane_planned,
     booth_lane_table,
-    booth_plans,
-    booth_product,
+    booth_masks,
     booth_row_indices,
-    recode_weights,
 )
 from sim.num.mac import (
     CACC_NAN_EXP,
@@ -36,31 +34,32 @@ from sim.num.mac import (
     cacc_round_int32,
     cacc_to_fp32,
     first_nan_per_block,
-    fp16_block_dots,
     fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
     mac_nan_block,
-    weight_plans,
 )
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
 from sim.num.word32 import word32
 
+from .mac_reference import (
+    SIGN_COMPENSATION,
+    block_dot,
+    block_dots,
+    booth_product,
+    cmac_block,
+    cmac_operand,
+)
+
 
 @njit
-def _mismatches(neg, wt, dat, shift, table, plans):
-    """Lanes where the branch-free forms (recoding the weight each time, or from its
-    plan) and the table form differ, or where the table form is more than one unit
-    from the floor of the exact shifted product."""
+def _mismatches(neg, wt, dat, shift, table):
+    """Lanes where the branch-free form and the C-model's table form differ, or where
+    the table form is more than one unit from the floor of the exact shifted product."""
     bad = 0
     for j in range(neg.size):
         p = booth_product(neg[j], wt[j], dat[j], shift[j], table)
         if np.int32(booth_lane(neg[j], wt[j], dat[j], shift[j])) != p:
-            bad += 1
-            continue
-        planned = booth_lane_planned(plans[j], word32(dat[j]), word32(dat[j] << 1),
-                                     word32(shift[j]))
-        if np.int32(planned) != p:
             bad += 1
             continue
         exact = (1 - 2 * neg[j]) * wt[j] * dat[j]
@@ -90,64 +89,34 @@ def test_booth_product_against_exact_products(case):
         r = np.arange((1 << 14) - 128, 1 << 14)
         args = _grid(np.arange(2), r, r, np.array([0]))
     neg, wt, dat, shift = (np.asarray(a, np.int64) for a in args)
-    assert _mismatches(neg, wt, dat, shift, SIGN_COMPENSATION, booth_plans(neg, wt)) == 0
-
-
-def test_plan_table_is_the_recoding_for_every_magnitude_and_sign():
-    """booth_plans' table shortcut gives recode_weights' word for all 2 x 2**16 inputs,
-    for any array shape; magnitudes past the table are recoded directly."""
-    neg, wt = _grid(np.arange(2), np.arange(1 << 16))
-    assert np.array_equal(booth_plans(neg, wt), recode_weights(neg, wt))
-    square = np.arange(1 << 16).reshape(256, 256)
-    assert np.array_equal(booth_plans(1, square), recode_weights(1, square))
-    wide = np.array([1 << 16, (1 << 17) - 1])
-    assert np.array_equal(booth_plans(0, wide), recode_weights(0, wide))
+    assert _mismatches(neg, wt, dat, shift, SIGN_COMPENSATION) == 0
 
 
 def fp16_bits(values):
     return np.asarray(values, dtype=np.float16).view(np.uint16)
 
 
-@njit
-def _block_dots(d_sign, d_sig, d_exp, w_plans, w_exp):
-    n_k = w_exp.shape[1]
-    block_exp = np.zeros(n_k, np.int64)
-    high = np.zeros(n_k, np.uint32)
-    low = np.zeros(n_k, np.uint32)
-    fp16_block_dots(d_sign, d_sig, d_exp, w_plans, w_exp, block_exp, high, low)
-    sums = np.zeros(n_k, np.int64)
-    for k in range(n_k):
-        sums[k] = block_sum(high[k], low[k])
-    return block_exp, sums
-
-
-def block_dots(data_bits, weight_bits):
-    """(block exponent, sum) of data (lanes,) against each kernel of weights (K, lanes)."""
-    w = np.ascontiguousarray(np.asarray(weight_bits).T)
-    w_sign, w_sig, w_exp = fp16_mac_operands(w)
-    exps, sums = _block_dots(*fp16_mac_operands(data_bits), weight_plans(w_sign, w_sig),
-                             w_exp)
-    return list(zip(exps.tolist(), sums.tolist(), strict=True))
-
-
-def block_dot(data_bits, weight_bits):
-    return block_dots(data_bits, weight_bits[None, :])[0]
-
-
 def block_dot_reference(data_bits, weight_bits):
-    """The block product lane by lane with the table-driven multiplier, in Python integers."""
-    lanes = []
-    for d, w in zip(data_bits.tolist(), weight_bits.tolist(), strict=True):
-        if not (d & 0x7FFF and w & 0x7FFF):
-            continue  # a zero operand: no contribution
-        (ed, fd), (ew, fw) = (((x >> 10) & 31, x & 0x3FF) for x in (d, w))
-        sig_d = fd << 1 if ed == 0 else (fd | 0x400) << (ed & 3)
-        sig_w = fw << 1 if ew == 0 else (fw | 0x400) << (ew & 3)
-        lanes.append(((d ^ w) >> 15, sig_w, sig_d, (ed >> 2) + (ew >> 2)))
-    block_exp = max([0] + [e for *_, e in lanes])
-    total = sum(booth_product(neg, wt, dat, 4 * (block_exp - e), SIGN_COMPENSATION)
-                for neg, wt, dat, e in lanes)
-    return block_exp, total
+    """(block exponent, sum) of one block, lanes (lanes,) of fp16 bits."""
+    exp, total = block_dot(np.asarray(data_bits, np.uint16), np.asarray(weight_bits, np.uint16))
+    return int(exp), int(total)
+
+
+def test_cmac_operands_are_the_definition_for_every_pattern():
+    """The simulator's operand tables (fp16_mac_operands) against the reference's plain
+    statement (cmac_operand), all 65536 patterns: Inf, denormals and both zeros included."""
+    bits = np.arange(1 << 16)
+    want = _operands(bits).T
+    got = np.stack([a.astype(np.int64) for a in fp16_mac_operands(bits)], axis=1)
+    np.testing.assert_array_equal(got, want)
+
+
+@njit
+def _operands(bits):
+    out = np.zeros((3, bits.size), np.int64)
+    for j in range(bits.size):
+        out[0, j], out[1, j], out[2, j] = cmac_operand(bits[j])
+    return out
 
 
 def _edge_block(rng, kind: str, lanes: int) -> np.ndarray:
@@ -167,31 +136,14 @@ def _edge_block(rng, kind: str, lanes: int) -> np.ndarray:
     return bits
 
 
-@pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
-@pytest.mark.parametrize("lanes,kernels", [(1, 3), (8, 1), (12, 40), (64, 17), (200, 2)])
-def test_block_dot_matches_the_lane_by_lane_reference(kind, lanes, kernels):
-    """The 32-bit vector form (words, halves summed in 32 bits) is the per-product sum."""
-    rng = np.random.default_rng(lanes)
-    for _ in range(10):
-        d = _edge_block(rng, kind, lanes)
-        w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
-        assert block_dots(d, w) == [block_dot_reference(d, wk) for wk in w]
-
-
-def test_block_dot_extremes_do_not_overflow_the_32_bit_halves():
-    """The largest products of one sign, 200 lanes: sums far beyond int32."""
-    for sign in (0, 0x8000):
-        d = np.full(200, 0x7C00, np.uint16)  # Inf: significand 0x400 << 3
-        w = np.full(200, 0x7BFF | sign, np.uint16)
-        assert block_dot(d, w) == block_dot_reference(d, w)
-
-
-# --- the fast form: data rows tabulated, pixels vectorised (fp16_tile_dots) ---------
+# --- the fast forms: data rows tabulated, pixels vectorised (fp16_tile_dots), or
+# weights recoded on the fly (fp16_lane_dot) ---------------------------------------
 # Every shortcut is held to the C-model's table-driven multiplier (booth_product) or
-# to the per-pixel fp16_block_dots: the data table and the weights' row indices
-# (every sign pair, exhaustive over small magnitudes and every shift, random over
-# all), the sign compensation written as a shift, the window lookup of the Booth
-# digits (all 2 x 2**16 weights), the skipped zero lanes and the two-word sums.
+# to the definition of a block (mac_reference.block_dot): the data table and the
+# weights' row indices (every sign pair, exhaustive over small magnitudes and every
+# shift, random over all), the sign compensation written as a shift, the window lookup
+# of the Booth digits and the word-wide recoding (all 2 x 2**16 weights), the skipped
+# zero lanes and the two-word sums.
 
 
 @njit
@@ -237,15 +189,33 @@ def test_tabulated_booth_is_the_c_model_multiplier(case):
                              rows, table, SIGN_COMPENSATION) == 0
 
 
+@njit
+def _mask_digits(neg, wt):
+    """The digit values booth_masks' three words give (one + 2 * two, negated), (n, 8)."""
+    out = np.zeros((wt.size, 8), np.int64)
+    for j in range(wt.size):
+        one, two, sub = booth_masks(word32(neg[j]), word32(wt[j]))
+        for i in range(8):
+            out[j, i] = (((one >> 2 * i) & 1) + 2 * ((two >> 2 * i) & 1)) * (
+                1 - 2 * ((sub >> 2 * i) & 1))
+    return out
+
+
+def test_booth_digits_recode_every_weight():
+    """For all 2 x 2**16 weights the eight digits are worth the weight (read as int16), negated
+    for a negative product, and the word-wide recoding (booth_masks, fp16_lane_dot's) selects
+    the same rows."""
+    neg, wt = _grid(np.arange(2), np.arange(1 << 16))
+    digits = booth_digits(neg, wt).astype(np.int64)
+    signed = wt - ((wt >> 15) << 16)
+    np.testing.assert_array_equal(digits @ (4 ** np.arange(8)), np.where(neg, -signed, signed))
+    np.testing.assert_array_equal(_mask_digits(neg, wt), digits)
+
+
 def test_row_indices_are_the_recoding_of_every_weight():
-    """The window lookup gives, for all 2 x 2**16 weights, the rows of the digits that the
-    packed recoding (recode_weights) defines."""
+    """The window lookup gives, for all 2 x 2**16 weights, the rows of booth_digits."""
     neg, wt = _grid(np.arange(2), np.arange(1 << 16))
     digits = booth_digits(neg, wt).astype(np.int64) + 2
-    plan = recode_weights(neg, wt)
-    for i in range(8):  # the digits are the plan's rows
-        one, two, sub = ((plan.astype(np.int64) >> (s + i)) & 1 for s in (0, 8, 16))
-        assert np.array_equal(digits[:, i] - 2, (one + 2 * two) * (1 - 2 * sub))
     rows = booth_row_indices(neg, wt).astype(np.int64)
     for half, i in ((0, 0), (5, 4)):
         assert np.array_equal(rows[:, half], digits[:, i])
@@ -277,22 +247,6 @@ def test_sign_compensation_is_a_rounded_up_shift():
 
 
 @njit
-def _per_pixel(d_sign, d_sig, d_exp, w_plans, w_exp):
-    """fp16_block_dots column by column: (block exponents, sums) (K, P)."""
-    n_k, n_p = w_exp.shape[1], d_exp.shape[1]
-    exps, sums = np.zeros((n_k, n_p), np.int64), np.zeros((n_k, n_p), np.int64)
-    block_exp = np.zeros(n_k, np.int64)
-    high, low = np.zeros(n_k, np.uint32), np.zeros(n_k, np.uint32)
-    for p in range(n_p):
-        fp16_block_dots(d_sign[:, p].copy(), d_sig[:, p].copy(), d_exp[:, p].copy(), w_plans,
-                        w_exp, block_exp, high, low)
-        for k in range(n_k):
-            exps[k, p] = block_exp[k]
-            sums[k, p] = block_sum(high[k], low[k])
-    return exps, sums
-
-
-@njit
 def _tiled(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
     fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low)
     sums = np.zeros(high.shape, np.int64)
@@ -321,7 +275,7 @@ def tile_dots(data, weights, width=None):
 @pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
 @pytest.mark.parametrize("lanes,kernels,pixels", [(1, 3, 5), (8, 1, 33), (12, 40, 16),
                                                   (64, 17, 9), (200, 2, 3)])
-def test_tile_dots_are_the_per_pixel_block_dots(kind, lanes, kernels, pixels):
+def test_tile_dots_are_the_block_definition(kind, lanes, kernels, pixels):
     """Zero lanes (some pixels' data, whole lanes of data, zero weights) are skipped: the sums
     and exponents stay those of every lane's product."""
     rng = np.random.default_rng(lanes * 7 + pixels)
@@ -330,14 +284,10 @@ def test_tile_dots_are_the_per_pixel_block_dots(kind, lanes, kernels, pixels):
         data[rng.integers(0, lanes), :] &= 0x8000  # a lane whose data are all zero
         w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
         w[:, rng.integers(0, lanes)] = 0  # a lane dead in every kernel
-        w_sign, w_sig, w_exp = fp16_mac_operands(np.ascontiguousarray(w.T))
-        want = _per_pixel(*fp16_mac_operands(data), weight_plans(w_sign, w_sig), w_exp)
+        want = block_dots(data, w)
         got = tile_dots(data, w, width=pixels + 3)
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
-        for p in range(min(pixels, 3)):  # and the C-model's per-product sum
-            for k in range(min(kernels, 3)):
-                assert (got[0][k, p], got[1][k, p]) == block_dot_reference(data[:, p], w[k])
 
 
 @njit
@@ -359,9 +309,9 @@ def lane_dots(data, weights):
 
 @pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
 @pytest.mark.parametrize("lanes,kernels", [(1, 3), (8, 1), (12, 40), (64, 17), (200, 2)])
-def test_lane_dots_are_the_per_product_reference(kind, lanes, kernels):
+def test_lane_dots_are_the_block_definition(kind, lanes, kernels):
     """Weights decoded on the fly (fp16_lane_dot, the fully connected layers' form) give the
-    exponents and sums of the per-product reference, zero data lanes and zero weights
+    exponents and sums of the block's definition, zero data lanes and zero weights
     included."""
     rng = np.random.default_rng(lanes * 11 + kernels)
     for trial in range(6):
@@ -371,8 +321,9 @@ def test_lane_dots_are_the_per_product_reference(kind, lanes, kernels):
         w = np.stack([_edge_block(rng, kind, lanes) for _ in range(kernels)])
         w[rng.integers(0, kernels), rng.integers(0, lanes)] &= 0x8000  # a zero weight
         exps, sums, nans = lane_dots(d, w)
-        assert list(zip(exps.tolist(), sums.tolist(), strict=True)) == [
-            block_dot_reference(d, wk) for wk in w]
+        want = block_dots(d[:, None], w)
+        np.testing.assert_array_equal(exps, want[0][:, 0])
+        np.testing.assert_array_equal(sums, want[1][:, 0])
         assert (nans == -1).all()
 
 
@@ -384,18 +335,21 @@ def test_lane_dots_decode_every_weight_pattern():
     for d in (0x3C00, 0x0001, 0x83FF, 0x7C00, 0xB555):
         data = np.array([d], np.uint16)
         exps, sums, _ = lane_dots(data, w[:, None])
-        want = np.array([block_dot_reference(data, w[k:k + 1]) for k in range(w.size)])
-        np.testing.assert_array_equal(exps, want[:, 0])
-        np.testing.assert_array_equal(sums, want[:, 1])
+        want = block_dots(data[:, None], w[:, None])
+        np.testing.assert_array_equal(exps, want[0][:, 0])
+        np.testing.assert_array_equal(sums, want[1][:, 0])
 
 
 def test_lane_dot_finds_the_first_weight_nan():
     """The first NaN among the weights in lane order (the block's result when it has one)."""
     d = np.full(10, 0x3C00, np.uint16)
+    d[2] = 0x7C11  # a data NaN: the weights' comes first
     w = np.full((3, 10), 0x3C00, np.uint16)
     w[1, [4, 7]] = [0xFE05, 0x7E01]
     w[2, 9] = 0x7C01
     assert lane_dots(d, w)[2].tolist() == [-1, 0xFE05, 0x7C01]
+    assert [cmac_block(d, wk) for wk in w] == [
+        (MAC_NAN_EXP, mac_nan_block(nan)) for nan in (0x7C11, 0xFE05, 0x7C01)]
 
 
 def test_tile_dots_extremes_do_not_overflow_the_32_bit_words():
