@@ -19,10 +19,14 @@ def compute_conv_layer(ctx, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict,
     """CACC's output cube, the layer's counters and what the CBUF holds afterwards.
 
     The cube is (K, H', W'), or (N, K, H', W') for a direct layer of several batches.
+    A direct layer's decoded configuration is left on the context (``ctx.conv_layer``,
+    None for the other modes, which decode inside their pipelines) for the layer's
+    listeners: sim.runtime.macs counts its MACs from it instead of decoding it again.
     """
     mode = conv_mode(ctx)
+    ctx.conv_layer = None
     if mode == DIRECT:
-        layer = decode_layer(ctx)
+        layer = ctx.conv_layer = decode_layer(ctx)
         cbuf = cbuf or Cbuf()
         out, counters = compute_direct_layer(ctx, layer, cbuf)
         return (out if layer.batches > 1 else out[0]), counters, cbuf

@@ -30,9 +30,13 @@ Sparse compression
     elements packed compactly, and one 32-bit WGS (compressed bytes) per
     kernel group; each surface zero-filled to 128 bytes.
 
-Every mapping is an index permutation computed with numpy (no per-element
-Python loops); ``*_order`` functions expose it: element i of the memory
-stream is ``weights.ravel()[order[i]]``.
+Every mapping is a permutation; ``*_order`` functions expose it as an index
+array: element i of the memory stream is ``weights.ravel()[order[i]]``.  The
+pack/unpack functions do not gather through it: a stream is a few blocks
+(whole kernel groups / the short last group, times whole channel chunks / the
+short last chunk), each a reshape and transpose of a slice of the weights,
+so the copy is one strided numpy assignment per block (:func:`_tiled_copy`;
+``tests/dma/test_weights_blocks.py`` holds it to the ``*_order`` gather).
 """
 
 from __future__ import annotations
@@ -96,24 +100,91 @@ def dc_order(shape, group: int, atomic_c: int, reverse: bool = False) -> np.ndar
     return _ordered(idx)
 
 
-def _stream_from(w: np.ndarray, order: np.ndarray, precision: str) -> np.ndarray:
-    elems = to_elements(w, precision).ravel()[order]
-    raw = as_bytes(elems).ravel()
-    out = np.zeros(align_up(raw.size, WEIGHT_SIZE_ALIGN), dtype=np.uint8)
-    out[: raw.size] = raw
+# -- block copies (what pack/unpack run) ---------------------------------------
+# A layout scans two tiled axes of an array X -- a0 cut into tiles of t0, a1 into
+# tiles of t1, each with a short last tile and no padding kept -- tile of a0
+# (slowest), tile of a1, then the tiles' elements in the order ``inner`` (axes of
+# X).  Whole tiles and the short last one of each axis give at most four blocks;
+# a block of n0 x n1 tiles is contiguous per a0 tile, so it is one transpose.
+
+def _reshaped(a: np.ndarray, shape) -> np.ndarray:
+    """``a`` reshaped without a copy (raises if it would need one: writes must land)."""
+    v = a.view()
+    v.shape = shape
+    return v
+
+
+def _tiles(n: int, t: int):
+    """(first index, tiles, tile size): the whole tiles of an axis of ``n``, then the short one."""
+    whole, rest = divmod(n, t)
+    return [seg for seg in ((0, whole, t), (whole * t, 1, rest)) if seg[1] and seg[2]]
+
+
+def _tiled_copy(x: np.ndarray, stream: np.ndarray, a0: int, t0: int, a1: int, t1: int,
+                inner, to_stream: bool) -> None:
+    """Copy between the array ``x`` (possibly a strided view) and the 1-D ``stream``."""
+    shape = x.shape
+    pos = 0
+    for first0, n0, size0 in _tiles(shape[a0], t0):
+        per_tile0 = x.size // shape[a0] * size0
+        rows = _reshaped(stream[pos: pos + n0 * per_tile0], (n0, per_tile0))
+        pos += n0 * per_tile0
+        col = 0
+        for first1, n1, size1 in _tiles(shape[a1], t1):
+            index = [slice(None)] * x.ndim
+            index[a0] = slice(first0, first0 + n0 * size0)
+            index[a1] = slice(first1, first1 + n1 * size1)
+            sub = x[tuple(index)]
+            split, where = [], {}  # the block's axes with a0 and a1 split (tile, inside)
+            for axis, n in enumerate(sub.shape):
+                if axis in (a0, a1):
+                    tiles, size = (n0, size0) if axis == a0 else (n1, size1)
+                    where[axis] = len(split) + 1
+                    split += [tiles, size]
+                    where[-1 - axis] = len(split) - 2  # the tile index
+                else:
+                    where[axis] = len(split)
+                    split.append(n)
+            block = _reshaped(sub, split).transpose(
+                [where[-1 - a0], where[-1 - a1]] + [where[axis] for axis in inner])
+            per = sub.size // n0
+            part = _reshaped(rows[:, col: col + per], block.shape)
+            col += per
+            if to_stream:
+                part[...] = block
+            else:
+                block[...] = part
+
+
+def _stream_elements(data, count: int, precision: str) -> np.ndarray:
+    """The first ``count`` elements of a weight stream (bytes or uint8 array), 1-D."""
+    data = np.frombuffer(bytes(data), dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
+        else np.asarray(data, dtype=np.uint8)
+    need = count * bytes_per_element(precision)
+    if data.size < need:
+        raise LayoutError(f"weight data has {data.size} bytes, the layout needs {need}")
+    return from_bytes(data[:need].reshape(count, -1), precision)
+
+
+def _pack_tiled(x: np.ndarray, precision: str, a0: int, t0: int, a1: int, t1: int,
+                inner) -> np.ndarray:
+    """The stream of ``x`` (elements), zero-filled to 128 bytes."""
+    bpe = bytes_per_element(precision)
+    out = np.zeros(align_up(x.size * bpe, WEIGHT_SIZE_ALIGN), dtype=np.uint8)
+    stream = out[: x.size * bpe].view(element_dtype(precision))
+    _tiled_copy(x, stream, a0, t0, a1, t1, inner, to_stream=True)
     return out
 
 
-def _weights_from(data, shape, order: np.ndarray, precision: str) -> np.ndarray:
-    data = np.frombuffer(bytes(data), dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
-        else np.asarray(data, dtype=np.uint8)
-    need = order.size * bytes_per_element(precision)
-    if data.size < need:
-        raise LayoutError(f"weight data has {data.size} bytes, the layout needs {need}")
-    elems = from_bytes(data[:need].reshape(order.size, -1), precision)
-    out = np.empty(int(np.prod(shape)), dtype=element_dtype(precision))
-    out[order] = elems
-    return out.reshape(shape)
+def _unpack_tiled(data, shape, precision: str, a0: int, t0: int, a1: int, t1: int, inner,
+                  flip=()) -> np.ndarray:
+    """The array of ``shape`` from its stream; axes in ``flip`` are scanned backwards."""
+    out = np.empty(shape, dtype=element_dtype(precision))
+    stream = _stream_elements(data, out.size, precision)
+    view = out[tuple(slice(None, None, -1) if axis in flip else slice(None)
+                     for axis in range(out.ndim))]
+    _tiled_copy(view, stream, a0, t0, a1, t1, inner, to_stream=False)
+    return out
 
 
 def pack_weight_dc(w, precision: str, cfg=None, *, mac_atomic_c: int | None = None,
@@ -121,17 +192,23 @@ def pack_weight_dc(w, precision: str, cfg=None, *, mac_atomic_c: int | None = No
     """DC weight stream (uint8, zero-filled to 128 bytes) of a (K, C, R, S) array."""
     w = np.asarray(w)
     _check_kcrs(w, "weight-dc")
-    order = dc_order(w.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
-                     weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), reverse)
-    return _stream_from(w, order, precision)
+    w = to_elements(w, precision)
+    if reverse:
+        w = w[:, :, ::-1, ::-1]
+    # scan per group: C-chunk -> H -> W -> K -> C' (dc_order)
+    return _pack_tiled(w, precision,
+                       0, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                       1, weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), (2, 3, 0, 1))
 
 
 def unpack_weight_dc(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None = None,
                      mac_atomic_k: int | None = None, reverse: bool = False) -> np.ndarray:
     """(K, C, R, S) weights from a DC weight stream."""
-    order = dc_order(tuple(shape), weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
-                     weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), reverse)
-    return _weights_from(data, tuple(shape), order, precision)
+    shape = tuple(int(n) for n in shape)
+    return _unpack_tiled(data, shape, precision,
+                         0, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                         1, weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), (2, 3, 0, 1),
+                         flip=(2, 3) if reverse else ())
 
 
 def weight_bytes(shape, precision: str) -> int:
@@ -195,19 +272,25 @@ def undo_pre_extend_image(w, channels: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(k, sc // channels, channels, r).transpose(0, 2, 3, 1))
 
 
+def _check_post_extension(post_extension: int, ce: int, atomic_c: int) -> None:
+    if post_extension == 1:
+        return
+    if post_extension not in (2, 4):
+        raise LayoutError(f"weight-img: channel post-extension {post_extension} must be 1, 2 or 4")
+    if post_extension * ce > atomic_c:
+        raise LayoutError(f"weight-img: post-extension {post_extension} of {ce} channels exceeds "
+                          f"the MAC atomic C ({atomic_c}) (format.rst post-extension)")
+
+
 def image_order(shape, group: int, atomic_c: int, post_extension: int = 1) -> np.ndarray:
     """Memory order of image weights given in original (K, C, R, S) shape."""
     k, c, r, s = shape
     ce = s * c
     pre = np.arange(k * c * r * s, dtype=np.int64).reshape(k, c, r, s)
     pre = pre.transpose(0, 3, 1, 2).reshape(k, ce, r)  # index of the original element
+    _check_post_extension(post_extension, ce, atomic_c)
     if post_extension == 1:
         return pre.reshape(k, ce, r, 1).ravel()[dc_order((k, ce, r, 1), group, atomic_c)]
-    if post_extension not in (2, 4):
-        raise LayoutError(f"weight-img: channel post-extension {post_extension} must be 1, 2 or 4")
-    if post_extension * ce > atomic_c:
-        raise LayoutError(f"weight-img: post-extension {post_extension} of {ce} channels exceeds "
-                          f"the MAC atomic C ({atomic_c}) (format.rst post-extension)")
     kg, rg = ceil_div(k, group), ceil_div(r, post_extension)
     idx = np.pad(pre, [(0, kg * group - k), (0, 0), (0, rg * post_extension - r)],
                  constant_values=-1)
@@ -220,18 +303,30 @@ def pack_weight_image(w, precision: str, cfg=None, *, post_extension: int = 1,
     """Image-input weight stream of original (K, C, R, S) weights (C = image channels)."""
     w = np.asarray(w)
     _check_kcrs(w, "weight-img")
-    order = image_order(w.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
-                        weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), post_extension)
-    return _stream_from(w, order, precision)
+    group = weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k)
+    atomic_c = weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c)
+    k, c, r, s = w.shape
+    _check_post_extension(post_extension, s * c, atomic_c)
+    pre = pre_extend_image(to_elements(w, precision))[..., 0]  # (K, S*C, R)
+    if post_extension == 1:  # DC of (K, S*C, R, 1): C-chunk -> H -> K -> C'
+        return _pack_tiled(pre, precision, 0, group, 1, atomic_c, (2, 0, 1))
+    # per group: line group -> K -> line -> channel (image_order)
+    return _pack_tiled(pre, precision, 0, group, 2, post_extension, (0, 2, 1))
 
 
 def unpack_weight_image(data, shape, precision: str, cfg=None, *, post_extension: int = 1,
                         mac_atomic_c: int | None = None, mac_atomic_k: int | None = None):
     """Original (K, C, R, S) weights from an image-input weight stream."""
-    order = image_order(tuple(shape),
-                        weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
-                        weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), post_extension)
-    return _weights_from(data, tuple(shape), order, precision)
+    k, c, r, s = (int(n) for n in shape)
+    group = weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k)
+    atomic_c = weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c)
+    _check_post_extension(post_extension, s * c, atomic_c)
+    pre_shape = (k, s * c, r)
+    if post_extension == 1:
+        pre = _unpack_tiled(data, pre_shape, precision, 0, group, 1, atomic_c, (2, 0, 1))
+    else:
+        pre = _unpack_tiled(data, pre_shape, precision, 0, group, 2, post_extension, (0, 2, 1))
+    return undo_pre_extend_image(pre[..., None], c)
 
 
 # -- Winograd -----------------------------------------------------------------
@@ -287,14 +382,19 @@ def winograd_weights(w, precision: str, stride: int = 1, scale: float = 1.0) -> 
     return to_elements(out.astype(np.int64), precision)
 
 
-def winograd_order(shape, group: int) -> np.ndarray:
-    """Memory order of transformed (K, C, 4, 4) weights (C a multiple of 4)."""
+def _check_winograd_shape(shape) -> None:
     k, c, r, s = shape
     if (r, s) != (4, 4):
         raise LayoutError(f"weight-winograd: transformed kernels are 4x4, got {s}x{r}")
     if c % WINOGRAD_CUBE_CHANNELS:
         raise LayoutError(f"weight-winograd: {c} channels is not a multiple of 4 "
                           "(format.rst 4x4x4 small cubes)")
+
+
+def winograd_order(shape, group: int) -> np.ndarray:
+    """Memory order of transformed (K, C, 4, 4) weights (C a multiple of 4)."""
+    _check_winograd_shape(shape)
+    k, c, r, s = shape
     kg = ceil_div(k, group)
     idx = _padded_index(shape, (kg * group, c, 4, 4))
     idx = idx.reshape(kg, group, c // 4, 4, 4, 4).transpose(0, 2, 1, 4, 5, 3)
@@ -306,16 +406,21 @@ def pack_weight_winograd(w4, precision: str, cfg=None, *,
     """Winograd weight stream of transformed (K, C, 4, 4) weights."""
     w4 = np.asarray(w4)
     _check_kcrs(w4, "weight-winograd")
-    order = winograd_order(w4.shape, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k))
-    return _stream_from(w4, order, precision)
+    _check_winograd_shape(w4.shape)
+    # per group: 4-channel cube -> K -> H -> W -> channel (winograd_order)
+    return _pack_tiled(to_elements(w4, precision), precision,
+                       0, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                       1, WINOGRAD_CUBE_CHANNELS, (0, 2, 3, 1))
 
 
 def unpack_weight_winograd(data, shape, precision: str, cfg=None, *,
                            mac_atomic_k: int | None = None) -> np.ndarray:
     """Transformed (K, C, 4, 4) weights from a Winograd weight stream."""
-    order = winograd_order(tuple(shape),
-                           weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k))
-    return _weights_from(data, tuple(shape), order, precision)
+    shape = tuple(int(n) for n in shape)
+    _check_winograd_shape(shape)
+    return _unpack_tiled(data, shape, precision,
+                         0, weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k),
+                         1, WINOGRAD_CUBE_CHANNELS, (0, 2, 3, 1))
 
 
 # -- sparse compression -------------------------------------------------------

@@ -21,15 +21,19 @@ from sim.num.cells import elementwise, results
 from sim.num.lut import LE_ENTRIES, LO_ENTRIES, choose_tables
 from sim.num.vector_fp import FP16, FP17, FP32
 from sim.num.vector_int import (
+    array_bounds,
     bit_length,
     choose,
     convert,
     convert_flag,
+    convert_owned,
     i64,
+    owned_sign_extend,
     saturate,
     shift_left_saturate,
     shift_signed,
     sign_extend,
+    step_overflow,
     wrap,
 )
 from sim.regs.enums import AluAlgo, Precision
@@ -88,8 +92,43 @@ def _x_fp(x, alu_op, mul_op, alu_bypass, alu_algo, mul_bypass, mul_prelu, relu_b
     return x
 
 
+def _one_setting(*settings) -> bool:
+    """Every setting is one value (a layer's registers), not one per element."""
+    return all(type(s) in (int, bool) or np.ndim(s) == 0 for s in settings)
+
+
+def _into(ufunc, x: np.ndarray, operand) -> np.ndarray:
+    """``ufunc(x, operand)``, written over ``x`` (the caller's own array) when the shapes allow."""
+    if x.ndim and np.broadcast_shapes(x.shape, np.shape(operand)) == x.shape:
+        return ufunc(x, operand, out=x)
+    return ufunc(x, operand)
+
+
+def _x_int_layer(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_shift,
+                 relu_bypass):
+    """:func:`_x_int` for one setting of each field and no PReLU, in place on one copy.
+
+    ALU operand: a 16-bit value shifted left by at most 15 fits 32 bits, so the
+    saturating shift is a plain one.  ReLU after the int32 saturation is the
+    saturation's lower bound raised to 0.
+    """
+    x = owned_sign_extend(x, 32)
+    if not alu_bypass:
+        op = sign_extend(alu_op, 16)
+        op = op << alu_shift if alu_shift <= 15 else shift_left_saturate(op, alu_shift, 32)
+        x = _into(_INT_ALU[AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)], x, op)
+    if not mul_bypass:
+        x = _into(np.multiply, x, sign_extend(mul_op, 16))
+    x = convert_owned(x, int(mul_shift), 0 if not relu_bypass else -(1 << 31), (1 << 31) - 1)
+    return wrap(x, 32) if np.ndim(x) == 0 else _into(np.bitwise_and, x, 0xFFFFFFFF)
+
+
 def _x_int(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu,
            mul_shift, relu_bypass):
+    if _one_setting(alu_bypass, alu_algo, alu_shift, mul_bypass, mul_prelu, mul_shift,
+                    relu_bypass) and (mul_bypass or not mul_prelu):
+        return _x_int_layer(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass,
+                            mul_shift, relu_bypass)
     x = sign_extend(x, 32)
     x = choose(alu_bypass, lambda: x, lambda: int_alu(
         np.where(alu_algo == AluAlgo.EQL, AluAlgo.SUM, alu_algo), x,
@@ -137,8 +176,43 @@ def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_e
                      lambda: out)
         return np.stack(np.broadcast_arrays(out, sat))
 
-    out, sat = choose((i64(proc_precision) & 3) == Precision.FP16.code, fp_path, int_path)
+    fp_on = (i64(proc_precision) & 3) == Precision.FP16.code
+    if (_one_setting(offset, scale, truncate, out_precision, mode_eql) and not fp_on
+            and data.ndim):
+        out, sat = _c_int_layer(data, offset, scale, truncate, out_precision)
+        return (wrap(data, 16) if mode_eql else out), sat
+    out, sat = choose(fp_on, fp_path, int_path)
     return np.where(flag(mode_eql), wrap(data, 16), out), sat
+
+
+_C_OUT_RANGE = {Precision.INT8.code: (-(1 << 7), (1 << 7) - 1),
+                Precision.INT16.code: (-(1 << 15), (1 << 15) - 1),
+                Precision.FP16.code: (-(1 << 16), (1 << 16) - 1)}  # int17, then to fp16
+
+
+def _c_int_layer(data, offset, scale, truncate, out_precision):
+    """The integer output convertor for one setting of each field, in place on one copy.
+
+    Saturating to int17 and then to int8/int16 is one clip to the narrower range.
+    """
+    x = owned_sign_extend(data, 32)
+    offset, scale = int(sign_extend(int(offset), 32)), int(sign_extend(int(scale), 16))
+    if offset:
+        x -= offset
+    if scale != 1:
+        x *= scale
+    shift = int(truncate) & 63
+    bounds = array_bounds(x) if x.size else None
+    sat = step_overflow(x, shift, 17, bounds)
+    code = int(out_precision)
+    if code == 3:  # undefined
+        return np.zeros(x.shape, np.int64), sat
+    lo, hi = _C_OUT_RANGE[code]
+    x = convert_owned(x, shift, lo, hi, bounds)
+    if code == Precision.FP16.code:
+        return fp.int_to_float(x, *FP16), sat
+    x &= 0xFFFF
+    return x, sat
 
 
 # --- Y: operand convertor, multiplier + ALU ------------------------------------

@@ -8,6 +8,8 @@ numpy gives 0 (or the sign) for shifts of 64 bits or more, as the scalar
 kernels do by hand.
 """
 
+import sys
+
 import numpy as np
 
 from sim.num.arrays import sign_extend_array
@@ -65,12 +67,81 @@ def shift_right_round(x, s) -> np.ndarray:
     if s.ndim == 0 and s < 63:  # one shift for the whole array (a layer's setting)
         if s == 0:
             return x
-        # -x rounds to -(|x| + half >> s), which is (x + half - 1) >> s
-        return (x + ((np.int64(1) << (s - 1)) - (x < 0))) >> s  # |x| <= 2**62: no overflow
+        if x.ndim == 0:
+            return (x + ((np.int64(1) << (s - 1)) - (x < 0))) >> s
+        return _round_shift_into(x + (np.int64(1) << (s - 1)), x < 0, int(s))
     m = np.abs(x)
     half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
     r = (m >> s) + half
     return np.where(x < 0, -r, r)
+
+
+def _round_shift_into(biased, negative, s: int) -> np.ndarray:
+    """``(x + half - negative) >> s`` finished in place on ``biased = x + half``.
+
+    -x rounds to -((|x| + half) >> s), which is (x + half - 1) >> s; |x| <= 2**62
+    (every datapath value): no overflow.
+    """
+    np.subtract(biased, negative, out=biased)
+    biased >>= s
+    return biased
+
+
+_LITTLE_ENDIAN = sys.byteorder == "little"
+
+
+def owned_sign_extend(x, bits: int) -> np.ndarray:
+    """:func:`sign_extend` of an array into a new int64 array the caller may change in place.
+
+    For 32 bits the low word of each int64 read as int32 is the answer, and int32 values
+    are their own: one pass.
+    """
+    if bits == 32 and isinstance(x, np.ndarray) and x.dtype == np.int32:
+        return x.astype(np.int64)
+    x = i64(x)
+    if bits == 32 and _LITTLE_ENDIAN and x.ndim and x.strides[-1] == 8:
+        return x.view(np.int32)[..., ::2].astype(np.int64)
+    out = np.left_shift(x, 64 - bits)
+    out >>= 64 - bits
+    return out
+
+
+def _round_bound(v: int, s: int) -> int:
+    """:func:`shift_right_round` of one Python int (``s`` 0..62)."""
+    return (v + (1 << (s - 1)) - (v < 0)) >> s if s else v
+
+
+def array_bounds(x: np.ndarray) -> tuple[int, int]:
+    """(min, max) of a non-empty array, as Python ints."""
+    return int(x.min()), int(x.max())
+
+
+def convert_owned(x: np.ndarray, s: int, lo: int, hi: int, bounds=None) -> np.ndarray:
+    """``clip(shift_right_round(x, s), lo, hi)`` for one shift ``s`` (0..63), reusing
+    ``x`` -- an int64 array of the caller's, |x| <= 2**62 -- as the result.
+
+    One array pass per step and no temporaries but a boolean mask: the layer path of
+    :func:`convert` (``lo``/``hi`` may be any range inside the saturation's, a ReLU's 0).
+    ``bounds``, the (min, max) of ``x`` when the caller has them, tell which clip is
+    needed (rounding keeps the order); without them they are looked up after rounding.
+    """
+    if not (isinstance(x, np.ndarray) and x.ndim and x.size):
+        return np.clip(shift_right_round(x, s), lo, hi)
+    if 0 < s < 63:
+        negative = x < 0
+        x += np.int64(1) << (s - 1)
+        x = _round_shift_into(x, negative, s)
+    elif s:
+        x, bounds = shift_right_round(x, s), None
+    low, high = array_bounds(x) if bounds is None else (_round_bound(bounds[0], s),
+                                                        _round_bound(bounds[1], s))
+    if low < lo and high > hi:
+        return np.clip(x, lo, hi, out=x)
+    if low < lo:
+        return np.maximum(x, lo, out=x)
+    if high > hi:
+        return np.minimum(x, hi, out=x)
+    return x
 
 
 def convert(x, s, bits: int) -> np.ndarray:
@@ -80,8 +151,32 @@ def convert(x, s, bits: int) -> np.ndarray:
 
 def convert_flag(x, s, bits: int) -> tuple:
     """``convert`` and the saturation flag (result more than a rounding step from ``x >> s``)."""
+    x, s = i64(x), i64(s)
     y = convert(x, s, bits)
-    return y, np.abs((i64(x) >> i64(s)) - y) > 1
+    if s.ndim == 0:
+        return y, step_overflow(x, int(s), bits)
+    return y, np.abs((x >> s) - y) > 1
+
+
+def step_overflow(x: np.ndarray, s: int, bits: int, bounds=None) -> np.ndarray:
+    """``convert_flag``'s flag for one shift ``s`` (0..63), from ``x`` alone.
+
+    ``y`` is ``x >> s`` or one more, saturated, so it is more than a step from
+    ``x >> s`` exactly when ``x >> s >= 2**(bits-1) + 1`` or ``x >> s <= -2**(bits-1) - 2``:
+    ``x >= t`` or ``x < -t`` with ``t = (2**(bits-1) + 1) << s``.  The range of ``x`` is
+    looked at first (``bounds``, its (min, max), when the caller has them): most layers
+    cannot saturate at all.
+    """
+    x = i64(x)
+    t = ((1 << (bits - 1)) + 1) << s
+    if not x.size or t > np.iinfo(np.int64).max:
+        return np.zeros(x.shape, bool)
+    low, high = array_bounds(x) if bounds is None else bounds
+    if high < t and low >= -t:
+        return np.zeros(x.shape, bool)
+    flag = x >= t
+    flag |= x < -t
+    return flag
 
 
 def shift_left_saturate(x, s, bits: int) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""The block copies of :mod:`sim.dma.weights` against the index permutations.
+
+``pack_*``/``unpack_*`` reshape and transpose whole blocks; the ``*_order``
+functions give the same layouts as one gather index each (element i of the
+stream is ``w.ravel()[order[i]]``), written independently.  Every layout case
+is run: int8/int16/fp16, whole and short last kernel groups and channel chunks,
+one group or several, deconvolution's reversed scan, image input with channel
+post-extension 1/2/4 (short last line group), Winograd, compressed streams.
+"""
+
+import numpy as np
+import pytest
+
+from sim.configs import get_config
+from sim.dma.elements import as_bytes, element_dtype, from_bytes
+from sim.dma.weights import (
+    WEIGHT_SIZE_ALIGN,
+    compress_weights,
+    dc_order,
+    decompress_weights,
+    group_bytes,
+    image_order,
+    pack_weight_dc,
+    pack_weight_image,
+    pack_weight_winograd,
+    unpack_weight_dc,
+    unpack_weight_image,
+    unpack_weight_winograd,
+    weight_atomic_c,
+    weight_group_size,
+    winograd_order,
+)
+
+PRECISIONS = ["int8", "int16", "fp16"]
+CONFIGS = [get_config(name) for name in ("nv_full", "nv_small")]
+
+
+def random_weights(rng, shape, precision):
+    if precision == "fp16":
+        return rng.integers(0, 1 << 16, shape, dtype=np.uint16)
+    info = np.iinfo(element_dtype(precision))
+    return rng.integers(info.min, info.max + 1, shape).astype(element_dtype(precision))
+
+
+def gather_stream(w, order, precision):
+    """The reference stream: a gather through the order, zero-filled to 128 bytes."""
+    raw = as_bytes(np.asarray(w).ravel()[order]).ravel()
+    out = np.zeros(-(-raw.size // WEIGHT_SIZE_ALIGN) * WEIGHT_SIZE_ALIGN, np.uint8)
+    out[: raw.size] = raw
+    return out
+
+
+def scatter_weights(data, shape, order, precision):
+    """The reference unpack: a scatter through the order."""
+    size = order.size * np.dtype(element_dtype(precision)).itemsize
+    elems = from_bytes(np.asarray(data[:size]).reshape(order.size, -1), precision)
+    out = np.empty(order.size, element_dtype(precision))
+    out[order] = elems
+    return out.reshape(shape)
+
+
+def dc_shapes(cfg, precision):
+    group, atomic_c = weight_group_size(precision, cfg), weight_atomic_c(cfg)
+    for k in (1, group - 1, group, group + 3, 3 * group, 2 * group + 1):
+        for c in (1, atomic_c - 1, atomic_c, atomic_c + 5, 3 * atomic_c):
+            for r, s in ((1, 1), (3, 3), (2, 5)):
+                if k >= 1 and c >= 1:
+                    yield k, c, r, s
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_dc_blocks_match_the_gather(cfg, precision, reverse):
+    rng = np.random.default_rng(1234)
+    group, atomic_c = weight_group_size(precision, cfg), weight_atomic_c(cfg)
+    for shape in dc_shapes(cfg, precision):
+        w = random_weights(rng, shape, precision)
+        order = dc_order(shape, group, atomic_c, reverse)
+        want = gather_stream(w, order, precision)
+        got = pack_weight_dc(w, precision, cfg, reverse=reverse)
+        np.testing.assert_array_equal(got, want, err_msg=str(shape))
+        noisy = np.concatenate([want, rng.integers(0, 256, 64, dtype=np.uint8)])
+        back = unpack_weight_dc(noisy, shape, precision, cfg, reverse=reverse)
+        np.testing.assert_array_equal(back, scatter_weights(noisy, shape, order, precision))
+        np.testing.assert_array_equal(back, w)
+        assert back.dtype == element_dtype(precision) and back.flags.c_contiguous
+
+
+def test_dc_blocks_with_odd_atoms_and_bytes_input():
+    rng = np.random.default_rng(7)
+    for k, c, group, atomic_c in ((13, 11, 4, 3), (5, 40, 2, 7), (9, 2, 16, 64)):
+        shape = (k, c, 2, 3)
+        w = random_weights(rng, shape, "int16")
+        order = dc_order(shape, group, atomic_c)
+        want = gather_stream(w, order, "int16")
+        got = pack_weight_dc(w, "int16", mac_atomic_c=atomic_c, mac_atomic_k=2 * group)
+        np.testing.assert_array_equal(got, want)
+        back = unpack_weight_dc(bytes(want), shape, "int16", mac_atomic_c=atomic_c,
+                                mac_atomic_k=2 * group)
+        np.testing.assert_array_equal(back, w)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("post_extension", [1, 2, 4])
+def test_image_blocks_match_the_gather(precision, post_extension):
+    rng = np.random.default_rng(99 + post_extension)
+    cfg = get_config("nv_full")
+    group, atomic_c = weight_group_size(precision, cfg), weight_atomic_c(cfg)
+    for k in (1, group - 1, group, 2 * group + 5):
+        for c, r, s in ((1, 3, 3), (3, 7, 7), (4, 5, 2), (3, 1, 3), (2, 6, 1)):
+            if post_extension * s * c > atomic_c:
+                continue
+            shape = (k, c, r, s)
+            w = random_weights(rng, shape, precision)
+            order = image_order(shape, group, atomic_c, post_extension)
+            want = gather_stream(w, order, precision)
+            got = pack_weight_image(w, precision, cfg, post_extension=post_extension)
+            np.testing.assert_array_equal(got, want, err_msg=str(shape))
+            back = unpack_weight_image(want, shape, precision, cfg,
+                                       post_extension=post_extension)
+            np.testing.assert_array_equal(back, scatter_weights(want, shape, order, precision))
+            np.testing.assert_array_equal(back, w)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_winograd_blocks_match_the_gather(cfg, precision):
+    rng = np.random.default_rng(5)
+    group = weight_group_size(precision, cfg)
+    for k in (1, group - 1, group, 2 * group + 3):
+        for c in (4, 12, 36):
+            shape = (k, c, 4, 4)
+            w = random_weights(rng, shape, precision)
+            order = winograd_order(shape, group)
+            want = gather_stream(w, order, precision)
+            np.testing.assert_array_equal(pack_weight_winograd(w, precision, cfg), want)
+            back = unpack_weight_winograd(want, shape, precision, cfg)
+            np.testing.assert_array_equal(back, scatter_weights(want, shape, order, precision))
+            np.testing.assert_array_equal(back, w)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_compressed_dc_blocks_match_the_gather(precision):
+    rng = np.random.default_rng(21)
+    cfg = get_config("nv_small")
+    group = weight_group_size(precision, cfg)
+    shape = (2 * group + 3, 19, 3, 3)
+    w = random_weights(rng, shape, precision)
+    w[rng.random(shape) < 0.6] = 0
+    stream = pack_weight_dc(w, precision, cfg)
+    kernel_bytes = int(np.prod(shape[1:])) * np.dtype(element_dtype(precision)).itemsize
+    groups = group_bytes(shape[0], kernel_bytes, group)
+    packed = compress_weights(stream, precision, groups)
+    plain = decompress_weights(packed, precision, groups)
+    order = dc_order(shape, group, weight_atomic_c(cfg))
+    np.testing.assert_array_equal(unpack_weight_dc(plain, shape, precision, cfg),
+                                  scatter_weights(plain, shape, order, precision))
+    np.testing.assert_array_equal(unpack_weight_dc(plain, shape, precision, cfg), w)
