@@ -214,3 +214,23 @@ def njit(*args, **kwargs):
     if args:
         raise TypeError("njit: explicit signatures are not supported")
     return decorate
+
+
+@intrinsic
+def prefer_wide_vectors(typingctx):
+    """Let LLVM vectorise the kernel that calls this at the processor's full vector width.
+
+    LLVM prefers 256-bit vectors on processors with AVX-512 (a global default that
+    ``NUMBA_CPU_FEATURES`` could change for every kernel); the fp16 MAC kernels are long
+    runs of 32-bit integer work that gain a fifth from 512-bit vectors, so they ask for
+    them with this function attribute.  It emits no code; a processor without wide
+    vectors ignores it.
+    """
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        # llvmlite's attribute set knows only keyword attributes; this one is a string
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
+        return context.get_dummy_value()
+
+    return types.none(), codegen

@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..dma.align import ceil_div
-from ..jit import njit, run_split
-from ..num.booth import TABLE_ROWS, booth_row_indices, prefer_wide_vectors
+from ..jit import njit, prefer_wide_vectors, run_split
+from ..num.booth import TABLE_ROWS, booth_row_indices
 from ..num.mac import (
     MAC_NAN_EXP,
     block_sum,

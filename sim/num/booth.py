@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.jit import intrinsic, njit
+from sim.jit import njit
 from sim.num.word32 import add32, and32, or32, shl32, shr32, sub32, word32, xor32
 
 M32 = 0xFFFFFFFF
@@ -123,26 +123,6 @@ def booth_lane(negative, wt, dat, shift):
     of 4) before they are added with the sign compensation; 0 for shifts of 32 or more."""
     a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
     return _shifted_sum32(a, b, shift)
-
-
-@intrinsic
-def prefer_wide_vectors(typingctx):
-    """Let LLVM vectorise the kernel that calls this at the processor's full vector width.
-
-    LLVM prefers 256-bit vectors on processors with AVX-512 (a global default that
-    ``NUMBA_CPU_FEATURES`` could change for every kernel); the fp16 MAC kernels are long
-    runs of 32-bit integer work that gain a fifth from 512-bit vectors, so they ask for
-    them with this function attribute.  It emits no code; a processor without wide
-    vectors ignores it.
-    """
-    from numba.core import types
-
-    def codegen(context, builder, sig, args):
-        # llvmlite's attribute set knows only keyword attributes; this one is a string
-        set.add(builder.function.attributes, '"prefer-vector-width"="512"')
-        return context.get_dummy_value()
-
-    return types.none(), codegen
 
 
 # --- the multiplier with its weight recoded on the fly ----------------------------

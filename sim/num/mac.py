@@ -88,13 +88,12 @@ from __future__ import annotations
 import numpy as np
 
 from sim.dma.align import ceil_div
-from sim.jit import njit
+from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import (
     booth_data_table,
     booth_lane,
     booth_lane_masked,
     booth_lane_table,
-    prefer_wide_vectors,
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
