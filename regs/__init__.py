@@ -125,6 +125,8 @@ class RegisterMap:
         self._by_name = {r.full_name: r for u in units for r in u.registers}
         self._resets: dict[tuple[str, bool], dict[str, int]] = {}
         self._fields: dict[str, dict[str, list[Register]]] = {}
+        self._decoders: dict[tuple[str, str], dict[str, tuple | None]] = {}
+        self._memos: dict = {}
         self._by_addr = {m: {} for m in ADDRESS_MAPS}
         for u in units:
             for amap, base in u.bases.items():
@@ -159,6 +161,26 @@ class RegisterMap:
                 for f in reg.fields:
                     index.setdefault(f.name.lower(), []).append(reg)
         return index
+
+    def field_decoders(self, unit: str, address_map: str) -> dict[str, tuple | None]:
+        """Field name (lower case) -> (register name, stored mask, lsb) of ``unit``'s
+        fields on ``address_map``, None for a name several registers share (computed once:
+        every decoded snapshot of a unit reads its fields through it)."""
+        table = self._decoders.get((unit, address_map))
+        if table is None:
+            table = self._decoders[unit, address_map] = {
+                name: (regs[0].name, regs[0].field(name.upper()).stored_mask(address_map),
+                       regs[0].field(name.upper()).lsb) if len(regs) == 1 else None
+                for name, regs in self.field_index(unit).items()}
+        return table
+
+    def memo(self, key) -> dict:
+        """A dict kept with this map for tables derived from it (``key`` names the table;
+        the users of the map fill it): work done once per map, not once per machine."""
+        table = self._memos.get(key)
+        if table is None:
+            table = self._memos[key] = {}
+        return table
 
     def __len__(self):
         return len(self._by_name)

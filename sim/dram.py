@@ -204,6 +204,11 @@ class Memory:
         return self._copy_out(addr, size)
 
     def _copy_out(self, addr: int, size: int) -> np.ndarray:
+        off = addr & PAGE_MASK
+        if off + size <= PAGE_SIZE:  # the usual read, inside one page
+            data = self._pages.get(addr >> PAGE_BITS)
+            if data is not None:
+                return data[off : off + size].copy()
         out = np.zeros(size, dtype=np.uint8)
         for page, off, pos, n in self._chunks(addr, size):
             data = self._pages.get(page)
@@ -221,21 +226,29 @@ class Memory:
         of the window is written back unchanged.
         """
         buf = _as_u8(data)
-        self.check(addr, buf.size, what, "write")
+        size = buf.size
+        self.check(addr, size, what, "write")
         if self._layer_reads:
-            self._check_overlap(LayerAccess(addr, buf.size, what, lines))
-        self._reserve(addr, buf.size, what)
+            self._check_overlap(LayerAccess(addr, size, what, lines))
+        off = addr & PAGE_MASK
+        # the usual write, inside one page already held, needs no room
+        held = self._pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
+        if held is None:
+            self._reserve(addr, size, what)
         if self._layer_reads is not None:
             self.layer_writes += 1
             if self._write_log is not None:
-                self._write_log.append((addr, addr + buf.size, self.layer_writes))
-        for page, off, pos, n in self._chunks(addr, buf.size):
-            dst = self._pages.get(page)
-            if dst is None:
-                dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
-            dst[off : off + n] = buf[pos : pos + n]
+                self._write_log.append((addr, addr + size, self.layer_writes))
+        if held is not None:
+            held[off : off + size] = buf
+        else:
+            for page, off, pos, n in self._chunks(addr, size):
+                dst = self._pages.get(page)
+                if dst is None:
+                    dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
+                dst[off : off + n] = buf[pos : pos + n]
         if self.listeners:
-            self.listeners.wrote(self, addr, buf.size)
+            self.listeners.wrote(self, addr, size)
 
     def log_layer_writes(self) -> None:
         """Keep the range of every in-layer write from now on (for :meth:`last_layer_write`)."""

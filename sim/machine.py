@@ -96,6 +96,12 @@ class Machine:
         # only engines that intercept at all (every trace line is a register write)
         self._write_hooks = _hooks(self.engines, "on_write")
         self._read_hooks = _hooks(self.engines, "on_read")
+        # unit -> the feature its registers need that this configuration lacks
+        self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
+                         if not getattr(self.config, feature)}
+        # write_reg's argument -> its plan, shared by every machine of this address map
+        self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
+            ("machine writes", self.config.address_map))
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -156,22 +162,35 @@ class Machine:
             return self.regfile.register_at(reg)
         return self.regfile.register(reg)
 
+    def _write_plan(self, reg: str | int) -> tuple:
+        """What a CSB write of ``reg`` does, worked out once per register and address map:
+        (register, the interrupt bits it sets (S_INTR_SET) or None, the register file's
+        plan)."""
+        r = self._reg(reg)
+        sets = None
+        if r.unit == GLB and r.name == "S_INTR_SET_0":
+            sets = r.mask(self.config.address_map, ("wo",))
+        plan = self._write_plans[reg] = (r, sets, self.regfile.write_plan(r))
+        return plan
+
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
-        r = self._reg(reg)
+        r, sets, rf_plan = self._write_plans.get(reg) or self._write_plan(reg)
         if self.register_listeners:
             self.register_listeners.wrote_register(r, value)
-        feature = UNIT_FEATURES.get(r.unit)
-        if feature:  # a block this configuration does not have
-            self.config.require(feature, r.full_name)
-        if r.unit == GLB and r.name == "S_INTR_SET_0":
-            self._raise_bits(value & r.mask(self.config.address_map, ("wo",)))
+        unit = r.unit
+        if unit in self._lacking:  # a block this configuration does not have
+            self.config.require(self._lacking[unit], r.full_name)
+        if sets is not None:
+            self._raise_bits(value & sets)
             return
-        for engine in self._write_hooks.get(r.unit, ()):
-            if engine.on_write(self, r, value):
-                return
-        if self.regfile.cpu_write(r, value) == "launch":
-            self._launches.append(r.unit)
+        hooks = self._write_hooks.get(unit)
+        if hooks:
+            for engine in hooks:
+                if engine.on_write(self, r, value):
+                    return
+        if self.regfile.apply_write(rf_plan, value) == "launch":
+            self._launches.append(unit)
 
     def read_reg(self, reg: str | int) -> int:
         r = self._reg(reg)

@@ -8,7 +8,9 @@ read any of them; ``format_memory_file`` and ``write_memory_file`` write one.
 
 from __future__ import annotations
 
+import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +86,55 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
 
     Returns (offset, bytes) records; raises SimError naming file:line on bad input.
     """
-    path = Path(path)
+    parsed = _parse_record_dat(Path(path))
+    if isinstance(parsed, list):
+        return parsed
+    offsets, sizes, data = parsed
+    ends = np.cumsum(sizes).tolist()
+    return [(offset, data[end - size:end])
+            for offset, size, end in zip(offsets.tolist(), sizes.tolist(), ends, strict=True)]
+
+
+@dataclass(frozen=True)
+class RecordFile:
+    """What a record ``.dat`` file loads: ``runs`` are its records, each one that starts
+    where the previous ended joined to it (:func:`record_runs`: the same bytes written in
+    the same order), ``extent`` the end of its furthest record (:func:`record_dat_extent`)."""
+
+    runs: list[tuple[int, bytes]]
+    extent: int
+
+
+def read_record_file(path: str | Path) -> RecordFile:
+    """The runs and extent of a record ``.dat`` file (:func:`read_record_dat`'s records,
+    joined without making an object per record)."""
+    parsed = _parse_record_dat(Path(path))
+    if isinstance(parsed, list):
+        return RecordFile(record_runs(parsed), record_dat_extent(parsed))
+    offsets, sizes, data = parsed
+    ends = offsets + sizes
+    first = [0, *(np.flatnonzero(offsets[1:] != ends[:-1]) + 1).tolist()]  # of each run
+    positions = [0, *np.cumsum(sizes).tolist()]  # of each record's payload in data
+    starts = offsets[first].tolist()
+    runs = [(start, data[positions[i]:positions[j]])
+            for start, i, j in zip(starts, first, [*first[1:], len(offsets)], strict=True)]
+    return RecordFile(runs, int(ends.max()))
+
+
+def _parse_record_dat(path: Path) -> tuple[np.ndarray, np.ndarray, bytes] | list:
+    """A file as gen and NVIDIA's tools write it: (offsets, sizes, every payload joined);
+    any other file: the record list of the general parse (which names a bad line)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    parsed = _canonical_records(raw)
+    if parsed is not None:
+        return parsed
+    return _parse_record_text(path)
+
+
+def _parse_record_text(path: Path) -> list[tuple[int, bytes]]:
     text = _read_text(path)
     if not text.strip():
         raise SimError(f"{path}: holds no memory records (expected {{offset:0x.., size:N, "
@@ -121,6 +171,94 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
         records.append((offset, payload))
     check_gap(end, len(text))
     return records
+
+
+# one record line as gen and NVIDIA's tools write it (offsets below 2**60, sizes below 10**6)
+_CANONICAL_RECORD = re.compile(
+    rb"\{offset:0x([0-9a-fA-F]{1,15}), size:([1-9][0-9]{0,5}), payload:"
+    rb"((?:0x[0-9a-fA-F]{2} )*0x[0-9a-fA-F]{2})\} ,\n")
+_MOST_LAYOUTS = 64  # more different line layouts than this: the general parse
+
+
+def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    """(offsets, sizes, the payloads joined) of a record file in the layout gen and
+    NVIDIA's tools write: a ``{`` line, one ``{offset:0xHEX, size:N, payload:0xHH ..} ,``
+    line per record, a ``}`` line.  Consecutive lines of one length are checked and
+    decoded as the rows of one array against the first of them (the offset and payload
+    digits vary, nothing else may); None for anything else (the general parse then reads
+    it, and names the line of a fault)."""
+    if raw.endswith(b"\n}\n"):
+        stop = len(raw) - 2  # just past the newline ending the last record line
+    elif raw.endswith(b"\n}"):
+        stop = len(raw) - 1
+    else:
+        return None
+    if not raw.startswith(b"{\n") or stop <= 2:
+        return None
+    arr = np.frombuffer(raw, np.uint8)
+    ends = np.flatnonzero(arr[2:stop] == 10) + 3  # just past each record line's newline
+    widths = np.diff(ends, prepend=2)
+    firsts = [0, *(np.flatnonzero(widths[1:] != widths[:-1]) + 1).tolist()]  # of each layout
+    if len(firsts) > _MOST_LAYOUTS:
+        return None
+    offsets, sizes, data = [], [], []
+    for first, last in zip(firsts, [*firsts[1:], len(widths)], strict=True):
+        rows, width = last - first, int(widths[first])
+        decoded = _record_rows(raw, arr, int(ends[first]) - width, rows, width)
+        if decoded is None:
+            return None
+        offsets.append(decoded[0])
+        sizes.append(np.full(rows, decoded[1], np.int64))
+        data.append(decoded[2])
+    if len(offsets) == 1:
+        return offsets[0], sizes[0], data[0]
+    return np.concatenate(offsets), np.concatenate(sizes), b"".join(data)
+
+
+def _record_rows(raw: bytes, arr: np.ndarray, start: int, rows: int,
+                 width: int) -> tuple[np.ndarray, int, bytes] | None:
+    """(offsets, size, payload bytes) of ``rows`` record lines of ``width`` bytes (with
+    their newline) at ``start``, when every one is laid out as the first."""
+    m = _CANONICAL_RECORD.fullmatch(raw, start, start + width)
+    if m is None:
+        return None
+    size = int(m.group(2))
+    (o0, o1), (p0, p1) = m.span(1), m.span(3)
+    if p1 - p0 != 5 * size - 1:  # the size disagrees with the payload
+        return None
+    o0, o1, p0 = o0 - start, o1 - start, p0 - start
+    body = arr[start:start + rows * width].reshape(rows, width)
+    fixed, weights = _record_layout(width, o0, o1, p0, size)
+    if rows > 1 and ((body != body[0]).any(axis=0) & fixed).any():
+        return None
+    pairs = np.ndarray((rows, size), "<u2", raw, start + p0 + 2, (width, 5))  # "HH" of 0xHH
+    values = _hex_pairs()[pairs]
+    digits = _HEX_DIGIT[body[:, o0:o1]]
+    if values.max() > 0xFF or digits.max() > 0xF:
+        return None
+    offsets = (digits * weights).sum(axis=1, dtype=np.int64)
+    return offsets, size, values.astype(np.uint8).tobytes()
+
+
+@functools.lru_cache(maxsize=256)
+def _record_layout(width: int, o0: int, o1: int, p0: int,
+                   size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the columns of a record line that no two lines of the layout may differ in, the
+    weights of its offset's hex digits)."""
+    fixed = np.ones(width, bool)
+    fixed[o0:o1] = False
+    fixed[p0 + 2:p0 + 5 * size:5] = fixed[p0 + 3:p0 + 5 * size:5] = False
+    return fixed, np.int64(16) ** np.arange(o1 - o0 - 1, -1, -1, dtype=np.int64)
+
+
+@functools.cache
+def _hex_pairs() -> np.ndarray:
+    """Two hex digits read as a little-endian uint16 -> their byte value (0xFFFF: not hex)."""
+    table = np.full(1 << 16, 0xFFFF, np.uint16)
+    digits = np.flatnonzero(_HEX_DIGIT <= 15)
+    high, low = np.meshgrid(digits, digits, indexing="ij")
+    table[high | (low << 8)] = (_HEX_DIGIT[high] << 4) | _HEX_DIGIT[low]
+    return table
 
 
 def _well_formed_records(text: str) -> list[tuple[int, bytes]] | None:
@@ -248,14 +386,20 @@ def _regular_hex(raw: bytes, start: int) -> bytes | None:
     body = np.frombuffer(raw, np.uint8, count=lines * width, offset=start).reshape(lines, width)
     fixed = np.ones(width, bool)
     fixed[xs + 1] = fixed[xs + 2] = False
-    if not (body[:, fixed] == line[fixed]).all():
+    if lines > 1 and ((body != line).any(axis=0) & fixed).any():
         return None
-    high, low = _HEX_DIGIT[body[:, xs + 1]], _HEX_DIGIT[body[:, xs + 2]]
-    if ((high | low) > 15).any():
+    steps = np.diff(xs)
+    if steps.size == 0 or (steps == steps[0]).all():  # evenly spaced: read "HH" in place
+        step = int(steps[0]) if steps.size else 2
+        pairs = np.ndarray((lines, xs.size), "<u2", raw, start + int(xs[0]) + 1, (width, step))
+    else:
+        pairs = body[:, xs + 1].astype(np.uint16) | (body[:, xs + 2].astype(np.uint16) << 8)
+    values = _hex_pairs()[pairs]
+    if values.max() > 0xFF:
         return None
     tail = raw[start + lines * width:].decode("latin-1")
     rest = _hex_bytes(tail) if tail.strip() else b""
-    return None if rest is None else ((high << 4) | low).tobytes() + rest
+    return None if rest is None else values.astype(np.uint8).tobytes() + rest
 
 
 def _read_hex_tokens(path: Path) -> bytes:
@@ -381,9 +525,9 @@ def load_image(path: str | Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes
         return data
     head = _read_text(path)[:4096]
     if "offset" in head and "payload" in head:
-        records = read_record_dat(path)
-        buf = bytearray(check_extent(record_dat_extent(records), f"{path}: records", limits))
-        for off, payload in records:
+        image = read_record_file(path)
+        buf = bytearray(check_extent(image.extent, f"{path}: records", limits))
+        for off, payload in image.runs:
             buf[off : off + len(payload)] = payload
         return bytes(buf)
     return read_hex_dat(path)

@@ -21,6 +21,8 @@ from .regs.enums import Precision
 
 IDLE, RUNNING, PENDING = 0, 1, 2
 GROUPS = (0, 1)
+# what a CSB write of a register does besides storing its bits (RegisterFile.write_plan)
+PLAIN, POINTER, OP_ENABLE = 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Block:
         self._regmap = regmap
         self._address_map = address_map
         self._fields = regmap.field_index(unit)
+        # field name -> (register name, stored mask, lsb); None: several registers have it
+        self._decoders = regmap.field_decoders(unit, address_map)
 
     @property
     def unit(self) -> str:
@@ -68,15 +72,15 @@ class Block:
         return self._words[self._regmap.by_name(f"{self._unit}.{name}").name]
 
     def __getattr__(self, name: str) -> int:
-        if name.startswith("_"):
+        if name[:1] == "_":
             raise AttributeError(name)
-        regs_with = self.__dict__["_fields"].get(name)
-        if not regs_with:
+        entry = self.__dict__["_decoders"].get(name, False)
+        if not entry:
+            if entry is None:
+                raise AttributeError(f"{self._unit}.{name.upper()} is ambiguous: use block.reg()")
             raise AttributeError(f"{self._unit} has no field {name.upper()}")
-        if len(regs_with) > 1:
-            raise AttributeError(f"{self._unit}.{name.upper()} is ambiguous: use block.reg()")
-        reg = regs_with[0]
-        value = reg.field(name.upper()).decode(self._words[reg.name], self._address_map)
+        reg_name, mask, lsb = entry  # as Field.decode computes it
+        value = (self._words[reg_name] & mask) >> lsb
         self.__dict__[name] = value  # a snapshot: decoded once, then a plain attribute
         return value
 
@@ -110,6 +114,8 @@ class RegisterFile:
         self.producer: dict[str, int] = {}
         self.consumer: dict[str, int] = {}
         self.armed: dict[str, list[bool]] = {}
+        # (unit, register) -> write plan, shared by every register file of this map
+        self._plans: dict[tuple[str, str], tuple] = self.regmap.memo(("write plans", address_map))
         for name in self.units:
             self.single[name] = dict(self.regmap.reset_words(name))
             grouped = self.regmap.reset_words(name, double_buffered=True)
@@ -152,20 +158,46 @@ class RegisterFile:
         self._store(reg, group)[reg.name] = value & 0xFFFFFFFF
 
     # -- CPU-side access -----------------------------------------------------
+    def write_plan(self, reg: regtable.Register) -> tuple:
+        """How a CSB write of ``reg`` applies, worked out once per register and address
+        map (every trace line is a write): (unit, register name, PLAIN/POINTER/OP_ENABLE,
+        writable bits, write-1-to-clear bits, double-buffered?, (mask, lsb) of S_POINTER's
+        PRODUCER field or None)."""
+        plan = self._plans.get((reg.unit, reg.name))
+        if plan is None:
+            amap, unit = self.address_map, reg.unit
+            kind, producer = PLAIN, None
+            if reg.name == "S_POINTER_0" and unit in self.producer:
+                kind = POINTER
+                f = reg.field("PRODUCER")
+                producer = (f.stored_mask(amap), f.lsb)
+            elif reg.name == "D_OP_ENABLE_0" and unit in self.armed:
+                kind = OP_ENABLE
+            plan = (unit, reg.name, kind, reg.mask(amap, ("rw",)), reg.mask(amap, ("w1c",)),
+                    reg.double_buffered, producer)
+            self._plans[reg.unit, reg.name] = plan
+        return plan
+
     def cpu_write(self, reg: regtable.Register, value: int) -> str | None:
         """Apply a CSB write.  Returns ``"launch"`` when an OP_EN was armed."""
+        return self.apply_write(self.write_plan(reg), value)
+
+    def apply_write(self, plan: tuple, value: int) -> str | None:
+        """:meth:`cpu_write` by a register's :meth:`write_plan`."""
+        unit, name, kind, writable, w1c, grouped, producer = plan
         value &= 0xFFFFFFFF
-        store = self._store(reg)
-        amap = self.address_map
-        if reg.name == "S_POINTER_0" and reg.unit in self.producer:
-            self.producer[reg.unit] = reg.field("PRODUCER").decode(value, amap)
+        if kind == POINTER:
+            mask, lsb = producer
+            self.producer[unit] = (value & mask) >> lsb
             return None
-        writable = reg.mask(amap, ("rw",))
-        w1c = reg.mask(amap, ("w1c",))
-        old = store[reg.name]
-        store[reg.name] = (old & ~writable & ~w1c) | (value & writable) | (old & w1c & ~value)
-        if reg.name == "D_OP_ENABLE_0" and reg.unit in self.armed:
-            self.armed[reg.unit][self.producer[reg.unit]] = bool(value & 1)
+        store = self.grouped[unit][self.producer[unit]] if grouped else self.single[unit]
+        old = store[name]
+        if w1c:
+            store[name] = (old & ~writable & ~w1c) | (value & writable) | (old & w1c & ~value)
+        else:
+            store[name] = (old & ~writable) | (value & writable)
+        if kind == OP_ENABLE:
+            self.armed[unit][self.producer[unit]] = bool(value & 1)
             if value & 1:
                 return "launch"
         return None

@@ -28,9 +28,9 @@ from .ops import (
     RegWrite,
     Sync,
     format_text,
-    numbered_lines,
-    numbered_text,
     parse_int,
+    read_trace,
+    reg_write_op,
 )
 
 _CALL = re.compile(r"^\s*([A-Za-z_]\w*)\s*\((.*)\)\s*;?\s*$")
@@ -89,42 +89,57 @@ def _split_args(text: str) -> list[str]:
     return args
 
 
-def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
+def _parse_text(text: str, source: str, comments: bool) -> list[Op]:
     ops: list[Op] = []
-    for where, raw in lines:
-        quick = _REG_WRITE.match(raw)
-        if quick:
-            value = parse_int(quick.group(2), where, "register value", 32)
-            note = (quick.group(3) or "").strip()
-            ops.append(RegWrite(quick.group(1), value, where=where, note=note))
+    append = ops.append
+    quick_match = _REG_WRITE.match
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        quick = quick_match(raw)
+        if quick is not None:  # the usual line, parsed as parse_int and _convert would
+            reg, text_value, note = quick.groups()
+            where = f"{source}:{lineno}"
+            try:
+                value = int(text_value, 0)
+                if value >> 32:
+                    raise ValueError
+            except ValueError:
+                value = parse_int(text_value, where, "register value", 32)  # raises
+            append(reg_write_op(reg, value, where, note.strip() if note else ""))
             continue
-        line, comment = _split_comment(raw)
-        note = (comment or "").strip()
-        if not line or line in ("{", "}"):
-            if comments and not line and comment is not None:
-                ops.append(Comment(note, where=where))
-            continue
-        m = _CALL.match(line)
-        if not m:
-            raise SimError(f"not a trace command: {line[:60]!r}", where=where)
-        cmd, args = m.group(1), _split_args(m.group(2))
-        if cmd not in ARITY:
-            raise SimError(f"unknown command {cmd!r}", where=where)
-        lo, hi = ARITY[cmd]
-        if not lo <= len(args) <= hi:
-            raise SimError(f"{cmd} takes {lo}..{hi} arguments, got {len(args)}", where=where)
-        ops.append(_convert(cmd, args, where, note))
+        op = _parse_line(f"{source}:{lineno}", raw, comments)
+        if op is not None:
+            append(op)
     return ops
+
+
+def _parse_line(where: str, raw: str, comments: bool) -> Op | None:
+    """The op of a line other than a plain reg_write (None: nothing to do)."""
+    line, comment = _split_comment(raw)
+    note = (comment or "").strip()
+    if not line or line in ("{", "}"):
+        if comments and not line and comment is not None:
+            return Comment(note, where=where)
+        return None
+    m = _CALL.match(line)
+    if not m:
+        raise SimError(f"not a trace command: {line[:60]!r}", where=where)
+    cmd, args = m.group(1), _split_args(m.group(2))
+    if cmd not in ARITY:
+        raise SimError(f"unknown command {cmd!r}", where=where)
+    lo, hi = ARITY[cmd]
+    if not lo <= len(args) <= hi:
+        raise SimError(f"{cmd} takes {lo}..{hi} arguments, got {len(args)}", where=where)
+    return _convert(cmd, args, where, note)
 
 
 def parse_cfg(path: str | Path, comments: bool = False) -> list[Op]:
     """The ops of the ``.cfg`` trace at ``path`` (whole-line comments too if ``comments``)."""
-    return _parse_lines(numbered_lines(path), comments)
+    return _parse_text(read_trace(path), str(path), comments)
 
 
 def parse(text: str, source: str = "<cfg>", comments: bool = False) -> list[Op]:
     """The ops of ``.cfg`` trace text; errors name ``source:line``."""
-    return _parse_lines(numbered_text(text, source), comments)
+    return _parse_text(text, source, comments)
 
 
 def _unquote(text: str, where: str) -> str:

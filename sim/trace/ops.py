@@ -202,11 +202,28 @@ def numbered_text(text: str, source: str) -> Iterator[tuple[str, str]]:
         yield f"{source}:{lineno}", raw
 
 
-def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
-    """("file:line", text) for each line of a trace file."""
+def read_trace(path: str | Path) -> str:
+    """The text of a trace file (undecodable bytes replaced); SimError naming it if unreadable."""
     path = Path(path)
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace")
     except OSError as exc:
         raise SimError(f"cannot read ({exc.strerror})", where=str(path)) from None
-    return numbered_text(text, str(path))
+
+
+def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
+    """("file:line", text) for each line of a trace file."""
+    return numbered_text(read_trace(path), str(path))
+
+
+def reg_write_op(reg: str | int, value: int, where: str, note: str) -> RegWrite:
+    """``RegWrite(reg, value, where=where, note=note)``, made for the parsers (most of a
+    trace's lines are register writes): the same object, without the frozen dataclass's
+    guarded ``__init__``, which costs twice the rest of parsing the line."""
+    op = _new_op(RegWrite)
+    fields = op.__dict__
+    fields["reg"], fields["value"], fields["where"], fields["note"] = reg, value, where, note
+    return op
+
+
+_new_op = object.__new__

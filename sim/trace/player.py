@@ -19,11 +19,10 @@ from ..dram import DEFAULT_LIMITS, Memory, MemoryLimits
 from ..errors import CheckFailed, NotImplementedFeature, ReportedError, SimError
 from ..machine import Machine
 from ..memfiles import (
+    RecordFile,
     memory_file_name,
     read_hex_dat,
-    read_record_dat,
-    record_dat_extent,
-    record_runs,
+    read_record_file,
     write_memory_file,
 )
 from .cfg import parse_cfg
@@ -166,7 +165,7 @@ class TracePlayer:
         self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
         self.word_bytes = word_bytes
         self.checks = 0
-        self._parsed: dict[Path, list[tuple[int, bytes]]] = {}
+        self._parsed: dict[Path, RecordFile] = {}
 
     # -- helpers --------------------------------------------------------------
     def _file(self, op: Op, name: str) -> Path:
@@ -205,11 +204,15 @@ class TracePlayer:
             ops = parse_txn(self.trace_file)
         else:
             ops = parse_cfg(self.trace_file)
+        handlers: dict[str, object] = {}  # op.cmd -> its _op_<cmd> method
         for op in ops:
             if self.before_op is not None:
                 self.before_op(op)
+            handler = handlers.get(op.cmd)
+            if handler is None:
+                handler = handlers[op.cmd] = getattr(self, f"_op_{op.cmd}")
             try:
-                getattr(self, f"_op_{op.cmd}")(op)
+                handler(op)
             except NotImplementedFeature:  # about the simulator, not about this trace line
                 raise
             except ReportedError as exc:  # SimError or CheckFailed, its class unchanged
@@ -233,8 +236,7 @@ class TracePlayer:
             raise check.error()
 
     def _op_reg_write(self, op: RegWrite) -> None:
-        reg = self._register(op, op.reg)
-        self.machine.write_reg(self.machine.regfile.address_of(reg), op.value)
+        self.machine.write_reg(op.reg, op.value)  # by name (.cfg) or byte address (.txn)
 
     def _op_reg_read(self, op: RegRead) -> None:
         self.machine.read_reg(self._register(op, op.reg).full_name)
@@ -289,20 +291,20 @@ class TracePlayer:
         mem = self._memory(op, op.memory)
         size = op.size
         if isinstance(size, str):
-            size = record_dat_extent(self._records(op, size))
+            size = self._records(op, size).extent
         mem.fill(op.addr, size, op.pattern)
 
     def _op_mem_load(self, op: MemLoad) -> None:
         mem = self._memory(op, op.memory)
-        for offset, payload in record_runs(self._records(op, op.file)):
+        for offset, payload in self._records(op, op.file).runs:
             mem.write(op.addr + offset, payload)
 
-    def _records(self, op: Op, name: str) -> list[tuple[int, bytes]]:
-        """A record file's records, parsed once per trace (mem_init sizes by the file that
-        mem_load then loads)."""
+    def _records(self, op: Op, name: str) -> RecordFile:
+        """A record file's runs and extent, parsed once per trace (mem_init sizes by the file
+        that mem_load then loads)."""
         path = self._file(op, name)
         if path not in self._parsed:
-            self._parsed[path] = read_record_dat(path)
+            self._parsed[path] = read_record_file(path)
         return self._parsed[path]
 
     def _op_load_hex(self, op: LoadMem) -> None:

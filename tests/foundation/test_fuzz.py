@@ -92,24 +92,56 @@ def _records_or_error(text: str, bulk: bool):
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "m.dat"
         path.write_text(text, errors="replace")
-        saved = memfiles._well_formed_records
+        saved = memfiles._well_formed_records, memfiles._canonical_records
         if not bulk:
             memfiles._well_formed_records = lambda _text: None
+            memfiles._canonical_records = lambda _raw: None
         try:
-            return memfiles.read_record_dat(path)
+            records = memfiles.read_record_dat(path)
+            image = memfiles.read_record_file(path)
+            assert image.runs == memfiles.record_runs(records)
+            assert image.extent == memfiles.record_dat_extent(records)
+            return records
         except SimError as exc:
             return str(exc).split(":")[-1]  # the reason (the paths differ)
         finally:
-            memfiles._well_formed_records = saved
+            memfiles._well_formed_records, memfiles._canonical_records = saved
 
 
 @FUZZ
 @given(st.lists(st.one_of(RECORD, st.text(max_size=20)), max_size=8),
        st.sampled_from(["0x", "0X"]))
 def test_record_dat_in_bulk_is_record_by_record(lines, prefix):
-    """Files without a fault are parsed in bulk; whatever the file, the result (or the
-    rejection) is the record-by-record parse's."""
+    """Files without a fault are parsed in bulk (as arrays when laid out as gen writes
+    them); whatever the file, the result (or the rejection) is the record-by-record
+    parse's."""
     text = "{\n" + "\n".join(lines).replace("0x", prefix) + "\n}\n"
+    assert _records_or_error(text, True) == _records_or_error(text, False)
+
+
+GEN_RECORD = st.tuples(st.one_of(st.integers(0, 1 << 20), st.integers(0, 1 << 64),
+                                 st.just(None)),  # None: follows on from the last record
+                       st.binary(min_size=1, max_size=40))
+
+
+@FUZZ
+@given(st.lists(GEN_RECORD, min_size=1, max_size=12),
+       st.lists(st.tuples(st.integers(0, 1 << 20), st.sampled_from(list("0x9aFG ,{}\n:-\r"))),
+                max_size=2),
+       st.booleans())
+def test_record_dat_as_gen_writes_it(records, faults, last_newline):
+    """The layout gen writes is decoded as arrays: whatever is changed in it, the result (or
+    the rejection) is the record-by-record parse's."""
+    lines, end = ["{"], 0
+    for offset, payload in records:
+        offset = end if offset is None else offset
+        end = offset + len(payload)
+        lines.append(f"{{offset:{offset:#x}, size:{len(payload)}, payload:"
+                     f"{' '.join(f'0x{b:02x}' for b in payload)}}} ,")
+    text = "\n".join(lines) + ("\n}\n" if last_newline else "\n}")
+    for where, char in faults:
+        where %= len(text)
+        text = text[:where] + char + text[where + 1:]
     assert _records_or_error(text, True) == _records_or_error(text, False)
 
 
