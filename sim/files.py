@@ -18,18 +18,24 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: str | Path, content: bytes | str) -> None:
+def write_atomically(path: str | Path, content: bytes | str | list) -> None:
     """Write a file so that it is never left half-written, with the modes a plain
-    ``open`` gives (0666 less the umask; the temporary file it starts as is 0600)."""
+    ``open`` gives (0666 less the umask; the temporary file it starts as is 0600).
+
+    ``content`` may be a list of buffers (bytes, contiguous uint8 arrays) written one
+    after another: a large rendered file need never be joined in memory.
+    """
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
+    parts = data if isinstance(data, list) else [data]
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
     except OSError as exc:
         raise SimError(f"{path}: cannot write ({exc.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for part in parts:
+                handle.write(part)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except OSError as exc:

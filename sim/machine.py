@@ -40,6 +40,9 @@ class LayerContext:
     _machine: Machine
     groups: dict  # block (unit name) -> group executing
     counters: dict = field(default_factory=dict)  # (unit, register) -> value
+    # a direct convolution's decoded registers (sim.conv.layer.ConvLayer), left by the
+    # convolution for the layer's listeners; None for any other layer
+    conv_layer: object = None
 
     @property
     def config(self) -> HardwareConfig:

@@ -303,31 +303,72 @@ def record_dat_extent(records: list[tuple[int, bytes]]) -> int:
     return max((off + len(data) for off, data in records), default=0)
 
 
-_HEX_TOKENS = np.frombuffer(b"".join(b"0x%02x " % b for b in range(256)), np.uint8)
-_HEX_TOKENS = _HEX_TOKENS.reshape(256, 5)  # "0xNN " for every byte value
+_HEX_PAIRS = np.frombuffer(b"".join(b"%02x" % b for b in range(256)), np.uint16)  # "NN"
+_NIBBLES = np.frombuffer(b"0123456789abcdef", np.uint8)
 
 
 def format_record_dat(data: bytes, record: int = 4) -> str:
-    """Render bytes as nv_small ``.dat`` records (offsets relative to the start).
+    """Render bytes as nv_small ``.dat`` records (offsets relative to the start)."""
+    return record_dat_bytes(data, record).decode("ascii")
 
-    The payloads of all records are rendered at once (a table of the 256
-    ``0xNN`` tokens indexed by the bytes); only each line's offset is formatted
-    one by one.
+
+def record_dat_bytes(data: bytes, record: int = 4) -> bytes:
+    """:func:`format_record_dat` as ASCII bytes."""
+    return b"".join(record_dat_parts(data, record))
+
+
+def record_dat_parts(data: bytes, record: int = 4) -> list:
+    """:func:`format_record_dat` as a list of ASCII buffers (bytes, uint8 arrays) to be
+    written one after another (``sim.files.write_atomically`` takes the list), rendered
+    without a loop over the lines and never joined in memory.
+
+    A record's line has a fixed shape once its offset's hex digit count is known, so the
+    lines are rendered in blocks of equal digit counts: each block is a 2-D byte array
+    filled with the line's template (braces, ``, size:N, payload:``, the ``0x`` and
+    spaces of the tokens), into which the offsets' digits and each byte's two hex
+    digits (one 16-bit store through a strided view) are written.
     """
     raw = np.frombuffer(bytes(data), np.uint8)
     full = raw.size // record
-    width = 5 * record - 1  # the tokens and the spaces between them
-    text = _HEX_TOKENS[raw[: full * record].reshape(full, record)].reshape(full, 5 * record)
-    payloads = text[:, :width].tobytes().decode("ascii")
-    lines = ["{"]
-    lines += [f"{{offset:{i * record:#x}, size:{record}, payload:"
-              f"{payloads[i * width:(i + 1) * width]}}} ," for i in range(full)]
+    head, mid, end = b"{offset:0x", f", size:{record}, payload:".encode(), b" ,\n"
+    tokens = b" ".join([b"0x__"] * record) + b"}"  # the payload, its digits to be filled
+    parts = [b"{\n"]
+    first, digits = 0, 1
+    while first < full:
+        # the lines from `first` on whose offsets have `digits` hex digits (up to 16**d - 1)
+        stop = min(full, (16 ** digits - 1) // record + 1)
+        if stop > first:
+            parts.append(_record_block(raw[first * record:stop * record], first * record,
+                                       record, digits, head, mid + tokens + end))
+            first = stop
+        digits += 1
     tail = raw[full * record:]
     if tail.size:
         payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
-        lines.append(f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        parts.append(f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,\n"
+                     .encode())
+    parts.append(b"}\n")
+    return parts
+
+
+def _record_block(raw: np.ndarray, start: int, record: int, digits: int, head: bytes,
+                  rest: bytes) -> np.ndarray:
+    """The lines of records ``raw`` (whole records) from offset ``start``, each offset
+    written with ``digits`` hex digits: ``head`` offset ``rest``, ``rest``'s ``__``
+    placeholders filled with the bytes' hex digits."""
+    n = raw.size // record
+    template = np.frombuffer(head + b"0" * digits + rest, np.uint8)
+    width = template.size
+    block = np.empty((n, width), np.uint8)
+    block[:] = template
+    offsets = start + np.arange(n, dtype=np.int64) * record
+    shifts = 4 * np.arange(digits - 1, -1, -1, dtype=np.int64)
+    block[:, len(head):len(head) + digits] = _NIBBLES[(offsets[:, None] >> shifts) & 15]
+    first_pair = len(head) + digits + rest.index(b"__")
+    pairs = np.ndarray((n, record), np.uint16, buffer=block, offset=first_pair,
+                       strides=(width, 5))  # each token is "0xNN" and a space: 5 bytes
+    pairs[:] = _HEX_PAIRS[raw.reshape(n, record)]
+    return block
 
 
 # -- hex .dat (the nv_full trace player's dumps) ---------------------------------

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ..dram import fill_pattern
 from ..errors import SimError
-from ..memfiles import read_hex_dat, read_record_dat, record_dat_extent, record_runs
+from ..memfiles import read_hex_dat, read_record_file
 from ..regfile import RegisterFile
 from ..trace.cfg import parse_cfg
 from ..trace.ops import Op
@@ -188,13 +188,13 @@ class _Planner:
     def mem_init(self, op: Op) -> None:
         memory, addr, size, pattern = op.args
         if isinstance(size, str):
-            size = record_dat_extent(read_record_dat(self.file(op, size)))
+            size = read_record_file(self.file(op, size)).extent
         addr = self.memory_addr(op, memory, addr, size)
         self.add(Load(addr, fill_pattern(pattern, addr, size).tobytes(), op.where))
 
     def mem_load(self, op: Op) -> None:
         memory, addr, name = op.args
-        for offset, payload in record_runs(read_record_dat(self.file(op, name))):
+        for offset, payload in read_record_file(self.file(op, name)).runs:
             self.add(Load(self.memory_addr(op, memory, addr + offset, len(payload)),
                           payload, op.where))
 

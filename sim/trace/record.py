@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..errors import SimError
 from ..files import write_atomically
-from ..memfiles import format_record_dat
+from ..memfiles import record_dat_parts
 from . import cfg
 from .ops import (
     ALL_BITS,
@@ -71,7 +71,8 @@ class TraceRecorder:
             Comment("reads of registers the hardware updates are left out: the intr_notify "
                     "waits order the replay"),
         ]
-        self.files: dict[str, str] = {}
+        # memory files by name, as buffers written one after another (write_atomically)
+        self.files: dict[str, list] = {}
         self._notifies: list[_Notify] = []
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
@@ -113,7 +114,7 @@ class TraceRecorder:
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
-        self.files[name] = format_record_dat(bytes(data), RECORD_BYTES)
+        self.files[name] = record_dat_parts(data, RECORD_BYTES)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:

@@ -91,3 +91,18 @@ def test_outputs_have_the_modes_the_umask_gives(tmp_path, umask):
 def test_an_unwritable_place_is_named_as_given(tmp_path):
     with pytest.raises(SimError, match=r"^/nonexistent/x\.json: cannot write \(No such file"):
         write_atomically("/nonexistent/x.json", "{}")
+
+
+def test_a_file_of_parts_is_their_concatenation(tmp_path):
+    """A rendered memory file is written as a list of buffers, never joined in memory."""
+    import numpy as np
+
+    from sim.memfiles import format_record_dat, record_dat_parts
+
+    data = bytes(range(256)) * 70  # offsets gain hex digits mid-file
+    parts = record_dat_parts(data, 32)
+    assert any(isinstance(p, np.ndarray) for p in parts)
+    write_atomically(tmp_path / "m.dat", parts)
+    assert (tmp_path / "m.dat").read_text() == format_record_dat(data, 32)
+    write_atomically(tmp_path / "s.bin", [b"ab", np.frombuffer(b"cd", np.uint8), b""])
+    assert (tmp_path / "s.bin").read_bytes() == b"abcd"

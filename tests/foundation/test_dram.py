@@ -187,7 +187,11 @@ def test_word_file_header_numbers_with_leading_zeros(tmp_path, header, base):
 
 
 @pytest.mark.parametrize("size, record", [(0, 4), (1, 4), (31, 32), (32, 32), (33, 32),
-                                          (100, 1), (4096, 32), (4099, 4)])
+                                          (100, 1), (4096, 32), (4099, 4),
+                                          # offsets gaining a hex digit mid-file, records
+                                          # that do not divide 16**k
+                                          (300, 3), (0x1000 + 7, 3), (0x10000 + 5, 1),
+                                          (0x10000 + 40, 32)])
 def test_record_dat_is_written_record_by_record(size, record):
     """The vectorised writer gives, line for line, each record as the format spells it."""
     from sim.memfiles import format_record_dat
