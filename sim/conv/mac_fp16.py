@@ -17,7 +17,7 @@ import numpy as np
 
 from ..dma.align import ceil_div
 from ..jit import njit, prefer_wide_vectors, run_split
-from ..num.booth import TABLE_ROWS, booth_row_indices
+from ..num.booth import TABLE_ROWS
 from ..num.mac import (
     MAC_NAN_EXP,
     block_sum,
@@ -28,6 +28,7 @@ from ..num.mac import (
     fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
+    fp16_weight_rows,
     mac_nan_block,
 )
 from ..num.rounding import sign_extend
@@ -316,8 +317,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
     if live.size < c:
         w = np.ascontiguousarray(w[:, :, live])
-    w_sign, w_sig, w_exp = fp16_mac_operands(w)
-    operands = (fp16_mac_operands(x), x_nans, (booth_row_indices(w_sign, w_sig), 4 * w_exp),
+    operands = (fp16_mac_operands(x), x_nans, fp16_weight_rows(w),
                 w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
     run_split(lambda a, b: _conv_fp16_rows(*operands, (a, b)), out.shape[0] * out.shape[2],
               min_chunk=ceil_div(MIN_TILE, out.shape[3]))

@@ -227,13 +227,37 @@ def booth_row_indices(negative, wt) -> np.ndarray:
     """The ten table rows (..., 10) uint8 a weight of sign ``negative`` and magnitude ``wt``
     (< 2**16) reads from a data value's :func:`booth_data_table` (whose sign completes the
     product's): rows 0-3 then rows 4-7, each half as (row, pair, pair << 2, pair << 4,
-    negate << 6).  Each half is looked up by the sign and the magnitude's bits it recodes."""
-    w = np.asarray(wt).astype(np.intp)
-    sign = (np.asarray(negative) != 0).astype(np.intp)
-    rows = np.empty((*np.broadcast_shapes(w.shape, sign.shape), 10), np.uint8)
-    rows[..., :5] = _LOW_ROWS.take((sign << 8) | (w & 0xFF), axis=0)
-    rows[..., 5:] = _HIGH_ROWS.take((sign << 9) | ((w >> 7) & 0x1FF), axis=0)
-    return rows
+    negate << 6).  Each half is looked up by the sign and the magnitude's bits it recodes
+    (:func:`booth_rows_into`, which kernels call per weight)."""
+    w = np.asarray(wt).astype(np.int64)
+    sign = (np.asarray(negative) != 0).astype(np.int64)
+    shape = np.broadcast_shapes(w.shape, sign.shape)
+    rows = np.empty((int(np.prod(shape)), 10), np.uint8)
+    _rows_of(np.broadcast_to(sign, shape).ravel(), np.broadcast_to(w, shape).ravel(), rows,
+             _LOW_ROWS, _HIGH_ROWS)
+    return rows.reshape(*shape, 10)
+
+
+@njit
+def _rows_of(sign, wt, rows, low_rows, high_rows):
+    for i in range(wt.size):
+        booth_rows_into(sign[i], wt[i], rows[i], low_rows, high_rows)
+
+
+@njit(inline="always")
+def booth_rows_into(negative, wt, rows, low_rows, high_rows):
+    """:func:`booth_row_indices` of one weight inside a kernel, into ``rows`` (10,) uint8;
+    ``low_rows``, ``high_rows`` are :func:`booth_half_tables`."""
+    low = (negative << 8) | (wt & 0xFF)
+    high = (negative << 9) | ((wt >> 7) & 0x1FF)
+    for j in range(5):
+        rows[j] = low_rows[low, j]
+        rows[5 + j] = high_rows[high, j]
+
+
+def booth_half_tables() -> tuple[np.ndarray, np.ndarray]:
+    """The two tables :func:`booth_row_indices` looks a weight's halves up in."""
+    return _LOW_ROWS, _HIGH_ROWS
 
 
 @njit(inline="always")

@@ -88,12 +88,14 @@ from __future__ import annotations
 import numpy as np
 
 from sim.dma.align import ceil_div
-from sim.jit import njit, prefer_wide_vectors
+from sim.jit import njit, prefer_wide_vectors, run_split
 from sim.num.booth import (
     booth_data_table,
+    booth_half_tables,
     booth_lane,
     booth_lane_masked,
     booth_lane_table,
+    booth_rows_into,
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
@@ -299,6 +301,32 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
     index = np.asarray(bits, dtype=np.uint16)
     return tuple(table[index] for table in _operand_tables())
+
+
+def fp16_weight_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The Booth table rows (..., 10) uint8 (:func:`sim.num.booth.booth_row_indices` of
+    the weights' CMAC sign and significand) and four times the exponents (...) int32
+    (``4 * ZERO_LANE_EXP`` for a zero) of fp16 weights ``bits``: what the convolution's
+    tile kernel reads for each weight, in one compiled pass (a layer may have millions)."""
+    flat = np.ascontiguousarray(bits, dtype=np.uint16).reshape(-1)
+    rows = np.empty((flat.size, 10), np.uint8)
+    exp4 = np.empty(flat.size, np.int32)
+    low_rows, high_rows = booth_half_tables()
+    run_split(lambda a, b: _weight_rows(flat, low_rows, high_rows, rows, exp4, (a, b)),
+              flat.size, min_chunk=1 << 16)
+    shape = np.shape(bits)
+    return rows.reshape(*shape, 10), exp4.reshape(shape)
+
+
+@njit
+def _weight_rows(bits, low_rows, high_rows, rows, exp4, span):
+    for i in range(span[0], span[1]):
+        b = np.int64(bits[i])
+        e = (b >> 10) & 31
+        frac = b & 0x3FF
+        sig = frac << 1 if e == 0 else (frac | 0x400) << (e & 3)  # as fp16_mac_operands
+        booth_rows_into(b >> 15, sig, rows[i], low_rows, high_rows)
+        exp4[i] = 4 * ZERO_LANE_EXP if (b & 0x7FFF) == 0 else 4 * (e >> 2)
 
 
 def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.ndarray:

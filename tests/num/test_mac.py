@@ -37,6 +37,7 @@ from sim.num.mac import (
     fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
+    fp16_weight_rows,
     mac_nan_block,
 )
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
@@ -223,6 +224,16 @@ def test_row_indices_are_the_recoding_of_every_weight():
             assert np.array_equal(rows[:, half + 1 + n],
                                   5 + 25 * n + 5 * digits[:, i + n + 1] + digits[:, i + n])
         assert np.array_equal(rows[:, half + 4], 80 + digits[:, i + 3])
+
+
+def test_weight_rows_of_every_fp16_pattern():
+    """The convolution's one-pass weight preparation gives, for all 65536 fp16 weights,
+    the Booth rows of their CMAC sign and significand and four times their exponent."""
+    bits = np.arange(1 << 16, dtype=np.uint16).reshape(256, 256)
+    rows, exp4 = fp16_weight_rows(bits)
+    sign, sig, exp = fp16_mac_operands(bits)
+    np.testing.assert_array_equal(rows, booth_row_indices(sign, sig))
+    np.testing.assert_array_equal(exp4, 4 * exp)
 
 
 @njit
