@@ -11,7 +11,7 @@ the unit base addresses and, for a few fields, in which bits are stored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -24,18 +24,56 @@ class RegisterMapError(ValueError):
     """The table itself is malformed (a bug in the project, not user input)."""
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    msb: int
-    lsb: int
-    access: str
-    reset: int = 0
-    enum: dict = field(default_factory=dict, compare=False, hash=False)
-    # bits actually stored, per address map, as (msb, lsb); absent = msb:lsb
-    stored: dict = field(default_factory=dict, compare=False, hash=False)
-    # the hardware clears it when the operation it starts completes (OP_EN, LAUNCH)
-    self_clearing: bool = False
+class Record:
+    """An immutable value, as a frozen dataclass is: equality and hash over the fields of
+    ``_compare`` (and the type), a repr of those of ``_shown``, no assignment.
+
+    Written out rather than made by ``dataclasses``, whose class creation took a
+    third of this module's import (the register map's classes; sim.trace.ops's
+    too).  Instances keep their fields in ``__dict__`` (written past
+    ``__setattr__``), so they pickle as they are.
+    """
+
+    _compare: tuple[str, ...] = ()
+    _shown: tuple[str, ...] = ()
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, name) for name in self._compare)
+
+    def __eq__(self, other):
+        if other.__class__ is self.__class__:
+            return self._key() == other._key()
+        return NotImplemented
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"cannot delete field {name!r}")
+
+
+class Field(Record):
+    _compare = ("name", "msb", "lsb", "access", "reset", "self_clearing")
+    _shown = ("name", "msb", "lsb", "access", "reset", "enum", "stored", "self_clearing")
+
+    def __init__(self, name: str, msb: int, lsb: int, access: str, reset: int = 0,
+                 enum: dict | None = None, stored: dict | None = None,
+                 self_clearing: bool = False):
+        self.__dict__.update(
+            name=name, msb=msb, lsb=lsb, access=access, reset=reset,
+            enum={} if enum is None else enum,  # name -> value (not compared)
+            # bits actually stored, per address map, as (msb, lsb); absent = msb:lsb
+            # (not compared)
+            stored={} if stored is None else stored,
+            # the hardware clears it when the operation it starts completes (OP_EN, LAUNCH)
+            self_clearing=self_clearing)
 
     @property
     def width(self) -> int:
@@ -56,12 +94,11 @@ class Field:
         return (word & self.stored_mask(address_map)) >> self.lsb
 
 
-@dataclass(frozen=True)
-class Register:
-    unit: str
-    name: str
-    offset: int
-    fields: tuple
+class Register(Record):
+    _compare = _shown = ("unit", "name", "offset", "fields")
+
+    def __init__(self, unit: str, name: str, offset: int, fields: tuple):
+        self.__dict__.update(unit=unit, name=name, offset=offset, fields=fields)
 
     @property
     def full_name(self) -> str:
@@ -110,11 +147,12 @@ class Register:
         return m
 
 
-@dataclass(frozen=True)
-class Unit:
-    name: str
-    bases: dict  # address map -> base byte address (absent: unit not on that map)
-    registers: tuple
+class Unit(Record):
+    _compare = _shown = ("name", "bases", "registers")
+
+    def __init__(self, name: str, bases: dict, registers: tuple):
+        # bases: address map -> base byte address (absent: unit not on that map)
+        self.__dict__.update(name=name, bases=bases, registers=registers)
 
 
 class RegisterMap:
@@ -312,5 +350,56 @@ def validate(regmap: RegisterMap) -> None:
 
 @cache
 def load() -> RegisterMap:
-    """The project's register map (parsed once)."""
-    return parse_table(TABLE.read_text())
+    """The project's register map (parsed once per process, and kept in a cache file:
+    :func:`cached_map`)."""
+    text = TABLE.read_text()
+    return cached_map(text, lambda: parse_table(text))
+
+
+def cache_folder() -> Path:
+    """Where the parsed map is kept: beside sim.jit's numba caches."""
+    base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                             "nvdla-sim")
+    return Path(base)
+
+
+def cached_map(text: str, parse) -> RegisterMap:
+    """``parse()``'s map of the table ``text``, unpickled from the cache when an earlier
+    process parsed the very same table with the very same parser, else parsed and stored.
+
+    Parsing takes a small trace's whole run; unpickling a fifth of it.  The file
+    holds the table's text and this module's source, and is used only when both
+    equal the present ones (its name, a CRC of them, just keeps checkouts apart): a
+    changed table or parser is never served an old map.  An unreadable, unwritable
+    or broken cache is parsed around.
+    """
+    import pickle
+    import zlib
+
+    try:
+        source = Path(__file__).read_text()
+    except OSError:
+        return parse()
+    key = (_CACHE_FORMAT, __name__, source, text)
+    digest = zlib.crc32("\0".join(key).encode()) & 0xFFFFFFFF
+    path = cache_folder() / f"regmap-{digest:08x}.pickle"
+    try:
+        with open(path, "rb") as f:
+            stored_key, regmap = pickle.load(f)
+        if stored_key == key and isinstance(regmap, RegisterMap):
+            return regmap
+    except Exception:  # absent, unreadable or from another Python: parse instead
+        pass
+    regmap = parse()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump((key, regmap), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)  # whole or not at all: processes may race harmlessly
+    except OSError:
+        pass  # a read-only home: parse every time
+    return regmap
+
+
+_CACHE_FORMAT = "1"  # of the cache file's contents (python version rides in pickle's format)

@@ -280,16 +280,29 @@ def data_entries_needed(f: ConvFacts) -> int:
 
 # -- the rules --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+def _always(facts) -> bool:
+    return True
+
+
 class Rule:
-    name: str
-    unit: str  # conv, sdp, pdp: the facts class the predicate reads
-    register: str  # the register (and field) a breach is reported on
-    source: str
-    effect: str  # HANGS, DIFFERS or DOCUMENTED
-    legal: Callable  # facts -> bool
-    message: Callable  # facts -> str (the reason, without register and source)
-    applies: Callable = field(default=lambda f: True)  # facts -> bool
+    """One rule of :data:`RULES` (a plain class: a dataclass costs a quarter of this
+    module's import, and rules are never compared or changed)."""
+
+    __slots__ = ("name", "unit", "register", "source", "effect", "legal", "message", "applies")
+
+    def __init__(self, name: str, unit: str, register: str, source: str, effect: str,
+                 legal: Callable, message: Callable, applies: Callable = _always):
+        self.name = name
+        self.unit = unit  # conv, sdp, pdp: the facts class the predicate reads
+        self.register = register  # the register (and field) a breach is reported on
+        self.source = source
+        self.effect = effect  # HANGS, DIFFERS or DOCUMENTED
+        self.legal = legal  # facts -> bool
+        self.message = message  # facts -> str (the reason, without register and source)
+        self.applies = applies  # facts -> bool
+
+    def __repr__(self):
+        return f"Rule({self.name!r})"
 
 
 def _conv(mode=None):

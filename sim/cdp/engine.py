@@ -22,7 +22,6 @@ from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
 from ..num.lut import LutRam
-from .config import CdpConfig
 
 
 class CdpEngine(Engine):
@@ -46,7 +45,8 @@ class CdpEngine(Engine):
 
     # -- layer ------------------------------------------------------------------
     def run(self, ctx):
-        from .lrn import LrnSettings, normalize  # the datapath loads with the first layer
+        from .config import CdpConfig  # the decoder and datapath load with the first layer
+        from .lrn import LrnSettings, normalize
 
         cfg = CdpConfig.from_blocks(ctx.regs(CDP), ctx.regs(CDP_RDMA), ctx.config)
         atom = ctx.config.atom_bytes

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 
@@ -29,6 +28,18 @@ SUBCOMMANDS = {
     "layout": "layout",
     "loadable": "loadable",
     "rtl": "rtl",
+}
+# subcommand -> its one-line help (the module's HELP): here, so that the list of
+# commands imports none of them
+COMMAND_HELP = {
+    "run": "run a trace (folder or file), or the bundled examples",
+    "regress": "run every trace under ROOT/<config>/<test>/",
+    "diff": "compare the memory a device produced with a trace and localise differences",
+    "gen": "generate a trace folder (registers, inputs, expected results) from a layer spec",
+    "fp": "evaluate one numerics primitive on raw bit patterns",
+    "layout": "convert .npy arrays to/from NVDLA memory images",
+    "loadable": "run a compiled network (loadable) with NVIDIA's KMD firmware",
+    "rtl": "run a trace on an RTL testbench (NVIDIA's Verilated VNV_nvdla) and judge each check",
 }
 
 
@@ -67,7 +78,7 @@ def _usage() -> str:
     lines = ["usage: nvdla-sim COMMAND [ARGS]  (nvdla-sim COMMAND --help for its options)",
              "", "commands:"]
     for name in SUBCOMMANDS:
-        lines.append(f"  {name:10} {_module(name).HELP}")
+        lines.append(f"  {name:10} {COMMAND_HELP[name]}")
     return "\n".join(lines)
 
 
@@ -92,6 +103,13 @@ def _dispatch(argv: list[str]) -> int:
     return _module(argv[0]).main(argv[1:])
 
 
+def _bad_json(exc: Exception) -> bool:
+    """``exc`` is a json.JSONDecodeError: invalid input (json is not imported here: only
+    a command that reads JSON has it, and only such a command raises it)."""
+    json = sys.modules.get("json")
+    return json is not None and isinstance(exc, json.JSONDecodeError)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -106,10 +124,13 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
-    except (OSError, json.JSONDecodeError) as exc:
+    except OSError as exc:
         print(f"nvdla-sim: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     except Exception as exc:  # a simulator bug: one line, never a traceback
+        if _bad_json(exc):
+            print(f"nvdla-sim: error: {exc}", file=sys.stderr)
+            return EXIT_INVALID
         print(f"nvdla-sim: internal error: {type(exc).__name__}: {exc} (please report)",
               file=sys.stderr)
         return EXIT_INTERNAL

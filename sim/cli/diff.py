@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from . import EXIT_FAIL, EXIT_OK, int_arg, parse_args
+from . import COMMAND_HELP, EXIT_FAIL, EXIT_OK, int_arg, parse_args
 
-HELP = "compare the memory a device produced with a trace and localise differences"
+HELP = COMMAND_HELP["diff"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +31,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)
+
     from ..diff import diff_trace
 
-    args = parse_args(build_parser(), argv)
     if args.png:
         from ..diff.plot import _matplotlib
 

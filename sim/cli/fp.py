@@ -17,9 +17,9 @@ import sim.num.ops as ops
 from sim.errors import SimError
 from sim.num.bits import FORMATS, describe_fields, describe_value
 
-from . import parse_args
+from . import COMMAND_HELP, parse_args
 
-HELP = "evaluate one numerics primitive on raw bit patterns"
+HELP = COMMAND_HELP["fp"]
 
 def _operand_formats(op: str) -> tuple[list[str], str]:
     if op in ops.BINARY_OPS:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from . import EXIT_OK, count_arg, parse_args
+from . import COMMAND_HELP, EXIT_OK, count_arg, parse_args
 from .run import add_dump_options, check_dump_options
 
-HELP = "generate a trace folder (registers, inputs, expected results) from a layer spec"
+HELP = COMMAND_HELP["gen"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,11 +31,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)
+
     import sys
 
     from ..gen import generate
 
-    args = parse_args(build_parser(), argv)
     check_dump_options(args)
     result = generate(args.spec, args.output, args.config, args.seed, args.format,
                       args.force, args.dump_format, args.word_bytes, progress=sys.stderr)

@@ -37,12 +37,12 @@ from ..dma.elements import infer_precision, to_elements, to_user
 from ..dma.feature import pack_feature, unpack_feature
 from ..errors import SimError
 from ..limits import check_extent
-from . import int_arg
+from . import COMMAND_HELP, int_arg
 
 WEIGHT_FORMATS = ("weight-dc", "weight-img", "weight-winograd")
 OPERAND_FORMATS = ("bias", "prelu", "bn", "ew")
 FOREIGN_FORMATS = tuple(foreign.FOREIGN_PRECISION)
-HELP = "convert .npy arrays to/from NVDLA memory images"
+HELP = COMMAND_HELP["layout"]
 
 
 def _shape(text: str) -> tuple[int, ...]:

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import SimError
-from . import count_arg, parse_args
+from . import COMMAND_HELP, count_arg, parse_args
 
-HELP = "run a compiled network (loadable) with NVIDIA's KMD firmware"
+HELP = COMMAND_HELP["loadable"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,11 +80,12 @@ def _check_output_folder(folder: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)
+
     from ..configs import get_config
     from ..files import write_folder_atomically
     from ..runtime import read_loadable, run_loadable_bytes
 
-    args = parse_args(build_parser(), argv)
     get_config(args.config)
     loadable = read_loadable(args.loadable)
     inputs = _input(args.input, loadable)

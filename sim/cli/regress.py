@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import count_arg, parse_args
+from . import COMMAND_HELP, count_arg, parse_args
 
-HELP = "run every trace under ROOT/<config>/<test>/"
+HELP = COMMAND_HELP["regress"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,8 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)
+
     from ..regress import regress
 
-    args = parse_args(build_parser(), argv)
     return regress(Path(args.root), jobs=args.jobs, json_path=args.json, junit_path=args.junit,
                    config=args.config, timeout=args.timeout, scheduler=args.scheduler)

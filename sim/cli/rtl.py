@@ -6,9 +6,9 @@ import argparse
 import os
 from pathlib import Path
 
-from . import EXIT_FAIL, EXIT_INVALID, EXIT_OK, parse_args
+from . import COMMAND_HELP, EXIT_FAIL, EXIT_INVALID, EXIT_OK, parse_args
 
-HELP = "run a trace on an RTL testbench (NVIDIA's Verilated VNV_nvdla) and judge each check"
+HELP = COMMAND_HELP["rtl"]
 BENCH_VARIABLE = "NVDLA_RTL_BENCH"
 
 
@@ -49,10 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)
+
     from ..errors import SimError
     from ..rtl.verdict import run_on_rtl
 
-    args = parse_args(build_parser(), argv)
     bench = args.bench or os.environ.get(BENCH_VARIABLE)
     if not bench:
         raise SimError(f"nvdla-sim rtl: no testbench: pass --bench VNV_nvdla or set "

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from ..errors import SimError
-from . import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, parse_args
+from . import COMMAND_HELP, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, parse_args
 
-HELP = "run a trace (folder or file), or the bundled examples"
+HELP = COMMAND_HELP["run"]
 
 
 def bundled_traces() -> Path:
@@ -67,11 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# the --dump-format names, those of sim.memfiles.MEMORY_FILE_FORMATS: written out, so that
+# --help need not load sim.memfiles and numpy (tests/foundation/test_startup.py holds them equal)
+DUMP_FORMATS = ("dat", "bin", "hex", "readmemh")
+
+
 def add_dump_options(p: argparse.ArgumentParser) -> None:
     """--dump-format and --word-bytes (run and gen)."""
-    from ..memfiles import MEMORY_FILE_FORMATS
-
-    p.add_argument("--dump-format", choices=tuple(MEMORY_FILE_FORMATS), default="dat",
+    p.add_argument("--dump-format", choices=DUMP_FORMATS, default="dat",
                    help="dat: NVDLA hex .dat; bin: raw binary; hex: one word a line; "
                         "readmemh: $readmemh image with @word addresses (.mem)")
     p.add_argument("--word-bytes", type=int, default=1,
@@ -121,10 +124,11 @@ def _items(path_arg):
 
 
 def main(argv: list[str]) -> int:
+    args = parse_args(build_parser(), argv)  # before the simulator loads: --help is quick
+
     from ..regress import write_json
     from ..trace import TraceStatus, run_trace
 
-    args = parse_args(build_parser(), argv)
     items = _items(args.path)
     if args.config:
         from ..configs import get_config

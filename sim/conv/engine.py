@@ -19,7 +19,6 @@ from __future__ import annotations
 from ..chains import CONV_UNITS, SDP, sdp_chain
 from ..engine import Engine, armed_groups
 from ..sdp.engine import process_sdp
-from .cdma import Cbuf
 
 
 class ConvEngine(Engine):
@@ -28,7 +27,9 @@ class ConvEngine(Engine):
     idle_status = {"NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0": 1}
 
     def __init__(self):
-        self.cbuf = Cbuf()  # what the CBUF keeps between this machine's layers
+        # what the CBUF keeps between this machine's layers (a sim.conv.cdma.Cbuf, made
+        # with the first layer: the datapath modules load then)
+        self.cbuf = None
 
     def ready(self, machine):
         rf = machine.regfile
@@ -41,6 +42,10 @@ class ConvEngine(Engine):
     def run(self, ctx):
         from .modes import compute_conv_layer  # the datapaths load with the first layer
 
+        if self.cbuf is None:
+            from .cdma import Cbuf
+
+            self.cbuf = Cbuf()
         out, counters, self.cbuf = compute_conv_layer(ctx, self.cbuf)
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)

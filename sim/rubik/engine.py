@@ -10,12 +10,13 @@ the hardware stop with the register named.
 from __future__ import annotations
 
 from ..dma.align import ceil_div
-from ..dma.rubik import ATOM, RubikLayout, contract, merge, split
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError, SimError
 
+# sim.dma.rubik, the data movement, loads with the first Rubik layer (every machine builds
+# this engine; few traces use it)
 RBK = "NVDLA_RBK"
-MODES = {0: contract, 1: split, 2: merge}
+MODES = {0: "contract", 1: "split", 2: "merge"}  # RUBIK_MODE -> its function in sim.dma.rubik
 # the simulator moves Rubik data one line at a time: a layer needing more line transfers
 # than this is refused (like sim.dram's memory limits) instead of running for minutes
 MAX_LINE_TRANSFERS = 1 << 18
@@ -23,10 +24,15 @@ MAX_LINE_TRANSFERS = 1 << 18
 
 def _bytes(block, field: str) -> int:
     """Address-low and stride fields hold bits [31:5]: their value counts 32-byte units."""
+    from ..dma.rubik import ATOM
+
     return getattr(block, field) * ATOM
 
 
-def decode_layout(block) -> RubikLayout:
+def decode_layout(block):
+    """The :class:`sim.dma.rubik.RubikLayout` the registers of ``block`` describe."""
+    from ..dma.rubik import RubikLayout
+
     if block.rubik_mode not in MODES:
         raise ConfigurationError(f"{RBK}.D_MISC_CFG_0.RUBIK_MODE {block.rubik_mode} is reserved")
     precision = block.precision("in_precision")
@@ -45,7 +51,7 @@ def decode_layout(block) -> RubikLayout:
         stride_x=block.deconv_x_stride + 1, stride_y=block.deconv_y_stride + 1)
 
 
-def check_work(layout: RubikLayout, mode: int) -> None:
+def check_work(layout, mode: int) -> None:
     channels = layout.in_channels if mode == 2 else layout.out_channels
     surfaces = ceil_div(channels, layout.epa)
     per_row = layout.stride_x * layout.stride_y if mode == 0 else layout.epa
@@ -55,7 +61,7 @@ def check_work(layout: RubikLayout, mode: int) -> None:
                        f"simulator's limit of {MAX_LINE_TRANSFERS}")
 
 
-def check_split_channels(layout: RubikLayout) -> None:
+def check_split_channels(layout) -> None:
     """Split reads the input's surfaces and writes the output's: they must agree."""
     read = ceil_div(layout.in_channels, layout.epa)
     written = ceil_div(layout.out_channels, layout.epa)
@@ -90,7 +96,9 @@ class RubikEngine(Engine):
         def write(addr: int, data: bytes) -> None:
             dst_mem.write(addr, data, f"{RBK}.D_DAOUT_ADDR")
 
-        MODES[block.rubik_mode](layout, read, write)
+        from ..dma import rubik
+
+        getattr(rubik, MODES[block.rubik_mode])(layout, read, write)
         ctx.set_counter(RBK, "D_PERF_READ_STALL_0", 0)
         ctx.set_counter(RBK, "D_PERF_WRITE_STALL_0", 0)
 

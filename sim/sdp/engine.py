@@ -18,8 +18,6 @@ like the others.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
@@ -31,10 +29,9 @@ from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num.lut import LutRam
-from .config import decode
-from .fetch import RdmaFetch
-from .pipeline import run_pipeline
-from .rdma import read_operands
+
+# The SDP's decoder, RDMA and pipeline (sim.sdp.config, .fetch, .rdma, .pipeline) load with
+# the first SDP layer: a machine builds every engine, and most traces run no SDP.
 
 
 def padded_channels(layer, atom_bytes: int) -> int:
@@ -62,6 +59,8 @@ def effective_strides(height: int, width: int, surfaces: int, atom: int, line: i
 
 
 def layer_of(ctx):
+    from .config import decode
+
     rdma = ctx.regs(SDP_RDMA) if SDP_RDMA in ctx.groups else None
     return decode(ctx.regs(SDP), rdma, ctx.config)
 
@@ -100,11 +99,12 @@ def _from_cacc(layer, cube, cp: int) -> np.ndarray:
     return full
 
 
-def run_sdp(ctx, lut: LutRam, cube=None, fetch: RdmaFetch | None = None) -> None:
+def run_sdp(ctx, lut: LutRam, cube=None, fetch=None) -> None:
     """Run the SDP layer of ``ctx`` (input from memory, or ``cube`` from CACC).
 
     ``fetch`` follows SDP_RDMA's layers: the operands are the bytes its layer
-    read when it started (:mod:`sim.sdp.fetch`); without it, memory as it is now.
+    read when it started (:mod:`sim.sdp.fetch`, an ``RdmaFetch``); without it, memory as
+    it is now.
     """
     group = ctx.groups.get(SDP_RDMA)
     fetched = fetch.fetched(group) if fetch is not None and group is not None else None
@@ -114,6 +114,9 @@ def run_sdp(ctx, lut: LutRam, cube=None, fetch: RdmaFetch | None = None) -> None
 
 
 def _compute(ctx, lut: LutRam, cube, fetched) -> None:
+    from .pipeline import run_pipeline
+    from .rdma import read_operands
+
     layer = layer_of(ctx)
     atom = ctx.config.atom_bytes
     cp = padded_channels(layer, atom)
@@ -192,12 +195,23 @@ def process_sdp(ctx, cube) -> None:
     run_sdp(ctx, state.lut, cube, state.fetch)
 
 
-@dataclass(frozen=True)
 class SdpState:
-    """What the SDP keeps between layers, whichever engine runs its layer (``ctx.state(SDP)``)."""
+    """What the SDP keeps between layers, whichever engine runs its layer (``ctx.state(SDP)``):
+    ``lut``, the LUT RAM the CSB writes fill, and ``fetch``, SDP_RDMA's layers (they read
+    memory as they start): those of the :class:`SdpEngine` it is made from."""
 
-    lut: LutRam  # the LUT RAM the CSB writes fill
-    fetch: RdmaFetch  # SDP_RDMA's layers: they read memory as they start
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: SdpEngine):
+        self._engine = engine
+
+    @property
+    def lut(self) -> LutRam:
+        return self._engine.lut
+
+    @property
+    def fetch(self):
+        return self._engine.fetch
 
 
 class SdpEngine(Engine):
@@ -206,10 +220,20 @@ class SdpEngine(Engine):
 
     def __init__(self):
         self.lut = LutRam(cfg_readback="word", past_end="clamp")
-        self.fetch = RdmaFetch()  # SDP_RDMA's layers: they read memory as they start
+        self._fetch = None
+
+    @property
+    def fetch(self):
+        """SDP_RDMA's layers: they read memory as they start (a :class:`sim.sdp.fetch.RdmaFetch`,
+        made when first used)."""
+        if self._fetch is None:
+            from .fetch import RdmaFetch
+
+            self._fetch = RdmaFetch()
+        return self._fetch
 
     def unit_state(self):
-        return {SDP: SdpState(self.lut, self.fetch)}
+        return {SDP: SdpState(self)}
 
     def ready(self, machine):
         rf = machine.regfile

@@ -1,6 +1,6 @@
 """Trace operations: what both trace formats parse into and are written from.
 
-One frozen dataclass per command.  ``sim.trace.cfg`` and ``sim.trace.txn``
+One immutable value class per command.  ``sim.trace.cfg`` and ``sim.trace.txn``
 parse NVIDIA's two syntaxes into them and format them back (``format(ops)``);
 every writer of trace text (``gen``, the firmware recorder, the example tools)
 builds these objects and calls a formatter, and the player, the RTL planner
@@ -36,138 +36,171 @@ Comment          comment             (text,): a whole-line comment
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import ClassVar
 
 from ..errors import SimError
+from ..regs import Record
 
 ALL_BITS = 0xFFFFFFFF  # a PollReg mask comparing the whole register
 
-_ARG_NAMES: dict[type, tuple[str, ...]] = {}
 
+class Op(Record):
+    """The base of every trace operation: an immutable value.
 
-@dataclass(frozen=True)
-class Op:
-    """The base of every trace operation."""
+    The classes are written out rather than made by ``dataclasses`` (building
+    fourteen frozen dataclasses took a tenth of a small trace's whole run),
+    with the behaviour of frozen dataclasses (:class:`sim.regs.Record`): a
+    constructor taking ``args`` in order and ``where``/``note`` by keyword only,
+    equality and hash over the type, ``note`` and ``args`` (never ``where``), a
+    repr naming every field, and no assignment.
+    """
 
-    cmd: ClassVar[str] = ""
-    where: str = field(default="", compare=False, kw_only=True)  # "file:line"
-    note: str = field(default="", kw_only=True)  # the comment after the command
+    cmd = ""
+    _fields: tuple[str, ...] = ()  # the constructor's positional arguments, in order
+    _compare = ("note",)
+    _shown = ("where", "note")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._compare = ("note", *cls._fields)
+        cls._shown = ("where", "note", *cls._fields)
+
+    def __init__(self, *, where: str = "", note: str = ""):
+        _init(self, where, note)
 
     @property
     def args(self) -> tuple:
-        names = _ARG_NAMES.get(type(self))
-        if names is None:
-            names = tuple(f.name for f in fields(self) if f.name not in ("where", "note"))
-            _ARG_NAMES[type(self)] = names
-        return tuple(getattr(self, name) for name in names)
+        return tuple(getattr(self, name) for name in self._fields)
 
     def fail(self, reason: str) -> SimError:
         return SimError(reason, where=self.where)
 
 
-@dataclass(frozen=True)
+def _init(op: Op, where: str, note: str, **values) -> None:
+    """Store an op's fields (past the frozen ``__setattr__``)."""
+    fields = op.__dict__
+    fields["where"], fields["note"] = where, note
+    fields.update(values)
+
+
 class RegWrite(Op):
-    cmd: ClassVar[str] = "reg_write"
-    reg: str | int  # register name (.cfg) or byte address (input.txn)
-    value: int
+    cmd = "reg_write"
+    _fields = __match_args__ = ("reg", "value")
+
+    def __init__(self, reg: str | int, value: int, *, where: str = "", note: str = ""):
+        # register name (.cfg) or byte address (input.txn)
+        _init(self, where, note, reg=reg, value=value)
 
 
-@dataclass(frozen=True)
 class RegRead(Op):
-    cmd: ClassVar[str] = "reg_read"
-    reg: str
+    cmd = "reg_read"
+    _fields = __match_args__ = ("reg",)
+
+    def __init__(self, reg: str, *, where: str = "", note: str = ""):
+        _init(self, where, note, reg=reg)
 
 
-@dataclass(frozen=True)
 class PollReg(Op):
     """Read a register until ``value & mask == want & mask`` (poll_reg_equal, read_reg)."""
 
-    cmd: ClassVar[str] = "poll_reg"
-    reg: str | int
-    mask: int
-    value: int
+    cmd = "poll_reg"
+    _fields = __match_args__ = ("reg", "mask", "value")
+
+    def __init__(self, reg: str | int, mask: int, value: int, *, where: str = "",
+                 note: str = ""):
+        _init(self, where, note, reg=reg, mask=mask, value=value)
 
 
-@dataclass(frozen=True)
 class IntrNotify(Op):
-    cmd: ClassVar[str] = "intr_notify"
-    source: str  # SOURCE_GROUP (SDP_0, cdma_dat_1...), "" for any interrupt
-    sync: str
+    cmd = "intr_notify"
+    _fields = __match_args__ = ("source", "sync")
+
+    def __init__(self, source: str, sync: str, *, where: str = "", note: str = ""):
+        # source: SOURCE_GROUP (SDP_0, cdma_dat_1...), "" for any interrupt
+        _init(self, where, note, source=source, sync=sync)
 
 
-@dataclass(frozen=True)
 class CheckNothing(Op):
-    cmd: ClassVar[str] = "check_nothing"
-    sync: str
+    cmd = "check_nothing"
+    _fields = __match_args__ = ("sync",)
+
+    def __init__(self, sync: str, *, where: str = "", note: str = ""):
+        _init(self, where, note, sync=sync)
 
 
-@dataclass(frozen=True)
 class CheckCrc(Op):
-    cmd: ClassVar[str] = "check_crc"
-    sync: str
-    memory: str  # pri_mem | sec_mem
-    addr: int
-    size: int
-    crc: int
+    cmd = "check_crc"
+    _fields = __match_args__ = ("sync", "memory", "addr", "size", "crc")
+
+    def __init__(self, sync: str, memory: str, addr: int, size: int, crc: int, *,
+                 where: str = "", note: str = ""):
+        # memory: pri_mem | sec_mem
+        _init(self, where, note, sync=sync, memory=memory, addr=addr, size=size, crc=crc)
 
 
-@dataclass(frozen=True)
 class MemInit(Op):
-    cmd: ClassVar[str] = "mem_init"
-    memory: str
-    addr: int
-    size: int | str  # a byte count, or the record file whose extent it is
-    pattern: str  # ALL_ZERO, ...
+    cmd = "mem_init"
+    _fields = __match_args__ = ("memory", "addr", "size", "pattern")
+
+    def __init__(self, memory: str, addr: int, size: int | str, pattern: str, *,
+                 where: str = "", note: str = ""):
+        # size: a byte count, or the record file whose extent it is; pattern: ALL_ZERO, ...
+        _init(self, where, note, memory=memory, addr=addr, size=size, pattern=pattern)
 
 
-@dataclass(frozen=True)
 class MemLoad(Op):
-    cmd: ClassVar[str] = "mem_load"
-    memory: str
-    addr: int
-    file: str  # a record .dat file next to the trace
+    cmd = "mem_load"
+    _fields = __match_args__ = ("memory", "addr", "file")
+
+    def __init__(self, memory: str, addr: int, file: str, *, where: str = "", note: str = ""):
+        # file: a record .dat file next to the trace
+        _init(self, where, note, memory=memory, addr=addr, file=file)
 
 
-@dataclass(frozen=True)
 class Sync(Op):
     """NVIDIA's multi-player ordering (sync_notify, sync_wait): nothing to do for one player."""
 
-    cmd: ClassVar[str] = "nop"
-    command: str  # sync_notify | sync_wait
-    operands: tuple[str, ...] = ()
+    cmd = "nop"
+    _fields = __match_args__ = ("command", "operands")
+
+    def __init__(self, command: str, operands: tuple[str, ...] = (), *, where: str = "",
+                 note: str = ""):
+        # command: sync_notify | sync_wait
+        _init(self, where, note, command=command, operands=operands)
 
     @property
     def args(self) -> tuple:
         return (self.command, *self.operands)
 
 
-@dataclass(frozen=True)
 class Wait(Op):
-    cmd: ClassVar[str] = "wait"
+    cmd = "wait"
 
 
-@dataclass(frozen=True)
 class LoadMem(Op):
-    cmd: ClassVar[str] = "load_hex"
-    addr: int
-    size: int
-    file: str  # a hex-byte .dat file next to the trace
+    cmd = "load_hex"
+    _fields = __match_args__ = ("addr", "size", "file")
+
+    def __init__(self, addr: int, size: int, file: str, *, where: str = "", note: str = ""):
+        # file: a hex-byte .dat file next to the trace
+        _init(self, where, note, addr=addr, size=size, file=file)
 
 
-@dataclass(frozen=True)
 class DumpMem(Op):
-    cmd: ClassVar[str] = "dump_mem"
-    addr: int
-    size: int
-    file: str  # the expected bytes, a hex-byte .dat file next to the trace
+    cmd = "dump_mem"
+    _fields = __match_args__ = ("addr", "size", "file")
+
+    def __init__(self, addr: int, size: int, file: str, *, where: str = "", note: str = ""):
+        # file: the expected bytes, a hex-byte .dat file next to the trace
+        _init(self, where, note, addr=addr, size=size, file=file)
 
 
-@dataclass(frozen=True)
 class Comment(Op):
-    cmd: ClassVar[str] = "comment"
-    text: str
+    cmd = "comment"
+    _fields = __match_args__ = ("text",)
+
+    def __init__(self, text: str, *, where: str = "", note: str = ""):
+        _init(self, where, note, text=text)
 
 
 def format_text(ops: Iterable[Op], command: Callable[[Op], str], mark: str) -> str:
@@ -218,8 +251,8 @@ def numbered_lines(path: str | Path) -> Iterator[tuple[str, str]]:
 
 def reg_write_op(reg: str | int, value: int, where: str, note: str) -> RegWrite:
     """``RegWrite(reg, value, where=where, note=note)``, made for the parsers (most of a
-    trace's lines are register writes): the same object, without the frozen dataclass's
-    guarded ``__init__``, which costs twice the rest of parsing the line."""
+    trace's lines are register writes): the same object, without the constructor's call
+    overhead."""
     op = _new_op(RegWrite)
     fields = op.__dict__
     fields["reg"], fields["value"], fields["where"], fields["note"] = reg, value, where, note
