@@ -84,6 +84,34 @@ class Block:
         self.__dict__[name] = value  # a snapshot: decoded once, then a plain attribute
         return value
 
+    def fields(self) -> dict[str, int]:
+        """Every field of the block (those :meth:`__getattr__` reads) decoded at once, as a
+        dict; they become plain attributes too.  A decoder that reads most of a unit's
+        fields calls this first: one pass over the unit's table costs less than a
+        ``__getattr__`` miss per field."""
+        values = self.__dict__.get("_all")
+        if values is None:
+            words = self._words
+            values = {name: (words[reg] & mask) >> lsb
+                      for name, reg, mask, lsb in _field_plan(self._regmap, self._unit,
+                                                              self._address_map)}
+            self.__dict__.update(values)
+            self._all = values
+        return values
+
+    def words_key(self) -> tuple:
+        """The block's register names and words as a hashable value:
+        equal keys of one unit and map are equal programming, for a decoder's memo."""
+        key = self.__dict__.get("_key")
+        if key is None:
+            key = self._key = tuple(self._words.items())
+        return key
+
+    def memo(self, name: str) -> dict:
+        """A dict kept with the register map for this unit and address map: a decoder's
+        memo keyed on :meth:`words_key`, shared by every machine on the map."""
+        return self._regmap.memo((name, self._unit, self._address_map))
+
     def precision(self, name: str) -> Precision:
         """The precision field ``name`` (``in_precision``, ``input_data``, ...) as a
         :class:`Precision`; a reserved code raises ConfigurationError naming the register."""
@@ -102,27 +130,47 @@ class Block:
         return (high << 32) | low
 
 
+def _field_plan(regmap, unit: str, address_map: str) -> tuple:
+    """(field name, register name, stored mask, lsb) of every field of ``unit`` that
+    :meth:`Block.fields` decodes: unambiguous, and not the name of a Block attribute."""
+    plans = regmap.memo(("block fields", address_map))
+    plan = plans.get(unit)
+    if plan is None:
+        taken = set(dir(Block)) | {"group"}
+        plan = plans[unit] = tuple(
+            (name, *entry) for name, entry in regmap.field_decoders(unit, address_map).items()
+            if entry and name not in taken and name[:1] != "_")
+    return plan
+
+
 class RegisterFile:
     def __init__(self, address_map: str, regmap=None):
         self.regmap = regmap or regtable.load()
         self.address_map = address_map
-        self.units = {
-            name: unit for name, unit in self.regmap.units.items() if address_map in unit.bases
-        }
-        self.single: dict[str, dict[str, int]] = {}
+        # (units, reset words per unit, reset words of the double-buffered units) of this map
+        layout = self.regmap.memo(("register file", address_map))
+        if not layout:
+            units = {name: unit for name, unit in self.regmap.units.items()
+                     if address_map in unit.bases}
+            layout["units"] = units
+            layout["single"] = {name: self.regmap.reset_words(name) for name in units}
+            layout["grouped"] = {name: words for name in units
+                                 if (words := self.regmap.reset_words(name, double_buffered=True))}
+        self.units = dict(layout["units"])
+        self.single: dict[str, dict[str, int]] = {
+            name: words.copy() for name, words in layout["single"].items()}
         self.grouped: dict[str, list[dict[str, int]]] = {}
         self.producer: dict[str, int] = {}
         self.consumer: dict[str, int] = {}
         self.armed: dict[str, list[bool]] = {}
+        # unit -> {group: Block}: snapshots handed out since the unit's words last changed
+        self._blocks: dict[str, dict[int, Block]] = {}
         # (unit, register) -> write plan, shared by every register file of this map
         self._plans: dict[tuple[str, str], tuple] = self.regmap.memo(("write plans", address_map))
-        for name in self.units:
-            self.single[name] = dict(self.regmap.reset_words(name))
-            grouped = self.regmap.reset_words(name, double_buffered=True)
-            if grouped:
-                self.grouped[name] = [dict(grouped) for _ in GROUPS]
-                self.producer[name] = self.consumer[name] = 0
-                self.armed[name] = [False, False]
+        for name, words in layout["grouped"].items():
+            self.grouped[name] = [words.copy(), words.copy()]
+            self.producer[name] = self.consumer[name] = 0
+            self.armed[name] = [False, False]
 
     # -- lookup ---------------------------------------------------------------
     def register(self, name: str) -> regtable.Register:
@@ -156,6 +204,7 @@ class RegisterFile:
     def poke(self, reg: regtable.Register, value: int, group: int | None = None) -> None:
         """Hardware-side write: bypasses access rules (counters, status)."""
         self._store(reg, group)[reg.name] = value & 0xFFFFFFFF
+        self._blocks.pop(reg.unit, None)
 
     # -- CPU-side access -----------------------------------------------------
     def write_plan(self, reg: regtable.Register) -> tuple:
@@ -191,6 +240,8 @@ class RegisterFile:
             self.producer[unit] = (value & mask) >> lsb
             return None
         store = self.grouped[unit][self.producer[unit]] if grouped else self.single[unit]
+        if self._blocks:
+            self._blocks.pop(unit, None)
         old = store[name]
         if w1c:
             store[name] = (old & ~writable & ~w1c) | (value & writable) | (old & w1c & ~value)
@@ -219,10 +270,18 @@ class RegisterFile:
 
     # -- datapath side --------------------------------------------------------
     def snapshot(self, unit: str, group: int) -> Block:
-        words = dict(self.single[unit])
-        if unit in self.grouped:
-            words.update(self.grouped[unit][group])
-        return Block(unit, group, words, self.regmap, self.address_map)
+        """``unit``'s single registers and register group ``group`` as a :class:`Block`
+        (one Block for every call until a write changes the unit's words)."""
+        blocks = self._blocks.get(unit)
+        if blocks is None:
+            blocks = self._blocks[unit] = {}
+        block = blocks.get(group)
+        if block is None:
+            words = dict(self.single[unit])
+            if unit in self.grouped:
+                words.update(self.grouped[unit][group])
+            block = blocks[group] = Block(unit, group, words, self.regmap, self.address_map)
+        return block
 
     def is_armed(self, unit: str) -> bool:
         """Is the consumer group of ``unit`` armed (its OP_EN set)?"""
@@ -234,5 +293,6 @@ class RegisterFile:
         self.armed[unit][group] = False
         op_en = self.regmap.by_name(f"{unit}.D_OP_ENABLE_0")
         self.grouped[unit][group][op_en.name] = 0
+        self._blocks.pop(unit, None)
         self.consumer[unit] = group ^ 1
         return group

@@ -65,6 +65,8 @@ class CdpConfig:
     @classmethod
     def from_blocks(cls, cdp, rdma, hw) -> CdpConfig:
         """Decode the executing groups of NVDLA_CDP (``cdp``) and NVDLA_CDP_RDMA (``rdma``)."""
+        cdp.fields()  # every field at once: most are read
+        rdma.fields()
         precision = cdp.precision("input_data_type")
         check_precision("cdp", rdma.precision("input_data"), precision,
                         "NVDLA_CDP_RDMA.D_DATA_FORMAT_0.INPUT_DATA (input) vs "

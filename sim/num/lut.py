@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.num.vector_int import bit_length, i64, round_via_double, sign_extend
+from sim.num.vector_int import bit_length, i64, round_via_double
 
 LE_ENTRIES = 65
 LO_ENTRIES = 257
@@ -77,12 +77,24 @@ class LutRam:
     """
 
     def __init__(self, cfg_readback: str = "address", past_end: str = "ignore"):
-        self.tables = (np.zeros(LE_ENTRIES, np.int64), np.zeros(LO_ENTRIES, np.int64))
+        # the entries as Python ints (a CSB write lands in one without numpy);
+        # ``tables`` gives them as int64 arrays, rebuilt after writes
+        self._entries = ([0] * LE_ENTRIES, [0] * LO_ENTRIES)
+        self._arrays: tuple[np.ndarray, np.ndarray] | None = None
         self.table = LE
         self.addr = 0
         self.write_access = False
         self.cfg_readback = cfg_readback
         self.clamp = past_end == "clamp"
+
+    @property
+    def tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """(LE, LO) entries as int64 arrays (do not write into them: :meth:`write` does)."""
+        arrays = self._arrays
+        if arrays is None:
+            arrays = self._arrays = (np.array(self._entries[LE], np.int64),
+                                     np.array(self._entries[LO], np.int64))
+        return arrays
 
     def configure(self, value: int) -> None:
         """An S_LUT_ACCESS_CFG write: LUT_ADDR 9:0, TABLE_ID 16, ACCESS_TYPE 17."""
@@ -92,30 +104,37 @@ class LutRam:
 
     def _entry(self) -> int | None:
         """The entry the address selects, or None past the table (``past_end="ignore"``)."""
-        size = self.tables[self.table].size
+        size = len(self._entries[self.table])
         if self.addr < size:
             return self.addr
         return size - 1 if self.clamp else None
 
     def _advance(self) -> None:
-        if self.addr < self.tables[self.table].size - 1:
+        if self.addr < len(self._entries[self.table]) - 1:
             self.addr += 1
 
     def write(self, value: int) -> None:
         """An S_LUT_ACCESS_DATA write (ignored unless the access type is WRITE)."""
         if not self.write_access:
             return
-        entry = self._entry()
-        if entry is not None:
-            self.tables[self.table][entry] = sign_extend(value & 0xFFFF, 16)
-        self._advance()
+        entries, addr = self._entries[self.table], self.addr
+        value &= 0xFFFF
+        value -= (value >> 15) << 16  # a signed 16-bit entry
+        if addr < len(entries) - 1:  # the usual case: write, then advance
+            entries[addr] = value
+            self.addr = addr + 1
+        elif addr == len(entries) - 1 or self.clamp:  # the last entry: the address stays
+            entries[-1] = value
+        else:  # past the table: ignored
+            return
+        self._arrays = None
 
     def read(self) -> int:
         """An S_LUT_ACCESS_DATA read (the entry, or 0 unless the access type is READ)."""
         if self.write_access:
             return 0
         entry = self._entry()
-        value = 0 if entry is None else int(self.tables[self.table][entry]) & 0xFFFF
+        value = 0 if entry is None else self._entries[self.table][entry] & 0xFFFF
         self._advance()
         return value
 
@@ -127,13 +146,12 @@ class LutRam:
 
     def on_write(self, register: str, value: int) -> bool:
         """A CSB write to the unit's ``register``; True when the data port consumed it."""
-        if register == ACCESS_CFG:
-            self.configure(value)
-            return False  # the register file keeps the word too
         if register == ACCESS_DATA:
             self.write(value)
             return True
-        return False
+        if register == ACCESS_CFG:
+            self.configure(value)
+        return False  # the register file keeps the word (ACCESS_CFG: too)
 
     def on_read(self, register: str) -> int | None:
         """The value of a CSB read of ``register``, or None when it is not a LUT port."""

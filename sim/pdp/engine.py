@@ -23,6 +23,7 @@ in the C-model.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,15 +35,12 @@ from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num import flush_nans, inf_mask, nan_mask
-from ..regs.enums import Precision
-from .pooling import (
-    FP16,
-    METHODS,
-    PoolConfig,
-    check_tiling,
-    check_windows,
-    pool_split,
-)
+from ..regs.enums import FP16, Precision
+
+# the pooling datapath (.pooling) loads with the first PDP layer: every machine builds this
+# engine, and most traces pool nothing
+if TYPE_CHECKING:
+    from .pooling import PoolConfig
 
 ON_FLYING = 0
 
@@ -67,6 +65,8 @@ def input_precision(block, unit: str, config) -> Precision:
 
 def pool_config(pdp, config) -> PoolConfig:
     """The datapath configuration of the PDP block ``pdp`` (a decoded snapshot)."""
+    from .pooling import METHODS, PoolConfig
+
     method = pdp.pooling_method
     if method not in METHODS:
         raise ConfigurationError(f"NVDLA_PDP.D_OPERATION_MODE_CFG_0: POOLING_METHOD {method} "
@@ -123,6 +123,8 @@ def rdma_columns(rdma) -> list[tuple[int, int]]:
 
 
 def check_geometry(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
+    from .pooling import check_windows
+
     check_windows("line", "NVDLA_PDP.D_DATA_CUBE_OUT_HEIGHT_0", pdp.cube_out_height + 1,
                   pdp.cube_in_height + 1, cfg.pad_top, cfg.pad_bottom, cfg.kernel_height,
                   cfg.stride_height)
@@ -145,6 +147,8 @@ def check_tiles(pdp, cfg: PoolConfig, splits: list[Split]) -> None:
     splits add up to the cube; NVIDIA's RTL pools such splits as modelled here (a
     middle split's unused columns, splits short of the cube), so they are not refused.
     """
+    from .pooling import check_tiling
+
     height = pdp.cube_in_height + 1
     check_tiling(PADDING, f"PAD_TOP {cfg.pad_top} + {height} input lines + PAD_BOTTOM "
                  f"{cfg.pad_bottom}", (cfg.pad_top, height, cfg.pad_bottom),
@@ -199,6 +203,8 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
 def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[np.ndarray],
                    counters: dict) -> None:
     """The PDP core and its write DMA; stores the layer's counters."""
+    from .pooling import pool_split
+
     atom = ctx.config.atom_bytes
     prec = cfg.precision
     dtype = element_dtype(prec)
@@ -224,6 +230,7 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
 def run_layer(ctx, cube: np.ndarray | None = None) -> None:
     """Run the PDP layer of ``ctx``: from memory, or from ``cube`` on the fly."""
     pdp = ctx.regs(PDP)
+    pdp.fields()  # every field at once: the decoders read most of them
     cfg = pool_config(pdp, ctx.config)
     splits = pdp_splits(pdp, cfg)
     counters = {"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0}

@@ -18,7 +18,6 @@ from .. import rules
 from ..configs import FP16, INT8, Precision
 from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError
-from ..num.vector_int import sign_extend
 from ..regs.enums import AluAlgo
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
@@ -193,91 +192,99 @@ class SdpLayer:
         return not self.eql and not self.output_to_pdp
 
 
-def _x_stage(b, p: str) -> XStage:
-    g = lambda f: getattr(b, f"{p}_{f}")  # noqa: E731
+def _sx(value: int, bits: int) -> int:
+    """The low ``bits`` bits of ``value`` as two's complement (a register operand)."""
+    value &= (1 << bits) - 1
+    return value - ((value >> (bits - 1)) << bits)
+
+
+_X_FIELDS = ("bypass", "alu_bypass", "alu_algo", "alu_src", "alu_operand", "alu_shift_value",
+             "mul_bypass", "mul_src", "mul_operand", "mul_prelu", "mul_shift_value",
+             "relu_bypass")
+_X_KEYS = {p: tuple(f"{p}_{name}" for name in _X_FIELDS) for p in ("bs", "bn")}
+
+
+def _x_stage(f: dict, p: str) -> XStage:
+    """X1 (``p="bs"``) or X2 (``"bn"``) from the SDP block's fields ``f``."""
+    (bypass, alu_bypass, alu_algo, alu_src, alu_operand, alu_shift, mul_bypass, mul_src,
+     mul_operand, mul_prelu, mul_shift, relu_bypass) = [f[key] for key in _X_KEYS[p]]
     return XStage(
-        bypass=bool(g("bypass")),
-        alu_bypass=bool(g("alu_bypass")),
-        alu_algo=g("alu_algo"),
-        alu_src_mem=bool(g("alu_src")),
-        alu_operand=sign_extend(g("alu_operand"), 16),
-        alu_shift=g("alu_shift_value") & 63,
-        mul_bypass=bool(g("mul_bypass")),
-        mul_src_mem=bool(g("mul_src")),
-        mul_operand=sign_extend(g("mul_operand"), 16),
-        mul_prelu=bool(g("mul_prelu")),
-        mul_shift=g("mul_shift_value") & 63,
-        relu_bypass=bool(g("relu_bypass")),
+        bypass=bool(bypass), alu_bypass=bool(alu_bypass), alu_algo=alu_algo,
+        alu_src_mem=bool(alu_src), alu_operand=_sx(alu_operand, 16), alu_shift=alu_shift & 63,
+        mul_bypass=bool(mul_bypass), mul_src_mem=bool(mul_src),
+        mul_operand=_sx(mul_operand, 16), mul_prelu=bool(mul_prelu), mul_shift=mul_shift & 63,
+        relu_bypass=bool(relu_bypass),
     )
 
 
-def _y_stage(b) -> YStage:
+def _y_stage(f: dict) -> YStage:
     return YStage(
-        bypass=bool(b.ew_bypass),
-        alu_bypass=bool(b.ew_alu_bypass),
-        alu_algo=b.ew_alu_algo,
-        alu_src_mem=bool(b.ew_alu_src),
-        alu_operand=b.ew_alu_operand,
-        alu_cvt_bypass=bool(b.ew_alu_cvt_bypass),
-        alu_cvt_offset=sign_extend(b.ew_alu_cvt_offset, 32),
-        alu_cvt_scale=sign_extend(b.ew_alu_cvt_scale, 16),
-        alu_cvt_truncate=b.ew_alu_cvt_truncate & 63,
-        mul_bypass=bool(b.ew_mul_bypass),
-        mul_src_mem=bool(b.ew_mul_src),
-        mul_operand=b.ew_mul_operand,
-        mul_prelu=bool(b.ew_mul_prelu),
-        mul_cvt_bypass=bool(b.ew_mul_cvt_bypass),
-        mul_cvt_offset=sign_extend(b.ew_mul_cvt_offset, 32),
-        mul_cvt_scale=sign_extend(b.ew_mul_cvt_scale, 16),
-        mul_cvt_truncate=b.ew_mul_cvt_truncate & 63,
-        truncate=b.ew_truncate & 0x3FF,
-        lut_bypass=bool(b.ew_lut_bypass),
+        bypass=bool(f["ew_bypass"]),
+        alu_bypass=bool(f["ew_alu_bypass"]),
+        alu_algo=f["ew_alu_algo"],
+        alu_src_mem=bool(f["ew_alu_src"]),
+        alu_operand=f["ew_alu_operand"],
+        alu_cvt_bypass=bool(f["ew_alu_cvt_bypass"]),
+        alu_cvt_offset=_sx(f["ew_alu_cvt_offset"], 32),
+        alu_cvt_scale=_sx(f["ew_alu_cvt_scale"], 16),
+        alu_cvt_truncate=f["ew_alu_cvt_truncate"] & 63,
+        mul_bypass=bool(f["ew_mul_bypass"]),
+        mul_src_mem=bool(f["ew_mul_src"]),
+        mul_operand=f["ew_mul_operand"],
+        mul_prelu=bool(f["ew_mul_prelu"]),
+        mul_cvt_bypass=bool(f["ew_mul_cvt_bypass"]),
+        mul_cvt_offset=_sx(f["ew_mul_cvt_offset"], 32),
+        mul_cvt_scale=_sx(f["ew_mul_cvt_scale"], 16),
+        mul_cvt_truncate=f["ew_mul_cvt_truncate"] & 63,
+        truncate=f["ew_truncate"] & 0x3FF,
+        lut_bypass=bool(f["ew_lut_bypass"]),
     )
 
 
-def _lut(b) -> LutConfig:
+# LutConfig's slope settings and their fields: le_uflow_scale <- lut_le_slope_uflow_scale, ...
+_LUT_SLOPES = tuple((f"{table}_{side}_{what}", f"lut_{table}_slope_{side}_{what}")
+                    for table in ("le", "lo") for side in ("uflow", "oflow")
+                    for what in ("scale", "shift"))
+
+
+def _lut(f: dict) -> LutConfig:
     return LutConfig(
-        le_function_linear=bool(b.lut_le_function),
-        uflow_priority_lo=bool(b.lut_uflow_priority),
-        oflow_priority_lo=bool(b.lut_oflow_priority),
-        hybrid_priority_lo=bool(b.lut_hybrid_priority),
-        le_index_offset=sign_extend(b.lut_le_index_offset, 8),
-        le_index_select=sign_extend(b.lut_le_index_select, 8),
-        lo_index_select=sign_extend(b.lut_lo_index_select, 8),
-        le_start=b.lut_le_start,
-        le_end=b.lut_le_end,
-        lo_start=b.lut_lo_start,
-        lo_end=b.lut_lo_end,
-        le_uflow_scale=b.lut_le_slope_uflow_scale,
-        le_oflow_scale=b.lut_le_slope_oflow_scale,
-        le_uflow_shift=b.lut_le_slope_uflow_shift,
-        le_oflow_shift=b.lut_le_slope_oflow_shift,
-        lo_uflow_scale=b.lut_lo_slope_uflow_scale,
-        lo_oflow_scale=b.lut_lo_slope_oflow_scale,
-        lo_uflow_shift=b.lut_lo_slope_uflow_shift,
-        lo_oflow_shift=b.lut_lo_slope_oflow_shift,
+        le_function_linear=bool(f["lut_le_function"]),
+        uflow_priority_lo=bool(f["lut_uflow_priority"]),
+        oflow_priority_lo=bool(f["lut_oflow_priority"]),
+        hybrid_priority_lo=bool(f["lut_hybrid_priority"]),
+        le_index_offset=_sx(f["lut_le_index_offset"], 8),
+        le_index_select=_sx(f["lut_le_index_select"], 8),
+        lo_index_select=_sx(f["lut_lo_index_select"], 8),
+        le_start=f["lut_le_start"],
+        le_end=f["lut_le_end"],
+        lo_start=f["lut_lo_start"],
+        lo_end=f["lut_lo_end"],
+        **{name: f[key] for name, key in _LUT_SLOPES},
     )
+
+
+_DMA_KEYS = {(name, prefix): tuple(f"{name.lower()}_{field}" for field in (
+    "disable", "data_use", "data_size", "data_mode", "ram_type")) + tuple(
+    f"{prefix.lower()}_{field}" for field in ("line_stride", "surface_stride", "batch_stride"))
+    for name, prefix in (("BRDMA", "BS"), ("NRDMA", "BN"), ("ERDMA", "EW"))}
 
 
 def operand_dma(r, name: str, prefix: str) -> OperandDma:
     """One operand DMA of SDP_RDMA block ``r`` (None: no RDMA, the DMA disabled)."""
-    low = name.lower()
-    p = prefix.lower()
     if r is None:
         return OperandDma(name, prefix, False, 0, 1, False, 1, 0, 0, 0, 0)
+    f = r.fields()
+    keys = _DMA_KEYS[name, prefix]
+    disable, use, size, mode, ram, line, surface, batch = [f[k] for k in keys]
     return OperandDma(
-        name=name,
-        prefix=prefix,
-        enabled=not getattr(r, f"{low}_disable"),
-        use=getattr(r, f"{low}_data_use"),
-        data_size=2 if getattr(r, f"{low}_data_size") else 1,
-        per_element=bool(getattr(r, f"{low}_data_mode")),
-        ram_type=getattr(r, f"{low}_ram_type"),
-        address=r.address(f"{p}_base_addr"),
-        line_stride=getattr(r, f"{p}_line_stride"),
-        surface_stride=getattr(r, f"{p}_surface_stride"),
-        batch_stride=getattr(r, f"{p}_batch_stride"),
+        name=name, prefix=prefix, enabled=not disable, use=use, data_size=2 if size else 1,
+        per_element=bool(mode), ram_type=ram, address=r.address(f"{prefix.lower()}_base_addr"),
+        line_stride=line, surface_stride=surface, batch_stride=batch,
     )
+
+
+MEMO_SIZE = 256  # decoded layers remembered per register map (then forgotten at once)
 
 
 def decode(sdp, rdma, hw) -> SdpLayer:
@@ -285,8 +292,28 @@ def decode(sdp, rdma, hw) -> SdpLayer:
 
     ``hw`` is the HardwareConfig.  The SDP_RDMA block is None when the layer
     runs on the fly with every operand from registers.
+
+    A layer is a function of the two blocks' register words and ``hw``: a layer
+    programmed as one decoded before (a network run again, a repeated
+    trace) is that layer again, not decoded twice.  Errors are not remembered.
     """
+    memo = sdp.memo("sdp layers")
+    key = (sdp.words_key(), None if rdma is None else rdma.words_key(), id(hw))
+    hit = memo.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    layer = _decode(sdp, rdma, hw)
+    if len(memo) >= MEMO_SIZE:
+        memo.clear()
+    memo[key] = (hw, layer)
+    return layer
+
+
+def _decode(sdp, rdma, hw) -> SdpLayer:
     s = sdp
+    f = s.fields()  # every field at once (they become attributes too): most are read
+    if rdma is not None:
+        rdma.fields()
     flying = bool(s.flying_mode)
     proc = s.precision("proc_precision")
     out = s.precision("out_precision")
@@ -341,8 +368,8 @@ def decode(sdp, rdma, hw) -> SdpLayer:
                 f"{SDP}.D_DATA_FORMAT_0: PROC_PRECISION={proc} with OUT_PRECISION={out} is an "
                 "invalid SDP combination (format.rst Table 30)")
 
-    y = _y_stage(s)
-    layer_lut = _lut(s)
+    y = _y_stage(f)
+    layer_lut = _lut(f)
     dmas = (operand_dma(rdma, "BRDMA", "BS"), operand_dma(rdma, "NRDMA", "BN"),
             operand_dma(rdma, "ERDMA", "EW"))
     # Configurations without the Y stage (nv_small) keep its registers but not
@@ -387,8 +414,8 @@ def decode(sdp, rdma, hw) -> SdpLayer:
         dst_address=s.address("dst_base_addr"), dst_ram_type=s.dst_ram_type,
         dst_line_stride=s.dst_line_stride, dst_surface_stride=s.dst_surface_stride,
         dst_batch_stride=s.dst_batch_stride,
-        x1=_x_stage(s, "bs"), x2=_x_stage(s, "bn"), y=y, lut=layer_lut,
-        cvt_offset=sign_extend(s.cvt_offset, 32), cvt_scale=sign_extend(s.cvt_scale, 16),
+        x1=_x_stage(f, "bs"), x2=_x_stage(f, "bn"), y=y, lut=layer_lut,
+        cvt_offset=_sx(s.cvt_offset, 32), cvt_scale=_sx(s.cvt_scale, 16),
         cvt_shift=s.cvt_shift & 63,
         dmas=dmas,
         perf_lut=bool(s.perf_lut_en), perf_sat=bool(s.perf_sat_en),

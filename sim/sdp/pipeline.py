@@ -65,16 +65,19 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         return counts
 
     blocks = _blocks(n, cp, h * w)
-    parts = [None] * len(blocks)
+    if len(blocks) == 1:  # a small cube: one block, in this thread
+        counts = run(blocks[0])
+    else:
+        parts = [None] * len(blocks)
 
-    def run_blocks(start: int, stop: int) -> None:
-        for i in range(start, stop):
-            parts[i] = run(blocks[i])
+        def run_blocks(start: int, stop: int) -> None:
+            for i in range(start, stop):
+                parts[i] = run(blocks[i])
 
-    small = cube.size < PARALLEL_MIN  # one thread runs the whole cube
-    run_split(run_blocks, len(blocks), min_chunk=len(blocks) if small else 1)
-    counts = np.sum(parts, axis=0)
-    stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts, strict=True)}
+        small = cube.size < PARALLEL_MIN  # one thread runs the whole cube
+        run_split(run_blocks, len(blocks), min_chunk=len(blocks) if small else 1)
+        counts = np.sum(parts, axis=0)
+    stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts.tolist(), strict=True)}
     stats["unequal"] = bool(stats["unequal"])
     bits = out.reshape(n, cp, h, w)
     if layer.out_precision == FP16:

@@ -1,0 +1,74 @@
+"""sim.regfile fast paths: ``Block.fields`` (every field in one pass) against the
+per-field ``__getattr__`` read, and the snapshot a register file hands out again
+until a write changes the unit's words."""
+
+import numpy as np
+import pytest
+
+from sim.regfile import Block, RegisterFile
+
+MAPS = ("nvdlav1", "master")
+
+
+def _random_file(address_map: str, seed: int) -> RegisterFile:
+    rf = RegisterFile(address_map)
+    rng = np.random.default_rng(seed)
+    for unit in rf.units:
+        for reg in rf.regmap.units[unit].registers:
+            for group in (0, 1) if reg.double_buffered else (None,):
+                rf.poke(reg, int(rng.integers(0, 1 << 32)), group)
+    return rf
+
+
+@pytest.mark.parametrize("address_map", MAPS)
+def test_fields_equal_per_field_reads(address_map):
+    rf = _random_file(address_map, seed=7)
+    for unit in rf.units:
+        for group in (0, 1):
+            fast = rf.snapshot(unit, group)
+            values = fast.fields()
+            slow = Block(unit, group, dict(fast._words), rf.regmap, address_map)
+            decoders = rf.regmap.field_decoders(unit, address_map)
+            names = [n for n, e in decoders.items() if e]
+            assert names and set(values) <= set(names)
+            for name in names:
+                assert values.get(name, getattr(slow, name)) == getattr(slow, name), (unit, name)
+                assert getattr(fast, name) == getattr(slow, name)
+            # the methods of a Block stay methods
+            assert callable(fast.precision) and callable(fast.address) and fast.unit == unit
+
+
+def test_snapshot_is_handed_out_again_until_a_write():
+    rf = RegisterFile("nvdlav1")
+    m = rf.regmap
+    width = m.by_name("NVDLA_SDP.D_DATA_CUBE_WIDTH_0")
+    first = rf.snapshot("NVDLA_SDP", 0)
+    assert rf.snapshot("NVDLA_SDP", 0) is first
+    assert rf.snapshot("NVDLA_SDP", 1) is not first
+    other = rf.snapshot("NVDLA_PDP", 0)
+    rf.cpu_write(width, 5)  # producer group 0
+    now = rf.snapshot("NVDLA_SDP", 0)
+    assert now is not first and now.width == 5 and first.width == 0  # the old one is frozen
+    assert rf.snapshot("NVDLA_PDP", 0) is other  # another unit's words did not change
+    rf.poke(width, 9, group=0)
+    assert rf.snapshot("NVDLA_SDP", 0).width == 9
+    lut = m.by_name("NVDLA_SDP.S_LUT_LE_START_0")  # a single register: every group sees it
+    before = rf.snapshot("NVDLA_SDP", 1)
+    rf.cpu_write(lut, 123)
+    assert rf.snapshot("NVDLA_SDP", 1).lut_le_start == 123 and before.lut_le_start == 0
+    op_en = m.by_name("NVDLA_SDP.D_OP_ENABLE_0")
+    rf.cpu_write(op_en, 1)
+    assert rf.snapshot("NVDLA_SDP", 0).op_en == 1
+    rf.complete("NVDLA_SDP")
+    assert rf.snapshot("NVDLA_SDP", 0).op_en == 0
+
+
+def test_words_key_tells_programs_apart():
+    rf = _random_file("nvdlav1", seed=3)
+    a = rf.snapshot("NVDLA_CDP", 0)
+    b = Block("NVDLA_CDP", 0, dict(a._words), rf.regmap, "nvdlav1")
+    assert a.words_key() == b.words_key()
+    name = next(iter(a._words))
+    b2 = Block("NVDLA_CDP", 0, {**a._words, name: a._words[name] ^ 1}, rf.regmap, "nvdlav1")
+    assert b2.words_key() != a.words_key()
+    assert a.memo("x") is b.memo("x") and a.memo("x") is not rf.snapshot("NVDLA_PDP", 0).memo("x")
