@@ -94,6 +94,7 @@ class Memory:
         self._layer_reads: list[LayerAccess] | None = None
         # told of every write, and of the feature cubes DMA writes held (sim.listeners)
         self.listeners = MemoryListeners()
+        self._listening = self.listeners.items_view()  # true while anyone listens
         # Writes made inside a layer (by the hardware, not a CPU) are numbered; with the
         # log on, each is kept as (start, end, number): a recorder asks when a region last
         # changed, to check it as soon as it holds its final bytes (sim.trace.record).
@@ -247,7 +248,7 @@ class Memory:
                 if dst is None:
                     dst = self._pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
                 dst[off : off + n] = buf[pos : pos + n]
-        if self.listeners:
+        if self._listening:
             self.listeners.wrote(self, addr, size)
 
     def log_layer_writes(self) -> None:
@@ -257,7 +258,7 @@ class Memory:
 
     def notify_feature(self, addr: int, layout, precision: str, what: str = "") -> None:
         """Tell the listeners that the last write at ``addr`` held this feature cube."""
-        if self.listeners:
+        if self._listening:
             self.listeners.wrote_feature(self, addr, layout, precision, what)
 
     def last_layer_write(self, addr: int, size: int) -> int:

@@ -78,6 +78,12 @@ class Listeners(Generic[L]):
     def __len__(self) -> int:
         return len(self._items)
 
+    def items_view(self) -> list[L]:
+        """The list of listeners itself, kept current by add/remove (never to be changed
+        by its holder): its truth value is a check as cheap as any (``Machine.write_reg``
+        makes it on every write)."""
+        return self._items
+
     def __contains__(self, listener) -> bool:
         return any(item is listener for item in self._items)
 

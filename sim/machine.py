@@ -81,6 +81,19 @@ def _hooks(engines: list[Engine], method: str) -> dict[str, list[Engine]]:
     return hooks
 
 
+def _data_ports(hooks: dict[str, list[Engine]]) -> dict:
+    """Register full name -> the callable consuming its every CSB write, for the data ports
+    (``data_ports()``) of an engine that is the first hook of the register's unit: its
+    ``on_write`` would consume the write before any other engine saw it."""
+    ports = {}
+    for unit, engines in hooks.items():
+        offered = getattr(engines[0], "data_ports", None)
+        if offered is not None:
+            ports.update((name, write) for name, write in offered().items()
+                         if name.partition(".")[0] == unit)
+    return ports
+
+
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
@@ -99,6 +112,9 @@ class Machine:
         # only engines that intercept at all (every trace line is a register write)
         self._write_hooks = _hooks(self.engines, "on_write")
         self._read_hooks = _hooks(self.engines, "on_read")
+        # register full name -> what takes its every write: a data port (the LUT's) whose
+        # engine is the first to see its unit's writes, so the hook would consume it anyway
+        self._ports = _data_ports(self._write_hooks)
         # unit -> the feature its registers need that this configuration lacks
         self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
                          if not getattr(self.config, feature)}
@@ -114,6 +130,8 @@ class Machine:
         # told when a layer starts and ends (sim.listeners.LayerListener): add/remove
         self.listeners = LayerListeners()
         self.register_listeners = RegisterListeners()  # told of every CSB write
+        # the list behind it: its truth is the test every write makes (a list's is free)
+        self._register_listening = self.register_listeners.items_view()
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
@@ -173,13 +191,14 @@ class Machine:
         sets = None
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             sets = r.mask(self.config.address_map, ("wo",))
-        plan = self._write_plans[reg] = (r, sets, self.regfile.write_plan(r))
+        port = r.full_name if r.full_name in self._ports else None
+        plan = self._write_plans[reg] = (r, sets, self.regfile.write_plan(r), port)
         return plan
 
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
-        r, sets, rf_plan = self._write_plans.get(reg) or self._write_plan(reg)
-        if self.register_listeners:
+        r, sets, rf_plan, port = self._write_plans.get(reg) or self._write_plan(reg)
+        if self._register_listening:
             self.register_listeners.wrote_register(r, value)
         unit = r.unit
         if unit in self._lacking:  # a block this configuration does not have
@@ -187,6 +206,11 @@ class Machine:
         if sets is not None:
             self._raise_bits(value & sets)
             return
+        if port is not None:  # a LUT data port: what its engine's on_write would do
+            write = self._ports.get(port)
+            if write is not None:
+                write(value)
+                return
         hooks = self._write_hooks.get(unit)
         if hooks:
             for engine in hooks:

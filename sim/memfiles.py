@@ -197,22 +197,26 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
         return None
     arr = np.frombuffer(raw, np.uint8)
     ends = np.flatnonzero(arr[2:stop] == 10) + 3  # just past each record line's newline
-    widths = np.diff(ends, prepend=2)
+    widths = np.empty_like(ends)  # of each line, with its newline (the first starts at 2)
+    widths[0] = ends[0] - 2
+    np.subtract(ends[1:], ends[:-1], out=widths[1:])
     firsts = [0, *(np.flatnonzero(widths[1:] != widths[:-1]) + 1).tolist()]  # of each layout
     if len(firsts) > _MOST_LAYOUTS:
         return None
-    offsets, sizes, data = [], [], []
+    offsets, sizes, counts, data = [], [], [], []
     for first, last in zip(firsts, [*firsts[1:], len(widths)], strict=True):
         rows, width = last - first, int(widths[first])
         decoded = _record_rows(raw, arr, int(ends[first]) - width, rows, width)
         if decoded is None:
             return None
         offsets.append(decoded[0])
-        sizes.append(np.full(rows, decoded[1], np.int64))
+        sizes.append(decoded[1])
+        counts.append(rows)
         data.append(decoded[2])
+    sizes = np.repeat(np.array(sizes, np.int64), counts)  # each layout's size, per record
     if len(offsets) == 1:
-        return offsets[0], sizes[0], data[0]
-    return np.concatenate(offsets), np.concatenate(sizes), b"".join(data)
+        return offsets[0], sizes, data[0]
+    return np.concatenate(offsets), sizes, b"".join(data)
 
 
 def _record_rows(raw: bytes, arr: np.ndarray, start: int, rows: int,

@@ -21,7 +21,7 @@ from ..dma import read_feature, write_feature
 from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
-from ..num.lut import LutRam
+from ..num.lut import ACCESS_DATA, LutRam
 
 
 class CdpEngine(Engine):
@@ -42,6 +42,11 @@ class CdpEngine(Engine):
 
     def on_read(self, machine, reg):
         return self.lut_ram.on_read(reg.name) if reg.unit == CDP else None
+
+    def data_ports(self) -> dict:
+        """Register -> what consumes its every write, as :meth:`on_write` would (the
+        machine calls it directly: a LUT upload is thousands of writes)."""
+        return {f"{CDP}.{ACCESS_DATA}": self.lut_ram.write}
 
     # -- layer ------------------------------------------------------------------
     def run(self, ctx):

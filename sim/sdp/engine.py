@@ -28,7 +28,7 @@ from ..dma.feature import read_feature, write_feature
 from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
-from ..num.lut import LutRam
+from ..num.lut import ACCESS_DATA, LutRam
 
 # The SDP's decoder, RDMA and pipeline (sim.sdp.config, .fetch, .rdma, .pipeline) load with
 # the first SDP layer: a machine builds every engine, and most traces run no SDP.
@@ -260,6 +260,11 @@ class SdpEngine(Engine):
 
     def on_read(self, machine, reg):
         return self.lut.on_read(reg.name) if reg.unit == SDP else None
+
+    def data_ports(self) -> dict:
+        """Register -> what consumes its every write, as :meth:`on_write` would (the
+        machine calls it directly: a LUT upload is thousands of writes)."""
+        return {f"{SDP}.{ACCESS_DATA}": self.lut.write}
 
 
 __all__ = ["SdpEngine", "SdpState", "process_sdp", "run_sdp"]

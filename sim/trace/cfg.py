@@ -94,6 +94,21 @@ def _parse_text(text: str, source: str, comments: bool) -> list[Op]:
     append = ops.append
     quick_match = _REG_WRITE.match
     for lineno, raw in enumerate(text.splitlines(), 1):
+        # the usual line as gen and NVIDIA's tools write it, split without a regex when its
+        # parts are what _REG_WRITE's groups would be: a name of word characters and dots
+        # (ASCII, as identifiers), a value of letters and digits, no comment
+        if raw[:10] == "reg_write(" and raw[-2:] == ");":
+            reg, sep, text_value = raw[10:-2].partition(", ")
+            if sep and text_value.isalnum() and reg.isascii() \
+                    and reg.replace(".", "_").isidentifier():
+                try:
+                    value = int(text_value, 0)
+                    if value >> 32:
+                        raise ValueError
+                except ValueError:
+                    value = parse_int(text_value, f"{source}:{lineno}", "register value", 32)
+                append(reg_write_op(reg, value, f"{source}:{lineno}", ""))
+                continue
         quick = quick_match(raw)
         if quick is not None:  # the usual line, parsed as parse_int and _convert would
             reg, text_value, note = quick.groups()
