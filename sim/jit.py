@@ -167,23 +167,45 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1) -> None:
+def run_split(body: Callable[[int, int], object], n: int, min_chunk: int = 1,
+              pieces: int | None = None) -> None:
     """Call ``body(start, stop)`` on consecutive slices of ``range(n)``, one thread per core.
 
     ``body`` runs a nogil kernel or numpy (which releases the GIL); slices
     shorter than ``min_chunk`` are not worth a thread.  The calling thread
     takes the first slice and kept helper threads the others; a ``body`` that
     splits again runs its slices in its own thread (no waiting on a busy pool).
+
+    ``pieces``: ``range(n)`` is cut into that many slices instead, which the threads
+    take one at a time as they finish the last: on a machine whose other work slows one
+    core, the others take more (fixed halves would wait for the slow one).
     """
     workers = max(1, min(cores(), n // max(1, min_chunk)))
     if workers == 1 or getattr(_IN_POOL, "active", False):
         body(0, n)
         return
-    bounds = [n * i // workers for i in range(workers + 1)]
+    if pieces is None:
+        bounds = [n * i // workers for i in range(workers + 1)]
+        first, rest = (lambda: body(bounds[0], bounds[1])), [
+            (lambda i=i: body(bounds[i], bounds[i + 1])) for i in range(1, workers)]
+    else:
+        pieces = max(workers, min(pieces, n))
+        slices = iter([(n * i // pieces, n * (i + 1) // pieces) for i in range(pieces)])
+        lock = threading.Lock()
+
+        def take():
+            while True:
+                with lock:
+                    piece = next(slices, None)
+                if piece is None:
+                    return
+                body(*piece)
+
+        first, rest = take, [take] * (workers - 1)
     pool = _pool(workers - 1)
-    jobs = [pool.submit(body, bounds[i], bounds[i + 1]) for i in range(1, workers)]
+    jobs = [pool.submit(job) for job in rest]
     try:
-        body(bounds[0], bounds[1])
+        first()
     finally:
         for job in jobs:
             job.result()

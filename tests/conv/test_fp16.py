@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from num.mac_reference import cmac_block
 
-from sim.conv.mac_fp16 import MIN_TILE, TILE, conv_fp16
+from sim.conv import mac_fp16
+from sim.conv.mac_fp16 import MIN_TILE, TILE, VECTOR, conv_fp16, tile_count
 from sim.jit import njit
 from sim.num.mac import cacc_accumulate, cacc_to_fp32
 from sim.program.conv import run_conv
@@ -196,6 +197,35 @@ def test_fp16_tiles_are_the_definition(case):
     got = conv_fp16(x, wt, layer, 64)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
     assert ((got & 0x7F800000) == 0x7F800000).any() == (case == "nans")
+
+
+@pytest.mark.parametrize("threads,tiles", [(1, None), (2, None), (3, None), (2, 1), (2, 7)])
+def test_fp16_any_tiling_is_the_definition(threads, tiles, monkeypatch):
+    """However the output pixels are cut into tiles (tiles across lines and batches, one
+    tile, tiles taken by several threads one by one), every pixel is the definition's."""
+    rng = np.random.default_rng(threads)
+    layer = make_layer((5, 6), (2, 1), (1, 2), (1, 2), int(fp16(-1.5)[()]))
+    x = random_bits(rng, (2, 70, 9, 11))
+    wt = random_bits(rng, (5, 70, 3, 2), zeros=0)
+    plant(rng, x, [0x7E01])
+    monkeypatch.setattr(mac_fp16, "cores", lambda: threads)
+    if tiles is not None:
+        monkeypatch.setattr(mac_fp16, "tile_count", lambda pixels, threads: tiles)
+    got = conv_fp16(x, wt, layer, 64)
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
+
+
+@pytest.mark.parametrize("pixels,threads,want", [(784, 2, 8), (784, 1, 7), (784, 4, 8),
+                                                 (100, 2, 2), (40, 3, 3), (40, 4, 1),
+                                                 (128, 2, 2), (16, 2, 1), (257, 2, 4)])
+def test_tile_count(pixels, threads, want):
+    """Tiles of whole vectors, at most TILE pixels, their count a multiple of the threads
+    where that keeps them at least MIN_TILE pixels."""
+    tiles = tile_count(pixels, threads)
+    assert tiles == want
+    units = -(-pixels // VECTOR)
+    assert -(-units // tiles) * VECTOR <= TILE
+    assert tiles % threads == 0 or units // (-(-tiles // threads) * threads) * VECTOR < MIN_TILE
 
 
 @pytest.mark.parametrize("case", ["one_position", "one_position_nans", "positions_nans",
