@@ -5,6 +5,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run and every machine (fixed seeds: a
+# failure in CI is a failure here), and keep no example database between runs.
+settings.register_profile("fixed", derandomize=True, database=None)
+settings.load_profile("fixed")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -489,6 +489,12 @@ def build_conv(m, layer, alloc, rng, outputs):
     cvt = _cvt(layer, "sdp.cvt", fly_sdp.get("cvt"))
     winograd = mode == "winograd"
     if fly_pdp is None:
+        if batch > 1 and shape[1:] == (1, 1) and cfg.atom_bytes % 64:
+            # sdp.batch_dst_64 wants a 64-byte surface stride, sdp.one_by_one_packed one atom
+            raise layer.fail("batch", f"a batch of 1x1 output cubes cannot be written: "
+                             f"several batches need 64-byte aligned strides "
+                             f"(sdp.batch_dst_64), a 1x1 cube a surface stride of one "
+                             f"{cfg.atom_bytes}-byte atom (sdp.one_by_one_packed)")
         out = output_region(m, alloc, (batch, *shape) if batch > 1 else shape, out_prec,
                             written=sdp_written(k, (proc, out_prec), cfg.atom_bytes),
                             stride_align=64 if batch > 1 else None)  # sdp.batch_dst_64

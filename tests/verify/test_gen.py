@@ -157,6 +157,10 @@ ILLEGAL = [
      r"to the PDP \(sdp\.pdp_same_precision: programming guide"),
     ("nv_full", 'unit = "sdp"\ninput = [8, 6, 6]\nx2 = { alu = "sum", mul = 3, prelu = true }',
      r"\.x2\.prelu: PReLU with the ALU on in x2 \(sdp\.prelu_alu_bypass"),
+    # two rules no programming satisfies at once
+    ("nv_full", 'unit = "conv"\ninput = [1, 2, 1]\nkernel = [2, 1]\nbatch = 2',
+     r"\.batch: a batch of 1x1 output cubes cannot be written: .*\(sdp\.batch_dst_64\).*"
+     r"\(sdp\.one_by_one_packed\)"),
 ]
 
 
@@ -275,7 +279,10 @@ def conv_layers(draw):
              "sdp": {"relu": draw(st.booleans())}}
     if mode == "image":
         layer["pixel_format"] = fmt
-    if config == "nv_full" and mode == "direct":
+    pad = layer["pad"]
+    one_by_one = all((size + 2 * pad - k) // step == 0 for size, k, step in
+                     ((h, r, layer["stride"][0]), (w, s, layer["stride"][1])))
+    if config == "nv_full" and mode == "direct" and not one_by_one:  # a 1x1 batch is illegal
         layer["batch"] = draw(st.integers(1, 3))
     if prec != "fp16" and config == "nv_full" and layer.get("batch", 1) == 1:
         layer["sdp"]["out_precision"] = draw(st.sampled_from(
