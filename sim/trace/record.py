@@ -23,6 +23,7 @@ testbench (``nvdla-sim rtl``):
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,8 +72,10 @@ class TraceRecorder:
             Comment("reads of registers the hardware updates are left out: the intr_notify "
                     "waits order the replay"),
         ]
-        # memory files by name, as buffers written one after another (write_atomically)
-        self.files: dict[str, list] = {}
+        # memory file name -> its rendering (a future of the buffers write_atomically
+        # writes one after another): rendered in a thread while the network runs
+        self.files: dict[str, Future] = {}
+        self._renderer: ThreadPoolExecutor | None = None
         self._notifies: list[_Notify] = []
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
@@ -114,7 +117,9 @@ class TraceRecorder:
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
-        self.files[name] = record_dat_parts(data, RECORD_BYTES)
+        if self._renderer is None:
+            self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
+        self.files[name] = self._renderer.submit(record_dat_parts, bytes(data), RECORD_BYTES)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
@@ -155,7 +160,11 @@ class TraceRecorder:
         """Write the trace and its memory files (each file whole or not at all)."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        for name, text in self.files.items():
-            write_atomically(path.parent / name, text)
+        try:
+            for name, rendering in self.files.items():
+                write_atomically(path.parent / name, rendering.result())
+        finally:
+            if self._renderer is not None:
+                self._renderer.shutdown()
         write_atomically(path, self.text())
         return path
