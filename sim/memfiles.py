@@ -321,10 +321,11 @@ def record_dat_bytes(data: bytes, record: int = 4) -> bytes:
     return b"".join(record_dat_parts(data, record))
 
 
-def record_dat_parts(data: bytes, record: int = 4) -> list:
+def record_dat_parts(data: bytes, record: int = 4, skip_zero: bool = False) -> list:
     """:func:`format_record_dat` as a list of ASCII buffers (bytes, uint8 arrays) to be
     written one after another (``sim.files.write_atomically`` takes the list), rendered
-    without a loop over the lines and never joined in memory.
+    without a loop over the lines and never joined in memory.  ``skip_zero`` leaves out
+    the whole records that are all zero (for memory the trace fills with zeros first).
 
     A record's line has a fixed shape once its offset's hex digit count is known, so the
     lines are rendered in blocks of equal digit counts: each block is a 2-D byte array
@@ -334,18 +335,20 @@ def record_dat_parts(data: bytes, record: int = 4) -> list:
     """
     raw = np.frombuffer(bytes(data), np.uint8)
     full = raw.size // record
+    rows = raw[:full * record].reshape(full, record)
+    index = np.flatnonzero(rows.any(axis=1)) if skip_zero else np.arange(full)
     head, mid, end = b"{offset:0x", f", size:{record}, payload:".encode(), b" ,\n"
     tokens = b" ".join([b"0x__"] * record) + b"}"  # the payload, its digits to be filled
     parts = [b"{\n"]
-    first, digits = 0, 1
-    while first < full:
-        # the lines from `first` on whose offsets have `digits` hex digits (up to 16**d - 1)
-        stop = min(full, (16 ** digits - 1) // record + 1)
+    offsets = index.astype(np.int64) * record
+    # the lines whose offsets have d hex digits (up to 16**d - 1) make one block
+    limits = np.searchsorted(offsets, 16 ** np.arange(1, 17, dtype=np.int64))
+    first = 0
+    for digits, stop in enumerate(limits.tolist(), start=1):
         if stop > first:
-            parts.append(_record_block(raw[first * record:stop * record], first * record,
-                                       record, digits, head, mid + tokens + end))
+            parts.append(_record_block(rows[index[first:stop]], offsets[first:stop], digits,
+                                       head, mid + tokens + end))
             first = stop
-        digits += 1
     tail = raw[full * record:]
     if tail.size:
         payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
@@ -355,23 +358,22 @@ def record_dat_parts(data: bytes, record: int = 4) -> list:
     return parts
 
 
-def _record_block(raw: np.ndarray, start: int, record: int, digits: int, head: bytes,
+def _record_block(rows: np.ndarray, offsets: np.ndarray, digits: int, head: bytes,
                   rest: bytes) -> np.ndarray:
-    """The lines of records ``raw`` (whole records) from offset ``start``, each offset
-    written with ``digits`` hex digits: ``head`` offset ``rest``, ``rest``'s ``__``
-    placeholders filled with the bytes' hex digits."""
-    n = raw.size // record
+    """The lines of records ``rows`` (n, record) at ``offsets``, each offset written with
+    ``digits`` hex digits: ``head`` offset ``rest``, ``rest``'s ``__`` placeholders filled
+    with the bytes' hex digits."""
+    n, record = rows.shape
     template = np.frombuffer(head + b"0" * digits + rest, np.uint8)
     width = template.size
     block = np.empty((n, width), np.uint8)
     block[:] = template
-    offsets = start + np.arange(n, dtype=np.int64) * record
     shifts = 4 * np.arange(digits - 1, -1, -1, dtype=np.int64)
     block[:, len(head):len(head) + digits] = _NIBBLES[(offsets[:, None] >> shifts) & 15]
     first_pair = len(head) + digits + rest.index(b"__")
     pairs = np.ndarray((n, record), np.uint16, buffer=block, offset=first_pair,
                        strides=(width, 5))  # each token is "0xNN" and a space: 5 bytes
-    pairs[:] = _HEX_PAIRS[raw.reshape(n, record)]
+    pairs[:] = _HEX_PAIRS[rows]
     return block
 
 

@@ -27,6 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import SimError
 from ..files import write_atomically
 from ..memfiles import record_dat_parts
@@ -37,6 +39,7 @@ from .ops import (
     CheckNothing,
     Comment,
     IntrNotify,
+    MemInit,
     MemLoad,
     Op,
     PollReg,
@@ -45,6 +48,9 @@ from .ops import (
 
 RAM_NAMES = {0: "sec_mem", 1: "pri_mem", "sec_mem": "sec_mem", "pri_mem": "pri_mem"}
 RECORD_BYTES = 32  # bytes per .dat record line
+# a loaded region at least this part of whose records are zero is zero-filled first
+# (mem_init) and its file holds only the other records: less text to render and write
+SPARSE_ZEROS = 0.25
 STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
 
 
@@ -116,10 +122,19 @@ class TraceRecorder:
             self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
+        data = bytes(data)
+        full = len(data) // RECORD_BYTES * RECORD_BYTES
+        rows = np.frombuffer(data, np.uint8, full).reshape(-1, RECORD_BYTES)
+        live = int(np.count_nonzero(rows.any(axis=1)))
+        sparse = live <= (1 - SPARSE_ZEROS) * len(rows)
+        if sparse:
+            self.ops.append(MemInit(RAM_NAMES[ram], addr, len(data), "ALL_ZERO"))
+            if live == 0 and full == len(data):
+                return  # all zero: nothing to load after the fill
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
         if self._renderer is None:
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
-        self.files[name] = self._renderer.submit(record_dat_parts, bytes(data), RECORD_BYTES)
+        self.files[name] = self._renderer.submit(record_dat_parts, data, RECORD_BYTES, sparse)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:

@@ -227,3 +227,25 @@ def test_last_layer_write_is_exact_to_the_byte():
     assert mem.last_layer_write(0x1000, 15) == 1
     assert mem.last_layer_write(0x1400, 16) == 2
     assert mem.last_layer_write(0x1010, 0x3F0) == 0
+
+
+@pytest.mark.parametrize("size", [31, 32 * 40, 32 * 40 + 7, 0x10000 + 96])
+def test_sparse_record_dat_leaves_out_only_zero_records(tmp_path, size):
+    """A recorded load whose region is zero-filled first (mem_init) keeps only the records
+    that are not all zero: filling zeros and loading the file gives the data back."""
+    from sim.files import write_atomically
+    from sim.memfiles import read_record_file, record_dat_parts
+
+    rng = np.random.default_rng(size)
+    data = rng.integers(0, 256, size, dtype=np.uint8)
+    data[: size // 32 * 32].reshape(-1, 32)[rng.random(size // 32) < 0.6] = 0
+    write_atomically(tmp_path / "m.dat", record_dat_parts(data.tobytes(), 32, skip_zero=True))
+    image = read_record_file(tmp_path / "m.dat")
+    filled = bytearray(size)
+    records = 0
+    for offset, payload in image.runs:
+        filled[offset:offset + len(payload)] = payload
+        records += ceil_div(len(payload), 32)
+    assert bytes(filled) == data.tobytes()
+    whole = data[: size // 32 * 32].reshape(-1, 32)
+    assert records == np.count_nonzero(whole.any(axis=1)) + (size % 32 > 0)
