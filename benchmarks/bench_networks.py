@@ -8,7 +8,8 @@ run first builds the firmware and compiles the kernels, so the timed runs are
 warm; the best of --repeat is kept).  Printed per network: its precision, hardware
 layers, the whole process's wall time and per layer, the multiply-accumulates
 the run counted (the summary line's MACs: each convolution's logical MACs,
-sim.runtime.macs) and MACs per wall second, the process's peak RSS (its own
+sim.runtime.macs) and MACs per wall second, the run's own time inside the process
+(the summary line's) and MACs per second of it, the process's peak RSS (its own
 ``ru_maxrss`` from ``os.wait4``, the firmware process it waits for included), and
 the references measured in the same run: the process's own start-up
 (``nvdla-sim --help``) and the time a float64 matrix product (numpy ``@``) of
@@ -88,8 +89,9 @@ def main() -> int:
     cli = [sys.executable, "-m", "sim.cli"]
     start_up = min(_run([*cli, "--help"])[0] for _ in range(3))
     print(f"process start-up (nvdla-sim --help): {start_up:.2f} s")
-    print(f"{'network':28} {'prec':4} {'layers':>6} {'wall s':>7} {'ms/layer':>8} "
-          f"{'MACs':>9} {'MAC/s':>8} {'matmul s':>9} {'x matmul':>9} {'RSS GiB':>7}  goals")
+    print(f"{'network':28} {'prec':4} {'layers':>6} {'wall s':>7} {'run s':>6} {'ms/layer':>8} "
+          f"{'MACs':>9} {'MAC/s':>8} {'run MAC/s':>9} {'matmul s':>9} {'x matmul':>9} "
+          f"{'RSS GiB':>7}  goals")
     worst_rss = 0.0
     for loadable in networks:
         folder = loadable.parent
@@ -110,11 +112,16 @@ def main() -> int:
             print(f"{name:28} failed: {out.strip()}")
             continue
         layers, macs = int(layers.group(1)), int(macs.group(1))
+        # the summary's own time: the run inside the process, start-up (Python, numpy,
+        # numba and its kernel cache, the firmware's build check) left out
+        run = re.search(r"\(([\d.]+)s\)\s*$", out.strip())
+        run = float(run.group(1)) if run else float("nan")
         worst_rss = max(worst_rss, rss)
         precision = _precision(loadable)
         matmul = matmul_seconds(macs)
-        print(f"{name:28} {precision:4} {layers:6d} {wall:7.2f} {1000 * wall / layers:8.1f} "
-              f"{macs / 1e9:8.3f}G {macs / wall / 1e9:7.3f}G {matmul:9.4f} "
+        print(f"{name:28} {precision:4} {layers:6d} {wall:7.2f} {run:6.2f} "
+              f"{1000 * wall / layers:8.1f} {macs / 1e9:8.3f}G {macs / wall / 1e9:7.3f}G "
+              f"{macs / run / 1e9:8.3f}G {matmul:9.4f} "
               f"{wall / matmul:8.0f}x {rss:7.2f}  {_goal(precision, macs, wall, matmul)} "
               f"{verdict(rss, GOAL_RSS_GIB, 'GiB')}", flush=True)
     print(f"peak RSS of any network: {worst_rss:.2f} GiB {verdict(worst_rss, GOAL_RSS_GIB, 'GiB')}")
