@@ -321,12 +321,9 @@ def fp16_weight_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @njit
 def _weight_rows(bits, low_rows, high_rows, rows, exp4, span):
     for i in range(span[0], span[1]):
-        b = np.int64(bits[i])
-        e = (b >> 10) & 31
-        frac = b & 0x3FF
-        sig = frac << 1 if e == 0 else (frac | 0x400) << (e & 3)  # as fp16_mac_operands
-        booth_rows_into(b >> 15, sig, rows[i], low_rows, high_rows)
-        exp4[i] = 4 * ZERO_LANE_EXP if (b & 0x7FFF) == 0 else 4 * (e >> 2)
+        sign, sig, we, dead = fp16_weight_operand(word32(bits[i]))
+        booth_rows_into(sign, sig, rows[i], low_rows, high_rows)
+        exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(we)
 
 
 def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.ndarray:
