@@ -43,6 +43,12 @@ class Engine:
         """Value of a register this engine computes on read, else None."""
         return None
 
+    def data_ports(self) -> dict:
+        """Register full name -> the callable that consumes its every write exactly as
+        :meth:`on_write` would, for ports written thousands of times (a LUT upload): the
+        machine calls it directly.  None here."""
+        return {}
+
 
 def armed_groups(machine, units) -> dict | None:
     """``{unit: consumer group}`` if every unit's consumer group is armed."""

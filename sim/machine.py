@@ -87,10 +87,8 @@ def _data_ports(hooks: dict[str, list[Engine]]) -> dict:
     ``on_write`` would consume the write before any other engine saw it."""
     ports = {}
     for unit, engines in hooks.items():
-        offered = getattr(engines[0], "data_ports", None)
-        if offered is not None:
-            ports.update((name, write) for name, write in offered().items()
-                         if name.partition(".")[0] == unit)
+        ports.update((name, write) for name, write in engines[0].data_ports().items()
+                     if name.partition(".")[0] == unit)
     return ports
 
 
