@@ -30,8 +30,9 @@ M32 = 0xFFFFFFFF
 @njit(inline="always")
 def _csa32(a, b, c):
     """One 3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
-    # the majority written out in full, so that LLVM can give each output one ternary op
-    return xor32(xor32(a, b), c), shl32(or32(or32(and32(a, b), and32(a, c)), and32(b, c)), 1)
+    # the majority as "c where a and b differ, else a" (((a ^ c) & (b ^ c)) ^ c): LLVM makes
+    # it one bit-select, sharing a ^ c with the sum; the and/or form took two ternary ops
+    return xor32(xor32(a, b), c), shl32(xor32(and32(xor32(a, c), xor32(b, c)), c), 1)
 
 
 @njit(inline="always")
@@ -110,9 +111,15 @@ def _shifted_sum32(a, b, shift):
     The C-model's compensation table, ``0xAAAB0000`` (read as int32) divided by
     ``2**shift`` and rounded up, is ``-(0x55550000 >> shift)``.
     """
-    s = and32(shift, 31)
-    total = sub32(add32(shr32(a, s), shr32(b, s)), shr32(0x55550000, s))
-    return and32(total, sub32(0, word32(shift < 32)))
+    return sub32(add32(_shr_or_zero(a, shift), _shr_or_zero(b, shift)),
+                 _shr_or_zero(0x55550000, shift))
+
+
+@njit(inline="always")
+def _shr_or_zero(word, shift):
+    """``word >> shift``, 0 for shifts of 32 or more: the processors' own variable shift
+    (LLVM makes this select one instruction; a mask and a select took three more)."""
+    return shr32(word, shift) if shift < 32 else word32(0)
 
 
 @njit(inline="always")
