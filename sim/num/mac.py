@@ -415,7 +415,7 @@ def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
     return block_exp4, high, low, first
 
 
-@njit
+@njit(distinct_arrays=True)
 def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
     """One CMAC block of a tile of data vectors against the same lanes of every kernel.
 
@@ -424,7 +424,8 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     their exponents; ``w_rows`` (lanes, K, 10) the weights' table rows
     (:func:`sim.num.booth.booth_row_indices` of their sign and significand) and
     ``w_exp4`` (lanes, K) int32 four times their exponents; ``table`` is scratch
-    (TABLE_ROWS, >= P) uint32.  Kernel ``k``'s block exponent for pixel ``p``,
+    (TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
+    compiled with ``distinct_arrays``).  Kernel ``k``'s block exponent for pixel ``p``,
     times four (the 6-bit exponent CACC takes), goes to ``block_exp4[k, p]``
     (int32) and the exact sum of its aligned lane products to ``high[k, p]``,
     ``low[k, p]`` (uint32, two words: :func:`block_sum`).  The sum goes to
