@@ -48,11 +48,17 @@ TILE = 128
 VECTOR = 16
 #: Fewer pixels than this do not fill the vectors: a layer that small (a fully
 #: connected one has a single pixel) takes the products pixel by pixel, the loops over
-#: a block's lanes (:func:`_conv_fp16_kernels`, the threads splitting the kernels), and
-#: a thread of a larger layer takes at least this many.
+#: a block's lanes (:func:`_conv_fp16_kernels`, the threads splitting the kernels).
 MIN_TILE = 16
 #: A thread of a layer that small takes at least this many kernels.
 MIN_KERNELS = 64
+#: Tiles of fewer vectors than this are not worth cutting a layer's pixels into: the loop
+#: over a tile's pixels for one lane and kernel pays its set-up over a few vectors only
+#: (in ResNet-50's 7x7 layers, tiles of two vectors ran at two thirds of the rate of
+#: larger ones), so such a layer gives each thread a share of its kernels instead
+#: (:func:`tile_plan`), at least this many.
+SPLIT_PIXELS_FROM = 4
+MIN_GROUP_KERNELS = 8
 
 #: :func:`sim.dma.align.ceil_div` inside the kernels.
 _ceil_div = njit(inline="always")(ceil_div)
@@ -105,9 +111,9 @@ def _cacc_nan_block(acc_e, acc_m, w_nan, d_nan, block_exp4, high, low):
 
 @njit
 def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometry, out, tiles,
-                     span):
+                     span, kernels):
     """CACC's fp32 bit patterns into ``out`` (N, K, H', W'), tiles ``span[0]:span[1]`` of the
-    layer's ``tiles`` (:func:`tile_count`).
+    layer's ``tiles`` (:func:`tile_plan`), kernels ``kernels[0]:kernels[1]``.
 
     The output pixels, counted over batches, lines and columns, are cut into ``tiles``
     tiles of whole vectors (``VECTOR`` pixels), as equal as vectors allow: tile ``t`` is
@@ -127,6 +133,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     prefer_wide_vectors()
     w_rows, w_exp4 = w
     n_r, n_s, _, n_k = w_exp4.shape
+    k0, k1 = kernels
     groups = w_nan.shape[3]
     out_h, out_w = out.shape[2], out.shape[3]
     width = 0
@@ -157,8 +164,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
         d_sig[:, count:] = 0
         d_exp4[:, count:] = 4 * ZERO_LANE_EXP
         d_nan[count:n_p] = -1
-        acc_e[:] = 0
-        acc_m[:] = 0
+        acc_e[k0:k1] = 0
+        acc_m[k0:k1] = 0
         nan_seen = False
         for g in range(groups):
             c0, c1 = lanes[g], lanes[g + 1]
@@ -169,16 +176,16 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                                           s, c0, c1, d_sign, d_sig, d_exp4, d_nan)
                     nan_here |= w_nan_any[r, s, g]
                     fp16_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], w_rows[r, s, c0:c1],
-                                   w_exp4[r, s, c0:c1], table, block_exp4, high, low)
+                                   w_exp4[r, s, c0:c1], table, block_exp4, high, low, kernels)
                     if not nan_here and not nan_seen:
-                        for k in range(n_k):  # no NaN anywhere: vectorised over pixels
+                        for k in range(k0, k1):  # no NaN anywhere: vectorised over pixels
                             for p in range(n_p):
                                 acc_e[k, p], acc_m[k, p] = cacc_accumulate_finite(
                                     acc_e[k, p], acc_m[k, p], block_exp4[k, p],
                                     sign_extend(block_sum(high[k, p], low[k, p]), 38))
                         continue
                     nan_seen = True  # a NaN block makes its kernels' accumulators NaN
-                    for k in range(n_k):
+                    for k in range(k0, k1):
                         for p in range(count):
                             acc_e[k, p], acc_m[k, p] = _cacc_nan_block(
                                 acc_e[k, p], acc_m[k, p], w_nan[k, r, s, g], d_nan[p],
@@ -186,7 +193,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
         for p in range(count):
             q = start + p
             b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
-            for k in range(n_k):
+            for k in range(k0, k1):
                 out[b, k, oy, ox] = cacc_to_fp32(acc_e[k, p], acc_m[k, p])
 
 
@@ -336,21 +343,36 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         w = np.ascontiguousarray(w[:, :, live])
     operands = (fp16_mac_operands(x), x_nans, fp16_weight_rows(w),
                 w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
-    tiles = tile_count(out.shape[0] * out.shape[2] * out.shape[3], cores())
-    run_split(lambda a, b: _conv_fp16_tiles(*operands, tiles, (a, b)), tiles, pieces=tiles)
+    tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
+    bounds = [n_k * g // groups for g in range(groups + 1)]
+
+    def pieces(first: int, stop: int) -> None:  # piece i: tile i // groups, kernel group i % groups
+        if groups == 1:
+            _conv_fp16_tiles(*operands, tiles, (first, stop), (0, n_k))
+            return
+        for piece in range(first, stop):
+            tile, group = divmod(piece, groups)
+            _conv_fp16_tiles(*operands, tiles, (tile, tile + 1), (bounds[group], bounds[group + 1]))
+
+    run_split(pieces, tiles * groups, pieces=tiles * groups)
     return out
 
 
-def tile_count(pixels: int, threads: int) -> int:
-    """How many tiles the ``pixels`` output pixels of a layer are cut into (whole vectors
-    each, :func:`_conv_fp16_tiles`): tiles of at most ``TILE`` pixels, their count a
-    multiple of ``threads`` (the threads take them one by one: equal shares on an idle
-    machine, and a slowed core leaves its tiles to the others) where that keeps them at
-    least ``MIN_TILE`` pixels."""
+def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:
+    """How a layer's ``pixels`` output pixels and ``kernels`` kernels are cut into pieces
+    for the threads (:func:`_conv_fp16_tiles`): (tiles, kernel groups), every piece one
+    tile of one group.  Tiles are whole vectors, at most ``TILE`` pixels.  Where tiles of
+    at least ``SPLIT_PIXELS_FROM`` vectors go round, their count is a multiple of
+    ``threads`` (the threads take them one by one: equal shares on an idle machine, and a
+    slowed core leaves its tiles to the others) and the kernels stay whole; a layer with
+    fewer pixels keeps its tiles as large as they can be and cuts its kernels into groups
+    instead, one per thread (at least ``MIN_GROUP_KERNELS`` kernels each)."""
     units = ceil_div(pixels, VECTOR)
     tiles = ceil_div(units, TILE // VECTOR)
     rounded = ceil_div(tiles, threads) * threads
-    return rounded if units // rounded * VECTOR >= MIN_TILE else tiles
+    if units // rounded >= SPLIT_PIXELS_FROM:
+        return rounded, 1
+    return tiles, max(1, min(threads, kernels // MIN_GROUP_KERNELS))
 
 
 def _data_operands(cube: np.ndarray, live: np.ndarray, block: int):

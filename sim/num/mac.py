@@ -416,8 +416,10 @@ def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
 
 
 @njit(distinct_arrays=True)
-def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
-    """One CMAC block of a tile of data vectors against the same lanes of every kernel.
+def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low,
+                   kernels):
+    """One CMAC block of a tile of data vectors against the same lanes of kernels
+    ``kernels[0]:kernels[1]``.
 
     ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
@@ -440,11 +442,11 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     """
     prefer_wide_vectors()
     lanes, n_p = d_exp4.shape
-    n_k = w_exp4.shape[1]
+    k0, k1 = kernels
     zero = 4 * ZERO_LANE_EXP
-    block_exp4[:, :n_p] = 0
-    high[:, :n_p] = 0
-    low[:, :n_p] = 0
+    block_exp4[k0:k1, :n_p] = 0
+    high[k0:k1, :n_p] = 0
+    low[k0:k1, :n_p] = 0
     live = np.zeros(lanes, np.bool_)
     for j in range(lanes):
         de = d_exp4[j]
@@ -452,7 +454,7 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
             live[j] |= de[p] != zero
         if not live[j]:
             continue
-        for k in range(n_k):
+        for k in range(k0, k1):
             we = w_exp4[j, k]
             if we == zero:
                 continue
@@ -464,7 +466,7 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
             continue
         de = d_exp4[j]
         booth_data_table(d_sign[j], d_sig[j], table)
-        for k in range(n_k):
+        for k in range(k0, k1):
             we = w_exp4[j, k]
             if we == zero:
                 continue

@@ -14,7 +14,15 @@ import pytest
 from num.mac_reference import cmac_block
 
 from sim.conv import mac_fp16
-from sim.conv.mac_fp16 import MIN_TILE, TILE, VECTOR, conv_fp16, tile_count
+from sim.conv.mac_fp16 import (
+    MIN_GROUP_KERNELS,
+    MIN_TILE,
+    SPLIT_PIXELS_FROM,
+    TILE,
+    VECTOR,
+    conv_fp16,
+    tile_plan,
+)
 from sim.jit import njit
 from sim.num.mac import cacc_accumulate, cacc_to_fp32
 from sim.program.conv import run_conv
@@ -199,33 +207,42 @@ def test_fp16_tiles_are_the_definition(case):
     assert ((got & 0x7F800000) == 0x7F800000).any() == (case == "nans")
 
 
-@pytest.mark.parametrize("threads,tiles", [(1, None), (2, None), (3, None), (2, 1), (2, 7)])
-def test_fp16_any_tiling_is_the_definition(threads, tiles, monkeypatch):
-    """However the output pixels are cut into tiles (tiles across lines and batches, one
-    tile, tiles taken by several threads one by one), every pixel is the definition's."""
+@pytest.mark.parametrize("threads,plan", [(1, None), (2, None), (3, None), (2, (1, 1)),
+                                         (2, (7, 1)), (2, (1, 2)), (3, (2, 3)), (2, (3, 5))])
+def test_fp16_any_tiling_is_the_definition(threads, plan, monkeypatch):
+    """However the output pixels are cut into tiles and the kernels into groups (tiles
+    across lines and batches, one tile, pieces taken by several threads one by one, groups
+    of one kernel), every pixel is the definition's."""
     rng = np.random.default_rng(threads)
     layer = make_layer((5, 6), (2, 1), (1, 2), (1, 2), int(fp16(-1.5)[()]))
     x = random_bits(rng, (2, 70, 9, 11))
     wt = random_bits(rng, (5, 70, 3, 2), zeros=0)
     plant(rng, x, [0x7E01])
     monkeypatch.setattr(mac_fp16, "cores", lambda: threads)
-    if tiles is not None:
-        monkeypatch.setattr(mac_fp16, "tile_count", lambda pixels, threads: tiles)
+    if plan is not None:
+        monkeypatch.setattr(mac_fp16, "tile_plan", lambda pixels, kernels, threads: plan)
     got = conv_fp16(x, wt, layer, 64)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
 
 
-@pytest.mark.parametrize("pixels,threads,want", [(784, 2, 8), (784, 1, 7), (784, 4, 8),
-                                                 (100, 2, 2), (40, 3, 3), (40, 4, 1),
-                                                 (128, 2, 2), (16, 2, 1), (257, 2, 4)])
-def test_tile_count(pixels, threads, want):
-    """Tiles of whole vectors, at most TILE pixels, their count a multiple of the threads
-    where that keeps them at least MIN_TILE pixels."""
-    tiles = tile_count(pixels, threads)
-    assert tiles == want
+@pytest.mark.parametrize("pixels,kernels,threads,want", [
+    (784, 64, 2, (8, 1)), (784, 64, 1, (7, 1)), (784, 64, 4, (8, 1)), (257, 64, 2, (4, 1)),
+    (140, 64, 2, (2, 1)),                          # tiles of 4 and 5 vectors: pixels split
+    (128, 64, 2, (2, 1)), (49, 64, 2, (1, 2)),     # 4 vectors: pixels; 2: kernels split
+    (100, 64, 2, (1, 2)), (40, 64, 3, (1, 3)), (16, 64, 2, (1, 2)),
+    (49, 12, 2, (1, 1)), (49, 20, 4, (1, 2)),      # too few kernels to share
+    (49, 64, 1, (1, 1))])
+def test_tile_plan(pixels, kernels, threads, want):
+    """Tiles of whole vectors, at most TILE pixels; their count a multiple of the threads
+    where that keeps them SPLIT_PIXELS_FROM vectors or more, else the kernels cut into a
+    group per thread (MIN_GROUP_KERNELS or more each)."""
+    tiles, groups = tile_plan(pixels, kernels, threads)
+    assert (tiles, groups) == want
     units = -(-pixels // VECTOR)
     assert -(-units // tiles) * VECTOR <= TILE
-    assert tiles % threads == 0 or units // (-(-tiles // threads) * threads) * VECTOR < MIN_TILE
+    assert groups == 1 or kernels // groups >= MIN_GROUP_KERNELS
+    if groups == 1 and threads > 1 and kernels // 2 >= MIN_GROUP_KERNELS:
+        assert tiles % threads == 0 and units // tiles >= SPLIT_PIXELS_FROM
 
 
 @pytest.mark.parametrize("case", ["one_position", "one_position_nans", "positions_nans",

@@ -259,7 +259,8 @@ def test_sign_compensation_is_a_rounded_up_shift():
 
 @njit
 def _tiled(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low):
-    fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low)
+    fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low,
+                   (0, high.shape[0]))
     sums = np.zeros(high.shape, np.int64)
     for k in range(high.shape[0]):
         for p in range(high.shape[1]):
