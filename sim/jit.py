@@ -30,6 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
@@ -67,8 +68,12 @@ def _import_numba():
 
 
 def _load_numba():
-    import numba
+    with _scipy_hidden():
+        import numba
+        from numba.core.registry import cpu_target
 
+        # the CPU target loads its implementations now, while scipy is hidden
+        cpu_target.target_context.refresh()
     path = cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
@@ -90,6 +95,26 @@ def _rebind_globals(numba) -> None:
         for name, value in list(names.items()):
             if isinstance(value, Kernel):
                 names[name] = value.dispatcher
+
+
+@contextmanager
+def _scipy_hidden():
+    """scipy, unless it is loaded already, cannot be imported inside this block.
+
+    When numba's CPU target first loads its implementations, it imports scipy's BLAS
+    bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels;
+    with scipy's own imports that took 0.1-0.2 s of every process that runs a kernel.
+    The simulator's kernels use no BLAS, so numba is left believing there is none.
+    """
+    if "scipy" in sys.modules:
+        yield
+        return
+    sys.modules["scipy"] = None  # an import of it or of any submodule fails at once
+    try:
+        yield
+    finally:
+        if sys.modules.get("scipy", 0) is None:
+            del sys.modules["scipy"]
 
 
 class Kernel:

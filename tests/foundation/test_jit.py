@@ -122,3 +122,17 @@ def test_distinct_arrays_marks_the_array_data_noalias(distinct, marked):
     kernel(out, a, b)
     assert (out == a + b).all()
     assert (_array_args_marked_noalias(kernel) >= 3) is marked
+
+
+def test_numba_arrives_without_scipy_and_leaves_it_importable():
+    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) when it loads; the kernels
+    need none, so it loads with scipy hidden, and scipy imports as usual afterwards."""
+    probe = """
+import importlib.util, sys
+from sim.num.fpcore import fp_add
+assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # numba arrives
+assert "scipy" not in sys.modules, "numba imported scipy"
+if importlib.util.find_spec("scipy") is not None:
+    import scipy.linalg                                 # not left hidden
+"""
+    subprocess.run([sys.executable, "-c", probe], check=True)
