@@ -30,8 +30,9 @@ from ..dma.weights import (
 )
 from ..dram import HELD
 from ..errors import ConfigurationError, SimError
-from ..num import flush_nans, inf_mask, nan_mask
+from ..num import flush_nans
 from ..num.blocks import cdma_cvt
+from ..num.specials import count_nans_and_infs
 from .layer import CDMA, ConvLayer
 
 
@@ -92,8 +93,9 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
         raw = _raw_atoms(mem, layer, atom)
         if layer.batches == 1:
             raw = raw[None]
-        counters["D_NAN_INPUT_DATA_NUM_0"] = int(nan_mask(raw).sum())
-        counters["D_INF_INPUT_DATA_NUM_0"] = int(inf_mask(raw).sum())
+        nans, infs = count_nans_and_infs(raw)
+        counters["D_NAN_INPUT_DATA_NUM_0"] = nans
+        counters["D_INF_INPUT_DATA_NUM_0"] = infs
         cube = raw[:, : layer.channels]
         if layer.nan_to_zero:
             cube = flush_nans(cube)
@@ -137,7 +139,7 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     weights = unpack_weight_dc(stream, shape, layer.precision, cfg)
     counters = {}
     if layer.precision == FP16:
-        bits = fetched[: fetched.size & ~1].view("<u2")
-        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = int(nan_mask(bits).sum())
-        counters["D_INF_INPUT_WEIGHT_NUM_0"] = int(inf_mask(bits).sum())
+        nans, infs = count_nans_and_infs(fetched[: fetched.size & ~1].view("<u2"))
+        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = nans
+        counters["D_INF_INPUT_WEIGHT_NUM_0"] = infs
     return weights, counters
