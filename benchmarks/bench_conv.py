@@ -110,7 +110,7 @@ def kernel_rate(x, w, repeat, pixels=128):
     w_sign, w_sig, w_exp = fp16_mac_operands(np.ascontiguousarray(w[:, :, 0, 0].T))
     n = d_sig.shape[1]
     args = (d_sign, d_sig, 4 * d_exp, booth_row_indices(w_sign, w_sig), 4 * w_exp,
-            np.zeros((TABLE_ROWS, n), np.uint32), np.zeros((k, n), np.int32),
+            np.zeros((2, TABLE_ROWS, n), np.uint32), np.zeros((k, n), np.int32),
             np.zeros((k, n), np.uint32), np.zeros((k, n), np.uint32), (0, k))
     fp16_tile_dots(*args)  # compile / warm up
     t = best_of(lambda: [fp16_tile_dots(*args) for _ in range(20)], repeat, warm_up=False) / 20

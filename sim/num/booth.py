@@ -180,9 +180,11 @@ def booth_lane_masked(negative, wt, dat, dat2, shift):
 # (or zero) digit gives ``|digit| * dat | 1 << 16``, a negative one ``|digit| * dat ^
 # 0xFFFF`` and a negate bit.  Inverting a digit (a negative product) negates its value,
 # so a row depends only on the digit's value times the data's sign, and a data value
-# has only a few possible tree words: the five rows, and the 25 words "row << 2 |
-# negate bit of the row below" (also shifted by 2 and 4), and the five negate bits
-# shifted by 6 (:func:`booth_data_table`, :data:`TABLE_ROWS` of them).  The tree's
+# has only a few possible tree words: the five rows, the 25 words "row << 2 | negate
+# bit of the row below", and the five negate bits shifted by 6 (:func:`booth_data_table`,
+# :data:`TABLE_ROWS` of them).  The tree also takes two of the pair words shifted by 2
+# and 4; the product shifts them itself, which keeps a value's table small enough for
+# two of them (at a tile's 128 pixels) to stay in the processor's first-level cache.  The tree's
 # second half (rows 4-7) is the first half's pattern shifted by 8, so both halves
 # read the same words.  A weight is ten indices into that table
 # (:func:`booth_row_indices`, recoded once per layer), and a product is ten table
@@ -190,8 +192,8 @@ def booth_lane_masked(negative, wt, dat, dat2, shift):
 
 DIGITS = 5  # Booth digit values -2..2, stored as value + 2
 _ROW = 0  # row(t)
-_PAIR = _ROW + DIGITS  # (row(t) << 2 | neg(u)) << 2 * n at _PAIR + 25 * n + 5 * t + u, n = 0..2
-_NEG6 = _PAIR + 3 * DIGITS * DIGITS  # neg(t) << 6
+_PAIR = _ROW + DIGITS  # row(t) << 2 | neg(u) at _PAIR + 5 * t + u
+_NEG6 = _PAIR + DIGITS * DIGITS  # neg(t) << 6
 TABLE_ROWS = _NEG6 + DIGITS
 
 
@@ -217,8 +219,7 @@ def _row_indices(negative, wt) -> np.ndarray:
     for half, i in ((0, 0), (5, 4)):
         rows[..., half] = _ROW + t[..., i]
         for n in range(3):
-            rows[..., half + 1 + n] = (_PAIR + DIGITS * DIGITS * n + DIGITS * t[..., i + n + 1]
-                                       + t[..., i + n])
+            rows[..., half + 1 + n] = _PAIR + DIGITS * t[..., i + n + 1] + t[..., i + n]
         rows[..., half + 4] = _NEG6 + t[..., i + 3]
     return rows
 
@@ -233,9 +234,10 @@ _HIGH_ROWS = (_row_indices(np.arange(2)[:, None], np.arange(1 << 9)[None, :] << 
 def booth_row_indices(negative, wt) -> np.ndarray:
     """The ten table rows (..., 10) uint8 a weight of sign ``negative`` and magnitude ``wt``
     (< 2**16) reads from a data value's :func:`booth_data_table` (whose sign completes the
-    product's): rows 0-3 then rows 4-7, each half as (row, pair, pair << 2, pair << 4,
-    negate << 6).  Each half is looked up by the sign and the magnitude's bits it recodes
-    (:func:`booth_rows_into`, which kernels call per weight)."""
+    product's): rows 0-3 then rows 4-7, each half as (row, pair, pair, pair, negate << 6),
+    the second and third pairs to be shifted by 2 and 4.  Each half is looked up by the
+    sign and the magnitude's bits it recodes (:func:`booth_rows_into`, which kernels call
+    per weight)."""
     w = np.asarray(wt).astype(np.int64)
     sign = (np.asarray(negative) != 0).astype(np.int64)
     shape = np.broadcast_shapes(w.shape, sign.shape)
@@ -282,17 +284,15 @@ def booth_data_table(negative, dat, table):
         row = table[_ROW + t]
         for u in range(DIGITS):
             neg6 = table[_NEG6 + u]
-            at = _PAIR + DIGITS * t + u
-            pair0, pair2, pair4 = table[at], table[at + 25], table[at + 50]
+            pair = table[_PAIR + DIGITS * t + u]
             for p in range(n):
-                pair = or32(shl32(row[p], 2), shr32(neg6[p], 6))
-                pair0[p] = pair
-                pair2[p] = shl32(pair, 2)
-                pair4[p] = shl32(pair, 4)
+                pair[p] = or32(shl32(row[p], 2), shr32(neg6[p], 6))
 
 
 @njit(inline="always")
 def booth_lane_table(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, shift):
-    """:func:`booth_lane` from the ten table words a weight's :func:`booth_row_indices` pick."""
-    a, b = _reduce_words(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, 8)
+    """:func:`booth_lane` from the ten table words a weight's :func:`booth_row_indices` pick
+    (of each half, the second and third pair words go in shifted by 2 and 4)."""
+    a, b = _reduce_words(w0, w1, shl32(w2, 2), shl32(w3, 4), w4,
+                         w5, w6, shl32(w7, 2), shl32(w8, 4), w9, 8)
     return _shifted_sum32(a, b, shift)

@@ -416,7 +416,7 @@ def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
 
 
 @njit(distinct_arrays=True)
-def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, high, low,
+def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, high, low,
                    kernels):
     """One CMAC block of a tile of data vectors against the same lanes of kernels
     ``kernels[0]:kernels[1]``.
@@ -425,8 +425,8 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
     their exponents; ``w_rows`` (lanes, K, 10) the weights' table rows
     (:func:`sim.num.booth.booth_row_indices` of their sign and significand) and
-    ``w_exp4`` (lanes, K) int32 four times their exponents; ``table`` is scratch
-    (TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
+    ``w_exp4`` (lanes, K) int32 four times their exponents; ``tables`` is scratch
+    (2, TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
     compiled with ``distinct_arrays``).  Kernel ``k``'s block exponent for pixel ``p``,
     times four (the 6-bit exponent CACC takes), goes to ``block_exp4[k, p]``
     (int32) and the exact sum of its aligned lane products to ``high[k, p]``,
@@ -434,11 +434,13 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     :func:`cacc_accumulate` as ``(block_exp4, sign_extend(sum, 38))``; a block
     with a NaN gives a meaningless sum (the caller knows the block is NaN).
 
-    The innermost loop runs over the pixels with the weight fixed, so a product is
+    The innermost loop runs over the pixels with the weights fixed, so a product is
     ten reads of the data's Booth words (tabulated once per lane and reused by every
-    kernel) and the carry-save tree, vectorised over pixels.  Lanes whose data are
-    all zero and weights that are zero are skipped: a zero operand's lane is far
-    below every block (its shifted product is 0) and never raises an exponent.
+    kernel) and the carry-save tree, vectorised over pixels.  It takes the lanes two at
+    a time, adding both products at once: each kernel's sums and exponents are read
+    and written half as often.  Lanes whose data are all zero are skipped, and kernels
+    whose weights in both lanes are zero: a zero operand's lane is far below every
+    block (its shifted product is 0) and never raises an exponent.
     """
     prefer_wide_vectors()
     lanes, n_p = d_exp4.shape
@@ -447,13 +449,17 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
     block_exp4[k0:k1, :n_p] = 0
     high[k0:k1, :n_p] = 0
     low[k0:k1, :n_p] = 0
-    live = np.zeros(lanes, np.bool_)
+    live = np.empty(lanes, np.int64)  # the lanes with some data, in order
+    n_live = 0
     for j in range(lanes):
         de = d_exp4[j]
+        some = False
         for p in range(n_p):
-            live[j] |= de[p] != zero
-        if not live[j]:
+            some |= de[p] != zero
+        if not some:
             continue
+        live[n_live] = j
+        n_live += 1
         for k in range(k0, k1):
             we = w_exp4[j, k]
             if we == zero:
@@ -461,24 +467,35 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, table, block_exp4, hig
             be = block_exp4[k]
             for p in range(n_p):
                 be[p] = max(be[p], np.int32(de[p] + we))
-    for j in range(lanes):
-        if not live[j]:
-            continue
-        de = d_exp4[j]
+    table, table2 = tables[0], tables[1]
+    for i in range(0, n_live, 2):
+        j = live[i]
+        alone = i + 1 == n_live  # an odd lane out: its partner's weights read as zero
+        j2 = j if alone else live[i + 1]
+        de, de2 = d_exp4[j], d_exp4[j2]
         booth_data_table(d_sign[j], d_sig[j], table)
+        if not alone:
+            booth_data_table(d_sign[j2], d_sig[j2], table2)
         for k in range(k0, k1):
             we = w_exp4[j, k]
-            if we == zero:
+            we2 = zero if alone else w_exp4[j2, k]
+            if we == zero and we2 == zero:
                 continue
-            r = w_rows[j, k]
+            r, q = w_rows[j, k], w_rows[j2, k]
             t0, t1, t2, t3, t4 = table[r[0]], table[r[1]], table[r[2]], table[r[3]], table[r[4]]
             t5, t6, t7, t8, t9 = table[r[5]], table[r[6]], table[r[7]], table[r[8]], table[r[9]]
+            u0, u1, u2, u3, u4 = (table2[q[0]], table2[q[1]], table2[q[2]], table2[q[3]],
+                                  table2[q[4]])
+            u5, u6, u7, u8, u9 = (table2[q[5]], table2[q[6]], table2[q[7]], table2[q[8]],
+                                  table2[q[9]])
             be, hi, lo = block_exp4[k], high[k], low[k]
             for p in range(n_p):
                 v = booth_lane_table(t0[p], t1[p], t2[p], t3[p], t4[p], t5[p], t6[p], t7[p],
                                      t8[p], t9[p], sub32(be[p], add32(de[p], we)))
-                hi[p] = add32(hi[p], sar32(v, 16))
-                lo[p] = add32(lo[p], v)
+                v2 = booth_lane_table(u0[p], u1[p], u2[p], u3[p], u4[p], u5[p], u6[p], u7[p],
+                                      u8[p], u9[p], sub32(be[p], add32(de2[p], we2)))
+                hi[p] = add32(hi[p], add32(sar32(v, 16), sar32(v2, 16)))
+                lo[p] = add32(lo[p], add32(v, v2))
 
 
 @njit(inline="always")

@@ -220,10 +220,10 @@ def test_row_indices_are_the_recoding_of_every_weight():
     rows = booth_row_indices(neg, wt).astype(np.int64)
     for half, i in ((0, 0), (5, 4)):
         assert np.array_equal(rows[:, half], digits[:, i])
-        for n in range(3):
+        for n in range(3):  # the same 25 pair words (the product shifts the 2nd and 3rd)
             assert np.array_equal(rows[:, half + 1 + n],
-                                  5 + 25 * n + 5 * digits[:, i + n + 1] + digits[:, i + n])
-        assert np.array_equal(rows[:, half + 4], 80 + digits[:, i + 3])
+                                  5 + 5 * digits[:, i + n + 1] + digits[:, i + n])
+        assert np.array_equal(rows[:, half + 4], 30 + digits[:, i + 3])
 
 
 def test_weight_rows_of_every_fp16_pattern():
@@ -279,7 +279,7 @@ def tile_dots(data, weights, width=None):
     block_exp4 = np.full((n_k, width), -1, np.int32)
     high, low = np.full((n_k, width), 7, np.uint32), np.full((n_k, width), 7, np.uint32)
     sums = _tiled(d_sign, d_sig, 4 * d_exp, booth_row_indices(w_sign, w_sig), 4 * w_exp,
-                  np.zeros((TABLE_ROWS, width), np.uint32), block_exp4, high, low)
+                  np.zeros((2, TABLE_ROWS, width), np.uint32), block_exp4, high, low)
     n_p = data.shape[1]
     return block_exp4[:, :n_p] // 4, sums[:, :n_p]
 
