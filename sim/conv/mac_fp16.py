@@ -26,8 +26,8 @@ from ..num.mac import (
     cacc_accumulate_finite,
     cacc_to_fp32,
     first_nan_per_block,
+    fp16_data_operands,
     fp16_lane_dot,
-    fp16_mac_operands,
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
@@ -70,8 +70,8 @@ def _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r, s, c0, c1,
     """The CSC: the data of block ``g`` at kernel position (r, s) for output pixels
     ``start:start + count`` (pixel ``p`` in column ``p``; lanes outside the input read the
     pad value), their first NaNs into ``d_nan``; returns whether one has a NaN."""
-    x_sign, x_sig, x_exp = x
-    p_sign, p_sig, p_exp = pad
+    x_sign, x_sig, x_exp4 = x
+    p_sign, p_sig, p_exp4 = pad
     out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, _, _ = geometry
     _, in_h, in_w, _ = x_sig.shape
     nan_here = False
@@ -84,13 +84,13 @@ def _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r, s, c0, c1,
             for j in range(c1 - c0):
                 d_sign[j, p] = x_sign[b, iy, ix, c0 + j]
                 d_sig[j, p] = x_sig[b, iy, ix, c0 + j]
-                d_exp4[j, p] = 4 * x_exp[b, iy, ix, c0 + j]
+                d_exp4[j, p] = x_exp4[b, iy, ix, c0 + j]
             d_nan[p] = x_nan[b, iy, ix, g]
         else:  # outside the input: the CSC's pad value in every lane
             for j in range(c1 - c0):
                 d_sign[j, p] = p_sign[j]
                 d_sig[j, p] = p_sig[j]
-                d_exp4[j, p] = 4 * p_exp[j]
+                d_exp4[j, p] = p_exp4[j]
             d_nan[p] = pad_nan
         nan_here |= d_nan[p] >= 0
     return nan_here
@@ -120,8 +120,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     vectors ``units * t // tiles`` up to ``units * (t + 1) // tiles`` of the ``units``;
     the last vector of the layer may be partial, and is filled up with zero data.
 
-    ``x`` = (sign, significand, exponent) arrays (N, H, W, C') from
-    :func:`fp16_mac_operands` and ``w`` = (Booth table rows (R, S, C', K, 10) from
+    ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
+    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, 10) from
     :func:`booth_row_indices`, four times the exponents (R, S, C', K)), of the channels
     that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
@@ -310,7 +310,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
                                       layer.stride_x, layer.dilation_y, layer.dilation_x,
                                       layer.pad_top, layer.pad_left, n_r, n_s))
     pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
-    pad_ops = fp16_mac_operands(pad)
+    pad_ops = fp16_data_operands(pad)
     pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
     if n * layer.out_height * layer.out_width < MIN_TILE:
@@ -318,7 +318,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         # as they are (each meets at most a few data values), the threads splitting kernels
         x, x_nans = _data_operands(cube, np.arange(c), block)
         src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
-        operands = (fp16_mac_operands(x), x_nans, src, pad_ops, pad_nan,
+        operands = (fp16_data_operands(x), x_nans, src, pad_ops, pad_nan,
                     np.minimum(np.arange(groups + 1) * block, c), geometry, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
@@ -341,7 +341,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
     if live.size < c:
         w = np.ascontiguousarray(w[:, :, live])
-    operands = (fp16_mac_operands(x), x_nans, fp16_weight_rows(w),
+    operands = (fp16_data_operands(x), x_nans, fp16_weight_rows(w),
                 w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
     tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
     bounds = [n_k * g // groups for g in range(groups + 1)]

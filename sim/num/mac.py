@@ -303,6 +303,28 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(table[index] for table in _operand_tables())
 
 
+def fp16_data_operands(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`fp16_mac_operands` of a data cube as the convolution's kernels read it: (sign
+    uint32, significand uint32, four times the exponent int32), in one compiled pass over
+    the threads (three table lookups per element took a tenth of an fp16 ResNet's time)."""
+    flat = np.ascontiguousarray(bits, dtype=np.uint16).reshape(-1)
+    sign, sig = np.empty(flat.size, np.uint32), np.empty(flat.size, np.uint32)
+    exp4 = np.empty(flat.size, np.int32)
+    run_split(lambda a, b: _data_operands(flat, sign, sig, exp4, (a, b)), flat.size,
+              min_chunk=1 << 16)
+    shape = np.shape(bits)
+    return sign.reshape(shape), sig.reshape(shape), exp4.reshape(shape)
+
+
+@njit(distinct_arrays=True)
+def _data_operands(bits, sign, sig, exp4, span):
+    for i in range(span[0], span[1]):
+        s, m, e4, dead = fp16_weight_operand(word32(bits[i]))
+        sign[i] = s
+        sig[i] = m
+        exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(e4)
+
+
 def fp16_weight_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The Booth table rows (..., 10) uint8 (:func:`sim.num.booth.booth_row_indices` of
     the weights' CMAC sign and significand) and four times the exponents (...) int32

@@ -34,6 +34,7 @@ from sim.num.mac import (
     cacc_round_int32,
     cacc_to_fp32,
     first_nan_per_block,
+    fp16_data_operands,
     fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
@@ -224,6 +225,18 @@ def test_row_indices_are_the_recoding_of_every_weight():
             assert np.array_equal(rows[:, half + 1 + n],
                                   5 + 5 * digits[:, i + n + 1] + digits[:, i + n])
         assert np.array_equal(rows[:, half + 4], 30 + digits[:, i + 3])
+
+
+def test_data_operands_of_every_fp16_pattern():
+    """The convolution's compiled data decode gives, for all 65536 fp16 patterns, the CMAC
+    operands of the lookup tables, four times the exponent (4 * ZERO_LANE_EXP for zeros)."""
+    bits = np.arange(1 << 16, dtype=np.uint16).reshape(16, 64, 64)
+    sign, sig, exp4 = fp16_data_operands(bits)
+    want_sign, want_sig, want_exp = fp16_mac_operands(bits)
+    np.testing.assert_array_equal(sign, want_sign)
+    np.testing.assert_array_equal(sig, want_sig)
+    np.testing.assert_array_equal(exp4, 4 * want_exp)
+    assert exp4.dtype == np.int32 and sig.dtype == np.uint32
 
 
 def test_weight_rows_of_every_fp16_pattern():
