@@ -14,14 +14,16 @@ signal), an exit, or a hang (no request within ``timeout`` seconds) ends its
 process only, and becomes a :class:`FirmwareCrashed` naming the folder and
 the entry point it was in.  Writes need no answer, so they travel in batches;
 only reads wait for one, and fewer do: each answer (and each call) carries
-the values of the status registers the firmware has read so far, which it
-reuses until it writes a register, and each descriptor read the bytes after
-it, which it reuses for the rest of the call (the machine steps only between
-calls, so neither can go stale; :file:`host.c` describes the frames).
+the values of the status registers the firmware has read so far, with what a
+register write does to each (it applies its own writes to them), and each
+descriptor read the bytes after it, which it keeps across calls until memory
+written between calls cuts them short (the machine steps only between calls,
+so neither can go stale unseen; :file:`host.c` describes the frames).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import select
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from ..engine import Engine
 from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
+from ..regfile import POINTER
 from .build import build_firmware
 
 log = logging.getLogger("sim.firmware")
@@ -43,7 +46,10 @@ LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
 MAX_INTERRUPTS = 1_000_000  # a task that needs more is treated as stuck
 DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before it is hung
 HEADER = struct.Struct("<cI")  # the frames of host.c: kind, payload length
-PAIR = struct.Struct("<II")  # register write, cached read, snapshot entry: address, value
+PAIR = struct.Struct("<II")  # register write, cached read: address, value; segment cut
+ENTRY = struct.Struct("<IIIIII")  # snapshot entry: address, value, and what a write does
+WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, address, value
+WRITE_KIND = ord("W")
 ADDR = struct.Struct("<I")  # register read: address (its answer: the value)
 LEVEL = struct.Struct("<i")  # log line: level, then the text
 MEM_WRITE = struct.Struct("<Q")  # memory write: address, then the bytes
@@ -53,6 +59,8 @@ RETURN = struct.Struct("<iI")  # a call's return value and its completion flag
 # error is raised once the call returns)
 FAILED_ANSWERS = {b"r": bytes(4), b"m": struct.pack("<i", -14)}  # requests: 0; -EFAULT
 READ_AHEAD = 16384  # bytes sent past a memory read for the firmware's next descriptor reads
+MAX_SEGMENTS = 64  # memory segments the firmware keeps (host.c): a full table is forgotten
+ANY_WRITE = 0xFFFFFFFF  # a snapshot entry's dep: every register write forgets it
 CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of host.c runs
 
 
@@ -86,8 +94,10 @@ class Firmware:
         self._buffer = bytearray()
         # the snapshots of status registers sent along with calls and reads (see _snapshot)
         self._follow: dict[object, dict[int, None]] = {}  # what it read after each before
-        self._valid: list[object] = []  # snapshots sent since it last wrote a register
+        self._valid: list[object] = []  # snapshots sent in this call: they learn its reads
         self._pure: dict[int, bool] = {}  # register address -> reading it changes nothing
+        self._write_rules: dict[int, tuple] = {}  # register address -> its snapshot rules
+        self._held = HeldSegments(machine.pri_mem)  # the memory the firmware keeps
         self.call_seconds = 0.0  # in the firmware's calls: its code, the pipe, our answers
         self.serve_seconds = 0.0  # of which answering its requests (the simulator's work)
         from_parent, to_child = os.pipe()  # (read end, write end)
@@ -111,6 +121,9 @@ class Firmware:
         """End the firmware's process (it keeps nothing worth a clean exit: it is killed,
         which needs no waiting) and close the pipes."""
         proc, self._proc = self._proc, None
+        held = getattr(self, "_held", None)
+        if held is not None:
+            held.close()
         if proc is not None:
             if proc.poll() is None:
                 proc.kill()
@@ -182,9 +195,14 @@ class Firmware:
                     raise FirmwareError(f"firmware {self.kmd_dir}: {earlier} failed ({ret})"
                                         f"{self._last_log()}")
             doing = CALLS.get(name, name)
-            # the status words it is likely to read first travel with the call
+            # the status words it is likely to read first travel with the call, and what
+            # memory written since the last call took from the segments it keeps
             self._valid[:] = [name]
-            self._send(doing, (b"S", self._snapshot(name)), (b"C", name.encode() + b"\0" + args))
+            frames = [(b"S", self._snapshot(name)), (b"C", name.encode() + b"\0" + args)]
+            cuts = self._held.cuts()
+            if cuts:
+                frames.insert(0, (b"T", cuts))
+            self._send(doing, *frames)
             return self._returned(doing)
         finally:
             self.call_seconds += time.perf_counter() - start
@@ -221,9 +239,14 @@ class Firmware:
         without effect.
         """
         recorder, write_reg = self.recorder, self.machine.write_reg
-        clock, valid = time.perf_counter, self._valid
+        clock = time.perf_counter
         n = len(buf)
         while n - pos >= HEADER.size:
+            if buf[pos] == WRITE_KIND and self._error is None:  # most of what it sends
+                after = self._writes(buf, pos, n)
+                if after != pos:
+                    pos = after
+                    continue  # else an incomplete frame: as any other
             kind, size = HEADER.unpack_from(buf, pos)
             start = pos + HEADER.size
             end = start + size
@@ -236,8 +259,7 @@ class Firmware:
             if self._error is None:
                 t0 = clock()
                 try:
-                    if kind == b"W":  # most of what it sends
-                        valid.clear()
+                    if kind == b"W":
                         addr, value = PAIR.unpack_from(buf, start)
                         if recorder is not None:
                             recorder.reg_write(addr, value)
@@ -252,6 +274,25 @@ class Firmware:
             if kind in FAILED_ANSWERS:
                 return pos, kind, FAILED_ANSWERS[kind] if answer is None else answer
         return pos, None, None
+
+    def _writes(self, buf: bytearray, pos: int, n: int) -> int:
+        """Apply the run of whole register-write frames from ``pos`` (the firmware posts
+        hundreds at once); returns where the run ends."""
+        recorder, write_reg, unpack = self.recorder, self.machine.write_reg, WRITE.unpack_from
+        t0 = time.perf_counter()
+        try:
+            while n - pos >= WRITE.size and buf[pos] == WRITE_KIND:
+                _, size, addr, value = unpack(buf, pos)
+                if size != PAIR.size:
+                    break  # not a write of host.c's: the frame-by-frame path says so
+                pos += WRITE.size
+                if recorder is not None:
+                    recorder.reg_write(addr, value)
+                write_reg(addr, value)
+        except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
+            self._error = exc
+        self.serve_seconds += time.perf_counter() - t0
+        return pos
 
     def _handle(self, kind: bytes, buf: bytearray, start: int, end: int) -> bytes | None:
         """A frame other than a register write or a log line (:meth:`_serve` takes those)."""
@@ -276,11 +317,14 @@ class Firmware:
         elif kind == b"M":
             (addr,) = MEM_WRITE.unpack_from(buf, start)
             self.cpu_writes.append((addr, end - start - MEM_WRITE.size))
-            machine.pri_mem.write(addr, bytes(buf[start + MEM_WRITE.size:end]),
-                                  "firmware data write")
+            with self._held.own_write():  # its process applied it to what it keeps
+                machine.pri_mem.write(addr, bytes(buf[start + MEM_WRITE.size:end]),
+                                      "firmware data write")
         elif kind == b"m":
             addr, size = MEM_READ.unpack_from(buf, start)
-            return bytes(4) + self._read_ahead(addr, size)
+            data = self._read_ahead(addr, size)
+            self._held.add(addr, len(data))
+            return bytes(4) + data
         else:
             raise FirmwareError(f"firmware {self.kmd_dir}: unknown request {kind!r}")
         return None
@@ -300,20 +344,22 @@ class Firmware:
                 self._follow.setdefault(before, {})[addr] = None
 
     def _snapshot(self, before) -> bytes:
-        """(address, value) of the status registers the firmware read, in earlier calls,
-        after ``before`` (a call's name, or the register it just read) and before it
-        wrote a register.
+        """Entries (:data:`ENTRY`) of the status registers the firmware read, in earlier
+        calls, after ``before`` (a call's name, or the register it just read).
 
         Registers change only by a CSB write or by the machine stepping, and the
         machine never steps during a call: the firmware answers reads of these
-        from the snapshot until it writes a register (its process knows no more).
-        Only registers whose reads change nothing are learnt.
+        from the snapshot, applying its register writes by each entry's rules
+        (:func:`write_rules`).  Only registers whose reads change nothing are learnt,
+        and every read it answers itself is checked here (``c``).
         """
         follow = self._follow.get(before)
         if not follow:
             return b""
-        read = self.machine.read_reg
-        return b"".join([PAIR.pack(addr, read(addr) & 0xFFFFFFFF) for addr in follow])
+        read, rules = self.machine.read_reg, self._write_rules
+        return b"".join([ENTRY.pack(addr, read(addr) & 0xFFFFFFFF, *(
+            rules.get(addr) or rules.setdefault(addr, write_rules(self.machine, addr))))
+                         for addr in follow])
 
     def _read_ahead(self, addr: int, size: int) -> bytes:
         """``size`` bytes at ``addr`` and the bytes after them, which the firmware's next
@@ -410,6 +456,101 @@ class Firmware:
         """The firmware's own words on the failure: its last error, else its last line."""
         said = self.error_lines or [ln.strip() for ln in self.log_lines if ln.strip()]
         return f"; firmware said: {said[-1]}" if said else ""
+
+
+# (unit or None for every unit, register) -> the one other register of its unit whose
+# CSB write changes its reads (sim.regfile computes S_STATUS from the groups' OP_EN;
+# sim.machine raises interrupt bits on an S_INTR_SET write)
+_READ_DEPENDS = {(None, "S_STATUS_0"): "D_OP_ENABLE_0",
+                 ("NVDLA_GLB", "S_INTR_STATUS_0"): "S_INTR_SET_0"}
+
+
+def write_rules(machine, addr: int) -> tuple[int, int, int, int]:
+    """(writable bits, write-1-to-clear bits, dep, own write stores) of a register the
+    firmware's process answers reads of (a snapshot entry, host.c ``S``): what the register
+    file does on a CSB write (:meth:`RegisterFile.write_plan`) as it shows in its reads.
+
+    Its own write stores by the masks, unless the register has write-only bits (a
+    trigger, such as S_INTR_SET) or is a pointer whose PRODUCER field is not at bit 0.
+    One other register's write changes its reads (``dep``): the unit's S_POINTER (which
+    selects the group) for a register of a group, D_OP_ENABLE for the unit's S_STATUS
+    (the groups' state), S_INTR_SET for the interrupt status; none is ``addr`` itself.
+    """
+    rf, amap = machine.regfile, machine.config.address_map
+    reg = rf.register_at(addr)
+    unit, name, kind, writable, w1c, grouped, producer = rf.write_plan(reg)
+    stores = not reg.mask(amap, ("wo",))
+    if kind == POINTER:
+        writable, stores = producer[0], stores and producer[1] == 0
+    other = _READ_DEPENDS.get((unit, name)) or _READ_DEPENDS.get((None, name))
+    if grouped and other is None:
+        other = "S_POINTER_0"
+    dep = addr
+    if other is not None:
+        try:
+            dep = rf.address_of(rf.register(f"{unit}.{other}"))
+        except SimError:  # no such register here: any write may change it
+            dep = ANY_WRITE
+    return writable, w1c, dep, int(stores)
+
+
+class HeldSegments:
+    """The memory segments the firmware's process keeps across calls (host.c ``m``), as
+    (address, valid bytes) in its order, and what memory written since cut from them.
+
+    It listens to the memory: a write other than the firmware's own (which its process
+    applies to what it keeps) cuts each segment it meets short, at the write's first
+    byte; :meth:`cuts` gives the ``T`` frame's payload before the next call.
+    """
+
+    def __init__(self, memory):
+        self.memory = memory
+        self.segments: list[list[int]] = []  # [address, valid bytes]
+        self._cut: dict[int, int] = {}  # index -> valid bytes, not yet sent
+        self._own = False
+        memory.listeners.add(self)
+
+    def close(self) -> None:
+        if self in self.memory.listeners:
+            self.memory.listeners.remove(self)
+
+    def add(self, addr: int, size: int) -> None:
+        """The firmware keeps the bytes of a read it was answered (a full table first
+        forgets every segment, as host.c does)."""
+        if len(self.segments) == MAX_SEGMENTS:
+            self.segments.clear()
+            self._cut.clear()
+        self.segments.append([addr, size])
+
+    @contextlib.contextmanager
+    def own_write(self):
+        """Memory writes inside are the firmware's own."""
+        self._own = True
+        try:
+            yield
+        finally:
+            self._own = False
+
+    def wrote(self, memory, addr: int, size: int) -> None:
+        if self._own or not size:
+            return
+        end = addr + size
+        for index, segment in enumerate(self.segments):
+            start, length = segment
+            if addr < start + length and start < end:
+                segment[1] = max(0, addr - start)
+                self._cut[index] = segment[1]
+
+    def wrote_feature(self, memory, addr: int, layout, precision: str, what: str) -> None:
+        pass
+
+    def cuts(self) -> bytes:
+        """The ``T`` payload: (index, valid bytes) of each segment cut since the last."""
+        if not self._cut:
+            return b""
+        payload = b"".join(PAIR.pack(i, n) for i, n in sorted(self._cut.items()))
+        self._cut.clear()
+        return payload
 
 
 def _line(text: bytes) -> str:

@@ -8,9 +8,15 @@
  * the payload's length as a little-endian u32, the payload (integers
  * little-endian):
  *
- *   simulator -> firmware: 'S' a snapshot of status registers, (u32 address,
- *     u32 value) pairs, valid until the firmware writes a register (the
- *     simulator's registers change only by a write, or between calls);
+ *   simulator -> firmware: 'S' a snapshot of status registers, entries of
+ *     six u32: address, value, the bits a write of the register stores
+ *     (writable), the bits a write of 1 clears (w1c), the address of the one
+ *     other register whose write changes it (dep; ANY_WRITE: every write
+ *     does), whether its own write stores by those masks (else it forgets the
+ *     entry).  The simulator's registers change only by writes, as these rules
+ *     say, or between calls;
+ *     'T' before a call: the memory segments held (see 'm') that memory
+ *     written since cuts short, (u32 index, u32 bytes still valid) pairs;
  *     'C' a call: the entry point's name, a NUL, its arguments;
  *     'R' the answer to a request the firmware waits on.
  *   firmware -> simulator: 'W' register write (u32 address, u32 value),
@@ -19,10 +25,11 @@
  *     posted, buffered in order; 'r' register read (u32 address; answer: u32
  *     value, then a new snapshot), 'm' memory read (u64 address, u32 size;
  *     answer: i32 status, the bytes, and the bytes after them, which the
- *     firmware may read for the rest of the call: memory changes only by its
- *     own writes, applied here too, or between calls): each flushes the
- *     buffer and waits for 'R'; 'X' the call's return values (i32 return,
- *     u32 task complete).
+ *     firmware keeps as a segment for later reads, in this call and the next:
+ *     memory changes only by its own writes, applied here too, or between
+ *     calls, which 'T' reports; a full table of segments is forgotten at
+ *     once): each flushes the buffer and waits for 'R'; 'X' the call's
+ *     return values (i32 return, u32 task complete).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -42,6 +49,8 @@ void dla_clear_task(void *engine_context);
 #define FLUSH_AT (1u << 16) /* bytes of buffered frames sent at once */
 #define MAX_SNAPSHOT 256
 #define MAX_SEGMENTS 64
+#define SNAPSHOT_ENTRY 24  /* bytes of a snapshot entry: six u32 */
+#define ANY_WRITE 0xFFFFFFFFu /* dep: every register write forgets the entry */
 
 struct buffer {
 	unsigned char *data;
@@ -54,10 +63,15 @@ struct segment {
 	unsigned char *data;
 };
 
+/* a register's value and what a write does to it (see 'S') */
+struct snap_entry {
+	uint32_t addr, value, writable, w1c, dep, own_write_stores;
+};
+
 static int fd_in, fd_out;
 static struct buffer pending;  /* posted frames not sent yet */
 static struct buffer incoming; /* the payload of the last frame received */
-static uint32_t snap_addr[MAX_SNAPSHOT], snap_value[MAX_SNAPSHOT];
+static struct snap_entry snap[MAX_SNAPSHOT];
 static unsigned snap_count;
 static struct segment segments[MAX_SEGMENTS];
 static unsigned segment_count;
@@ -175,10 +189,36 @@ static void await_answer(void)
 static void take_snapshot(const unsigned char *data, size_t size)
 {
 	snap_count = 0;
-	for (size_t at = 0; at + 8 <= size && snap_count < MAX_SNAPSHOT; at += 8) {
-		snap_addr[snap_count] = get_u32(data + at);
-		snap_value[snap_count++] = get_u32(data + at + 4);
+	for (size_t at = 0; at + SNAPSHOT_ENTRY <= size && snap_count < MAX_SNAPSHOT;
+	     at += SNAPSHOT_ENTRY) {
+		struct snap_entry *e = &snap[snap_count++];
+		e->addr = get_u32(data + at);
+		e->value = get_u32(data + at + 4);
+		e->writable = get_u32(data + at + 8);
+		e->w1c = get_u32(data + at + 12);
+		e->dep = get_u32(data + at + 16);
+		e->own_write_stores = get_u32(data + at + 20);
 	}
+}
+
+/* a register write: the entries it changes take the written bits, those it may change
+ * otherwise are forgotten */
+static void snapshot_write(uint32_t addr, uint32_t value)
+{
+	unsigned kept = 0;
+	for (unsigned i = 0; i < snap_count; i++) {
+		struct snap_entry e = snap[i];
+		if (e.addr == addr) {
+			if (!e.own_write_stores)
+				continue;
+			e.value = (e.value & ~e.writable & ~e.w1c) | (value & e.writable) |
+				  (e.value & e.w1c & ~value);
+		} else if (e.dep == addr || e.dep == ANY_WRITE) {
+			continue;
+		}
+		snap[kept++] = e;
+	}
+	snap_count = kept;
 }
 
 static void forget_segments(void)
@@ -188,15 +228,27 @@ static void forget_segments(void)
 	segment_count = 0;
 }
 
+/* 'T': memory written since the simulator sent these segments cuts them short */
+static void cut_segments(const unsigned char *data, size_t size)
+{
+	for (size_t at = 0; at + 8 <= size; at += 8) {
+		uint32_t index = get_u32(data + at), len = get_u32(data + at + 4);
+		if (index >= segment_count)
+			fail("cut of a segment not held");
+		if (len < segments[index].len)
+			segments[index].len = len;
+	}
+}
+
 static uint32_t host_reg_read(uint32_t addr)
 {
 	for (unsigned i = 0; i < snap_count; i++) {
-		if (snap_addr[i] == addr) { /* the simulator still hears of it, in order */
+		if (snap[i].addr == addr) { /* the simulator still hears of it, in order */
 			begin('c', 8);
 			put_u32(addr);
-			put_u32(snap_value[i]);
+			put_u32(snap[i].value);
 			posted();
-			return snap_value[i];
+			return snap[i].value;
 		}
 	}
 	begin('r', 4);
@@ -210,7 +262,7 @@ static uint32_t host_reg_read(uint32_t addr)
 
 static void host_reg_write(uint32_t addr, uint32_t value)
 {
-	snap_count = 0; /* a write may change what the others read */
+	snapshot_write(addr, value);
 	begin('W', 8);
 	put_u32(addr);
 	put_u32(value);
@@ -238,16 +290,16 @@ static int32_t mem_read(uint64_t addr, void *buf, uint32_t size)
 	if (incoming.len - 4 < size)
 		fail("short memory read answer");
 	memcpy(buf, incoming.data + 4, size);
-	if (segment_count < MAX_SEGMENTS) {
-		struct segment *s = &segments[segment_count];
-		s->len = (uint32_t)(incoming.len - 4);
-		s->data = malloc(s->len ? s->len : 1);
-		if (s->data) {
-			memcpy(s->data, incoming.data + 4, s->len);
-			s->addr = addr;
-			segment_count++;
-		}
-	}
+	if (segment_count == MAX_SEGMENTS) /* the simulator forgets them too */
+		forget_segments();
+	struct segment *s = &segments[segment_count];
+	s->len = (uint32_t)(incoming.len - 4);
+	s->data = malloc(s->len ? s->len : 1);
+	if (!s->data)
+		fail("out of memory");
+	memcpy(s->data, incoming.data + 4, s->len);
+	s->addr = addr;
+	segment_count++;
 	return 0;
 }
 
@@ -304,7 +356,10 @@ int main(int argc, char **argv)
 			take_snapshot(incoming.data, incoming.len);
 			continue;
 		}
-		forget_segments();
+		if (kind == 'T') {
+			cut_segments(incoming.data, incoming.len);
+			continue;
+		}
 		if (kind != 'C')
 			fail("expected a call");
 		const char *name = (const char *)incoming.data;

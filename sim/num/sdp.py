@@ -14,6 +14,8 @@ ALU algorithms (``alu_algo``): 0 max, 1 min, 2 sum, 3 "not equal" (1 when the
 operands differ, else 0; the X stage's integer ALU adds instead).
 """
 
+import functools
+
 import numpy as np
 
 from sim.num import vector_fp as fp
@@ -27,13 +29,17 @@ from sim.num.vector_int import (
     convert,
     convert_flag,
     convert_owned,
+    converted_bounds,
     i64,
     owned_sign_extend,
+    round_bound,
     saturate,
     shift_left_saturate,
     shift_signed,
     sign_extend,
     step_overflow,
+    step_overflow_count,
+    step_overflow_possible,
     wrap,
 )
 from sim.regs.enums import AluAlgo, Precision
@@ -104,22 +110,116 @@ def _into(ufunc, x: np.ndarray, operand) -> np.ndarray:
     return ufunc(x, operand)
 
 
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+# A layer's integer path (one setting per field) carries its signed int32 values with
+# bounds that hold them -- the input's range, then what each step makes of it -- and skips
+# the clips, sign masks and saturation tests the range cannot need; while the bounds fit
+# int32 it computes in int32 (passes of half the bytes).  Bounds wider than the values
+# only cost a pass; None means unknown (the steps then look at the values, in int64).
+def x_int_operands(alu_op, mul_op, alu_shift: int) -> tuple:
+    """A layer's X operands as its datapath applies them, each as (values, bounds).
+
+    ALU: the 16-bit operand shifted left by ``alu_shift`` and saturated to int32 (a shift
+    of at most 15 cannot saturate); MUL: the 16-bit operand.  Computed once per layer.
+    """
+    alu, alu_bounds = _operand16(alu_op)
+    if 0 < alu_shift <= 15:
+        alu, alu_bounds = alu << alu_shift, tuple(b << alu_shift for b in alu_bounds)
+    elif alu_shift:
+        alu = shift_left_saturate(alu, alu_shift, 32)
+        alu_bounds = array_bounds(alu) if alu.size else (0, 0)
+    return (alu, alu_bounds), _operand16(mul_op)
+
+
+def _operand16(values) -> tuple:
+    """(the 16-bit operand ``values`` sign-extended, their bounds); memory operands are
+    read as int8/int16 values already, which a look at their range tells."""
+    values = i64(values)
+    if not values.size:
+        return values, (0, 0)
+    bounds = array_bounds(values)
+    if -(1 << 15) <= bounds[0] and bounds[1] < 1 << 15:
+        return values, bounds
+    values = sign_extend(values, 16)
+    return values, array_bounds(values)
+
+
+def _alu_bounds(algo: int, x: tuple | None, op: tuple) -> tuple | None:
+    if x is None:
+        return None
+    if algo == AluAlgo.MAX:
+        return max(x[0], op[0]), max(x[1], op[1])
+    if algo == AluAlgo.MIN:
+        return min(x[0], op[0]), min(x[1], op[1])
+    return x[0] + op[0], x[1] + op[1]
+
+
+def _product_bounds(x: tuple | None, op: tuple) -> tuple | None:
+    if x is None:
+        return None
+    corners = [a * b for a in x for b in op]
+    return min(corners), max(corners)
+
+
+def _work_dtype(x, bounds: tuple | None) -> type:
+    """int32 for values of at most 32 bits whose result stays in its range, else int64."""
+    if (bounds is not None and np.asarray(x).dtype.itemsize <= 4
+            and INT32_MIN <= bounds[0] and bounds[1] <= INT32_MAX):
+        return np.int32
+    return np.int64
+
+
+def _apply(ufunc, x, operand, owned: bool, bounds: tuple | None) -> np.ndarray:
+    """``ufunc(x, operand)`` in the dtype that holds ``bounds`` (the result's): over ``x``
+    when it is the caller's own array of that dtype, else into a new one.  Operands are
+    at most 32 bits."""
+    dtype = _work_dtype(x, bounds)
+    if owned and x.dtype == dtype and x.ndim \
+            and np.broadcast_shapes(x.shape, np.shape(operand)) == x.shape:
+        return ufunc(x, operand, out=x, dtype=dtype)
+    return ufunc(x, operand, dtype=dtype)
+
+
+def _convert(x, s: int, lo: int, hi: int, bounds: tuple | None, owned: bool) -> tuple:
+    """:func:`convert_owned` of ``x`` (a copy first unless ``owned``; int64 unless the
+    rounding stays in int32) and the result's bounds."""
+    half = (1 << s >> 1) if s < 63 else 1 << 62
+    rounding = None if bounds is None else (bounds[0] - half, bounds[1] + half)
+    dtype = _work_dtype(x, rounding)
+    if not owned or x.dtype != dtype:
+        x = np.asarray(x).astype(dtype)
+    x = convert_owned(x, s, lo, hi, bounds)
+    return x, None if bounds is None else converted_bounds(bounds, s, lo, hi)
+
+
+def x_int_block(x, bounds, alu, mul, alu_bypass, alu_algo, mul_bypass, mul_shift, relu_bypass,
+                owned: bool = True) -> tuple:
+    """One X stage, one setting per field and no PReLU, on signed int32 values ``x``
+    within ``bounds``: (signed int32 results, their bounds).
+
+    ``alu``, ``mul``: (values, bounds) of :func:`x_int_operands`.  ``owned``: ``x`` is
+    the caller's array, changed in place; otherwise new arrays are made.  ReLU after the
+    int32 saturation is the saturation's lower bound raised to 0.
+    """
+    if not alu_bypass:
+        algo = AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)
+        bounds = _alu_bounds(algo, bounds, alu[1])
+        x, owned = _apply(_INT_ALU[algo], x, alu[0], owned, bounds), True
+    if not mul_bypass:
+        bounds = _product_bounds(bounds, mul[1])
+        x, owned = _apply(np.multiply, x, mul[0], owned, bounds), True
+    low = 0 if not relu_bypass else INT32_MIN
+    return _convert(x, int(mul_shift), low, INT32_MAX, bounds, owned)
+
+
 def _x_int_layer(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_shift,
                  relu_bypass):
-    """:func:`_x_int` for one setting of each field and no PReLU, in place on one copy.
-
-    ALU operand: a 16-bit value shifted left by at most 15 fits 32 bits, so the
-    saturating shift is a plain one.  ReLU after the int32 saturation is the
-    saturation's lower bound raised to 0.
-    """
-    x = owned_sign_extend(x, 32)
-    if not alu_bypass:
-        op = sign_extend(alu_op, 16)
-        op = op << alu_shift if alu_shift <= 15 else shift_left_saturate(op, alu_shift, 32)
-        x = _into(_INT_ALU[AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)], x, op)
-    if not mul_bypass:
-        x = _into(np.multiply, x, sign_extend(mul_op, 16))
-    x = convert_owned(x, int(mul_shift), 0 if not relu_bypass else -(1 << 31), (1 << 31) - 1)
+    """:func:`_x_int` for one setting of each field and no PReLU: 32-bit words in and out."""
+    alu, mul = x_int_operands(alu_op, mul_op, int(alu_shift))
+    x, _ = x_int_block(owned_sign_extend(x, 32), None, alu, mul, alu_bypass, alu_algo,
+                       mul_bypass, mul_shift, relu_bypass)
     return wrap(x, 32) if np.ndim(x) == 0 else _into(np.bitwise_and, x, 0xFFFFFFFF)
 
 
@@ -190,29 +290,117 @@ _C_OUT_RANGE = {Precision.INT8.code: (-(1 << 7), (1 << 7) - 1),
                 Precision.FP16.code: (-(1 << 16), (1 << 16) - 1)}  # int17, then to fp16
 
 
-def _c_int_layer(data, offset, scale, truncate, out_precision):
-    """The integer output convertor for one setting of each field, in place on one copy.
+def _c_scaled(x, bounds, offset: int, scale: int, owned: bool) -> tuple:
+    """``(x - offset) * scale`` of signed int32 values (offset and scale sign-extended)
+    and its bounds."""
+    if offset:
+        bounds = None if bounds is None else (bounds[0] - offset, bounds[1] - offset)
+        x, owned = _apply(np.subtract, x, offset, owned, bounds), True
+    if scale != 1:
+        bounds = _product_bounds(bounds, (scale, scale))
+        x, owned = _apply(np.multiply, x, scale, owned, bounds), True
+    return x, bounds, owned
+
+
+def _c_value(x: int, offset: int, scale: int, shift: int, lo: int, hi: int) -> int:
+    """The convertor's output for one value (the rule of :func:`_c_output`, in Python ints)."""
+    return min(max(round_bound((x - offset) * scale, shift), lo), hi)
+
+
+@functools.lru_cache(maxsize=256)
+def _c_window(offset: int, scale: int, shift: int, lo: int, hi: int) -> tuple[int, int]:
+    """[a, b] of int32 inputs outside which the convertor's output no longer changes: it
+    is monotonic in x, so clipping x to [a, b] first gives the same output from smaller
+    products.  (a, a) when it never changes."""
+    def value(x):
+        return _c_value(x, offset, scale, shift, lo, hi)
+
+    first, last = value(INT32_MIN), value(INT32_MAX)
+    if first == last:
+        return INT32_MIN, INT32_MIN
+    up = 1 if first < last else -1  # the output's direction as x grows (the scale's sign)
+
+    def crossing(level: int) -> int:  # about where the output leaves ``level`` towards last
+        return offset + ((2 * level + up) << shift >> 1) // scale
+
+    return (_last_true(INT32_MIN, INT32_MAX, lambda x: value(x) == first, crossing(first)),
+            _last_true(INT32_MIN, INT32_MAX, lambda x: value(x) != last,
+                       crossing(last - up)) + 1)
+
+
+def _last_true(low: int, high: int, test, guess: int | None = None) -> int:
+    """The largest x in [low, high] with ``test(x)``, which holds on a prefix from low;
+    searched near ``guess`` first."""
+    if guess is not None:
+        near = max(low, guess - 2), min(high, guess + 2)
+        if test(near[0]) and not test(near[1]):
+            low, high = near[0], near[1] - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if test(mid):
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def _c_output(x, bounds, shift: int, out_precision: int, owned: bool) -> np.ndarray:
+    """The scaled values shifted, rounded and saturated to the output precision: signed
+    int8/int16 values, or fp16 patterns (through int17); zeros for the undefined code 3.
 
     Saturating to int17 and then to int8/int16 is one clip to the narrower range.
     """
-    x = owned_sign_extend(data, 32)
-    offset, scale = int(sign_extend(int(offset), 32)), int(sign_extend(int(scale), 16))
-    if offset:
-        x -= offset
-    if scale != 1:
-        x *= scale
-    shift = int(truncate) & 63
-    bounds = array_bounds(x) if x.size else None
-    sat = step_overflow(x, shift, 17, bounds)
     code = int(out_precision)
-    if code == 3:  # undefined
-        return np.zeros(x.shape, np.int64), sat
+    if code == 3:
+        return np.zeros(np.shape(x), np.int64)
     lo, hi = _C_OUT_RANGE[code]
-    x = convert_owned(x, shift, lo, hi, bounds)
-    if code == Precision.FP16.code:
-        return fp.int_to_float(x, *FP16), sat
-    x &= 0xFFFF
-    return x, sat
+    x, _ = _convert(x, shift, lo, hi, bounds, owned)
+    return fp.int_to_float(x, *FP16) if code == Precision.FP16.code else x
+
+
+def _windowed(bounds, offset: int, scale: int, shift: int, code: int) -> bool:
+    """Whether :func:`c_int_block` may clip its int32 input to :func:`_c_window` first:
+    integer output, and no value can saturate int17 (the count looks at the values)."""
+    if bounds is None or code not in (Precision.INT8.code, Precision.INT16.code) \
+            or bounds[0] < INT32_MIN or bounds[1] > INT32_MAX:
+        return False
+    scaled = _product_bounds((bounds[0] - offset, bounds[1] - offset), (scale, scale))
+    return not step_overflow_possible(scaled, shift, 17)
+
+
+def c_int_block(x, bounds, offset, scale, truncate, out_precision, owned: bool = True
+                ) -> tuple[np.ndarray, int]:
+    """The integer output convertor, one setting per field, on signed int32 values ``x``
+    within ``bounds``: (output, how many saturated int17).
+
+    The output is the signed int8/int16 value (the low bits of :func:`c_stage`'s word),
+    or the fp16 pattern.  ``owned`` as for :func:`x_int_block`.
+    """
+    offset, scale = sign_extend(int(offset), 32), sign_extend(int(scale), 16)
+    shift, code = int(truncate) & 63, int(out_precision)
+    if _windowed(bounds, offset, scale, shift, code):
+        a, b = _c_window(offset, scale, shift, *_C_OUT_RANGE[code])
+        window = (min(max(a, bounds[0]), bounds[1]), max(min(b, bounds[1]), bounds[0]))
+        if window != tuple(bounds):
+            x, owned, bounds = np.clip(x, *window, out=x if owned else None), True, window
+        x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)
+        return _c_output(x, bounds, shift, code, owned), 0
+    x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)
+    saturated = step_overflow_count(x, shift, 17, bounds)
+    return _c_output(x, bounds, shift, code, owned), saturated
+
+
+def _c_int_layer(data, offset, scale, truncate, out_precision):
+    """The integer output convertor for one setting of each field: (16-bit words, flags)."""
+    offset, scale = sign_extend(int(offset), 32), sign_extend(int(scale), 16)
+    x = owned_sign_extend(data, 32)
+    x, bounds, owned = _c_scaled(x, array_bounds(x) if x.size else None, offset, scale, True)
+    shift = int(truncate) & 63
+    sat = step_overflow(x, shift, 17, bounds)
+    out = _c_output(x, bounds, shift, out_precision, owned)
+    if int(out_precision) in (Precision.INT8.code, Precision.INT16.code):
+        out = out & 0xFFFF
+    return out, sat
 
 
 # --- Y: operand convertor, multiplier + ALU ------------------------------------

@@ -69,20 +69,22 @@ def shift_right_round(x, s) -> np.ndarray:
             return x
         if x.ndim == 0:
             return (x + ((np.int64(1) << (s - 1)) - (x < 0))) >> s
-        return _round_shift_into(x + (np.int64(1) << (s - 1)), x < 0, int(s))
+        return _round_shift_into(x + (np.int64(1) << (s - 1)), x >> 63, int(s))
     m = np.abs(x)
     half = np.where(s > 0, (m >> np.maximum(s - 1, 0)) & 1, 0)
     r = (m >> s) + half
     return np.where(x < 0, -r, r)
 
 
-def _round_shift_into(biased, negative, s: int) -> np.ndarray:
-    """``(x + half - negative) >> s`` finished in place on ``biased = x + half``.
+def _round_shift_into(biased, sign, s: int) -> np.ndarray:
+    """``(x + half + sign) >> s`` finished in place on ``biased = x + half``, with ``sign``
+    -1 for a negative x, else 0 (``x`` shifted right by its width less one: an add of
+    one dtype, cheaper than subtracting a boolean mask).
 
     -x rounds to -((|x| + half) >> s), which is (x + half - 1) >> s; |x| <= 2**62
     (every datapath value): no overflow.
     """
-    np.subtract(biased, negative, out=biased)
+    biased += sign
     biased >>= s
     return biased
 
@@ -106,7 +108,7 @@ def owned_sign_extend(x, bits: int) -> np.ndarray:
     return out
 
 
-def _round_bound(v: int, s: int) -> int:
+def round_bound(v: int, s: int) -> int:
     """:func:`shift_right_round` of one Python int (``s`` 0..62)."""
     return (v + (1 << (s - 1)) - (v < 0)) >> s if s else v
 
@@ -118,23 +120,28 @@ def array_bounds(x: np.ndarray) -> tuple[int, int]:
 
 def convert_owned(x: np.ndarray, s: int, lo: int, hi: int, bounds=None) -> np.ndarray:
     """``clip(shift_right_round(x, s), lo, hi)`` for one shift ``s`` (0..63), reusing
-    ``x`` -- an int64 array of the caller's, |x| <= 2**62 -- as the result.
+    ``x`` -- an int64 array of the caller's, |x| <= 2**62, or an int32 one whose values
+    plus and minus ``2**(s-1)`` stay in int32 -- as the result.
 
-    One array pass per step and no temporaries but a boolean mask: the layer path of
+    One array pass per step and no temporaries but the signs: the layer path of
     :func:`convert` (``lo``/``hi`` may be any range inside the saturation's, a ReLU's 0).
     ``bounds``, the (min, max) of ``x`` when the caller has them, tell which clip is
     needed (rounding keeps the order); without them they are looked up after rounding.
     """
     if not (isinstance(x, np.ndarray) and x.ndim and x.size):
         return np.clip(shift_right_round(x, s), lo, hi)
-    if 0 < s < 63:
-        negative = x < 0
-        x += np.int64(1) << (s - 1)
-        x = _round_shift_into(x, negative, s)
+    if 0 < s < 63:  # constants as Python ints: the array's own dtype computes
+        if bounds is not None and (bounds[0] >= 0 or bounds[1] < 0):  # one sign: no mask
+            x += (1 << (s - 1)) - (bounds[1] < 0)
+            x >>= s
+        else:
+            sign = x >> (x.dtype.itemsize * 8 - 1)
+            x += 1 << (s - 1)
+            x = _round_shift_into(x, sign, s)
     elif s:
         x, bounds = shift_right_round(x, s), None
-    low, high = array_bounds(x) if bounds is None else (_round_bound(bounds[0], s),
-                                                        _round_bound(bounds[1], s))
+    low, high = array_bounds(x) if bounds is None else (round_bound(bounds[0], s),
+                                                        round_bound(bounds[1], s))
     if low < lo and high > hi:
         return np.clip(x, lo, hi, out=x)
     if low < lo:
@@ -142,6 +149,13 @@ def convert_owned(x: np.ndarray, s: int, lo: int, hi: int, bounds=None) -> np.nd
     if high > hi:
         return np.minimum(x, hi, out=x)
     return x
+
+
+def converted_bounds(bounds: tuple[int, int], s: int, lo: int, hi: int) -> tuple[int, int]:
+    """Bounds of :func:`convert_owned`'s result for values within ``bounds`` (both steps keep
+    the order)."""
+    low, high = (min(max(round_bound(b, s), lo), hi) for b in bounds)
+    return low, high
 
 
 def convert(x, s, bits: int) -> np.ndarray:
@@ -177,6 +191,19 @@ def step_overflow(x: np.ndarray, s: int, bits: int, bounds=None) -> np.ndarray:
     flag = x >= t
     flag |= x < -t
     return flag
+
+
+def step_overflow_possible(bounds: tuple[int, int], s: int, bits: int) -> bool:
+    """Whether :func:`step_overflow` can flag a value within ``bounds``."""
+    t = ((1 << (bits - 1)) + 1) << s
+    return bounds[1] >= t or bounds[0] < -t
+
+
+def step_overflow_count(x: np.ndarray, s: int, bits: int, bounds=None) -> int:
+    """How many values :func:`step_overflow` flags (no pass when ``bounds`` rule it out)."""
+    if bounds is not None and not step_overflow_possible(bounds, s, bits):
+        return 0
+    return int(np.count_nonzero(step_overflow(x, s, bits, bounds)))
 
 
 def shift_left_saturate(x, s, bits: int) -> np.ndarray:

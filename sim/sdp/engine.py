@@ -91,11 +91,15 @@ def _from_cacc(layer, cube, cp: int) -> np.ndarray:
         raise ConfigurationError(
             f"{SDP}.D_DATA_CUBE_*: the CACC cube {tuple(cube.shape)} does not match the SDP "
             f"cube N={layer.batch} C={layer.channels} H={layer.height} W={layer.width}")
-    full = np.zeros((n, cp, h, w), dtype=np.int64)
     if layer.proc_precision == FP16:
+        full = np.zeros((n, cp, h, w), dtype=np.int64)
         full[:, :c] = cube.astype(np.int64) & 0xFFFFFFFF
-    else:
-        full[:, :c] = cube.astype(np.int64)
+        return full
+    # the integer datapath reads the low 32 bits of each value as signed: int32 holds them
+    if c == cp and cube.dtype == np.int32:
+        return cube  # read, never written
+    full = np.zeros((n, cp, h, w), dtype=np.int32)
+    full[:, :c] = cube  # an integer cast keeps the low 32 bits
     return full
 
 

@@ -50,18 +50,20 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
         layer=layer, precision=prec, out_precision=layer.out_precision.code,
         fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
         le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
-        tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)))
+        tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)),
+        int_operands=(stages.int_operands(layer, shaped)
+                      if stages.int_path_applies(layer, prec) else None))
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
     n, cp, h, w = data.shape
     path = datapath(layer, operands, lut, from_memory, cp, h, w)
     cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened where a block needs it
-    out = np.empty(cube.shape, np.uint16)
+    out = np.empty(cube.shape, element_dtype(layer.out_precision))
 
     def run(block: tuple[slice, slice]) -> np.ndarray:
         words, counts = path.run(cube[:, block[0], block[1]], *block)
-        out[:, block[0], block[1]] = words if words.dtype == np.uint16 else words & 0xFFFF
+        out[:, block[0], block[1]] = words  # the low 8 or 16 bits: the element
         return counts
 
     blocks = _blocks(n, cp, h * w)
@@ -79,9 +81,4 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         counts = np.sum(parts, axis=0)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts.tolist(), strict=True)}
     stats["unequal"] = bool(stats["unequal"])
-    bits = out.reshape(n, cp, h, w)
-    if layer.out_precision == FP16:
-        elems = bits
-    else:
-        elems = bits.view(np.int16).astype(element_dtype(layer.out_precision))
-    return elems, stats
+    return out.reshape(n, cp, h, w), stats

@@ -16,8 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..num import vector_fp as fp
-from ..num.sdp import c_stage, x_stage, y_core_stage, y_cvt_stage, y_idx_stage, y_inp_stage
+from ..num.sdp import (
+    c_int_block,
+    c_stage,
+    x_int_block,
+    x_int_operands,
+    x_stage,
+    y_core_stage,
+    y_cvt_stage,
+    y_idx_stage,
+    y_inp_stage,
+)
 from ..num.specials import flush_nans, inf_mask, nan_mask
+from ..num.vector_int import array_bounds, owned_sign_extend
+from ..regs.enums import FP16
 from . import fast_fp, lut_int
 
 # operand modes
@@ -47,12 +59,15 @@ class Datapath:
     operands: dict  # "x1"/"x2"/"y" -> (alu, mul), each 0-d, (1, Cp, 1) or (1, Cp, H*W)
     le_bias: int  # LE exponent mode: 2**offset, the underflow extrapolation base
     tables: tuple  # the LUT's (LE, LO) entries
+    int_operands: dict | None = None  # integer layer path (int_path_applies): "x1"/"x2" ->
+    # (alu, mul) of x_int_operands
 
     def run(self, v: np.ndarray, channels: slice, pixels: slice
             ) -> tuple[np.ndarray, np.ndarray]:
-        """The output (16-bit words) and counters (COUNTERS order) of ``v``, the block
-        ``[:, channels, pixels]`` of the (N, Cp, H*W) cube, in the cube's dtype (fp16
-        input as uint16 patterns)."""
+        """The output and counters (COUNTERS order) of ``v``, the block ``[:, channels,
+        pixels]`` of the (N, Cp, H*W) cube, in the cube's dtype (fp16 input as uint16
+        patterns).  The output is 16-bit words, or (the integer layer path) the signed
+        int8/int16 elements: the same low bits."""
         layer, counts = self.layer, np.zeros(len(COUNTERS), np.int64)
         if self.fp16_in:
             bits = v if v.dtype == np.uint16 else v & 0xFFFF
@@ -70,6 +85,8 @@ class Datapath:
                     return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
 
                 out[redo] = self._values(v[redo].astype(np.int64), redo_operand, counts)[0]
+        elif self.int_operands is not None:
+            out, counts[0] = self._int_values(v, channels, pixels)
         else:
             out, sat = self._values(v.astype(np.int64), block_operand, counts)
             counts[0] = np.count_nonzero(sat)
@@ -105,6 +122,24 @@ class Datapath:
         out, sat = c_stage(v, layer.cvt_offset & 0xFFFFFFFF, layer.cvt_scale & 0xFFFF,
                            layer.cvt_shift, self.precision, self.out_precision, layer.eql)
         return np.array(np.broadcast_to(out, v.shape)), sat
+
+    def _int_values(self, v: np.ndarray, channels: slice, pixels: slice) -> tuple:
+        """(output values, saturation count) of an integer layer without Y
+        (:func:`int_path_applies`): the X stages and the convertor of
+        :mod:`sim.num.sdp` on signed values with bounds, the first making its own copy."""
+        layer = self.layer
+        x, bounds, owned = _int_input(v)
+        for name in ("x1", "x2"):
+            stage = getattr(layer, name)
+            if stage.bypass:
+                continue
+            alu, mul = ((self._operand(values, channels, pixels), bounds_)
+                        for values, bounds_ in self.int_operands[name])
+            x, bounds = x_int_block(x, bounds, alu, mul, stage.alu_bypass, stage.alu_algo,
+                                    stage.mul_bypass, stage.mul_shift, stage.relu_bypass, owned)
+            owned = True
+        return c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale, layer.cvt_shift,
+                           self.out_precision, owned)
 
     @staticmethod
     def _operand(operand: np.ndarray, channels: slice, pixels: slice) -> np.ndarray:
@@ -147,6 +182,38 @@ class Datapath:
                         np.count_nonzero(~flow), np.count_nonzero(le_hit),
                         np.count_nonzero(lo_hit)]
         return y_inp_stage(v, fraction, y0, y1, scale, shift, offset, bias, flow, self.precision)
+
+
+def int_path_applies(layer, precision: int) -> bool:
+    """Whether a layer takes the integer layer path: integer processing, Y off (so no
+    LUT or EQL), no PReLU."""
+    return precision != FP16.code and layer.y.bypass and not any(
+        not s.bypass and not s.mul_bypass and s.mul_prelu for s in (layer.x1, layer.x2))
+
+
+def int_operands(layer, operands: dict) -> dict:
+    """The X stages' operands (shaped) as the integer layer path applies them: those of
+    the stages and units in use (the others are zeros, never applied)."""
+    out = {}
+    for name in ("x1", "x2"):
+        stage, (alu, mul) = getattr(layer, name), operands[name]
+        if not stage.bypass:
+            out[name] = x_int_operands(alu if stage.alu_used else np.int64(0),
+                                       mul if stage.mul_used else np.int64(0), stage.alu_shift)
+    return out
+
+
+def _int_input(v: np.ndarray) -> tuple:
+    """(values, bounds, owned) of a block of the input: int8/int16 memory input and
+    CACC's int32 are signed 32-bit values as they are (int32 bounds are looked up: cheap,
+    and they spare the saturation tests); other dtypes hold 32-bit words."""
+    if v.dtype in (np.int8, np.int16):
+        info = np.iinfo(v.dtype)
+        return v, (int(info.min), int(info.max)), False
+    if v.dtype == np.int32:
+        return v, (array_bounds(v) if v.size else (0, 0)), False
+    x = owned_sign_extend(v, 32)
+    return x, (array_bounds(x) if x.size else (0, 0)), True
 
 
 def convert_y_operands(layer, operands: tuple, precision: int, nan_to_zero: bool) -> tuple:

@@ -18,8 +18,10 @@ import pytest
 from sim.cli import main
 from sim.configs import get_config
 from sim.dma.feature import pack_feature, read_feature
+from sim.engine import Engine
 from sim.firmware import Firmware, FirmwareCrashed, FirmwareError, FirmwareTaskFailed
 from sim.firmware.build import FirmwareBuildError, build_firmware
+from sim.firmware.driver import MAX_SEGMENTS, PAIR, HeldSegments, write_rules
 from sim.machine import Machine
 from sim.program.bdma import launch_bdma, program_bdma_copy
 from sim.program.registers import write_fields
@@ -168,8 +170,10 @@ class ValueSpy(Spy):
 
 def test_reads_answered_in_the_firmware_process_reach_the_recorder():
     """The status word travels with each call (the firmware read it in an earlier one) and
-    with each answer: every read is still recorded, with the value it had then, and a
-    register write makes the firmware ask again (minikmd fails if a cleared bit reads set)."""
+    with each answer: every read is still recorded, with the value it had then, and the
+    firmware's clearing write (write-1-to-clear) changes what it reads next from there
+    (minikmd fails if a cleared bit reads set; the bridge, if a value read there is not
+    the register's)."""
     p = Program("nv_full")
     bdma_op(p, 1, 2)
     sdp_op(p, "nv_full", 2, 3)
@@ -433,3 +437,124 @@ def test_cli_force_replaces_the_output_folder(tmp_path):
     assert main(["loadable", _loadable(tmp_path, p), "--firmware", str(MINIKMD), "-o",
                  str(out), "--force"]) == 0
     assert sorted(f.name for f in out.iterdir()) == ["o_000000.dimg"]
+
+
+def test_memory_the_hardware_writes_between_calls_is_read_again():
+    """The firmware keeps the descriptor bytes it read across calls; a layer writing into
+    them cuts them short, and the next call reads the new bytes.  Here the first op (a
+    BDMA copy) writes the second op over a stale one the firmware has already fetched
+    with its first read: kept as it was, the task fails on the stale op's unknown unit."""
+    new = Program("nv_full")
+    new.op(UNIT_BDMA)
+    new.point("NVDLA_BDMA.CFG_SRC_ADDR_LOW_0", 1)
+    new.point("NVDLA_BDMA.CFG_DST_ADDR_LOW_0", 3)
+    program_bdma_copy(new, 0, 0, line_bytes=32)
+    launch_bdma(new)
+    op1 = new.descriptor()[16:]
+    op1 += bytes(-len(op1) % 32)  # the copy moves whole 32-byte lines
+
+    def descriptor(padding: int) -> bytes:
+        p = Program("nv_full")
+        p.op(UNIT_BDMA)
+        p.point("NVDLA_BDMA.CFG_SRC_ADDR_LOW_0", 1)
+        p.point("NVDLA_BDMA.CFG_DST_ADDR_LOW_0", 2)
+        for _ in range(padding):  # rewritten below: they move the next op to a whole line
+            p.write_reg("NVDLA_BDMA.CFG_SRC_LINE_0", 0)
+        program_bdma_copy(p, 0, 0, line_bytes=len(op1))
+        launch_bdma(p)
+        p.op(9)  # the stale op: an unknown unit
+        return p.descriptor()
+
+    desc = next(d for d in map(descriptor, range(8)) if (len(d) - 4) % 32 == 0)
+    stale = len(desc) - 4  # the stale op's offset: the copy's destination
+    m = Machine("nv_full")
+    m.load(DESC, desc)
+    m.load(SRC, op1 + bytes(range(32)))
+    fw = Firmware(m, MINIKMD)
+    stats = fw.run_task([DESC, SRC, DESC + stale, MID])
+    assert stats.hw_layers == 2
+    assert descriptor_status(m.read_memory(DESC, 16)) == (1, 2)
+    assert m.read_memory(MID, 32) == m.read_memory(SRC, 32)
+    fw.close()
+
+
+@pytest.mark.parametrize("writes, cuts", [
+    ([(0x1100, 16)], {0: 0x100}),  # inside the first segment: cut at the write
+    ([(0x0F00, 0x200)], {0: 0}),  # over its first byte: nothing left
+    ([(0x2000, 16)], {}),  # between the segments
+    ([(0x1000 + 0x400, 8), (0x3000 + 0x10, 1)], {0: 0x400, 1: 0x10}),
+])
+def test_held_segments_are_cut_by_writes_other_than_the_firmwares(writes, cuts):
+    m = Machine("nv_full")
+    held = HeldSegments(m.pri_mem)
+    held.add(0x1000, 0x800)
+    held.add(0x3000, 0x100)
+    with held.own_write():
+        m.pri_mem.write(0x1000, bytes(0x800))  # the firmware's own: its process has it
+    for addr, size in writes:
+        m.pri_mem.write(addr, bytes(size))
+    payload = held.cuts()
+    assert dict(PAIR.iter_unpack(payload)) == cuts
+    assert held.cuts() == b""  # sent once
+    held.close()
+    m.pri_mem.write(0x3000, bytes(4))
+    assert held.cuts() == b""  # no longer listening
+
+
+def test_a_full_table_of_segments_is_forgotten_at_once():
+    m = Machine("nv_full")
+    held = HeldSegments(m.pri_mem)
+    for i in range(MAX_SEGMENTS):
+        held.add(0x10000 * i, 16)
+    m.pri_mem.write(0x10000 * 5, bytes(4))
+    held.add(0x900000, 16)  # host.c forgets every segment, then keeps this one
+    assert held.segments == [[0x900000, 16]] and held.cuts() == b""
+    held.close()
+
+
+def _snapshot_write(entries: dict, addr: int, value: int) -> None:
+    """host.c's snapshot_write: a register write applied to the snapshot's entries."""
+    for reg, (read, writable, w1c, dep, stores) in list(entries.items()):
+        if reg == addr:
+            if not stores:
+                del entries[reg]
+                continue
+            read = (read & ~writable & ~w1c) | (value & writable) | (read & w1c & ~value)
+            entries[reg] = (read & 0xFFFFFFFF, writable, w1c, dep, stores)
+        elif dep in (addr, 0xFFFFFFFF):
+            del entries[reg]
+
+
+@pytest.mark.parametrize("config", ["nv_full", "nv_small"])
+def test_snapshot_rules_predict_every_read(config):
+    """What a snapshot entry says a write does (write_rules, applied as host.c does) is
+    what the machine reads after it, for the registers the bridge learns (those of units
+    without read hooks) under writes of pointers, OP_ENs, interrupt set/clear/mask and
+    plain registers, in both groups."""
+    m = Machine(config)
+    rf = m.regfile
+    hooked = {unit for engine in m.engines for unit in engine.units
+              if type(engine).on_read is not Engine.on_read}
+    names = [r for r in ("NVDLA_GLB.S_INTR_MASK_0", "NVDLA_GLB.S_INTR_STATUS_0",
+                         "NVDLA_GLB.S_INTR_SET_0", "NVDLA_CACC.S_POINTER_0",
+                         "NVDLA_CACC.S_STATUS_0", "NVDLA_CACC.D_OP_ENABLE_0",
+                         "NVDLA_CACC.D_MISC_CFG_0", "NVDLA_CDMA.S_CBUF_FLUSH_STATUS_0",
+                         "NVDLA_CDMA.S_POINTER_0", "NVDLA_CDMA.D_OP_ENABLE_0",
+                         "NVDLA_CDMA.D_BANK_0", "NVDLA_CDMA.S_STATUS_0")]
+    regs = [rf.register(n) for n in names]
+    assert not {r.unit for r in regs} & hooked
+    addrs = [rf.address_of(r) for r in regs]
+    rng = np.random.default_rng(5)
+    checked = 0
+    for step in range(400):
+        entries = {a: (m.read_reg(a) & 0xFFFFFFFF, *write_rules(m, a)) for a in addrs}
+        for _ in range(4):
+            addr = addrs[int(rng.integers(len(addrs)))]
+            value = int(rng.integers(0, 1 << 32)) if rng.random() < 0.5 else \
+                int(rng.integers(0, 4)) * int(rng.choice([1, 1 << 16, 0xFFFFFFFF]))
+            _snapshot_write(entries, addr, value)
+            m.write_reg(addr, value & 0xFFFFFFFF)
+            for reg, entry in entries.items():
+                assert entry[0] == m.read_reg(reg) & 0xFFFFFFFF, (hex(reg), hex(addr), step)
+                checked += 1
+    assert checked > 1000
