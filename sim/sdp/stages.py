@@ -30,7 +30,7 @@ from ..num.sdp import (
 from ..num.specials import flush_nans, inf_mask, nan_mask
 from ..num.vector_int import array_bounds, owned_sign_extend
 from ..regs.enums import FP16
-from . import fast_fp, lut_int
+from . import fast_fp, fused_fp, lut_int
 
 # operand modes
 OP_REGISTER, OP_CHANNEL, OP_ELEMENT = 0, 1, 2
@@ -78,7 +78,8 @@ class Datapath:
             return self._operand(op, channels, pixels)
 
         if fast_fp.applies(layer, self.precision, self.out_precision):
-            out, redo = fast_fp.run(self, v, block_operand)
+            float32_pass = fused_fp if fused_fp.worth_it(v) else fast_fp
+            out, redo = float32_pass.run(self, v, block_operand)
             if redo.any():  # the rules for what float32 may get wrong
                 def redo_operand(op):
                     op = block_operand(op)

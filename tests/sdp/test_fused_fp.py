@@ -1,0 +1,347 @@
+"""The compiled fp16 SDP pass (sim.sdp.fused_fp) gives fast_fp.run's words and suspect mask.
+
+fused_fp.run and fast_fp.run take the same datapath and block and must return the
+same mask of elements the rules redo and, on every other element, the same fp16 words
+bit for bit (a suspect's word is replaced by the rules' in the datapath): on every
+combination of X1/X2/Y settings that fast_fp applies to, fp16 input from memory and
+fp32 input from CACC, operands per layer (registers), per channel and per element,
+on inputs crowded with NaN, Inf, denormals, zeros of both signs and values at the fp32
+and fp16 overflow and underflow boundaries.  The scalar steps of sim.num.fp32_fast are
+also held to their array twins in sim.num.vector_fp directly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from sim.regs.enums import FP16, AluAlgo
+
+from sim import jit
+from sim.jit import njit
+from sim.num import fp32_fast, vector_fp
+from sim.program.sdp import run_sdp
+from sim.sdp import fast_fp, fused_fp, pipeline, stages
+
+from .test_fast_fp import LAYERS, crowded_fp16, f16, f32, negated
+
+SEED = 20261126
+CP, H, W = 5, 3, 4  # the datapath's cube in the combination test
+
+# fp32 patterns float32 meets apart from NVDLA, and the edges of what it meets alike
+SPECIAL32 = [
+    0x00000000, 0x80000000, 0x7F800000, 0xFF800000,  # zeros, Inf
+    0x7FC00000, 0xFFC00001, 0x7F800001, 0x7FA00000, 0xFF801FFF,  # quiet and signalling NaNs
+    0x00000001, 0x807FFFFF, 0x00400000,  # fp32 denormals
+    0x00800000, 0x80FFFFFF, 0x01000000, 0x81000001,  # the underflow boundary band
+    0x7F7FFFFF, 0xFF7FFFFF, 0x7F000000,  # the largest normals
+    0x477FE000, 0xC77FEFFF, 0x477FF000, 0x477FF001,  # fp16's largest value, to Inf
+    0x38800000, 0xB87FFFFF, 0x38000000, 0x387FE000, 0x387FF000,  # fp16's smallest normal
+    0x33800000, 0x33000000, 0xB3000001, 0x337FFFFF, 0x32FFFFFF,  # fp16's smallest denormal
+    0x3F800000, 0xBF800000,  # +-1
+]
+
+
+def crowded_fp32(rng, shape) -> np.ndarray:
+    """fp32 patterns (int64): half of them in fp16's range, a quarter over every exponent,
+    a quarter from SPECIAL32."""
+    n = int(np.prod(shape))
+    expo = np.where(rng.random(n) < 0.5, rng.integers(100, 145, n), rng.integers(1, 255, n))
+    bits = (rng.integers(0, 2, n) << 31) | (expo << 23) | rng.integers(0, 1 << 23, n)
+    odd = rng.random(n) < 0.25
+    bits[odd] = rng.choice(SPECIAL32, n)[odd]
+    return bits.astype(np.int64).reshape(shape)
+
+
+def assert_same_pass(path, v: np.ndarray, channels=slice(None), pixels=slice(None),
+                     label="") -> np.ndarray:
+    """fused_fp.run against fast_fp.run on the block [:, channels, pixels] of ``v``, with the
+    operands shaped as Datapath.run shapes them; returns the suspect mask."""
+    block = v[:, channels, pixels]
+
+    def operand(op):
+        return path._operand(op, channels, pixels)
+
+    want_h, want_suspect = fast_fp.run(path, block, operand)
+    got_h, got_suspect = fused_fp.run(path, block, operand)
+    assert got_h.shape == block.shape and got_h.dtype == np.uint16, label
+    np.testing.assert_array_equal(got_suspect, want_suspect, err_msg=f"suspect: {label}")
+    # the words the datapath keeps; the suspects' it replaces by the rules' (there a NaN
+    # meeting a NaN keeps one of them, by the compiler's choice of operand order, which
+    # differs between numpy's loops and LLVM's: a sign that ReLU then reads)
+    keep = ~want_suspect
+    np.testing.assert_array_equal(got_h[keep], want_h[keep], err_msg=f"words: {label}")
+    return want_suspect
+
+
+# --- layers: decoded from registers once, then varied stage by stage ---------------
+@functools.cache
+def _template():
+    """(layer, lut) of an fp16 layer programmed and decoded as run_sdp does."""
+    seen = {}
+    real = pipeline.run_pipeline
+
+    def capture(layer, data, operands, lut, from_memory=True):
+        seen.update(layer=layer, lut=lut)
+        return real(layer, data, operands, lut, from_memory)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "run_pipeline", capture)
+        run_sdp("nv_full", np.zeros((2, 2, 2), np.uint16), in_prec="fp16", out_prec="fp16",
+                x1=dict(bypass=0), x2=dict(bypass=0), y=dict(bypass=0))
+    return seen["layer"], seen["lut"]
+
+
+def _x_options() -> list[dict]:
+    """Every X stage fast_fp applies to: off, or any ALU, multiplier and ReLU setting."""
+    out = [dict(bypass=True)]
+    for alu, mul, relu in itertools.product((None, AluAlgo.MAX, AluAlgo.MIN, AluAlgo.SUM),
+                                            (None, "mul", "prelu"), (False, True)):
+        out.append(dict(bypass=False, alu_bypass=alu is None, alu_algo=int(alu or 0),
+                        mul_bypass=mul is None, mul_prelu=mul == "prelu", relu_bypass=not relu))
+    return out
+
+
+def _y_options() -> list[dict]:
+    """Every Y stage fast_fp applies to: off, or any multiplier and ALU setting, LUT off."""
+    out = [dict(bypass=True)]
+    for mul, alu in itertools.product((None, "mul", "prelu"),
+                                      (None, AluAlgo.MAX, AluAlgo.MIN, AluAlgo.SUM)):
+        out.append(dict(bypass=False, lut_bypass=True, alu_bypass=alu is None,
+                        alu_algo=int(alu or 0), mul_bypass=mul is None,
+                        mul_prelu=mul == "prelu"))
+    return out
+
+
+X_OPTIONS, Y_OPTIONS = _x_options(), _y_options()
+MODES = (stages.OP_REGISTER, stages.OP_CHANNEL, stages.OP_ELEMENT)
+
+
+def _stream(rng, mode: int, fp16: bool) -> tuple[np.ndarray, int]:
+    """One operand stream as the SDP_RDMA reader hands it over: (values, mode)."""
+    n = {stages.OP_REGISTER: 1, stages.OP_CHANNEL: CP, stages.OP_ELEMENT: CP * H * W}[mode]
+    if not fp16:
+        return crowded_fp32(rng, n), mode
+    words = crowded_fp16(rng, n).astype(np.int64)
+    return np.where(rng.random(n) < 0.5, words, (words ^ 0x8000) - 0x8000), mode  # signed too
+
+
+def _layer_and_streams(rng, x1: dict, x2: dict, y: dict, modes) -> tuple:
+    """A layer with these stages, and operand streams in these modes (x1, x2, y; alu, mul).
+    A Y operand from memory goes through Y's convertor (fp16 widened); a Y register, or a
+    Y memory operand with the source bit clear, is any fp32 pattern."""
+    layer, lut = _template()
+    from_mem = [mode != stages.OP_REGISTER and rng.random() < 0.5 for mode in modes[2]]
+    y = dict(y, alu_src_mem=from_mem[0], mul_src_mem=from_mem[1], alu_cvt_bypass=True,
+             mul_cvt_bypass=True)
+    streams = {name: tuple(_stream(rng, mode, fp16) for mode, fp16 in
+                           zip(mode_pair, (True, True) if name != "y" else from_mem,
+                               strict=True))
+               for name, mode_pair in zip(("x1", "x2", "y"), modes, strict=True)}
+    layer = dataclasses.replace(layer, x1=dataclasses.replace(layer.x1, **x1),
+                                x2=dataclasses.replace(layer.x2, **x2),
+                                y=dataclasses.replace(layer.y, **y))
+    assert fast_fp.applies(layer, FP16.code, FP16.code)
+    return layer, streams, lut
+
+
+def _cube(rng, fp16_in: bool, shape) -> np.ndarray:
+    return crowded_fp16(rng, shape) if fp16_in else crowded_fp32(rng, shape)
+
+
+@pytest.mark.parametrize("fp16_in", [True, False], ids=["fp16 input", "fp32 input"])
+def test_every_stage_combination(fp16_in):
+    """Every X1 option against every Y option, X2 taking each option in turn, operands
+    in random modes."""
+    rng = np.random.default_rng(SEED + fp16_in)
+    kept = []
+    for i, (x1, y) in enumerate(itertools.product(X_OPTIONS, Y_OPTIONS)):
+        x2 = X_OPTIONS[(7 * i) % len(X_OPTIONS)]
+        modes = rng.choice(MODES, (3, 2))
+        layer, streams, lut = _layer_and_streams(rng, x1, x2, y, modes)
+        path = pipeline.datapath(layer, streams, lut, fp16_in, CP, H, W)
+        v = _cube(rng, fp16_in, (2, CP, H * W))
+        suspect = assert_same_pass(path, v, label=f"x1={x1} x2={x2} y={y} modes={modes}")
+        kept.append(1 - suspect.mean())
+    assert np.mean(kept) > 0.2  # the inputs are not so crowded that float32 never stands
+
+
+def _captured(spec: dict, cube: np.ndarray) -> tuple:
+    """(layer, operand streams, lut, data) as run_sdp hands them to run_pipeline."""
+    seen = {}
+    real = pipeline.run_pipeline
+
+    def capture(layer, data, operands, lut, from_memory=True):
+        seen.update(layer=layer, operands=operands, lut=lut, data=data)
+        return real(layer, data, operands, lut, from_memory)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pipeline, "run_pipeline", capture)
+        run_sdp("nv_full", cube, in_prec="fp16", out_prec="fp16", **spec)
+    return seen["layer"], seen["operands"], seen["lut"], seen["data"]
+
+
+# boundary layers beyond test_fast_fp's: operands in each mode at the edges
+EDGE_LAYERS = {
+    "x1 max with +0 and -0 per channel": dict(
+        x1=dict(bypass=0, alu_bypass=0, alu_algo=0, alu_src=1), bs="zeros"),
+    "x1 min with the negation per element, then relu": dict(
+        x1=dict(bypass=0, alu_bypass=0, alu_algo=1, alu_src=1, relu_bypass=0), bs="negated"),
+    "x2 prelu per element, y prelu": dict(
+        x2=dict(bypass=0, mul_bypass=0, prelu=1, mul_src=1),
+        y=dict(bypass=0, mul_bypass=0, prelu=1, mul_operand=f32(-3.0)), bn="crowded"),
+    "x1 mul to fp16's smallest denormal": dict(
+        x1=dict(bypass=0, mul_bypass=0, mul_operand=f16(2.0 ** -14)),
+        y=dict(bypass=0, mul_bypass=0, mul_operand=f32(2.0 ** -10))),
+    "y sum near fp16's largest value": dict(
+        y=dict(bypass=0, alu_bypass=0, alu_algo=2, alu_operand=f32(65504.0 - 1.0))),
+    "y max with the fp32 underflow boundary": dict(
+        y=dict(bypass=0, alu_bypass=0, alu_algo=0, alu_operand=0x00FFFFFF)),
+}
+NAMED_LAYERS = {**LAYERS, **EDGE_LAYERS}
+
+
+def _operand_array(kind: str, cube: np.ndarray, rng) -> np.ndarray:
+    if kind == "negated":
+        return negated(cube, rng)
+    if kind == "zeros":
+        return rng.choice(np.array([0x0000, 0x8000], np.uint16), cube.shape[0])
+    return crowded_fp16(rng, cube.shape)
+
+
+def _named_layer(name: str, rng) -> tuple:
+    """LAYERS' run_sdp arguments (from test_fast_fp, or EDGE_LAYERS) decoded, with their
+    operand streams read from memory."""
+    spec, operands = dict(NAMED_LAYERS[name]), {}
+    cube = crowded_fp16(rng, (32, 6, 7))
+    for unit, stage in (("bs", "x1"), ("bn", "x2"), ("ew", "y")):
+        cfg, kind = spec.get(stage, {}), spec.pop(unit, "crowded")
+        if cfg.get("mul_src") or cfg.get("alu_src"):
+            array = _operand_array(kind, cube, rng)
+            operands[unit] = dict(array=array, use="mul" if cfg.get("mul_src") else "alu",
+                                  size=2, per_element=array.ndim == 3)
+    return _captured(dict(spec, operands=operands), cube)
+
+
+@pytest.mark.parametrize("name", NAMED_LAYERS)
+def test_boundary_layers(name):
+    """test_fast_fp's layers and EDGE_LAYERS, on their fp16 cube and on an fp32 cube
+    whose values are the fp16 cube's, exact, half of them nudged by one unit."""
+    rng = np.random.default_rng(SEED + len(name))
+    layer, streams, lut, data = _named_layer(name, rng)
+    n, cp, h, w = data.shape
+    fp16 = np.ascontiguousarray(data).reshape(n, cp, h * w)
+    fp32 = vector_fp.fp16_to_fp32(fp16) + (rng.random(fp16.shape) < 0.5)
+    for fp16_in, v in ((True, fp16), (False, fp32)):
+        path = pipeline.datapath(layer, streams, lut, fp16_in, cp, h, w)
+        assert_same_pass(path, v, label=name)
+
+
+def test_blocks_as_the_pipeline_cuts_them():
+    """Blocks of channels, parts of a channel, images side by side (a strided block),
+    rows longer than the kernel's piece, fp16 words in a wider dtype, read-only input."""
+    rng = np.random.default_rng(SEED)
+    cp, h, w = 3, 30, 50  # 1500 pixels: a row crosses PIECE
+    layer, lut = _template()
+    x = dict(bypass=False, alu_bypass=False, alu_algo=int(AluAlgo.SUM), mul_bypass=False,
+             mul_prelu=False, relu_bypass=False)
+    layer = dataclasses.replace(layer, x1=dataclasses.replace(layer.x1, **x),
+                                x2=dataclasses.replace(layer.x2, **dict(x, alu_algo=0)),
+                                y=dataclasses.replace(layer.y, bypass=True))
+    streams = {"x1": ((crowded_fp16(rng, cp * h * w), stages.OP_ELEMENT),
+                      (crowded_fp16(rng, cp), stages.OP_CHANNEL)),
+               "x2": ((crowded_fp16(rng, 1), stages.OP_REGISTER),
+                      (crowded_fp16(rng, cp * h * w), stages.OP_ELEMENT)),
+               "y": ((np.zeros(1, np.int64), 0), (np.zeros(1, np.int64), 0))}
+    read_only = crowded_fp16(rng, (2, cp, h * w))
+    read_only.flags.writeable = False
+    for fp16_in in (True, False):
+        path = pipeline.datapath(layer, streams, lut, fp16_in, cp, h, w)
+        v = _cube(rng, fp16_in, (2, cp, h * w))
+        for channels, pixels in ((slice(None), slice(None)), (slice(1, 3), slice(None)),
+                                 (slice(2, 3), slice(100, 1400)), (slice(0, 1), slice(7, 8)),
+                                 (slice(1, 1), slice(None))):
+            assert_same_pass(path, v, channels, pixels, label=(fp16_in, channels, pixels))
+        if fp16_in:
+            assert_same_pass(path, v.astype(np.int64), label="fp16 words as int64")
+            assert_same_pass(path, read_only, label="read-only input")
+
+
+def test_worth_it_only_with_numba_loaded_and_a_large_block(monkeypatch):
+    large, small = np.zeros((1, 4, 1024), np.uint16), np.zeros((1, 4, 1023), np.uint16)
+    monkeypatch.setattr(jit, "_numba", None)
+    assert not fused_fp.worth_it(large)
+    monkeypatch.setattr(jit, "_numba", object())
+    assert fused_fp.worth_it(large) and not fused_fp.worth_it(small)
+
+
+# --- the scalar steps against their array twins ---------------------------------------
+@njit
+def _scalar_steps(a, b, out, agrees):
+    """Every step of fp32_fast on the pairs (a[i], b[i]) of fp32 patterns: out/agrees
+    columns add, add (operands unchecked), mul, mul (unchecked), max, min, relu,
+    narrowing, widening (of a's low 16 bits), reads_as_ieee32, normal_result32."""
+    for i in range(a.size):
+        x, y = a[i], b[i]
+        out[i, 0], agrees[i, 0] = fp32_fast.ieee_fp32_add(x, y, False)
+        out[i, 1], agrees[i, 1] = fp32_fast.ieee_fp32_add(x, y, True)
+        out[i, 2], agrees[i, 2] = fp32_fast.ieee_fp32_mul(x, y, False)
+        out[i, 3], agrees[i, 3] = fp32_fast.ieee_fp32_mul(x, y, True)
+        out[i, 4], agrees[i, 4] = fp32_fast.ieee_fp32_max(x, y, True)
+        out[i, 5], agrees[i, 5] = fp32_fast.ieee_fp32_max(x, y, False)
+        out[i, 6], agrees[i, 6] = fp32_fast.ieee_fp32_relu(x), True
+        out[i, 7], agrees[i, 7] = fp32_fast.ieee_fp32_to_fp16(x)
+        out[i, 8], agrees[i, 8] = fp32_fast.ieee_fp16_to_fp32(x & 0xFFFF)
+        out[i, 9], agrees[i, 9] = 0, fp32_fast.reads_as_ieee32(x)
+        out[i, 10], agrees[i, 10] = 0, fp32_fast.normal_result32(x)
+
+
+def _array_steps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The same columns from sim.num.vector_fp."""
+    ua, ub = a.astype(np.uint32), b.astype(np.uint32)
+    true, zero = np.ones(a.size, bool), np.zeros(a.size, np.int64)
+    columns = [vector_fp.ieee_fp32_add(ua, ub), vector_fp.ieee_fp32_add(ua, ub, alike=True),
+               vector_fp.ieee_fp32_mul(ua, ub), vector_fp.ieee_fp32_mul(ua, ub, alike=True),
+               vector_fp.ieee_fp32_max(ua, ub, True), vector_fp.ieee_fp32_max(ua, ub, False),
+               (vector_fp.ieee_fp32_relu(ua), true), vector_fp.ieee_fp32_to_fp16(ua),
+               vector_fp.ieee_fp16_to_fp32((a & 0xFFFF).astype(np.uint16)),
+               (zero, vector_fp.reads_as_ieee32(ua)), (zero, vector_fp.normal_result32(ua))]
+    return (np.stack([np.asarray(c[0], np.int64) for c in columns], axis=1),
+            np.stack([np.broadcast_to(c[1], a.shape) for c in columns], axis=1))
+
+
+def _rounding_edges() -> np.ndarray:
+    """fp32 patterns around every fp16 rounding point of one exponent in three (normal,
+    denormal and overflowing results): halfway, and one unit either side."""
+    expo = np.arange(99, 146, 3)
+    mant = np.arange(0, 1 << 23, 1 << 13)  # fp16 steps of a normal result
+    points = ((expo[:, None] << 23) | (mant[None, :] + 0x1000)).ravel()
+    return np.concatenate([points - 1, points, points + 1, points | (1 << 31)])
+
+
+def test_scalar_steps_match_their_array_twins():
+    """Each step's value and agreement flag, element for element, on every fp16 pattern,
+    crowded fp32 pairs and fp32 values at fp16's rounding points."""
+    rng = np.random.default_rng(SEED)
+    every16 = np.arange(1 << 16, dtype=np.int64)
+    edges = _rounding_edges()
+    a = np.concatenate([every16, crowded_fp32(rng, 200_000), edges,
+                        np.array(SPECIAL32, np.int64)])
+    b = np.concatenate([crowded_fp32(rng, every16.size), crowded_fp32(rng, 200_000),
+                        crowded_fp32(rng, edges.size), np.array(SPECIAL32[::-1], np.int64)])
+    b[: a.size // 8] = a[: a.size // 8] ^ (1 << 31)  # exact cancellation, +-0 against -+0
+    out, agrees = np.zeros((a.size, 11), np.int64), np.zeros((a.size, 11), bool)
+    _scalar_steps(a, b, out, agrees)
+    want_out, want_agrees = _array_steps(a, b)
+    magnitude_a, magnitude_b = a & 0x7FFFFFFF, b & 0x7FFFFFFF
+    two_nans = (magnitude_a > 0x7F800000) & (magnitude_b > 0x7F800000)
+    for column in range(out.shape[1]):
+        # which NaN of two a sum or product keeps is the compiler's choice (fp32_fast)
+        same = ~two_nans if column < 4 else slice(None)
+        np.testing.assert_array_equal(out[same, column], want_out[same, column],
+                                      err_msg=str(column))
+        np.testing.assert_array_equal(agrees[:, column], want_agrees[:, column],
+                                      err_msg=str(column))
