@@ -112,6 +112,11 @@ def _bad_json(exc: Exception) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    # numpy's BLAS would run its own threads, which spin on the cores for a while after
+    # every matrix product -- the firmware's process and the next unit's threads then
+    # wait for a core; the simulator splits its products over its own threads instead
+    # (a user's own setting wins; it takes effect only before numpy loads)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         return _dispatch(argv)
     except SimError as exc:

@@ -36,7 +36,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..dma.align import ceil_div
 from ..errors import NotImplementedFeature
+from ..jit import run_split
 from .layer import ConvLayer
 
 ACC_BITS = 48
@@ -158,6 +160,11 @@ def sum_types(wmat: np.ndarray, xmax: int, pixels: int) -> tuple[type, list[tupl
     return (np.float64, whole) if chunks is None else (np.float32, chunks)
 
 
+#: A thread's share of a layer's multiply-accumulates, at least (about a millisecond):
+#: fewer are not worth handing to another thread.
+PARALLEL_MACS = 1 << 22
+
+
 def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndarray:
     """Exact convolution sums (N, K, H', W') as int64."""
     pad = pad_value_of(layer)
@@ -174,15 +181,26 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
     out = np.empty((n, k, pixels), dtype=np.int64)
     for b in range(n):
         col = cols[b].astype(dtype, order="C").reshape(crs, pixels)
-        if len(chunks) == 1:
-            out[b] = wf @ col
-            continue
-        acc = None  # float64: exact, every partial sum is below 2**47
-        for lo, hi in chunks:
-            part = wf[:, lo:hi] @ col[lo:hi]
-            if acc is None:
-                acc = part.astype(np.float64)
-            else:
-                acc += part
-        out[b] = acc
+        # the threads take the kernels in shares (the matrix products release the GIL):
+        # the BLAS runs one thread, whose idle helpers would spin on the cores the
+        # firmware and the SDP need next (sim.cli)
+        run_split(lambda k0, k1, b=b, col=col: _kernel_sums(wf[k0:k1], col, chunks,
+                                                            out[b, k0:k1]),
+                  k, min_chunk=ceil_div(PARALLEL_MACS, crs * pixels))
     return out.reshape(n, k, layer.out_height, layer.out_width)
+
+
+def _kernel_sums(wf: np.ndarray, col: np.ndarray, chunks, out: np.ndarray) -> None:
+    """The sums of kernels ``wf`` (K', CRS) over the columns ``col`` (CRS, P) into ``out``
+    (K', P), the reduction cut at ``chunks`` (each part exact in its dtype)."""
+    if len(chunks) == 1:
+        out[...] = wf @ col
+        return
+    acc = None  # float64: exact, every partial sum is below 2**47
+    for lo, hi in chunks:
+        part = wf[:, lo:hi] @ col[lo:hi]
+        if acc is None:
+            acc = part.astype(np.float64)
+        else:
+            acc += part
+    out[...] = acc

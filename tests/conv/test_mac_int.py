@@ -81,8 +81,12 @@ CASES = [  # (C, H, W, K, R, S, stride, pad, dilation, batches, data range, weig
 ]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("case", CASES, ids=["f32", "f32-chunks", "f64", "int16"])
-def test_random_layers_are_exact(case):
+def test_random_layers_are_exact(case, threads, monkeypatch):
+    """Also with the kernels shared among threads (every share worth a thread)."""
+    monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
     c, h, w, k, r, s, stride, pad, dilation, batches, xr, wr = case
     rng = np.random.default_rng(c * h + k)
     dtype = np.int8 if xr == 128 else np.int16

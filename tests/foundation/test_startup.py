@@ -11,6 +11,7 @@ stand in for.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -184,3 +185,17 @@ def test_op_repr_args_and_immutability():
     assert copy == op and copy.where == "f:1" and copy.fail("bad").where == "f:1"
     with pytest.raises(TypeError):
         RegWrite("R")  # as the dataclass: every argument is required
+
+
+@pytest.mark.parametrize("preset, want", [(None, "1"), ("3", "3")])
+def test_the_cli_keeps_the_blas_to_one_thread_unless_told(preset, want):
+    """numpy's BLAS threads spin after each product on the cores the firmware needs; the
+    simulator splits products over its own threads, and a user's setting wins."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    probe = ("import os, sys; from sim.cli import main; main(['--help']); "
+             "print(os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[-2:] == [want, "False"]
