@@ -105,7 +105,7 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
                         layer.batch_stride, layer.batches, what=f"{CDMA}.D_DAIN_ADDR", mode=HELD)
     if layer.batches == 1:
         cube = cube[None]
-    if layer.cvt_enable:
+    if layer.cvt_enable and not cvt_is_identity(layer):
         code = layer.precision.code
         out = cdma_cvt(data_in=cube.astype(np.int64), alu_in=layer.cvt_offset,
                        mul_in=layer.cvt_scale, in_precision=code, out_precision=code,
@@ -114,6 +114,13 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
         if layer.precision == INT8:
             cube = cube.astype(np.int8)
     return cube, counters
+
+
+def cvt_is_identity(layer: ConvLayer) -> bool:
+    """The input convertor of an integer layer maps every value to itself: offset 0, scale
+    1, no truncation (what compilers program when they enable it without a conversion:
+    ``((x - 0) * 1) >> 0`` saturated to the layer's own precision is ``x``)."""
+    return layer.cvt_offset == 0 and layer.cvt_scale == 1 and layer.cvt_truncate == 0
 
 
 def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
