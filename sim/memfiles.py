@@ -113,7 +113,10 @@ def read_record_file(path: str | Path) -> RecordFile:
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
     ends = offsets + sizes
-    first = [0, *(np.flatnonzero(offsets[1:] != ends[:-1]) + 1).tolist()]  # of each run
+    follow = offsets[1:] == ends[:-1]  # each record after the first starts where one ended
+    if follow.all():  # one run: the usual file
+        return RecordFile([(int(offsets[0]), data)], int(ends[-1]))
+    first = [0, *(np.flatnonzero(~follow) + 1).tolist()]  # of each run
     positions = [0, *np.cumsum(sizes).tolist()]  # of each record's payload in data
     starts = offsets[first].tolist()
     runs = [(start, data[positions[i]:positions[j]])
@@ -177,16 +180,17 @@ def _parse_record_text(path: Path) -> list[tuple[int, bytes]]:
 _CANONICAL_RECORD = re.compile(
     rb"\{offset:0x([0-9a-fA-F]{1,15}), size:([1-9][0-9]{0,5}), payload:"
     rb"((?:0x[0-9a-fA-F]{2} )*0x[0-9a-fA-F]{2})\} ,\n")
-_MOST_LAYOUTS = 64  # more different line layouts than this: the general parse
+_OFFSET_HEAD = b"{offset:0x"  # how a canonical record line starts
+_LINE_HEAD = b"\n" + _OFFSET_HEAD  # one at each line's start (the first follows "{\n")
 
 
 def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """(offsets, sizes, the payloads joined) of a record file in the layout gen and
     NVIDIA's tools write: a ``{`` line, one ``{offset:0xHEX, size:N, payload:0xHH ..} ,``
-    line per record, a ``}`` line.  Consecutive lines of one length are checked and
-    decoded as the rows of one array against the first of them (the offset and payload
-    digits vary, nothing else may); None for anything else (the general parse then reads
-    it, and names the line of a fault)."""
+    line per record, a ``}`` line.  Every record line but the last is checked and decoded
+    as a row of one array (:func:`_record_rows`: records of one size), the last alone
+    (it may be shorter); None for anything else (the general parse then reads it, and
+    names the line of a fault)."""
     if raw.endswith(b"\n}\n"):
         stop = len(raw) - 2  # just past the newline ending the last record line
     elif raw.endswith(b"\n}"):
@@ -196,63 +200,94 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
     if not raw.startswith(b"{\n") or stop <= 2:
         return None
     arr = np.frombuffer(raw, np.uint8)
-    ends = np.flatnonzero(arr[2:stop] == 10) + 3  # just past each record line's newline
-    widths = np.empty_like(ends)  # of each line, with its newline (the first starts at 2)
-    widths[0] = ends[0] - 2
-    np.subtract(ends[1:], ends[:-1], out=widths[1:])
-    firsts = [0, *(np.flatnonzero(widths[1:] != widths[:-1]) + 1).tolist()]  # of each layout
-    if len(firsts) > _MOST_LAYOUTS:
+    ends = (arr[2:stop] == 10).nonzero()[0] + 3  # just past each record line's newline
+    if raw.count(_LINE_HEAD) != len(ends):  # a line not starting "{offset:0x"
         return None
-    offsets, sizes, counts, data = [], [], [], []
-    for first, last in zip(firsts, [*firsts[1:], len(widths)], strict=True):
-        rows, width = last - first, int(widths[first])
-        decoded = _record_rows(raw, arr, int(ends[first]) - width, rows, width)
-        if decoded is None:
-            return None
-        offsets.append(decoded[0])
-        sizes.append(decoded[1])
-        counts.append(rows)
-        data.append(decoded[2])
-    sizes = np.repeat(np.array(sizes, np.int64), counts)  # each layout's size, per record
-    if len(offsets) == 1:
-        return offsets[0], sizes, data[0]
-    return np.concatenate(offsets), sizes, b"".join(data)
+    last = _record_line(raw, int(ends[-2]) if len(ends) > 1 else 2, int(ends[-1]))
+    if last is None:
+        return None
+    offset, size, payload = last
+    if len(ends) == 1:
+        return np.array([offset], np.int64), np.array([size], np.int64), payload
+    rows = _record_rows(raw, ends[:-1])
+    if rows is None:
+        return None
+    offsets, sizes, data = rows
+    return np.append(offsets, offset), np.append(sizes, size), data + payload
 
 
-def _record_rows(raw: bytes, arr: np.ndarray, start: int, rows: int,
-                 width: int) -> tuple[np.ndarray, int, bytes] | None:
-    """(offsets, size, payload bytes) of ``rows`` record lines of ``width`` bytes (with
-    their newline) at ``start``, when every one is laid out as the first."""
-    m = _CANONICAL_RECORD.fullmatch(raw, start, start + width)
+def _record_line(raw: bytes, start: int, end: int) -> tuple[int, int, bytes] | None:
+    """(offset, size, payload) of the record line ``raw[start:end]``, None unless canonical."""
+    m = _CANONICAL_RECORD.fullmatch(raw, start, end)
     if m is None:
         return None
-    size = int(m.group(2))
-    (o0, o1), (p0, p1) = m.span(1), m.span(3)
-    if p1 - p0 != 5 * size - 1:  # the size disagrees with the payload
+    offset, size, payload = m.groups()
+    if len(payload) != 5 * int(size) - 1:  # the size disagrees with the payload
         return None
-    o0, o1, p0 = o0 - start, o1 - start, p0 - start
-    body = arr[start:start + rows * width].reshape(rows, width)
-    fixed, weights = _record_layout(width, o0, o1, p0, size)
-    if rows > 1 and ((body != body[0]).any(axis=0) & fixed).any():
+    return int(offset, 16), int(size), bytes.fromhex(payload.replace(b"0x", b"").decode())
+
+
+def _record_rows(raw: bytes, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    """(offsets, sizes, payload bytes) of the record lines ending at ``ends`` (the first
+    starting at 2, each next where the previous ended, each starting ``{offset:0x``: the
+    caller checks), when every one is laid out as the first but for its offset's digits.
+    The lines are rows aligned on their ends: what follows the offset (size, payload,
+    end) has the same columns in every line of one size, the offset's digits take what
+    is left after ``{offset:0x``."""
+    first = _CANONICAL_RECORD.fullmatch(raw, 2, int(ends[0]))
+    if first is None:
         return None
-    pairs = np.ndarray((rows, size), "<u2", raw, start + p0 + 2, (width, 5))  # "HH" of 0xHH
-    values = _hex_pairs()[pairs]
-    digits = _HEX_DIGIT[body[:, o0:o1]]
-    if values.max() > 0xFF or digits.max() > 0xF:
+    size = int(first.group(2))
+    if first.end(3) - first.start(3) != 5 * size - 1:
         return None
-    offsets = (digits * weights).sum(axis=1, dtype=np.int64)
-    return offsets, size, values.astype(np.uint8).tobytes()
+    tail = int(ends[0]) - first.end(1)  # ", size:N, payload:0xHH ...} ,\n"
+    payload = first.start(3) - first.end(1)  # where the payload starts in the tail
+    digits = np.empty_like(ends)  # of each line's offset: what its length leaves
+    digits[0] = ends[0] - 2
+    np.subtract(ends[1:], ends[:-1], out=digits[1:])
+    digits -= len(_OFFSET_HEAD) + tail
+    most = int(digits.max())
+    if digits.min() < 1 or most > 15:
+        return None
+    tails = _rows_at(raw, ends - tail, tail)
+    if ((tails != tails[0]) & _fixed_tail_columns(tail, payload, size)).any():
+        return None
+    pairs = np.ndarray((len(ends), size), "<u2", tails, payload + 2, (tail, 5))  # "HH"
+    try:
+        data = bytes.fromhex(pairs.tobytes().decode("latin-1"))
+    except ValueError:
+        return None
+    if len(data) != pairs.size:  # fromhex passed over whitespace
+        return None
+    # the ``most`` bytes before each tail: an offset's digits, right-aligned, after bytes
+    # of its line's head (and, for a first line of few digits, of the file's start)
+    columns, weights = _digit_columns(most)
+    values = _HEX_DIGIT[_rows_at(raw, np.maximum(ends - tail - most, 0), most)]
+    values[columns < (most - digits)[:, None]] = 0  # not the offset's
+    if values.max() > 0xF:
+        return None
+    offsets = values.astype(np.int64) @ weights
+    return offsets, np.full(len(ends), size, np.int64), data
+
+
+def _rows_at(raw: bytes, positions: np.ndarray, width: int) -> np.ndarray:
+    """The ``width`` bytes of ``raw`` at each of ``positions``, as rows of a new array."""
+    return np.ndarray((len(raw) - width + 1, width), np.uint8, raw, 0, (1, 1))[positions]
+
+
+@functools.cache
+def _digit_columns(digits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(0 .. digits-1, the weight of each of ``digits`` hex digits of a number)."""
+    return np.arange(digits), np.int64(16) ** np.arange(digits - 1, -1, -1, dtype=np.int64)
 
 
 @functools.lru_cache(maxsize=256)
-def _record_layout(width: int, o0: int, o1: int, p0: int,
-                   size: int) -> tuple[np.ndarray, np.ndarray]:
-    """(the columns of a record line that no two lines of the layout may differ in, the
-    weights of its offset's hex digits)."""
-    fixed = np.ones(width, bool)
-    fixed[o0:o1] = False
-    fixed[p0 + 2:p0 + 5 * size:5] = fixed[p0 + 3:p0 + 5 * size:5] = False
-    return fixed, np.int64(16) ** np.arange(o1 - o0 - 1, -1, -1, dtype=np.int64)
+def _fixed_tail_columns(tail: int, payload: int, size: int) -> np.ndarray:
+    """The columns of a record line's tail (:func:`_record_rows`) that no two lines of one
+    size may differ in: all but the payload's hex digits."""
+    fixed = np.ones(tail, bool)
+    fixed[payload + 2:payload + 5 * size:5] = fixed[payload + 3:payload + 5 * size:5] = False
+    return fixed
 
 
 @functools.cache

@@ -32,7 +32,9 @@ Public API (names other units rely on):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -133,11 +135,19 @@ class FeatureLayout:
         return cube if self.batch == 1 else (self.batch,) + cube
 
     def lines(self) -> tuple[np.ndarray, int]:
-        """(offset of every line of atoms, bytes of a line): what a DMA moves, gaps excluded."""
+        """(offset of every line of atoms, bytes of a line): what a DMA moves, gaps excluded.
+        The offsets are computed once per layout (a layer reads and writes a few) and are
+        read-only."""
+        return self._line_offsets, self.line_bytes
+
+    @cached_property
+    def _line_offsets(self) -> np.ndarray:
         n = np.arange(self.batch, dtype=np.int64)[:, None, None] * self.batch_stride
         s = np.arange(self.surfaces, dtype=np.int64)[None, :, None] * self.surface_stride
         h = np.arange(self.height, dtype=np.int64)[None, None, :] * self.line_stride
-        return (n + s + h).ravel(), self.line_bytes
+        offsets = (n + s + h).ravel()
+        offsets.flags.writeable = False
+        return offsets
 
     def atom_offsets(self) -> np.ndarray:
         """Byte offset of every atom, shape (N, surfaces, H, W), int64."""
@@ -206,6 +216,28 @@ def feature_layout(shape, precision: str, atom_bytes: int, line_stride: int | No
 
     ``shape`` is (C, H, W) (or (N, C, H, W), which sets ``batch``).
     """
+    try:  # a layer's layouts recur (its reads and writes, the next layers'): made once
+        return _valid_layout(tuple(int(v) for v in shape), precision, int(atom_bytes),
+                             *(None if v is None else int(v)
+                               for v in (line_stride, surface_stride, batch_stride)),
+                             int(batch))
+    except Exception:  # not a layout: made again as given, to raise its error naming what
+        pass
+    return _feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
+                           batch_stride, batch, what)
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid_layout(shape: tuple[int, ...], precision: str, atom_bytes: int,
+                  line_stride: int | None, surface_stride: int | None,
+                  batch_stride: int | None, batch: int) -> FeatureLayout:
+    """:func:`_feature_layout` of a layout that passes (``what`` only names an error)."""
+    return _feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
+                           batch_stride, batch, "")
+
+
+def _feature_layout(shape, precision: str, atom_bytes: int, line_stride, surface_stride,
+                    batch_stride, batch: int, what: str) -> FeatureLayout:
     check_precision_name(precision)
     shape = tuple(int(v) for v in shape)
     if len(shape) == 4:
@@ -232,13 +264,16 @@ def _atom_view(buf: np.ndarray, base: int, layout: FeatureLayout, writeable: boo
                           f"in a buffer of {buf.size:#x} bytes")
     start = buf[base:]
     step = start.strides[0]
-    return as_strided(
-        start,
-        shape=(layout.batch, layout.surfaces, layout.height, layout.width, layout.atom_bytes),
-        strides=(layout.batch_stride * step, layout.surface_stride * step,
-                 layout.line_stride * step, layout.atom_bytes * step, step),
-        writeable=writeable,
-    )
+    shape = (layout.batch, layout.surfaces, layout.height, layout.width, layout.atom_bytes)
+    strides = (layout.batch_stride * step, layout.surface_stride * step,
+               layout.line_stride * step, layout.atom_bytes * step, step)
+    if not start.flags.c_contiguous:
+        return as_strided(start, shape=shape, strides=strides, writeable=writeable)
+    # a window of memory (the usual buffer): viewed directly, without as_strided's cost
+    view = np.ndarray(shape, np.uint8, start, 0, strides)
+    if not writeable:
+        view.flags.writeable = False
+    return view
 
 
 def _as_flat_u8(memory) -> np.ndarray:

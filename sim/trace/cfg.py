@@ -59,7 +59,7 @@ ARITY = {
 
 def _split_comment(line: str) -> tuple[str, str | None]:
     """(the command part, stripped; the comment after ``//`` or None)."""
-    if '"' not in line:  # the usual line: no string to protect a "//" inside
+    if '"' not in line or "//" not in line:  # no string to protect a "//" inside
         code, sep, comment = line.partition("//")
         return code.strip(), comment if sep else None
     quoted = False
@@ -72,7 +72,7 @@ def _split_comment(line: str) -> tuple[str, str | None]:
 
 
 def _split_args(text: str) -> list[str]:
-    if '"' not in text:
+    if '"' not in text or not any("," in quoted for quoted in text.split('"')[1::2]):
         return [arg.strip() for arg in text.split(",")] if text else []
     args, cur, quoted = [], [], False
     for c in text:
@@ -89,37 +89,54 @@ def _split_args(text: str) -> list[str]:
     return args
 
 
+# every line of a text, in order: the usual line (a plain reg_write or poll_reg_equal, as
+# gen and NVIDIA's tools write them) as (command, name, value, ""), any other line as
+# ("", "", "", line); one findall splits and matches a whole trace
+_LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*), (\w+)\);|(.*))$",
+                    re.M | re.A)
+# line breaks str.splitlines honours besides "\n": a text holding one is split by it
+_OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
+
+
+def _numbered_lines(text: str) -> list[tuple[str, str, str, str]]:
+    """A tuple per line as ``text.splitlines()`` numbers them (:data:`_LINES`; maybe one
+    empty tuple past the end)."""
+    if text.isascii() and not any(c in text for c in _OTHER_BREAKS):
+        return _LINES.findall(text)
+    return [("", "", "", line) for line in text.splitlines()]
+
+
+def _register_value(text: str, where: str) -> int:
+    """A line's register value (a ``\\w+`` token): what ``parse_int`` gives or raises."""
+    try:
+        value = int(text, 0)
+        if not value >> 32:
+            return value
+    except ValueError:
+        pass
+    return parse_int(text, where, "register value", 32)  # raises: not a number, too wide
+
+
 def _parse_text(text: str, source: str, comments: bool) -> list[Op]:
     ops: list[Op] = []
     append = ops.append
     quick_match = _REG_WRITE.match
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        # the usual line as gen and NVIDIA's tools write it, split without a regex when its
-        # parts are what _REG_WRITE's groups would be: a name of word characters and dots
-        # (ASCII, as identifiers), a value of letters and digits, no comment
-        if raw[:10] == "reg_write(" and raw[-2:] == ");":
-            reg, sep, text_value = raw[10:-2].partition(", ")
-            if sep and text_value.isalnum() and reg.isascii() \
-                    and reg.replace(".", "_").isidentifier():
-                try:
-                    value = int(text_value, 0)
-                    if value >> 32:
-                        raise ValueError
-                except ValueError:
-                    value = parse_int(text_value, f"{source}:{lineno}", "register value", 32)
-                append(reg_write_op(reg, value, f"{source}:{lineno}", ""))
-                continue
+    for lineno, (cmd, reg, text_value, raw) in enumerate(_numbered_lines(text), 1):
+        if cmd:  # name and value are what _REG_WRITE's groups would be
+            where = f"{source}:{lineno}"
+            if cmd == "reg_write":
+                append(reg_write_op(reg, _register_value(text_value, where), where, ""))
+            else:
+                append(PollReg(reg, ALL_BITS, _register_value(text_value, where), where=where))
+            continue
+        if not raw:
+            continue
         quick = quick_match(raw)
-        if quick is not None:  # the usual line, parsed as parse_int and _convert would
+        if quick is not None:  # a reg_write with spaces or a note, parsed as _convert would
             reg, text_value, note = quick.groups()
             where = f"{source}:{lineno}"
-            try:
-                value = int(text_value, 0)
-                if value >> 32:
-                    raise ValueError
-            except ValueError:
-                value = parse_int(text_value, where, "register value", 32)  # raises
-            append(reg_write_op(reg, value, where, note.strip() if note else ""))
+            append(reg_write_op(reg, _register_value(text_value, where), where,
+                                note.strip() if note else ""))
             continue
         op = _parse_line(f"{source}:{lineno}", raw, comments)
         if op is not None:

@@ -8,6 +8,7 @@ never hangs).
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -85,14 +86,21 @@ class TraceResult:
 
 def find_trace_file(path: Path) -> Path:
     """The trace file of a trace folder (``input.txn`` or the one ``*.cfg``)."""
-    if path.is_file():
-        return path
-    if not path.is_dir():
-        raise SimError(f"{path}: no such trace file or folder")
+    try:
+        names = os.listdir(path)  # a folder (the usual case): its names in one call
+    except OSError:
+        names = None  # a file, nothing, or a folder we may not list
+        if path.is_file():
+            return path
+        if not path.is_dir():
+            raise SimError(f"{path}: no such trace file or folder") from None
     txn = path / "input.txn"
-    if txn.is_file():
+    if (names is None or "input.txn" in names) and txn.is_file():
         return txn
-    cfgs = sorted(path.glob("*.cfg"))
+    if names is None:
+        cfgs = sorted(path.glob("*.cfg"))
+    else:
+        cfgs = sorted(path / name for name in names if name.endswith(".cfg"))
     if len(cfgs) == 1:
         return cfgs[0]
     if not cfgs:
@@ -379,7 +387,7 @@ def run_trace(
             raise SimError(f"{trace_file}: the trace checks nothing (no memory check, register "
                            f"poll or interrupt wait): no verdict")
         others = []  # a folder with both formats (gen --format both) runs input.txn
-        if path.is_dir() and trace_file.name == "input.txn":
+        if trace_file.name == "input.txn" and path.is_dir():
             others = sorted(p.name for p in path.glob("*.cfg"))
         note = f" (ran input.txn; {', '.join(others)} not run)" if others else ""
         return TraceResult(display, cfg_name, TraceStatus.PASS, f"{player.checks} checks{note}",

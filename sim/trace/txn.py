@@ -25,6 +25,7 @@ from .ops import (
     numbered_lines,
     numbered_text,
     parse_int,
+    reg_write_op,
 )
 
 ARITY = {"load_mem": 3, "write_reg": 2, "read_reg": 3, "wait": 0, "dump_mem": 3}
@@ -58,6 +59,11 @@ def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
         need = ARITY[cmd]
         if len(args) < need or (cmd != "write_reg" and len(args) > need):
             raise SimError(f"{cmd} takes {need} arguments, got {len(args)}", where=where)
+        if cmd == "write_reg":  # most lines: both numbers read at once when they are words
+            addr, value = _word(args[0]), _word(args[1])
+            if addr is not None and value is not None:
+                ops.append(reg_write_op(csb_to_byte(addr), value, where, note))
+                continue
 
         def num(i, what):
             bits = 64 if what in ("memory address", "size") else 32
@@ -78,6 +84,15 @@ def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
             ops.append(DumpMem(num(0, "memory address"), num(1, "size"), args[2], where=where,
                                note=note))
     return ops
+
+
+def _word(text: str) -> int | None:
+    """A 32-bit number as ``parse_int`` reads it, None for anything it would refuse."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        return None
+    return value if 0 <= value < 1 << 32 else None
 
 
 def parse_txn(path: str | Path, comments: bool = False) -> list[Op]:
