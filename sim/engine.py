@@ -40,8 +40,15 @@ class Engine:
         return False
 
     def on_read(self, machine, reg) -> int | None:
-        """Value of a register this engine computes on read, else None."""
+        """Value of a register this engine computes on read (one of :meth:`computed_reads`),
+        else None."""
         return None
+
+    def computed_reads(self) -> frozenset:
+        """Full names (``UNIT.REGISTER``) of the registers :meth:`on_read` computes: their
+        value is not the register file's word, and reading one may change state (a LUT
+        port steps its address).  None here."""
+        return frozenset()
 
     def data_ports(self) -> dict:
         """Register full name -> the callable that consumes its every write exactly as

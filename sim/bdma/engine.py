@@ -18,6 +18,7 @@ from ..limits import check_extent
 FIFO_DEPTH = 20
 ATOM = 32
 UNIT = "NVDLA_BDMA"
+STATUS = "STATUS_0"  # computed on read: free FIFO slots, idle and busy groups
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,11 @@ class BdmaEngine(Engine):
                 return True
         return False
 
+    def computed_reads(self) -> frozenset:
+        return frozenset({f"{UNIT}.{STATUS}"})
+
     def on_read(self, machine, reg) -> int | None:
-        if reg.unit != UNIT or reg.name != "STATUS_0":
+        if reg.unit != UNIT or reg.name != STATUS:
             return None
         busy = {g for g, _ in self.groups}
         pending = sum(len(ops) for _, ops in self.groups) + len(self.queue)

@@ -21,7 +21,7 @@ from ..dma import read_feature, write_feature
 from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..engine import Engine, armed_groups
-from ..num.lut import ACCESS_DATA, LutRam
+from ..num.lut import ACCESS_DATA, LUT_PORTS, LutRam
 
 
 class CdpEngine(Engine):
@@ -42,6 +42,9 @@ class CdpEngine(Engine):
 
     def on_read(self, machine, reg):
         return self.lut_ram.on_read(reg.name) if reg.unit == CDP else None
+
+    def computed_reads(self) -> frozenset:
+        return frozenset(f"{CDP}.{port}" for port in LUT_PORTS)
 
     def data_ports(self) -> dict:
         """Register -> what consumes its every write, as :meth:`on_write` would (the

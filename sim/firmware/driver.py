@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..engine import Engine
 from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
 from ..regfile import POINTER
 from .build import build_firmware
@@ -333,11 +332,11 @@ class Firmware:
         """The firmware read register ``addr``: the snapshots still valid learn it."""
         pure = self._pure.get(addr)
         if pure is None:
-            # reading changes nothing unless an engine computes the unit's reads itself
-            # (a LUT port, a BDMA status)
-            unit = self.machine.regfile.register_at(addr).unit
+            # reading changes nothing unless an engine computes the register's reads
+            # itself (a LUT port, a BDMA status)
+            reg = self.machine.regfile.register_at(addr)
             pure = self._pure[addr] = not any(
-                unit in engine.units and type(engine).on_read is not Engine.on_read
+                f"{reg.unit}.{reg.name}" in engine.computed_reads()
                 for engine in self.machine.engines)
         if pure:
             for before in self._valid:

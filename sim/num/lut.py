@@ -46,6 +46,7 @@ LO_ENTRIES = 257
 LE, LO = 0, 1
 ACCESS_CFG = "S_LUT_ACCESS_CFG_0"
 ACCESS_DATA = "S_LUT_ACCESS_DATA_0"
+LUT_PORTS = (ACCESS_CFG, ACCESS_DATA)  # the registers whose reads the LUT RAM answers
 
 # Lookup outcomes (the counter each one bumps) and a table's own result kinds
 UFLOW, OFLOW, HYBRID, LE_HIT, LO_HIT = 0, 1, 2, 3, 4

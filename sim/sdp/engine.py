@@ -28,7 +28,7 @@ from ..dma.feature import read_feature, write_feature
 from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
-from ..num.lut import ACCESS_DATA, LutRam
+from ..num.lut import ACCESS_DATA, LUT_PORTS, LutRam
 
 # The SDP's decoder, RDMA and pipeline (sim.sdp.config, .fetch, .rdma, .pipeline) load with
 # the first SDP layer: a machine builds every engine, and most traces run no SDP.
@@ -264,6 +264,9 @@ class SdpEngine(Engine):
 
     def on_read(self, machine, reg):
         return self.lut.on_read(reg.name) if reg.unit == SDP else None
+
+    def computed_reads(self) -> frozenset:
+        return frozenset(f"{SDP}.{port}" for port in LUT_PORTS)
 
     def data_ports(self) -> dict:
         """Register -> what consumes its every write, as :meth:`on_write` would (the
