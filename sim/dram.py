@@ -334,8 +334,8 @@ class Memory:
 
 
 def _as_u8(data) -> np.ndarray:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        return np.frombuffer(bytes(data), dtype=np.uint8)
+    if isinstance(data, (bytes, bytearray, memoryview)):  # a view: writes copy it into pages
+        return np.frombuffer(data, dtype=np.uint8)
     arr = np.ascontiguousarray(data)
     return arr.view(np.uint8).ravel()
 

@@ -29,7 +29,7 @@ class Blob:
     size: int
     interface: int
     sub_interface: int
-    data: bytes
+    data: memoryview  # of the loadable's bytes
     version: tuple[int, int, int] | None = None
 
 
@@ -183,10 +183,12 @@ class _Table:
         _check(self.buf, start, n * flags.bytewidth, self.where)
         return tuple(self.t.Get(flags, start + i * flags.bytewidth) for i in range(n))
 
-    def bytes(self, slot: int) -> bytes:
+    def bytes(self, slot: int) -> memoryview:
+        """A byte vector, as a view of the loadable's buffer (blobs are most of a
+        loadable's size: a network's weights)."""
         start, n = self._vector(slot)
         _check(self.buf, start, n, self.where)
-        return bytes(self.buf[start : start + n])
+        return memoryview(self.buf)[start : start + n]
 
     def strings(self, slot: int) -> tuple[str, ...]:
         start, n = self._vector(slot)
