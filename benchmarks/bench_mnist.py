@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import add_inputs, verdict
+from timing import USER_ENV, add_inputs, verdict
 
 GOAL_SECONDS = 2.0
 GOAL_DLA_MS = 30.0  # the DLA task of a warm in-process run (LeNet: 6 hardware layers)
@@ -41,9 +41,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "sim.cli", "loadable", str(loadable), "--firmware",
                str(kmd), "-o"]  # a new output folder each run: loadable never overwrites one
-        subprocess.run([*cmd, f"{tmp}/warm"], check=True, capture_output=True)  # builds, compiles
+        subprocess.run([*cmd, f"{tmp}/warm"], check=True, capture_output=True,
+                       env=USER_ENV)  # builds, compiles
         start = time.perf_counter()
-        subprocess.run([*cmd, f"{tmp}/timed"], check=True, capture_output=True)
+        subprocess.run([*cmd, f"{tmp}/timed"], check=True, capture_output=True, env=USER_ENV)
         whole = time.perf_counter() - start
 
     from sim.runtime import read_loadable, run_loadable_bytes

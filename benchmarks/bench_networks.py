@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import add_inputs, matmul_seconds, peak_rss_gib, verdict
+from timing import USER_ENV, add_inputs, matmul_seconds, peak_rss_gib, verdict
 
 GOAL_FP16_MACS_PER_S = 1e9
 FP16_CLASS_MACS = 1e9  # an fp16 network this large is judged by the MAC/s goal
@@ -47,7 +47,7 @@ def _run(cmd: list[str]) -> tuple[float, str, float]:
     fails."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=USER_ENV)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen

@@ -29,12 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import verdict
+from timing import USER_ENV, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_SMALL, GOAL_PER_TRACE = 0.2, 0.002
 GOAL_CMODEL_SHARE = 0.10  # the GoogLeNet-sized layer: at most this share of the C-model's time
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+ENV = USER_ENV
 # The 56x56x64 int16 input does not fit nv_full's CBUF data banks, so (as a
 # compiler splits it) the layer runs as two 28-row halves, two hardware layers.
 GOOGLENET_HALF = """
