@@ -24,7 +24,6 @@ else ~/nvdla-sw/kmd.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -33,7 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import USER_ENV, add_inputs, matmul_seconds, peak_rss_gib, verdict
+from timing import (
+    USER_ENV,
+    compiled_networks,
+    matmul_seconds,
+    network_arguments,
+    peak_rss_gib,
+    verdict,
+)
 
 GOAL_FP16_MACS_PER_S = 1e9
 FP16_CLASS_MACS = 1e9  # an fp16 network this large is judged by the MAC/s goal
@@ -75,16 +81,9 @@ def _goal(precision: str, macs: int, wall: float, matmul: float) -> str:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_inputs(p)
-    p.add_argument("--repeat", type=int, default=2, help="timed runs per network (best kept)")
-    p.add_argument("--only", metavar="TEXT", default="",
-                   help="only the networks whose config/name holds TEXT")
-    args = p.parse_args()
-    networks = [n for n in sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
-                if args.only in f"{n.parent.parent.name}/{n.parent.name}"]
-    if not networks or not Path(args.firmware, "firmware").is_dir():
-        print("no networks or no NVIDIA firmware: nothing to measure")
+    args = network_arguments(__doc__.splitlines()[0], repeat=2)
+    networks = compiled_networks(args)
+    if not networks:
         return 0
     cli = [sys.executable, "-m", "sim.cli"]
     start_up = min(_run([*cli, "--help"])[0] for _ in range(3))

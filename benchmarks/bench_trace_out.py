@@ -15,12 +15,11 @@ own time again, a ratio of at most 2.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
-from timing import add_inputs, verdict
+from timing import compiled_networks, network_arguments, verdict
 
 GOAL_RATIO = 2.0
 
@@ -30,16 +29,9 @@ def _folder_bytes(folder: Path) -> int:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_inputs(p)
-    p.add_argument("--repeat", type=int, default=3, help="timed runs of each kind (best kept)")
-    p.add_argument("--only", metavar="TEXT", default="",
-                   help="only the networks whose config/name holds TEXT")
-    args = p.parse_args()
-    networks = [n for n in sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
-                if args.only in f"{n.parent.parent.name}/{n.parent.name}"]
-    if not networks or not Path(args.firmware, "firmware").is_dir():
-        print("no networks or no NVIDIA firmware: nothing to measure")
+    args = network_arguments(__doc__.splitlines()[0], repeat=3)
+    networks = compiled_networks(args)
+    if not networks:
         return 0
     from sim.runtime import read_loadable, run_loadable_bytes
 

@@ -19,6 +19,31 @@ def add_inputs(parser) -> None:
         os.environ.get("NVDLA_KMD") or Path.home() / "nvdla-sw" / "kmd"))
 
 
+def network_arguments(description: str, repeat: int):
+    """The arguments of a benchmark over the compiled networks of ``<shared>/networks``:
+    add_inputs's, ``--repeat`` (timed runs, the best kept) and ``--only TEXT``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    add_inputs(parser)
+    parser.add_argument("--repeat", type=int, default=repeat,
+                        help="timed runs of each kind per network (best kept)")
+    parser.add_argument("--only", metavar="TEXT", default="",
+                        help="only the networks whose config/name holds TEXT")
+    return parser.parse_args()
+
+
+def compiled_networks(args) -> list[Path]:
+    """The loadables of ``<shared>/networks/<config>/<name>/`` that ``--only`` selects; none
+    (and a line saying so) without them or without NVIDIA's firmware."""
+    networks = [n for n in sorted(Path(args.shared, "networks").glob("*/*/*.nvdla"))
+                if args.only in f"{n.parent.parent.name}/{n.parent.name}"]
+    if not networks or not Path(args.firmware, "firmware").is_dir():
+        print("no networks or no NVIDIA firmware: nothing to measure")
+        return []
+    return networks
+
+
 def verdict(value: float, goal: float, unit: str = "s", at_least: bool = False) -> str:
     """``(goal 5 s: met)`` or ``... missed``: lower is better unless ``at_least``."""
     met = value >= goal if at_least else value <= goal
