@@ -173,3 +173,33 @@ def test_bundled_examples_pass():
 
 def test_simerror_is_one_line():
     assert str(SimError("a: b")).count("\n") == 0
+
+
+def _record_lines(data: bytes, record: int, skip_zero: bool) -> bytes:
+    """Record .dat text line by line, the plain way."""
+    lines = ["{\n"]
+    for offset in range(0, len(data), record):
+        chunk = data[offset:offset + record]
+        if skip_zero and len(chunk) == record and not any(chunk):
+            continue
+        payload = " ".join(f"0x{b:02x}" for b in chunk)
+        lines.append(f"{{offset:{offset:#x}, size:{len(chunk)}, payload:{payload}}} ,\n")
+    lines.append("}\n")
+    return "".join(lines).encode()
+
+
+@pytest.mark.parametrize("size, record, skip_zero", [
+    (0, 32, False), (3, 4, False), (4096 + 7, 4, False), (70_001, 32, True),
+    (1 << 20, 32, False), (300, 32, True)])
+def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero):
+    """The vectorised renderer (hex digits by binascii, blocks of equal offset widths)
+    writes what the plain line-by-line rendering does, zero records skipped on request."""
+    import numpy as np
+
+    from sim.memfiles import record_dat_parts
+
+    rng = np.random.default_rng(size)
+    data = rng.integers(0, 256, size, dtype=np.uint8)
+    data[size // 4: size // 2] = 0  # whole zero records among the others
+    got = b"".join(bytes(part) for part in record_dat_parts(data.tobytes(), record, skip_zero))
+    assert got == _record_lines(data.tobytes(), record, skip_zero)
