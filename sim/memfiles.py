@@ -353,6 +353,20 @@ def record_dat_bytes(data: bytes, record: int = 4) -> bytes:
     return b"".join(record_dat_parts(data, record))
 
 
+def live_records(rows: np.ndarray) -> np.ndarray:
+    """Which records ``rows`` (n, record) uint8 hold a non-zero byte.  Records of whole
+    64-bit words are tested a word at a time (``any`` along a short axis of bytes is a
+    slow reduction: on a network's weights it took a tenth of a recording)."""
+    n, record = rows.shape
+    if record % 8 or not rows.flags.c_contiguous:
+        return rows.any(axis=1)
+    words = rows.view(np.uint64)
+    live = words[:, 0] != 0
+    for i in range(1, record // 8):
+        live |= words[:, i] != 0
+    return live
+
+
 def record_dat_parts(data: bytes, record: int = 4, skip_zero: bool = False) -> list:
     """:func:`format_record_dat` as a list of ASCII buffers (bytes, uint8 arrays) to be
     written one after another (``sim.files.write_atomically`` takes the list), rendered
@@ -368,7 +382,7 @@ def record_dat_parts(data: bytes, record: int = 4, skip_zero: bool = False) -> l
     raw = np.frombuffer(bytes(data), np.uint8)
     full = raw.size // record
     rows = raw[:full * record].reshape(full, record)
-    index = np.flatnonzero(rows.any(axis=1)) if skip_zero else np.arange(full)
+    index = np.flatnonzero(live_records(rows)) if skip_zero else np.arange(full)
     head, mid, end = b"{offset:0x", f", size:{record}, payload:".encode(), b" ,\n"
     tokens = b" ".join([b"0x__"] * record) + b"}"  # the payload, its digits to be filled
     parts = [b"{\n"]

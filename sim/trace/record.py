@@ -31,7 +31,7 @@ import numpy as np
 
 from ..errors import SimError
 from ..files import write_atomically
-from ..memfiles import record_dat_parts
+from ..memfiles import live_records, record_dat_parts
 from . import cfg
 from .ops import (
     ALL_BITS,
@@ -125,7 +125,7 @@ class TraceRecorder:
         data = bytes(data)
         full = len(data) // RECORD_BYTES * RECORD_BYTES
         rows = np.frombuffer(data, np.uint8, full).reshape(-1, RECORD_BYTES)
-        live = int(np.count_nonzero(rows.any(axis=1)))
+        live = int(np.count_nonzero(live_records(rows)))
         sparse = live <= (1 - SPARSE_ZEROS) * len(rows)
         if sparse:
             self.ops.append(MemInit(RAM_NAMES[ram], addr, len(data), "ALL_ZERO"))

@@ -203,3 +203,21 @@ def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero):
     data[size // 4: size // 2] = 0  # whole zero records among the others
     got = b"".join(bytes(part) for part in record_dat_parts(data.tobytes(), record, skip_zero))
     assert got == _record_lines(data.tobytes(), record, skip_zero)
+
+
+@pytest.mark.parametrize("record", [4, 8, 32, 12])
+def test_live_records_are_those_with_a_nonzero_byte(record):
+    """Word-at-a-time for records of whole 64-bit words, bytes otherwise: the same rows."""
+    import numpy as np
+
+    from sim.memfiles import live_records
+
+    rng = np.random.default_rng(record)
+    rows = rng.integers(0, 256, (500, record), dtype=np.uint8)
+    rows[rng.random(500) < 0.5] = 0
+    rows[7] = 0
+    rows[7, record - 1] = 1  # only the last byte set
+    rows[8] = 0
+    rows[8, 0] = 0x80  # only the first
+    np.testing.assert_array_equal(live_records(rows), rows.any(axis=1))
+    np.testing.assert_array_equal(live_records(rows[::2]), rows[::2].any(axis=1))
