@@ -218,7 +218,12 @@ class Memory:
         return out
 
     def read(self, addr: int, size: int, what: str = "") -> bytes:
-        return self.read_array(addr, size, what).tobytes()
+        """:meth:`read_array` as bytes, copied once (the pages joined straight into them)."""
+        self.check(addr, size, what, "read")
+        self._record_read(LayerAccess(addr, size, what, None, STREAMED))
+        pages = self._pages
+        return b"".join([pages[page][off:off + n] if page in pages else bytes(n)
+                         for page, off, _, n in self._chunks(addr, size)])
 
     def write(self, addr: int, data, what: str = "", *, lines=None) -> None:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array).

@@ -26,6 +26,19 @@ def test_unwritten_bytes_read_zero_and_writes_cross_pages():
     assert mem.read(0xFFF0 - 4, 4) == bytes(4)
 
 
+@pytest.mark.parametrize("addr, size", [(0, 0), (5, 10), (0xFFF0, 40), (0x1_0000, 0x1_0000),
+                                        (0x2_FFFF, 0x3_0002), (0x7_0000, 64)])
+def test_read_bytes_are_the_array_bytes(addr, size):
+    """``read`` (pages joined into bytes) gives ``read_array``'s bytes: within a page, across
+    pages, and over pages never written (zeros)."""
+    mem = Memory()
+    rng = np.random.default_rng(size)
+    mem.write(0x8, rng.integers(0, 256, 0x2_0000, dtype=np.uint8))  # pages 0-2
+    mem.write(0x4_0000, rng.integers(0, 256, 0x1_0000, dtype=np.uint8))  # page 4, 3 unwritten
+    got = mem.read(addr, size)
+    assert isinstance(got, bytes) and got == mem.read_array(addr, size).tobytes()
+
+
 def test_gather_scatter():
     mem = Memory()
     mem.write(100, bytes(range(50)))
