@@ -142,7 +142,7 @@ CFG_LINES = [
     'mem_load(pri_mem, 0x80000000, "a//b.dat"); // c',
     "mem_init(pri_mem, 0x80000000, 0x6c0, ALL_ZERO);",
     "intr_notify(CACC_0, sync_id_0);",
-    "check_crc(sync_id_1, 1, 0x80400000, 0x140, 0x10978154);",
+    "check_crc(sync_id_1, 1, 0x80400000, 0x140, 0x2468ace0);",
     "// a comment",
     "{",
     "",
