@@ -84,44 +84,60 @@ def _words16(bits) -> tuple[np.ndarray, np.ndarray]:
     return ieee_fp16_to_fp32(bits if bits.dtype == np.uint16 else (bits & 0xFFFF).astype(np.uint16))
 
 
+ALU, MUL, RELU = "alu", "mul", "relu"
+
+
+def steps(path):
+    """The float32 pass's steps in the datapath's order -- X1 and X2 (ALU, multiplier,
+    ReLU), then Y (multiplier, ALU) -- each as (kind, ALU algorithm or PReLU flag, the
+    operand's register, whether the operand is fp16); ReLU has neither."""
+    layer = path.layer
+    for name in ("x1", "x2"):
+        stage = getattr(layer, name)
+        if stage.bypass:
+            continue
+        alu, mul = path.operands[name]  # fp16 operands
+        if not stage.alu_bypass:
+            yield ALU, stage.alu_algo, alu, True
+        if not stage.mul_bypass:
+            yield MUL, stage.mul_prelu, mul, True
+        if not stage.relu_bypass:
+            yield RELU, None, None, False
+    y = layer.y
+    if not y.bypass:
+        alu, mul = path.operands["y"]  # fp32 operands
+        if not y.mul_bypass:
+            yield MUL, y.mul_prelu, mul, False
+        if not y.alu_bypass:
+            yield ALU, y.alu_algo, alu, False
+
+
 def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
     """(fp16 output words as uint16, elements the rules must recompute) of the block ``v``.
 
     ``path`` is the layer's :class:`sim.sdp.stages.Datapath`; ``operand(op)``
     shapes one of its operands for the block.
     """
-    layer = path.layer
     if path.fp16_in:
         p = _Pass(*_words16(v))
     else:
         u = np.asarray(v & 0xFFFFFFFF, np.uint32)
         p = _Pass(u, reads_as_ieee32(u))
-    for name in ("x1", "x2"):
-        stage = getattr(layer, name)
-        if stage.bypass:
-            continue
-        alu, mul = (operand(op) for op in path.operands[name])  # fp16 operands
-        if not stage.alu_bypass:
-            a, agrees = _words16(alu)
-            p._redo_unless(agrees)
-            p.alu(stage.alu_algo, a)
-        if not stage.mul_bypass:
-            m, agrees = _words16(mul)
-            p._redo_unless(agrees)
-            p.mul(m, stage.mul_prelu)
-        if not stage.relu_bypass:
+    for kind, detail, op, fp16 in steps(path):
+        if kind == RELU:
             p.relu()
-    y = layer.y
-    if not y.bypass:
-        alu, mul = (operand(op) for op in path.operands["y"])  # fp32 operands
-        if not y.mul_bypass:
-            m = np.asarray(mul & 0xFFFFFFFF, np.uint32)
-            p._redo_unless(reads_as_ieee32(m))
-            p.mul(m, y.mul_prelu)
-        if not y.alu_bypass:
-            a = np.asarray(alu & 0xFFFFFFFF, np.uint32)
-            p._redo_unless(reads_as_ieee32(a))
-            p.alu(y.alu_algo, a)
+            continue
+        words = operand(op)
+        if fp16:
+            w, agrees = _words16(words)
+        else:
+            w = np.asarray(words & 0xFFFFFFFF, np.uint32)
+            agrees = reads_as_ieee32(w)
+        p._redo_unless(agrees)
+        if kind == ALU:
+            p.alu(detail, w)
+        else:
+            p.mul(w, detail)
     h, agrees = ieee_fp32_to_fp16(p.u)
     suspect = np.broadcast_to(p.suspect | ~agrees, v.shape)
     return (h if h.shape == v.shape else np.broadcast_to(h, v.shape).copy()), suspect

@@ -26,6 +26,7 @@ from .. import jit
 from ..jit import njit
 from ..num import fp32_fast
 from ..regs.enums import AluAlgo
+from . import fast_fp
 
 MIN_ELEMENTS = 4096  # smaller blocks take numpy: the per-call set-up would dominate
 PIECE = 1024  # elements of a row the kernel carries through all steps at once
@@ -181,31 +182,14 @@ def _operand_rows(op, shape: tuple) -> np.ndarray:
 def _plan(path, operand, shape: tuple) -> tuple[np.ndarray, tuple]:
     """(plan steps (code, operand slot, fp16 operand), operands) of ``path``'s layer,
     in fast_fp.run's order: X1, X2 (ALU, multiplier, ReLU), then Y (multiplier, ALU)."""
-    layer, steps, operands = path.layer, [], []
-
-    def step(code: int, op=None, fp16: bool = False) -> None:
-        if op is not None:
-            operands.append(_operand_rows(operand(op), shape))
-        steps.append((code, max(len(operands) - 1, 0), int(fp16)))
-
-    for name in ("x1", "x2"):
-        stage = getattr(layer, name)
-        if stage.bypass:
+    steps, operands = [], []
+    for kind, detail, op, fp16 in fast_fp.steps(path):
+        if kind == fast_fp.RELU:
+            steps.append((STEP_RELU, 0, 0))
             continue
-        alu, mul = path.operands[name]
-        if not stage.alu_bypass:
-            step(_alu_step(stage.alu_algo), alu, fp16=True)
-        if not stage.mul_bypass:
-            step(STEP_PRELU if stage.mul_prelu else STEP_MUL, mul, fp16=True)
-        if not stage.relu_bypass:
-            step(STEP_RELU)
-    y = layer.y
-    if not y.bypass:
-        alu, mul = path.operands["y"]
-        if not y.mul_bypass:
-            step(STEP_PRELU if y.mul_prelu else STEP_MUL, mul)
-        if not y.alu_bypass:
-            step(_alu_step(y.alu_algo), alu)
+        operands.append(_operand_rows(operand(op), shape))
+        code = _alu_step(detail) if kind == fast_fp.ALU else STEP_PRELU if detail else STEP_MUL
+        steps.append((code, len(operands) - 1, int(fp16)))
     operands += [_NO_OPERAND] * (OPERAND_SLOTS - len(operands))
     return np.array(steps, np.int64).reshape(-1, 3), tuple(operands)
 
