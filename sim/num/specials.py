@@ -106,16 +106,14 @@ COUNT_PIECE = 1 << 16
 
 def count_nans_and_infs(bits, fmt=FP16) -> tuple[int, int]:
     """How many patterns (default fp16) of ``bits`` are NaN, and how many +-Inf: what the
-    units' NaN and Inf input counters count, in one pass in cache-sized pieces."""
+    units' NaN and Inf input counters count, by the pattern rules of :mod:`sim.num.vector_fp`
+    applied a cache-sized piece at a time."""
     flat = np.asarray(bits).reshape(-1)
-    exponent_bits, fraction_bits = fmt
-    inf = ((1 << exponent_bits) - 1) << fraction_bits
-    magnitude = (1 << (exponent_bits + fraction_bits)) - 1
     nans = infs = 0
     for start in range(0, flat.size, COUNT_PIECE):
-        piece = flat[start:start + COUNT_PIECE] & magnitude
-        nans += int(np.count_nonzero(piece > inf))
-        infs += int(np.count_nonzero(piece == inf))
+        piece = flat[start:start + COUNT_PIECE]
+        nans += int(np.count_nonzero(is_nan_pattern(piece, *fmt)))
+        infs += int(np.count_nonzero(is_inf_pattern(piece, *fmt)))
     return nans, infs
 
 
