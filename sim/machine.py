@@ -217,6 +217,14 @@ class Machine:
         if self.regfile.apply_write(rf_plan, value) == "launch":
             self._launches.append(unit)
 
+    def read_depends(self, reg) -> str | None:
+        """The other register of ``reg``'s unit whose CSB write changes what ``reg`` reads:
+        S_INTR_SET for the interrupt status (a write raises its bits), else the register
+        file's (:meth:`RegisterFile.read_depends`)."""
+        if reg.unit == GLB and reg.name == "S_INTR_STATUS_0":
+            return "S_INTR_SET_0"
+        return self.regfile.read_depends(reg)
+
     def read_reg(self, reg: str | int) -> int:
         r = self._reg(reg)
         for engine in self._read_hooks.get(r.unit, ()):

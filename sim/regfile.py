@@ -263,6 +263,14 @@ class RegisterFile:
         readable = reg.mask(amap, ("rw", "ro", "w1c"))
         return self._store(reg)[reg.name] & readable
 
+    def read_depends(self, reg: regtable.Register) -> str | None:
+        """The other register of ``reg``'s unit whose CSB write changes what ``reg`` reads
+        (its own writes aside): D_OP_ENABLE for S_STATUS (:meth:`cpu_read` shows the groups'
+        states), S_POINTER for a register of a group (it selects the group); else None."""
+        if reg.name == "S_STATUS_0":
+            return "D_OP_ENABLE_0"
+        return "S_POINTER_0" if reg.double_buffered else None
+
     def group_status(self, unit: str, group: int) -> int:
         if not self.armed[unit][group]:
             return IDLE

@@ -457,13 +457,6 @@ class Firmware:
         return f"; firmware said: {said[-1]}" if said else ""
 
 
-# (unit or None for every unit, register) -> the one other register of its unit whose
-# CSB write changes its reads (sim.regfile computes S_STATUS from the groups' OP_EN;
-# sim.machine raises interrupt bits on an S_INTR_SET write)
-_READ_DEPENDS = {(None, "S_STATUS_0"): "D_OP_ENABLE_0",
-                 ("NVDLA_GLB", "S_INTR_STATUS_0"): "S_INTR_SET_0"}
-
-
 def write_rules(machine, addr: int) -> tuple[int, int, int, int]:
     """(writable bits, write-1-to-clear bits, dep, own write stores) of a register the
     firmware's process answers reads of (a snapshot entry, host.c ``S``): what the register
@@ -471,19 +464,16 @@ def write_rules(machine, addr: int) -> tuple[int, int, int, int]:
 
     Its own write stores by the masks, unless the register has write-only bits (a
     trigger, such as S_INTR_SET) or is a pointer whose PRODUCER field is not at bit 0.
-    One other register's write changes its reads (``dep``): the unit's S_POINTER (which
-    selects the group) for a register of a group, D_OP_ENABLE for the unit's S_STATUS
-    (the groups' state), S_INTR_SET for the interrupt status; none is ``addr`` itself.
+    One other register's write may change its reads (``dep``, :meth:`Machine.read_depends`:
+    a group's S_POINTER, a unit's D_OP_ENABLE, S_INTR_SET), never ``addr`` itself.
     """
     rf, amap = machine.regfile, machine.config.address_map
     reg = rf.register_at(addr)
-    unit, name, kind, writable, w1c, grouped, producer = rf.write_plan(reg)
+    unit, _, kind, writable, w1c, _, producer = rf.write_plan(reg)
     stores = not reg.mask(amap, ("wo",))
     if kind == POINTER:
         writable, stores = producer[0], stores and producer[1] == 0
-    other = _READ_DEPENDS.get((unit, name)) or _READ_DEPENDS.get((None, name))
-    if grouped and other is None:
-        other = "S_POINTER_0"
+    other = machine.read_depends(reg)
     dep = addr
     if other is not None:
         try:
