@@ -31,7 +31,7 @@ from ..dma.weights import (
 from ..dram import HELD
 from ..errors import ConfigurationError, SimError
 from ..num import flush_nans
-from ..num.blocks import cdma_cvt
+from ..num.blocks import cdma_cvt, cdma_cvt_is_identity
 from ..num.specials import count_nans_and_infs
 from .layer import CDMA, ConvLayer
 
@@ -105,7 +105,8 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
                         layer.batch_stride, layer.batches, what=f"{CDMA}.D_DAIN_ADDR", mode=HELD)
     if layer.batches == 1:
         cube = cube[None]
-    if layer.cvt_enable and not cvt_is_identity(layer):
+    if layer.cvt_enable and not cdma_cvt_is_identity(layer.cvt_offset, layer.cvt_scale,
+                                                     layer.cvt_truncate):
         code = layer.precision.code
         out = cdma_cvt(data_in=cube.astype(np.int64), alu_in=layer.cvt_offset,
                        mul_in=layer.cvt_scale, in_precision=code, out_precision=code,
@@ -114,13 +115,6 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
         if layer.precision == INT8:
             cube = cube.astype(np.int8)
     return cube, counters
-
-
-def cvt_is_identity(layer: ConvLayer) -> bool:
-    """The input convertor of an integer layer maps every value to itself: offset 0, scale
-    1, no truncation (what compilers program when they enable it without a conversion:
-    ``((x - 0) * 1) >> 0`` saturated to the layer's own precision is ``x``)."""
-    return layer.cvt_offset == 0 and layer.cvt_scale == 1 and layer.cvt_truncate == 0
 
 
 def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:

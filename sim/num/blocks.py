@@ -172,6 +172,14 @@ def cdma_cvt(*, data_in, alu_in, mul_in, in_precision, out_precision, truncate) 
     return results(shape, out=(_cdma_cvt(*cols), np.uint16))
 
 
+def cdma_cvt_is_identity(offset: int, scale: int, truncate: int) -> bool:
+    """Whether :func:`cdma_cvt` of integer data into its own precision maps every value to
+    itself: offset 0, scale 1, no truncation (``((x - 0) * 1) >> 0`` saturated to the
+    precision the data already has is ``x``) -- what compilers program when they enable
+    the convertor without a conversion.  Fields as the registers hold them."""
+    return offset == 0 and scale == 1 and truncate & 63 == 0
+
+
 def cdp_icvt(*, data_in, alu_in, mul_in, truncate, precision) -> dict:
     """CDP input convertor; ``out`` is an 18-bit two's-complement pattern.
 

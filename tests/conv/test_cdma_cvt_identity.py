@@ -1,14 +1,11 @@
 """The CDMA input convertor programmed as the identity is skipped: it maps every value to
 itself, in both integer precisions."""
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 from sim.regs.enums import Precision
 
-from sim.conv.cdma import cvt_is_identity
-from sim.num.blocks import cdma_cvt
+from sim.num.blocks import cdma_cvt, cdma_cvt_is_identity
 
 
 @pytest.mark.parametrize("precision, dtype", [(Precision.INT8, np.int8),
@@ -26,5 +23,4 @@ def test_identity_convertor_maps_every_value_to_itself(precision, dtype):
     (0xFFFF, 1, 0, False), (0, 0xFFFF, 0, False)])
 def test_only_offset_0_scale_1_no_truncation_is_the_identity(offset, scale, truncate,
                                                               identity):
-    layer = SimpleNamespace(cvt_offset=offset, cvt_scale=scale, cvt_truncate=truncate)
-    assert cvt_is_identity(layer) is identity
+    assert cdma_cvt_is_identity(offset, scale, truncate) is identity
