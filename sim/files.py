@@ -25,6 +25,14 @@ def write_atomically(path: str | Path, content: bytes | str | list) -> None:
     ``content`` may be a list of buffers (bytes, contiguous uint8 arrays) written one
     after another: a large rendered file need never be joined in memory.
     """
+    publish(write_hidden(path, content), path)
+
+
+def write_hidden(path: str | Path, content: bytes | str | list) -> Path:
+    """Write ``content`` (as :func:`write_atomically` takes it) to a new hidden file
+    beside ``path`` and return its name: :func:`publish` puts it in place, so a file can
+    be written early (while other work goes on) and appear only when all is done.  On
+    failure nothing is left behind."""
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
     parts = data if isinstance(data, list) else [data]
@@ -36,13 +44,26 @@ def write_atomically(path: str | Path, content: bytes | str | list) -> None:
         with os.fdopen(fd, "wb") as handle:
             for part in parts:
                 handle.write(part)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def publish(hidden: Path, path: str | Path) -> None:
+    """Put the file :func:`write_hidden` wrote in place as ``path``, with the modes a
+    plain ``open`` gives; on failure it is removed, and ``path`` is untouched."""
+    try:
+        os.chmod(hidden, 0o666 & ~_umask())
+        os.replace(hidden, path)
+    except OSError as exc:
+        Path(hidden).unlink(missing_ok=True)
+        raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    except BaseException:
+        Path(hidden).unlink(missing_ok=True)
         raise
 
 

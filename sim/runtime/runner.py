@@ -232,7 +232,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
     macs = MacCounter().attach(machine)
     if layers is not None:
         layers.attach(machine)
-    recorder = TraceRecorder(machine) if recorder_path else None
+    recorder = TraceRecorder(machine, recorder_path) if recorder_path else None
     firmware = None
     if any(t.interface == INTERFACE_DLA1 for t in loadable.tasks):
         # its process starts while the memories are placed

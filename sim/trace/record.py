@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SimError
-from ..files import write_atomically
+from ..files import publish, write_atomically, write_hidden
 from ..memfiles import live_records, record_dat_parts
 from . import cfg
 from .ops import (
@@ -71,15 +71,23 @@ class _Check:
 
 
 class TraceRecorder:
-    def __init__(self, machine):
+    """``path``: where :meth:`save` will write the trace.  Given, and its folder exists,
+    each memory file is rendered and written there under a hidden name while the network
+    runs (writing 70 MB of text took as long as a small network's run), and only
+    :meth:`save` puts them in place; else they are kept rendered until then."""
+
+    def __init__(self, machine, path: str | Path | None = None):
         self.machine = machine
+        self.path = Path(path) if path is not None else None
+        self._stream = self.path is not None and self.path.parent.is_dir()
         self.ops: list[Op] = [
             Comment(f"recorded by nvdla-sim (config {machine.config.name})"),
             Comment("reads of registers the hardware updates are left out: the intr_notify "
                     "waits order the replay"),
         ]
-        # memory file name -> its rendering (a future of the buffers write_atomically
-        # writes one after another): rendered in a thread while the network runs
+        # memory file name -> a future of its rendering (the buffers write_atomically
+        # writes one after another) or of the hidden file holding it: made in a thread
+        # while the network runs
         self.files: dict[str, Future] = {}
         self._renderer: ThreadPoolExecutor | None = None
         self._notifies: list[_Notify] = []
@@ -134,7 +142,7 @@ class TraceRecorder:
         name = f"mem_{len(self.files):03d}_{addr:x}.dat"
         if self._renderer is None:
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
-        self.files[name] = self._renderer.submit(record_dat_parts, data, RECORD_BYTES, sparse)
+        self.files[name] = self._renderer.submit(self._render, name, data, sparse)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
@@ -171,14 +179,32 @@ class TraceRecorder:
         """The trace as ``.cfg`` text."""
         return cfg.format(self.trace())
 
-    def save(self, path: str | Path) -> Path:
-        """Write the trace and its memory files (each file whole or not at all)."""
-        path = Path(path)
+    def _render(self, name: str, data: bytes, sparse: bool) -> list | Path:
+        parts = record_dat_parts(data, RECORD_BYTES, sparse)
+        return write_hidden(self.path.parent / name, parts) if self._stream else parts
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write the trace and its memory files (each file whole or not at all) to
+        ``path``, by default the one the recorder was made with."""
+        path = Path(path) if path is not None else self.path
+        if self._stream and path.parent.resolve() != self.path.parent.resolve():
+            raise ValueError(f"{path}: the memory files are written beside {self.path}")
         path.parent.mkdir(parents=True, exist_ok=True)
+        pending = list(self.files.items())
         try:
-            for name, rendering in self.files.items():
-                write_atomically(path.parent / name, rendering.result())
+            while pending:
+                name, rendering = pending[0]
+                made = rendering.result()
+                if isinstance(made, Path):
+                    publish(made, path.parent / name)
+                else:
+                    write_atomically(path.parent / name, made)
+                pending.pop(0)
         finally:
+            for _, rendering in pending:  # a failure: no hidden file stays behind
+                made = rendering.exception() is None and rendering.result()
+                if isinstance(made, Path):
+                    made.unlink(missing_ok=True)
             if self._renderer is not None:
                 self._renderer.shutdown()
         write_atomically(path, self.text())

@@ -106,3 +106,31 @@ def test_a_file_of_parts_is_their_concatenation(tmp_path):
     assert (tmp_path / "m.dat").read_text() == format_record_dat(data, 32)
     write_atomically(tmp_path / "s.bin", [b"ab", np.frombuffer(b"cd", np.uint8), b""])
     assert (tmp_path / "s.bin").read_bytes() == b"abcd"
+
+
+def test_a_hidden_file_appears_only_when_published(tmp_path):
+    """write_hidden writes now under a hidden name; publish puts it in place whole."""
+    from sim.files import publish, write_hidden
+
+    path = tmp_path / "m.dat"
+    path.write_text("the previous file\n")
+    hidden = write_hidden(path, [b"new ", b"text\n"])
+    assert hidden.parent == tmp_path and hidden.name.startswith(".m.dat.")
+    assert path.read_text() == "the previous file\n"
+    publish(hidden, path)
+    assert path.read_text() == "new text\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.dat"]
+
+
+def test_a_failed_publish_leaves_neither_file_nor_hidden_one(tmp_path, monkeypatch):
+    from sim.files import publish, write_hidden
+
+    hidden = write_hidden(tmp_path / "m.dat", "text")
+
+    def fail(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("sim.files.os.replace", fail)
+    with pytest.raises(SimError, match="m.dat: cannot write \\(disk full\\)"):
+        publish(hidden, tmp_path / "m.dat")
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,55 @@
+"""The trace recorder writes its memory files while the network runs, but they appear
+(and the trace) only when it saves; a failed save leaves nothing half-written."""
+
+import pytest
+
+from sim.errors import SimError
+from sim.machine import Machine
+from sim.memfiles import format_record_dat
+from sim.trace.record import TraceRecorder
+
+DATA = bytes(range(256)) * 8  # no zero records: one file holding every record
+
+
+def _recorder(path):
+    recorder = TraceRecorder(Machine("nv_small"), path)
+    recorder.begin_task("task 0")
+    recorder.load_memory("pri_mem", 0x1000, DATA)
+    recorder.load_memory("pri_mem", 0x8000, DATA[::-1])
+    return recorder
+
+
+def _names(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize("folder_exists", [True, False])
+def test_memory_files_appear_whole_at_save(tmp_path, folder_exists):
+    folder = tmp_path / "trace" if not folder_exists else tmp_path
+    recorder = _recorder(folder / "t.cfg")
+    for rendering in recorder.files.values():
+        rendering.result()  # rendered (and, in an existing folder, written hidden)
+    if folder_exists:
+        hidden = _names(folder)
+        assert len(hidden) == 2 and all(name.startswith(".mem_") for name in hidden)
+    else:
+        assert not folder.exists()  # nothing is made before the save
+    recorder.save()
+    files = [name for name in _names(folder) if name.endswith(".dat")]
+    assert _names(folder) == sorted([*files, "t.cfg"])
+    assert [(folder / name).read_text() for name in files] == [
+        format_record_dat(DATA, 32), format_record_dat(DATA[::-1], 32)]
+    assert all(f'mem_load(pri_mem, {addr}, "{name}");' in (folder / "t.cfg").read_text()
+               for addr, name in zip(("0x1000", "0x8000"), files, strict=True))
+
+
+def test_a_failed_save_leaves_no_hidden_file(tmp_path, monkeypatch):
+    recorder = _recorder(tmp_path / "t.cfg")
+
+    def fail(hidden, path):
+        raise SimError(f"{path}: cannot write (disk full)")
+
+    monkeypatch.setattr("sim.trace.record.publish", fail)
+    with pytest.raises(SimError, match="disk full"):
+        recorder.save()
+    assert _names(tmp_path) == [name for name in _names(tmp_path) if not name.startswith(".")]
