@@ -10,11 +10,10 @@ import numpy as np
 
 from ..configs import FP16
 from ..errors import ConfigurationError
-from ..num.mac import cacc_round_int32
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
 from .mac_fp16 import conv_fp16
-from .mac_int import conv_sum
+from .mac_int import conv_cacc
 
 DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
 WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
@@ -52,7 +51,6 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None
     if layer.precision == FP16:
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
     else:
-        acc = conv_sum(cube, weights, layer)
-        out, saturated = cacc_round_int32(acc, layer.clip_truncate)
+        out, saturated = conv_cacc(cube, weights, layer)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out, counters
