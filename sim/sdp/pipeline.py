@@ -25,15 +25,19 @@ from ..jit import run_split
 from . import stages
 
 BLOCK = 1 << 17  # elements per block: per-call overheads fall, temporaries stay in L2/L3
-PARALLEL_MIN = 1 << 20  # elements below which one thread runs the whole cube
+#: A cube of at least this many elements is cut into at least SHARES blocks (of at least
+#: PARALLEL_MIN // SHARES elements each), which the cores take as they finish the last:
+#: a cube of two uneven blocks would keep one core waiting for the other.
+PARALLEL_MIN = 1 << 16
+SHARES = 4
 
 
-def _blocks(n: int, cp: int, hw: int) -> list[tuple[slice, slice]]:
-    """(channels, pixels) blocks of about BLOCK elements: whole channels, or parts of one."""
-    if n * hw <= BLOCK:
-        per = BLOCK // (n * hw or 1)
+def _blocks(n: int, cp: int, hw: int, size: int = BLOCK) -> list[tuple[slice, slice]]:
+    """(channels, pixels) blocks of about ``size`` elements: whole channels, or parts of one."""
+    if n * hw <= size:
+        per = size // (n * hw or 1)
         return [(slice(c, min(c + per, cp)), slice(None)) for c in range(0, cp, per)]
-    per = max(1, BLOCK // n)
+    per = max(1, size // n)
     return [(slice(c, c + 1), slice(p, min(p + per, hw)))
             for c in range(cp) for p in range(0, hw, per)]
 
@@ -66,7 +70,8 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         out[:, block[0], block[1]] = words  # the low 8 or 16 bits: the element
         return counts
 
-    blocks = _blocks(n, cp, h * w)
+    parallel = cube.size >= PARALLEL_MIN
+    blocks = _blocks(n, cp, h * w, min(BLOCK, cube.size // SHARES) if parallel else BLOCK)
     if len(blocks) == 1:  # a small cube: one block, in this thread
         counts = run(blocks[0])
     else:
@@ -76,8 +81,10 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
             for i in range(start, stop):
                 parts[i] = run(blocks[i])
 
-        small = cube.size < PARALLEL_MIN  # one thread runs the whole cube
-        run_split(run_blocks, len(blocks), min_chunk=len(blocks) if small else 1)
+        if parallel:
+            run_split(run_blocks, len(blocks), pieces=len(blocks))
+        else:
+            run_blocks(0, len(blocks))
         counts = np.sum(parts, axis=0)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts.tolist(), strict=True)}
     stats["unequal"] = bool(stats["unequal"])
