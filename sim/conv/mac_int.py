@@ -148,16 +148,20 @@ def reduction_chunks(wmat: np.ndarray, xmax: int) -> list[tuple[int, int]] | Non
     return chunks
 
 
-def sum_types(wmat: np.ndarray, xmax: int, pixels: int) -> tuple[type, list[tuple[int, int]]]:
+def sum_types(wmat: np.ndarray, xmax: int, pixels: int, prep: WeightPrep | None = None
+              ) -> tuple[type, list[tuple[int, int]]]:
     """The dtype of the products and the C*R*S row chunks (see the module's docstring).
 
-    Cheapest test first: ``xmax * max|w| * C*R*S`` bounds every kernel's sum.
+    Cheapest test first: ``xmax * max|w| * C*R*S`` bounds every kernel's sum.  ``prep``:
+    the weights' magnitude and largest kernel |w| sum, computed already.
     """
     k, crs = wmat.shape
     whole = [(0, crs)]
-    if xmax * magnitude(wmat) * crs < FLOAT32_EXACT:
+    if xmax * (magnitude(wmat) if prep is None else prep.magnitude) * crs < FLOAT32_EXACT:
         return np.float32, whole
-    bound = xmax * int(kernel_abs_sums(wmat).max(initial=0))
+    abs_max = (int(kernel_abs_sums(wmat).max(initial=0)) if prep is None
+               else prep.abs_sum_max)
+    bound = xmax * abs_max
     if bound >= 1 << (ACC_BITS - 1):
         # unreachable: BYTE_PER_KERNEL < 2**18 bounds |sum| below 2**47
         raise NotImplementedFeature("CACC", "48-bit accumulator saturation")
@@ -187,8 +191,25 @@ def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndar
     return out.reshape(plan.n, plan.k, layer.out_height, layer.out_width)
 
 
-def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer
-              ) -> tuple[np.ndarray, int]:
+class WeightPrep:
+    """What the products need of a layer's integer weights (K, C, R, S) and no data: the
+    (K, C*R*S) matrix, its magnitude, the largest kernel |w| sum and the matrix in
+    float32 (the product type of int8 layers, made ahead: another thread makes it
+    while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
+
+    __slots__ = ("weights", "wmat", "magnitude", "abs_sum_max", "float32")
+
+    def __init__(self, weights: np.ndarray):
+        k = weights.shape[0]
+        self.weights = weights
+        self.wmat = weights.reshape(k, -1)
+        self.magnitude = magnitude(self.wmat)
+        self.abs_sum_max = int(kernel_abs_sums(self.wmat).max(initial=0))
+        self.float32 = self.wmat.astype(np.float32) if weights.dtype.itemsize == 1 else None
+
+
+def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
+              prep: WeightPrep | None = None) -> tuple[np.ndarray, int]:
     """What CACC delivers: the int32 cube (N, K, H', W') and its saturation count,
     ``cacc_round_int32(conv_sum(...), layer.clip_truncate)``.
 
@@ -196,8 +217,9 @@ def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer
     CLIP_TRUNCATE is 0,
     rounding changes nothing and nothing reaches the int32 limits: the threads cast
     their products straight to int32 (no int64 cube, no pass to round and test it).
+    ``prep``: :class:`WeightPrep` of ``weights``, made already.
     """
-    plan = _Plan(cube, weights, layer)
+    plan = _Plan(cube, weights, layer, prep)
     shape = (plan.n, plan.k, layer.out_height, layer.out_width)
     if plan.dtype is not np.float32 or len(plan.chunks) > 1 or layer.clip_truncate:
         out = np.empty((plan.n, plan.k, plan.pixels), dtype=np.int64)
@@ -212,18 +234,22 @@ class _Plan:
     """One layer's sums: the padded input's im2col view, the weights in the product type
     and the C*R*S chunks (see the module's docstring)."""
 
-    def __init__(self, cube: np.ndarray, weights: np.ndarray, layer: ConvLayer):
+    def __init__(self, cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
+                 prep: WeightPrep | None = None):
+        if prep is not None and prep.weights is not weights:
+            raise ValueError("the WeightPrep is not of these weights")
         pad = pad_value_of(layer)
         xp, _, _ = padded_input(cube, layer, pad)
         self.layer = layer
         self.n, self.k = cube.shape[0], weights.shape[0]
         self.crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
         self.pixels = layer.out_height * layer.out_width
-        wmat = weights.reshape(self.k, self.crs)
+        wmat = weights.reshape(self.k, self.crs) if prep is None else prep.wmat
         self.dtype, self.chunks = sum_types(wmat, max(magnitude(xp), abs(pad)),
-                                            self.n * self.pixels)
+                                            self.n * self.pixels, prep)
         self.cols = im2col(xp, layer)
-        self.wf = wmat.astype(self.dtype)
+        ready = prep is not None and self.dtype is np.float32 and prep.float32 is not None
+        self.wf = prep.float32 if ready else wmat.astype(self.dtype)
 
     def sums(self, out: np.ndarray) -> None:
         """The sums into ``out`` (N, K, H'*W'), any integer dtype that holds them.
