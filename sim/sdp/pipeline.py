@@ -47,7 +47,11 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
     prec = layer.proc_precision.code
     fp = layer.proc_precision == FP16
     nan_to_zero = bool(layer.nan_to_zero and fp)
-    shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w)
+    int_path = stages.int_path_applies(layer, prec)
+    # the integer layer path takes the X operands as read (int8/int16): no int64 copy of
+    # an operand per element
+    shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w,
+                                                None if int_path and name != "y" else np.int64)
                           for values, mode in operands[name]) for name in ("x1", "x2", "y")}
     shaped["y"] = stages.convert_y_operands(layer, shaped["y"], prec, nan_to_zero)
     return stages.Datapath(
@@ -55,8 +59,7 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
         fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
         le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
         tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)),
-        int_operands=(stages.int_operands(layer, shaped)
-                      if stages.int_path_applies(layer, prec) else None))
+        int_operands=stages.int_operands(layer, shaped) if int_path else None)
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
