@@ -197,15 +197,27 @@ class WeightPrep:
     float32 (the product type of int8 layers, made ahead: another thread makes it
     while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
 
-    __slots__ = ("weights", "wmat", "magnitude", "abs_sum_max", "float32")
+    __slots__ = ("weights", "wmat", "magnitude", "_abs_sum_max", "float32")
 
     def __init__(self, weights: np.ndarray):
         k = weights.shape[0]
         self.weights = weights
         self.wmat = weights.reshape(k, -1)
         self.magnitude = magnitude(self.wmat)
-        self.abs_sum_max = int(kernel_abs_sums(self.wmat).max(initial=0))
+        self._abs_sum_max = None
+        # the |w| sums only if the data's largest magnitude (that of its dtype) could need
+        # them (sum_types' first test failing)
+        data_max = 1 << (8 * weights.dtype.itemsize - 1)
+        if data_max * self.magnitude * self.wmat.shape[1] >= FLOAT32_EXACT:
+            _ = self.abs_sum_max
         self.float32 = self.wmat.astype(np.float32) if weights.dtype.itemsize == 1 else None
+
+    @property
+    def abs_sum_max(self) -> int:
+        """The largest kernel |w| sum."""
+        if self._abs_sum_max is None:
+            self._abs_sum_max = int(kernel_abs_sums(self.wmat).max(initial=0))
+        return self._abs_sum_max
 
 
 def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,

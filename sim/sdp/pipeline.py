@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import jit
 from ..configs import FP16
 from ..dma.elements import element_dtype
 from ..jit import run_split
@@ -73,7 +74,7 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         out[:, block[0], block[1]] = words  # the low 8 or 16 bits: the element
         return counts
 
-    parallel = cube.size >= PARALLEL_MIN
+    parallel = cube.size >= PARALLEL_MIN and jit.cores() > 1  # one core: fewer, larger blocks
     blocks = _blocks(n, cp, h * w, min(BLOCK, cube.size // SHARES) if parallel else BLOCK)
     if len(blocks) == 1:  # a small cube: one block, in this thread
         counts = run(blocks[0])

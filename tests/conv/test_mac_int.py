@@ -129,12 +129,14 @@ CACC_CASES = [  # (C, H, W, K, R, S, stride, clip_truncate, data range, weights 
 ]
 
 
+@pytest.mark.parametrize("prep", [False, True], ids=["", "prep"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("case", CACC_CASES,
                          ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
-def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, monkeypatch):
+def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch):
     """conv_cacc gives what cacc_round_int32 makes of conv_sum's exact sums: values,
-    dtype int32 and saturation count, whichever path and split it takes."""
+    dtype int32 and saturation count, whichever path and split it takes, with the
+    weights' WeightPrep made ahead or not."""
     from sim.num.mac import cacc_round_int32
 
     monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
@@ -151,7 +153,8 @@ def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, monkeypatch):
     layer = _layer(h, w, r, s, stride, 1, 1, pad_value=0, element_bytes=dtype().itemsize)
     layer.clip_truncate = truncate
     want, want_sat = cacc_round_int32(conv_sum(cube, weights, layer), truncate)
-    got, sat = mac_int.conv_cacc(cube, weights, layer)
+    made = mac_int.WeightPrep(weights) if prep else None
+    got, sat = mac_int.conv_cacc(cube, weights, layer, made)
     assert got.dtype == np.int32 and np.array_equal(got, want) and sat == want_sat
     if case[-3:] == (0, 32768, 32768):
         assert sat > 0
@@ -185,3 +188,21 @@ def test_chunked_sums_past_int32_are_saturated_not_cast(monkeypatch):
     assert dtype is np.float32 and len(chunks) > 1
     got, sat = mac_int.conv_cacc(cube, weights, layer)
     assert got[0, 0, 1, 1] == (1 << 31) - 1 and sat == 1
+
+
+def test_weight_prep_sums_what_sum_types_would():
+    """WeightPrep's magnitude and largest |w| sum (made ahead, or when first asked) are
+    sum_types' own; its float32 matrix is the weights'."""
+    rng = np.random.default_rng(11)
+    for dtype, k, crs in ((np.int8, 5, 40), (np.int8, 7, 3000), (np.int16, 3, 50)):
+        info = np.iinfo(dtype)
+        weights = rng.integers(info.min, info.max + 1, (k, crs, 1, 1)).astype(dtype)
+        weights[0, 0] = info.min
+        prep = mac_int.WeightPrep(weights)
+        wmat = weights.reshape(k, -1)
+        assert prep.magnitude == magnitude(wmat)
+        assert prep.abs_sum_max == int(mac_int.kernel_abs_sums(wmat).max())
+        for xmax in (1, 127, 128, 3000):
+            assert sum_types(wmat, xmax, 4096, prep) == sum_types(wmat, xmax, 4096)
+        if dtype == np.int8:
+            assert np.array_equal(prep.float32, wmat.astype(np.float32))
