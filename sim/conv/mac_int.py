@@ -57,7 +57,8 @@ def pad_value_of(layer: ConvLayer) -> int:
 def padded_input(cube: np.ndarray, layer: ConvLayer, pad) -> tuple[np.ndarray, int, int]:
     """Input (N, C, Hp, Wp) framed by pad values so every CSC coordinate is inside.
 
-    Returns the array and the offsets (top, left) of input pixel (0, 0).
+    Returns the array and the offsets (top, left) of input pixel (0, 0): ``cube`` itself
+    when the layer reads no pad element (the caller only reads it).
     """
     n, c, h, w = cube.shape
     top, left = layer.pad_top, layer.pad_left
@@ -66,6 +67,8 @@ def padded_input(cube: np.ndarray, layer: ConvLayer, pad) -> tuple[np.ndarray, i
     need_w = ((layer.out_width - 1) * layer.stride_x
               + (layer.kernel_width - 1) * layer.dilation_x + 1)
     hp, wp = max(need_h, top + h), max(need_w, left + w)
+    if (hp, wp, top, left) == (h, w, 0, 0):  # no pad element is read (1x1 kernels): no copy
+        return cube, 0, 0
     out = np.empty((n, c, hp, wp), dtype=cube.dtype)
     out[...] = pad
     out[:, :, top: top + h, left: left + w] = cube

@@ -206,3 +206,17 @@ def test_weight_prep_sums_what_sum_types_would():
             assert sum_types(wmat, xmax, 4096, prep) == sum_types(wmat, xmax, 4096)
         if dtype == np.int8:
             assert np.array_equal(prep.float32, wmat.astype(np.float32))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_layer_reading_no_pad_element_sums_its_cube_uncopied(stride):
+    """1x1 kernels without padding (most of ResNet's layers) read the cube itself."""
+    rng = np.random.default_rng(stride)
+    cube = rng.integers(-128, 128, (1, 24, 9, 9)).astype(np.int8)
+    weights = rng.integers(-128, 128, (6, 24, 1, 1)).astype(np.int8)
+    layer = _layer(9, 9, 1, 1, stride, 0, pad_value=77)
+    assert padded_input(cube, layer, 77)[0] is cube
+    _check(cube, weights, layer)
+    layer.clip_truncate = 0
+    got, _ = mac_int.conv_cacc(cube, weights, layer)
+    assert np.array_equal(got, conv_sum(cube, weights, layer))
