@@ -229,9 +229,9 @@ def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
     ``cacc_round_int32(conv_sum(...), layer.clip_truncate)``.
 
     When the sums are whole float32 products (every sum an integer below 2**24) and
-    CLIP_TRUNCATE is 0,
-    rounding changes nothing and nothing reaches the int32 limits: the threads cast
-    their products straight to int32 (no int64 cube, no pass to round and test it).
+    CLIP_TRUNCATE is 0, rounding changes nothing and nothing reaches the int32 limits: the
+    threads cast their products straight to int32 (no int64 cube, no pass to round and
+    test it).
     ``prep``: :class:`WeightPrep` of ``weights``, made already.
     """
     plan = _Plan(cube, weights, layer, prep)
