@@ -28,9 +28,10 @@ from . import stages
 BLOCK = 1 << 17  # elements per block: per-call overheads fall, temporaries stay in L2/L3
 #: A cube of at least this many elements is cut into at least SHARES blocks (of at least
 #: PARALLEL_MIN // SHARES elements each), which the cores take as they finish the last:
-#: a cube of two uneven blocks would keep one core waiting for the other.
+#: most of ResNet-50's cubes are one or two uneven BLOCKs, which kept a core idle.  (Four
+#: shares cost more in per-block work than they gained in balance.)
 PARALLEL_MIN = 1 << 16
-SHARES = 4
+SHARES = 2
 
 
 def _blocks(n: int, cp: int, hw: int, size: int = BLOCK) -> list[tuple[slice, slice]]:
