@@ -10,11 +10,11 @@ import numpy as np
 
 from ..configs import FP16
 from ..errors import ConfigurationError
-from ..num.mac import cacc_round_int32
+from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
 from .mac_fp16 import conv_fp16
-from .mac_int import conv_sum
+from .mac_int import WeightPrep, conv_cacc
 
 DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
 WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
@@ -27,32 +27,60 @@ def _reused(kept, shape, what: str):
     return kept
 
 
-def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None
+def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during=None
                          ) -> tuple[np.ndarray, dict]:
     """CACC's output cube (N, K, H', W') and the counters of the layer.
 
     Counters map (unit, register) to value.  ``cbuf`` carries data and
     weights a previous layer left in the CBUF (reuse/release flags).
+
+    The weights are fetched (and made ready for the products) by another thread
+    while this one fetches the data and then calls ``during()`` (work of the layer's
+    that needs neither, such as the SDP's operands); errors are raised in the order
+    of a fetch of the data, then of the weights.
     """
     cbuf = cbuf or Cbuf()
-    data = _reused(cbuf.reused_data(layer),
-                   (layer.batches, layer.channels, layer.in_height, layer.in_width), "DATA")
-    if data is None:
-        cube, found = fetch_feature(ctx, layer)
-        data = (cube, {name: found.get(name, 0) for name in DATA_COUNTERS})
-    kernels = _reused(cbuf.reused_weights(layer),
-                      (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width),
-                      "WEIGHT")
-    if kernels is None:
-        weights, found = fetch_weights(ctx, layer)
-        kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
+    integer = layer.precision != FP16
+
+    def data_side():
+        data = _reused(cbuf.reused_data(layer),
+                       (layer.batches, layer.channels, layer.in_height, layer.in_width), "DATA")
+        if data is None:
+            cube, found = fetch_feature(ctx, layer)
+            data = (cube, {name: found.get(name, 0) for name in DATA_COUNTERS})
+        return data
+
+    def weight_side():
+        kernels = _reused(cbuf.reused_weights(layer),
+                          (layer.kernels, layer.channels, layer.kernel_height,
+                           layer.kernel_width), "WEIGHT")
+        if kernels is None:
+            weights, found = fetch_weights(ctx, layer)
+            kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
+        return kernels, (WeightPrep(kernels[0]) if integer else None)
+
+    results: list = [None, None]
+
+    def sides(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            try:
+                results[i] = (True, (data_side, weight_side)[i]())
+            except Exception as exc:  # noqa: BLE001 - raised below, in the fetch order
+                results[i] = (False, exc)
+            if i == 0 and during is not None:
+                during()
+
+    run_split(sides, 2)
+    for ok, value in results:
+        if not ok:
+            raise value
+    data, (kernels, prep) = results[0][1], results[1][1]
     cbuf.keep(layer, data, kernels)
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
-    if layer.precision == FP16:
+    if not integer:
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
     else:
-        acc = conv_sum(cube, weights, layer)
-        out, saturated = cacc_round_int32(acc, layer.clip_truncate)
+        out, saturated = conv_cacc(cube, weights, layer, prep)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated
     return out, counters

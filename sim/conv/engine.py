@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..chains import CONV_UNITS, SDP, sdp_chain
 from ..engine import Engine, armed_groups
-from ..sdp.engine import process_sdp
+from ..sdp.engine import prepare_sdp, process_sdp
 
 
 class ConvEngine(Engine):
@@ -46,10 +46,13 @@ class ConvEngine(Engine):
             from .cdma import Cbuf
 
             self.cbuf = Cbuf()
-        out, counters, self.cbuf = compute_conv_layer(ctx, self.cbuf)
+        prepared = []  # the SDP layer, decoded while the weights are fetched
+        out, counters, self.cbuf = compute_conv_layer(
+            ctx, self.cbuf, during=lambda: prepared.append(prepare_sdp(ctx)))
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)
-        process_sdp(ctx, out)  # CACC's cube goes to the SDP on the fly
+        # CACC's cube goes to the SDP on the fly
+        process_sdp(ctx, out, prepared[0] if prepared else None)
 
     def interrupts(self, ctx):
         out = [("CDMA_DAT", "NVDLA_CDMA"), ("CDMA_WT", "NVDLA_CDMA"), ("CACC", "NVDLA_CACC"),

@@ -39,6 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..dma.align import ceil_div
 from ..errors import NotImplementedFeature
 from ..jit import run_split
+from ..num.mac import cacc_round_int32
 from .layer import ConvLayer
 
 ACC_BITS = 48
@@ -56,7 +57,8 @@ def pad_value_of(layer: ConvLayer) -> int:
 def padded_input(cube: np.ndarray, layer: ConvLayer, pad) -> tuple[np.ndarray, int, int]:
     """Input (N, C, Hp, Wp) framed by pad values so every CSC coordinate is inside.
 
-    Returns the array and the offsets (top, left) of input pixel (0, 0).
+    Returns the array and the offsets (top, left) of input pixel (0, 0): ``cube`` itself
+    when the layer reads no pad element (the caller only reads it).
     """
     n, c, h, w = cube.shape
     top, left = layer.pad_top, layer.pad_left
@@ -65,6 +67,8 @@ def padded_input(cube: np.ndarray, layer: ConvLayer, pad) -> tuple[np.ndarray, i
     need_w = ((layer.out_width - 1) * layer.stride_x
               + (layer.kernel_width - 1) * layer.dilation_x + 1)
     hp, wp = max(need_h, top + h), max(need_w, left + w)
+    if (hp, wp, top, left) == (h, w, 0, 0):  # no pad element is read (1x1 kernels): no copy
+        return cube, 0, 0
     out = np.empty((n, c, hp, wp), dtype=cube.dtype)
     out[...] = pad
     out[:, :, top: top + h, left: left + w] = cube
@@ -94,9 +98,17 @@ def magnitude(a: np.ndarray) -> int:
 
 
 def kernel_abs_sums(wmat: np.ndarray) -> np.ndarray:
-    """sum_j |w[k, j]| per kernel, int64 (|w| taken in a wider type than int8/int16)."""
-    wide = np.int16 if wmat.dtype.itemsize == 1 else np.int32
-    return np.abs(wmat.astype(wide)).sum(axis=1, dtype=np.int64)
+    """sum_j |w[k, j]| per kernel, int64.
+
+    np.abs of int8/int16 wraps only the most negative value to itself, whose bits read
+    unsigned are its magnitude (2**7, 2**15): so |w| is np.abs viewed unsigned, with no
+    wider copy.  int8 sums are added in int32 (faster), exact while C*R*S * 2**7 < 2**31.
+    """
+    unsigned = {np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}.get(wmat.dtype)
+    if unsigned is None:  # wider values (as the tests give): |w| cannot wrap
+        return np.abs(wmat.astype(np.int64)).sum(axis=1)
+    wide = np.int32 if unsigned is np.uint8 and wmat.shape[1] < 1 << 24 else np.int64
+    return np.abs(wmat).view(unsigned).sum(axis=1, dtype=wide).astype(np.int64)
 
 
 def reduction_chunks(wmat: np.ndarray, xmax: int) -> list[tuple[int, int]] | None:
@@ -139,16 +151,20 @@ def reduction_chunks(wmat: np.ndarray, xmax: int) -> list[tuple[int, int]] | Non
     return chunks
 
 
-def sum_types(wmat: np.ndarray, xmax: int, pixels: int) -> tuple[type, list[tuple[int, int]]]:
+def sum_types(wmat: np.ndarray, xmax: int, pixels: int, prep: WeightPrep | None = None
+              ) -> tuple[type, list[tuple[int, int]]]:
     """The dtype of the products and the C*R*S row chunks (see the module's docstring).
 
-    Cheapest test first: ``xmax * max|w| * C*R*S`` bounds every kernel's sum.
+    Cheapest test first: ``xmax * max|w| * C*R*S`` bounds every kernel's sum.  ``prep``:
+    the weights' magnitude and largest kernel |w| sum, computed already.
     """
     k, crs = wmat.shape
     whole = [(0, crs)]
-    if xmax * magnitude(wmat) * crs < FLOAT32_EXACT:
+    if xmax * (magnitude(wmat) if prep is None else prep.magnitude) * crs < FLOAT32_EXACT:
         return np.float32, whole
-    bound = xmax * int(kernel_abs_sums(wmat).max(initial=0))
+    abs_max = (int(kernel_abs_sums(wmat).max(initial=0)) if prep is None
+               else prep.abs_sum_max)
+    bound = xmax * abs_max
     if bound >= 1 << (ACC_BITS - 1):
         # unreachable: BYTE_PER_KERNEL < 2**18 bounds |sum| below 2**47
         raise NotImplementedFeature("CACC", "48-bit accumulator saturation")
@@ -163,31 +179,122 @@ def sum_types(wmat: np.ndarray, xmax: int, pixels: int) -> tuple[type, list[tupl
 #: A thread's share of a layer's multiply-accumulates, at least (about a millisecond):
 #: fewer are not worth handing to another thread.
 PARALLEL_MACS = 1 << 22
+#: Output pixels a thread's share of rows must have for the threads to share the rows
+#: rather than the kernels: each then copies its own part of the im2col matrix (a copy
+#: one thread would otherwise make for all), but every thread packs all the weights,
+#: which for few pixels costs more than the copy it shares.
+ROW_SPLIT_PIXELS = 256
 
 
 def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndarray:
     """Exact convolution sums (N, K, H', W') as int64."""
-    pad = pad_value_of(layer)
-    xp, _, _ = padded_input(cube, layer, pad)
-    k = weights.shape[0]
-    n = cube.shape[0]
-    crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
-    pixels = layer.out_height * layer.out_width
-    wmat = weights.reshape(k, crs)
-    xmax = max(magnitude(xp), abs(pad))
-    dtype, chunks = sum_types(wmat, xmax, n * pixels)
-    cols = im2col(xp, layer)
-    wf = wmat.astype(dtype)
-    out = np.empty((n, k, pixels), dtype=np.int64)
-    for b in range(n):
-        col = cols[b].astype(dtype, order="C").reshape(crs, pixels)
-        # the threads take the kernels in shares (the matrix products release the GIL):
-        # the BLAS runs one thread, whose idle helpers would spin on the cores the
-        # firmware and the SDP need next (sim.cli)
-        run_split(lambda k0, k1, b=b, col=col: _kernel_sums(wf[k0:k1], col, chunks,
-                                                            out[b, k0:k1]),
-                  k, min_chunk=ceil_div(PARALLEL_MACS, crs * pixels))
-    return out.reshape(n, k, layer.out_height, layer.out_width)
+    plan = _Plan(cube, weights, layer)
+    out = np.empty((plan.n, plan.k, plan.pixels), dtype=np.int64)
+    plan.sums(out)
+    return out.reshape(plan.n, plan.k, layer.out_height, layer.out_width)
+
+
+class WeightPrep:
+    """What the products need of a layer's integer weights (K, C, R, S) and no data: the
+    (K, C*R*S) matrix, its magnitude, the largest kernel |w| sum and the matrix in
+    float32 (the product type of int8 layers, made ahead: another thread makes it
+    while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
+
+    __slots__ = ("weights", "wmat", "magnitude", "_abs_sum_max", "float32")
+
+    def __init__(self, weights: np.ndarray):
+        k = weights.shape[0]
+        self.weights = weights
+        self.wmat = weights.reshape(k, -1)
+        self.magnitude = magnitude(self.wmat)
+        self._abs_sum_max = None
+        # the |w| sums only if the data's largest magnitude (that of its dtype) could need
+        # them (sum_types' first test failing)
+        data_max = 1 << (8 * weights.dtype.itemsize - 1)
+        if data_max * self.magnitude * self.wmat.shape[1] >= FLOAT32_EXACT:
+            _ = self.abs_sum_max
+        self.float32 = self.wmat.astype(np.float32) if weights.dtype.itemsize == 1 else None
+
+    @property
+    def abs_sum_max(self) -> int:
+        """The largest kernel |w| sum."""
+        if self._abs_sum_max is None:
+            self._abs_sum_max = int(kernel_abs_sums(self.wmat).max(initial=0))
+        return self._abs_sum_max
+
+
+def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
+              prep: WeightPrep | None = None) -> tuple[np.ndarray, int]:
+    """What CACC delivers: the int32 cube (N, K, H', W') and its saturation count,
+    ``cacc_round_int32(conv_sum(...), layer.clip_truncate)``.
+
+    When the sums are whole float32 products (every sum an integer below 2**24) and
+    CLIP_TRUNCATE is 0, rounding changes nothing and nothing reaches the int32 limits: the
+    threads cast their products straight to int32 (no int64 cube, no pass to round and
+    test it).
+    ``prep``: :class:`WeightPrep` of ``weights``, made already.
+    """
+    plan = _Plan(cube, weights, layer, prep)
+    shape = (plan.n, plan.k, layer.out_height, layer.out_width)
+    if plan.dtype is not np.float32 or len(plan.chunks) > 1 or layer.clip_truncate:
+        out = np.empty((plan.n, plan.k, plan.pixels), dtype=np.int64)
+        plan.sums(out)
+        return cacc_round_int32(out.reshape(shape), layer.clip_truncate)
+    out = np.empty((plan.n, plan.k, plan.pixels), dtype=np.int32)
+    plan.sums(out)
+    return out.reshape(shape), 0
+
+
+class _Plan:
+    """One layer's sums: the padded input's im2col view, the weights in the product type
+    and the C*R*S chunks (see the module's docstring)."""
+
+    def __init__(self, cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
+                 prep: WeightPrep | None = None):
+        if prep is not None and prep.weights is not weights:
+            raise ValueError("the WeightPrep is not of these weights")
+        pad = pad_value_of(layer)
+        xp, _, _ = padded_input(cube, layer, pad)
+        self.layer = layer
+        self.n, self.k = cube.shape[0], weights.shape[0]
+        self.crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
+        self.pixels = layer.out_height * layer.out_width
+        wmat = weights.reshape(self.k, self.crs) if prep is None else prep.wmat
+        self.dtype, self.chunks = sum_types(wmat, max(magnitude(xp), abs(pad)),
+                                            self.n * self.pixels, prep)
+        self.cols = im2col(xp, layer)
+        ready = prep is not None and self.dtype is np.float32 and prep.float32 is not None
+        self.wf = prep.float32 if ready else wmat.astype(self.dtype)
+
+    def sums(self, out: np.ndarray) -> None:
+        """The sums into ``out`` (N, K, H'*W'), any integer dtype that holds them.
+
+        The threads take the output rows or the kernels in shares (the matrix products
+        release the GIL): the BLAS runs one thread, whose idle helpers would spin on the
+        cores the firmware and the SDP need next (sim.cli).
+        """
+        oh, ow = self.layer.out_height, self.layer.out_width
+        by_rows = oh > 1 and self.pixels >= 2 * ROW_SPLIT_PIXELS
+        for b in range(self.n):
+            if by_rows:
+                run_split(lambda y0, y1, b=b: self._rows(b, y0, y1, out[b]), oh,
+                          min_chunk=max(ceil_div(ROW_SPLIT_PIXELS, ow),
+                                        ceil_div(PARALLEL_MACS, self.k * self.crs * ow)))
+                continue
+            col = self._columns(b, 0, oh)
+            run_split(lambda k0, k1, col=col, b=b: _kernel_sums(
+                self.wf[k0:k1], col, self.chunks, out[b, k0:k1]),
+                self.k, min_chunk=ceil_div(PARALLEL_MACS, self.crs * self.pixels))
+
+    def _columns(self, b: int, y0: int, y1: int) -> np.ndarray:
+        """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``."""
+        ow = self.layer.out_width
+        part = self.cols[b, :, :, :, y0:y1]
+        return part.astype(self.dtype, order="C").reshape(self.crs, (y1 - y0) * ow)
+
+    def _rows(self, b: int, y0: int, y1: int, out: np.ndarray) -> None:
+        ow = self.layer.out_width
+        _kernel_sums(self.wf, self._columns(b, y0, y1), self.chunks, out[:, y0 * ow: y1 * ow])
 
 
 def _kernel_sums(wf: np.ndarray, col: np.ndarray, chunks, out: np.ndarray) -> None:

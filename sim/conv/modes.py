@@ -15,20 +15,23 @@ from .direct import compute_direct_layer
 from .layer import DIRECT, IMAGE, conv_mode, decode_layer
 
 
-def compute_conv_layer(ctx, cbuf: Cbuf | None = None) -> tuple[np.ndarray, dict, Cbuf]:
+def compute_conv_layer(ctx, cbuf: Cbuf | None = None, during=None
+                       ) -> tuple[np.ndarray, dict, Cbuf]:
     """CACC's output cube, the layer's counters and what the CBUF holds afterwards.
 
     The cube is (K, H', W'), or (N, K, H', W') for a direct layer of several batches.
     A direct layer's decoded configuration is left on the context (``ctx.conv_layer``,
     None for the other modes, which decode inside their pipelines) for the layer's
     listeners: sim.runtime.macs counts its MACs from it instead of decoding it again.
+    ``during``: called once while a direct layer's weights are fetched
+    (:func:`sim.conv.direct.compute_direct_layer`); the other modes do not call it.
     """
     mode = conv_mode(ctx)
     ctx.conv_layer = None
     if mode == DIRECT:
         layer = ctx.conv_layer = decode_layer(ctx)
         cbuf = cbuf or Cbuf()
-        out, counters = compute_direct_layer(ctx, layer, cbuf)
+        out, counters = compute_direct_layer(ctx, layer, cbuf, during)
         return (out if layer.batches > 1 else out[0]), counters, cbuf
     if mode == IMAGE:  # the rarer modes load with their first layer
         from .image import compute_image_layer as compute

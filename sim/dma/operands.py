@@ -214,13 +214,14 @@ def read_operand(mem, addr: int, fmt: OperandFormat, channels: int, height: int 
 def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, components: int,
                      per_element: bool, channels: int, height: int, width: int,
                      atom_bytes: int, line_stride: int = 0, surface_stride: int = 0,
-                     what: str = "", use: str = "bias") -> np.ndarray:
+                     what: str = "", use: str = "bias", narrow: bool = False) -> np.ndarray:
     """What an SDP RDMA (BRDMA/NRDMA/ERDMA) fetches, as signed int64 components.
 
     Returns (components, C, H', W'), H' = W' = 1 for per-channel data.
     One-byte components are sign-extended; two-byte components are read as
     int16 (fp16 bit patterns included).  Accepts every register combination
     (``strict=False`` formats); ``use`` only selects the alignment rule.
+    ``narrow``: the components as read, int8 or int16 (the same values), not int64.
     """
     fmt = operand_format(use, precision, data_size, components, per_element, strict=False)
     check_alignment(_ALIGN_KIND[use], atom_bytes, what, start=addr)
@@ -233,4 +234,5 @@ def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, componen
     signed = np.int8 if data_size == 1 else np.dtype("<i2")
     c, h, w = raw.shape[:3]
     values = np.ascontiguousarray(raw).view(signed).reshape(c, h, w, components)
-    return values.transpose(3, 0, 1, 2).astype(np.int64)
+    values = values.transpose(3, 0, 1, 2)
+    return values if narrow else values.astype(np.int64)

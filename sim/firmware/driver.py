@@ -49,6 +49,8 @@ PAIR = struct.Struct("<II")  # register write, cached read: address, value; segm
 ENTRY = struct.Struct("<IIIIII")  # snapshot entry: address, value, and what a write does
 WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, address, value
 WRITE_KIND = ord("W")
+LOG_FRAME = struct.Struct("<cIi")  # a log line's frame: kind, length, level, then the text
+LOG_KIND = ord("L")
 ADDR = struct.Struct("<I")  # register read: address (its answer: the value)
 LEVEL = struct.Struct("<i")  # log line: level, then the text
 MEM_WRITE = struct.Struct("<Q")  # memory write: address, then the bytes
@@ -240,12 +242,21 @@ class Firmware:
         recorder, write_reg = self.recorder, self.machine.write_reg
         clock = time.perf_counter
         n = len(buf)
+        quiet = None  # the log levels nobody listens to, looked up at the first log line
         while n - pos >= HEADER.size:
             if buf[pos] == WRITE_KIND and self._error is None:  # most of what it sends
                 after = self._writes(buf, pos, n)
                 if after != pos:
                     pos = after
                     continue  # else an incomplete frame: as any other
+            if buf[pos] == LOG_KIND and self._error is None:  # the next most
+                if quiet is None:
+                    quiet = frozenset(level for level in range(3)
+                                      if not log.isEnabledFor(LOG_LEVELS[level]))
+                after = self._logs(buf, pos, n, quiet)
+                if after != pos:
+                    pos = after
+                    continue
             kind, size = HEADER.unpack_from(buf, pos)
             start = pos + HEADER.size
             end = start + size
@@ -288,6 +299,28 @@ class Firmware:
                 if recorder is not None:
                     recorder.reg_write(addr, value)
                 write_reg(addr, value)
+        except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
+            self._error = exc
+        self.serve_seconds += time.perf_counter() - t0
+        return pos
+
+    def _logs(self, buf: bytearray, pos: int, n: int, quiet: frozenset) -> int:
+        """Keep the run of whole log-line frames from ``pos`` (the firmware's debug lines
+        come in thousands); returns where the run ends.  A line of a ``quiet`` level (no
+        logger listens, and it is no error) is only kept, as :meth:`_log` would keep it."""
+        unread, unpack, head = self._unread_log, LOG_FRAME.unpack_from, LOG_FRAME.size
+        t0 = time.perf_counter()
+        try:
+            while n - pos >= head and buf[pos] == LOG_KIND:
+                _, size, level = unpack(buf, pos)
+                end = pos + HEADER.size + size
+                if end > n or size < LEVEL.size:
+                    break  # incomplete, or not a line of host.c's: the frame-by-frame path
+                if level in quiet:
+                    unread.append(buf[pos + head:end])
+                else:
+                    self._log(level, buf[pos + head:end])
+                pos = end
         except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
             self._error = exc
         self.serve_seconds += time.perf_counter() - t0

@@ -126,7 +126,8 @@ def x_int_operands(alu_op, mul_op, alu_shift: int) -> tuple:
     """
     alu, alu_bounds = _operand16(alu_op)
     if 0 < alu_shift <= 15:
-        alu, alu_bounds = alu << alu_shift, tuple(b << alu_shift for b in alu_bounds)
+        alu = alu.astype(np.int32) << alu_shift  # 16-bit values shifted by 15 fit int32
+        alu_bounds = tuple(b << alu_shift for b in alu_bounds)
     elif alu_shift:
         alu = shift_left_saturate(alu, alu_shift, 32)
         alu_bounds = array_bounds(alu) if alu.size else (0, 0)
@@ -135,7 +136,12 @@ def x_int_operands(alu_op, mul_op, alu_shift: int) -> tuple:
 
 def _operand16(values) -> tuple:
     """(the 16-bit operand ``values`` sign-extended, their bounds); memory operands are
-    read as int8/int16 values already, which a look at their range tells."""
+    read as int8/int16 values already, which a look at their range tells.  int8/int16
+    arrays (memory operands as read) are signed 16-bit values already and stay in their
+    dtype: an operand per element is as large as the cube."""
+    values = np.asarray(values)
+    if values.dtype in (np.int8, np.int16):
+        return values, (array_bounds(values) if values.size else (0, 0))
     values = i64(values)
     if not values.size:
         return values, (0, 0)

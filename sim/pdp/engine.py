@@ -213,9 +213,10 @@ def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[n
     height = pdp.cube_out_height + 1
     nan_out = 0
     for split, cube in zip(splits, cubes, strict=True):
-        raw = cube.astype(np.int64)
         if cfg.precision == FP16:
-            raw &= 0xFFFF
+            raw = cube.astype(np.int64) & 0xFFFF
+        else:  # int8/int16 elements as they are: max/min pooling needs no wider copy
+            raw = cube if cube.dtype == dtype else cube.astype(np.int64)
         out = np.zeros((cube.shape[0], height, split.out_width), dtype=np.int64)
         pool_split(raw, out, 0, split.out_width, cfg, split.pad_left)
         if cfg.precision == FP16:

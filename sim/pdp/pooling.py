@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dma.align import window_count
+from ..dma.elements import element_dtype
 from ..errors import ConfigurationError
 from ..jit import njit
 from ..num.fpcore import fp_add, fp_max, fp_mul
@@ -388,16 +389,61 @@ def _pool_int_array(x, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int, p
     return acc
 
 
+def _extreme_pass(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad_lo: int,
+                  method: int) -> np.ndarray | None:
+    """:func:`_pass_int` of max/min pooling in ``x``'s own integer dtype (no int64 copies):
+    the padding, which max and min ignore, is the dtype's minimum (max) or maximum (min),
+    which no window can pick over a real element.  None when some window holds only
+    padding (its int64 fill would differ): the caller takes :func:`_pass_int`."""
+    n = x.shape[axis]
+    if n_out < 1 or pad_lo >= k or (n_out - 1) * stride - pad_lo > n - 1:
+        return None
+    info = np.iinfo(x.dtype)
+    span = (n_out - 1) * stride + k
+    shape = list(x.shape)
+    shape[axis] = max(span, pad_lo + n)
+    framed = np.full(shape, info.min if method == MAX else info.max, x.dtype)
+    inside = [slice(None)] * 3
+    inside[axis] = slice(pad_lo, pad_lo + n)
+    framed[tuple(inside)] = x
+    pick = np.maximum if method == MAX else np.minimum
+    acc = None
+    for ki in range(k):
+        window = [slice(None)] * 3
+        window[axis] = slice(ki, ki + (n_out - 1) * stride + 1, stride)
+        term = framed[tuple(window)]
+        acc = term.copy() if acc is None else pick(acc, term, out=acc)
+    return acc
+
+
+def _extreme_int(x: np.ndarray, cfg: PoolConfig, pad_left: int, n_out: int, h_out: int):
+    """Integer max/min pooling of a split in its element dtype (int8/int16 values), or
+    None (see :func:`_extreme_pass`)."""
+    rows = _extreme_pass(x, 2, n_out, cfg.kernel_width, cfg.stride_width, pad_left,
+                         cfg.method)
+    if rows is None:
+        return None
+    return _extreme_pass(rows, 1, h_out, cfg.kernel_height, cfg.stride_height, cfg.pad_top,
+                         cfg.method)
+
+
 def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolConfig,
                pad_left: int) -> None:
     """Pool one split ``x`` (C, H, W) into ``out[:, :, col0:col0+n_out]`` (int64 arrays).
 
     ``pad_left`` is the split's own left padding (the layer's for the first
     split, 0 for the others); the right padding only decides which windows
-    exist, which the caller checks with :func:`check_windows`.
+    exist, which the caller checks with :func:`check_windows`.  Integer max/min
+    pooling of int8/int16 elements (``x`` in that dtype) stays in that dtype.
     """
-    x = np.ascontiguousarray(x, dtype=np.int64)
     view = out[:, :, : col0 + n_out]
+    if cfg.method != AVERAGE and cfg.precision != FP16 \
+            and x.dtype == element_dtype(cfg.precision):
+        acc = _extreme_int(x, cfg, pad_left, n_out, view.shape[1])
+        if acc is not None:
+            view[:, :, col0:col0 + n_out] = acc
+            return
+    x = np.ascontiguousarray(x, dtype=np.int64)
     pv = cfg.pad_array()
     kw = cfg.kernel_width
     geometry = (kw, cfg.kernel_height, cfg.stride_width, cfg.stride_height, pad_left,

@@ -279,12 +279,17 @@ def parse_loadable(data: bytes, where: str = "loadable") -> Loadable:
 
 
 def read_loadable(path: str | Path) -> Loadable:
+    """The loadable at ``path``.  The file is mapped, not read: its blobs (the weights,
+    most of its bytes) are views of it, copied once, into the simulated memory; so the
+    file must not be rewritten while the returned Loadable's blobs are still to be read."""
     path = Path(path)
     try:
         size = path.stat().st_size
         if size > MAX_FILE:
             raise LoadableError(f"{path}: {size} bytes is too large for a loadable")
-        data = path.read_bytes()
+        data = _mapped(path) if size >= 8 else None
+        if data is None:
+            data = path.read_bytes()
     except OSError as exc:
         raise LoadableError(f"{path}: cannot read ({exc.strerror})") from None
     try:
@@ -293,3 +298,14 @@ def read_loadable(path: str | Path) -> Loadable:
         raise
     except Exception as exc:  # the flatbuffers package's own checks
         raise LoadableError(f"{path}: corrupt loadable ({type(exc).__name__}: {exc})") from None
+
+
+def _mapped(path: Path):
+    """The file mapped read-only, or None where it cannot be (then it is read)."""
+    import mmap
+
+    try:
+        with path.open("rb") as f:
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # a pipe, a special file, a file system without mmap
+        return None

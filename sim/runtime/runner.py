@@ -225,14 +225,17 @@ class _NoProgress:
 def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_path,
                bar, layers=None, on_task=None) -> RunResult:
     from ..firmware import Firmware
-    from ..trace.record import TraceRecorder
 
     start = time.perf_counter()
     machine = Machine(config)
     macs = MacCounter().attach(machine)
     if layers is not None:
         layers.attach(machine)
-    recorder = TraceRecorder(machine, recorder_path) if recorder_path else None
+    recorder = None
+    if recorder_path:
+        from ..trace.record import TraceRecorder  # only a recorded run loads the recorder
+
+        recorder = TraceRecorder(machine, recorder_path)
     firmware = None
     if any(t.interface == INTERFACE_DLA1 for t in loadable.tasks):
         # its process starts while the memories are placed

@@ -103,38 +103,88 @@ def _from_cacc(layer, cube, cp: int) -> np.ndarray:
     return full
 
 
-def run_sdp(ctx, lut: LutRam, cube=None, fetch=None) -> None:
+def run_sdp(ctx, lut: LutRam, cube=None, fetch=None, prepared: SdpPrepared | None = None
+            ) -> None:
     """Run the SDP layer of ``ctx`` (input from memory, or ``cube`` from CACC).
 
     ``fetch`` follows SDP_RDMA's layers: the operands are the bytes its layer
     read when it started (:mod:`sim.sdp.fetch`, an ``RdmaFetch``); without it, memory as
-    it is now.
+    it is now.  ``prepared``: what :func:`prepare_sdp` made of the layer already.
     """
     group = ctx.groups.get(SDP_RDMA)
-    fetched = fetch.fetched(group) if fetch is not None and group is not None else None
-    _compute(ctx, lut, cube, fetched)
+    if prepared is None:
+        prepared = _prepare(ctx, fetch, cube is not None)
+    _compute(ctx, lut, cube, prepared)
     if fetch is not None and group is not None:
         fetch.layer_ran(ctx, group)
 
 
-def _compute(ctx, lut: LutRam, cube, fetched) -> None:
+class SdpPrepared:
+    """A layer decoded and its operands read before its input is there (:func:`prepare_sdp`).
+
+    An error of either is kept and raised where the layer would have met it: the
+    decoder's before the input is taken, the operand streams' after it.
+    """
+
+    __slots__ = ("fetched", "layer", "cp", "operands", "error", "operand_error")
+
+    def __init__(self, fetched):
+        self.fetched = fetched  # what SDP_RDMA's layer read when it started, or None
+        self.layer = self.cp = self.operands = self.error = self.operand_error = None
+
+
+def _prepare(ctx, fetch, on_the_fly: bool) -> SdpPrepared:
+    from .rdma import read_operands
+
+    group = ctx.groups.get(SDP_RDMA)
+    fetched = fetch.fetched(group) if fetch is not None and group is not None else None
+    prepared = SdpPrepared(fetched)
+    try:
+        layer = prepared.layer = layer_of(ctx)
+        prepared.cp = padded_channels(layer, ctx.config.atom_bytes)
+        if on_the_fly and not layer.flying:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=OFF but the "
+                                     "convolution pipeline sends its output to the SDP")
+        if not on_the_fly and layer.flying:
+            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=ON but no "
+                                     "convolution feeds the SDP")
+    except Exception as exc:  # noqa: BLE001 - raised where the layer meets it (_compute)
+        prepared.error = exc
+        return prepared
+    if not on_the_fly:
+        return prepared  # the input is read first: the operands after it, as ever
+    try:
+        prepared.operands = read_operands(ctx, layer, prepared.cp, fetched)
+    except Exception as exc:  # noqa: BLE001 - raised after the input is taken (_compute)
+        prepared.operand_error = exc
+    return prepared
+
+
+def prepare_sdp(ctx) -> SdpPrepared:
+    """Decode the on-the-fly SDP layer of ``ctx`` and read its operands, before the
+    convolution feeding it has computed: :func:`process_sdp` then takes it.  Nothing
+    here depends on the convolution's output, so the convolution engine does it while
+    another thread fetches the weights.  Errors wait for :func:`process_sdp`."""
+    state: SdpState = ctx.state(SDP)
+    return _prepare(ctx, state.fetch, True)
+
+
+def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
     from .pipeline import run_pipeline
     from .rdma import read_operands
 
-    layer = layer_of(ctx)
+    if prepared.error is not None:
+        raise prepared.error
+    layer, cp = prepared.layer, prepared.cp
     atom = ctx.config.atom_bytes
-    cp = padded_channels(layer, atom)
     if cube is None:
-        if layer.flying:
-            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=ON but no "
-                                     "convolution feeds the SDP")
         data = _read_input(ctx, layer, cp)
+        operands = read_operands(ctx, layer, cp, prepared.fetched)
     else:
-        if not layer.flying:
-            raise ConfigurationError(f"{SDP}.D_FEATURE_MODE_CFG_0: FLYING_MODE=OFF but the "
-                                     "convolution pipeline sends its output to the SDP")
         data = _from_cacc(layer, cube, cp)
-    operands = read_operands(ctx, layer, cp, fetched)
+        if prepared.operand_error is not None:
+            raise prepared.operand_error
+        operands = prepared.operands
     out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None)
     _store_counters(ctx, layer, stats)
     if layer.eql:
@@ -173,7 +223,7 @@ def _store_counters(ctx, layer, stats: dict) -> None:
         ctx.set_counter(SDP, "D_STATUS_0", int(stats["unequal"]))
 
 
-def process_sdp(ctx, cube) -> None:
+def process_sdp(ctx, cube, prepared: SdpPrepared | None = None) -> None:
     """On-the-fly input from CACC: run the SDP layer of ``ctx`` on ``cube``.
 
     The convolution engine calls this once per layer, after it has computed
@@ -194,9 +244,10 @@ def process_sdp(ctx, cube) -> None:
     layer's output cube in (C, H, W) order.  The SDP writes its result to
     memory, or passes it to the PDP on the fly; counters are stored in
     ``ctx``.  The caller raises the SDP (and PDP) done interrupts.
+    ``prepared``: the layer as :func:`prepare_sdp` left it (else it is prepared now).
     """
     state: SdpState = ctx.state(SDP)
-    run_sdp(ctx, state.lut, cube, state.fetch)
+    run_sdp(ctx, state.lut, cube, state.fetch, prepared)
 
 
 class SdpState:
@@ -274,4 +325,4 @@ class SdpEngine(Engine):
         return {f"{SDP}.{ACCESS_DATA}": self.lut.write}
 
 
-__all__ = ["SdpEngine", "SdpState", "process_sdp", "run_sdp"]
+__all__ = ["SdpEngine", "SdpPrepared", "SdpState", "prepare_sdp", "process_sdp", "run_sdp"]

@@ -19,21 +19,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import jit
 from ..configs import FP16
 from ..dma.elements import element_dtype
 from ..jit import run_split
 from . import stages
 
 BLOCK = 1 << 17  # elements per block: per-call overheads fall, temporaries stay in L2/L3
-PARALLEL_MIN = 1 << 20  # elements below which one thread runs the whole cube
+#: A cube of at least this many elements is cut into at least SHARES blocks (of at least
+#: PARALLEL_MIN // SHARES elements each), which the cores take as they finish the last:
+#: most of ResNet-50's cubes are one or two uneven BLOCKs, which kept a core idle.  (Four
+#: shares cost more in per-block work than they gained in balance.)
+PARALLEL_MIN = 1 << 16
+SHARES = 2
 
 
-def _blocks(n: int, cp: int, hw: int) -> list[tuple[slice, slice]]:
-    """(channels, pixels) blocks of about BLOCK elements: whole channels, or parts of one."""
-    if n * hw <= BLOCK:
-        per = BLOCK // (n * hw or 1)
+def _blocks(n: int, cp: int, hw: int, size: int = BLOCK) -> list[tuple[slice, slice]]:
+    """(channels, pixels) blocks of about ``size`` elements: whole channels, or parts of one."""
+    if n * hw <= size:
+        per = size // (n * hw or 1)
         return [(slice(c, min(c + per, cp)), slice(None)) for c in range(0, cp, per)]
-    per = max(1, BLOCK // n)
+    per = max(1, size // n)
     return [(slice(c, c + 1), slice(p, min(p + per, hw)))
             for c in range(cp) for p in range(0, hw, per)]
 
@@ -43,7 +49,11 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
     prec = layer.proc_precision.code
     fp = layer.proc_precision == FP16
     nan_to_zero = bool(layer.nan_to_zero and fp)
-    shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w)
+    int_path = stages.int_path_applies(layer, prec)
+    # the integer layer path takes the X operands as read (int8/int16): no int64 copy of
+    # an operand per element
+    shaped = {name: tuple(stages.shaped_operand(values, mode, cp, h, w,
+                                                None if int_path and name != "y" else np.int64)
                           for values, mode in operands[name]) for name in ("x1", "x2", "y")}
     shaped["y"] = stages.convert_y_operands(layer, shaped["y"], prec, nan_to_zero)
     return stages.Datapath(
@@ -51,8 +61,7 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
         fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
         le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
         tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)),
-        int_operands=(stages.int_operands(layer, shaped)
-                      if stages.int_path_applies(layer, prec) else None))
+        int_operands=stages.int_operands(layer, shaped) if int_path else None)
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
@@ -66,7 +75,8 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         out[:, block[0], block[1]] = words  # the low 8 or 16 bits: the element
         return counts
 
-    blocks = _blocks(n, cp, h * w)
+    parallel = cube.size >= PARALLEL_MIN and jit.cores() > 1  # one core: fewer, larger blocks
+    blocks = _blocks(n, cp, h * w, min(BLOCK, cube.size // SHARES) if parallel else BLOCK)
     if len(blocks) == 1:  # a small cube: one block, in this thread
         counts = run(blocks[0])
     else:
@@ -76,8 +86,10 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
             for i in range(start, stop):
                 parts[i] = run(blocks[i])
 
-        small = cube.size < PARALLEL_MIN  # one thread runs the whole cube
-        run_split(run_blocks, len(blocks), min_chunk=len(blocks) if small else 1)
+        if parallel:
+            run_split(run_blocks, len(blocks), pieces=len(blocks))
+        else:
+            run_blocks(0, len(blocks))
         counts = np.sum(parts, axis=0)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts.tolist(), strict=True)}
     stats["unequal"] = bool(stats["unequal"])

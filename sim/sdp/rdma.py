@@ -57,7 +57,8 @@ def stream_layout(geometry: dict):
 
 
 def _stream(ctx, layer, dma, cp: int, fetched=None) -> np.ndarray:
-    """The DMA's components: (components, Cp, 1, 1) per channel, (components, Cp, H, W).
+    """The DMA's components: (components, Cp, 1, 1) per channel, (components, Cp, H, W),
+    int8/int16 as read (:mod:`sim.sdp.pipeline` widens what its path needs widened).
 
     ``fetched``: the bytes the RDMA layer read when it started
     (:class:`sim.sdp.fetch.Fetched`), or None to read the memory as it is now.
@@ -68,7 +69,7 @@ def _stream(ctx, layer, dma, cp: int, fetched=None) -> np.ndarray:
         mem = fetched.view(mem)
     geometry = stream_geometry(dma, layer.proc_precision, cp, layer.height, layer.width,
                                ctx.config.atom_bytes)
-    return read_sdp_operand(mem, dma.address, what=what, **geometry)
+    return read_sdp_operand(mem, dma.address, what=what, narrow=True, **geometry)
 
 
 def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int, fetched=None):

@@ -38,13 +38,15 @@ COUNTERS = ("saturation", "nan_out", "nan_in", "inf_in", "unequal", "lut_uflow",
             "lut_hybrid", "lut_le_hit", "lut_lo_hit")
 
 
-def shaped_operand(values: np.ndarray, mode: int, cp: int, h: int, w: int) -> np.ndarray:
-    """An operand stream as an array that broadcasts against an (N, Cp, H*W) cube."""
+def shaped_operand(values: np.ndarray, mode: int, cp: int, h: int, w: int,
+                   dtype=np.int64) -> np.ndarray:
+    """An operand stream as an array that broadcasts against an (N, Cp, H*W) cube: int64,
+    or (``dtype`` None) memory operands in their int8/int16 dtype."""
     if mode == OP_REGISTER:
         return np.asarray(values[0], np.int64)
     if mode == OP_CHANNEL:
-        return np.asarray(values[:cp], np.int64).reshape(1, cp, 1)
-    return np.asarray(values[: cp * h * w], np.int64).reshape(1, cp, h * w)
+        return np.asarray(values[:cp], dtype).reshape(1, cp, 1)
+    return np.asarray(values[: cp * h * w], dtype).reshape(1, cp, h * w)
 
 
 @dataclass

@@ -108,3 +108,115 @@ def test_the_product_types_each_case_picks():
         picked.append((dtype, len(chunks) > 1))
     assert picked == [(np.float32, False), (np.float32, True), (np.float64, False),
                       (np.float64, False)]
+
+
+def test_kernel_abs_sums_of_the_most_negative_weights():
+    """|-128| and |-32768| are summed as 128 and 32768 (np.abs wraps them to themselves)."""
+    w8 = np.array([[-128, -128, 127, 0], [-1, 2, -3, 4]], np.int8)
+    assert mac_int.kernel_abs_sums(w8).tolist() == [383, 10]
+    w16 = np.array([[-32768, 32767, -32768]], np.int16)
+    assert mac_int.kernel_abs_sums(w16).tolist() == [98303]
+    assert mac_int.kernel_abs_sums(np.array([[-5, 7]])).tolist() == [12]
+
+
+CACC_CASES = [  # (C, H, W, K, R, S, stride, clip_truncate, data range, weights range)
+    (16, 40, 40, 6, 3, 3, 1, 0, 128, 128),  # float32 products cast to int32 by the threads
+    (16, 40, 40, 6, 3, 3, 1, 3, 128, 128),  # truncated: the int64 sums rounded
+    (300, 40, 40, 6, 3, 3, 1, 0, 128, 128),  # float32 chunks: sums past 2**24
+    (16, 5, 5, 70, 1, 1, 1, 0, 128, 128),  # few pixels: the kernels shared
+    (8, 9, 9, 3, 3, 3, 1, 20, 32768, 32768),  # int16: saturates int32 unless truncated
+    (8, 9, 9, 3, 3, 3, 1, 0, 32768, 32768),  # int16: saturated values counted
+]
+
+
+@pytest.mark.parametrize("prep", [False, True], ids=["", "prep"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("case", CACC_CASES,
+                         ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
+def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch):
+    """conv_cacc gives what cacc_round_int32 makes of conv_sum's exact sums: values,
+    dtype int32 and saturation count, whichever path and split it takes, with the
+    weights' WeightPrep made ahead or not."""
+    from sim.num.mac import cacc_round_int32
+
+    monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
+    monkeypatch.setattr(mac_int, "ROW_SPLIT_PIXELS", 16)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    c, h, w, k, r, s, stride, truncate, xr, wr = case
+    rng = np.random.default_rng(c * h + k + truncate)
+    dtype = np.int8 if xr == 128 else np.int16
+    cube = rng.integers(-xr, xr, (1, c, h, w)).astype(dtype)
+    weights = rng.integers(-wr, wr, (k, c, r, s)).astype(dtype)
+    if xr == 128 and c == 300:  # large terms, so that the sums pass 2**24
+        cube[:] = np.where(cube < 0, -128, 127)
+        weights[:] = np.where(weights < 0, -128, 127)
+    layer = _layer(h, w, r, s, stride, 1, 1, pad_value=0, element_bytes=dtype().itemsize)
+    layer.clip_truncate = truncate
+    want, want_sat = cacc_round_int32(conv_sum(cube, weights, layer), truncate)
+    made = mac_int.WeightPrep(weights) if prep else None
+    got, sat = mac_int.conv_cacc(cube, weights, layer, made)
+    assert got.dtype == np.int32 and np.array_equal(got, want) and sat == want_sat
+    if case[-3:] == (0, 32768, 32768):
+        assert sat > 0
+
+
+def test_the_paths_each_cacc_case_takes():
+    """The cases above reach what they are named after: the int32 cast (float32 whole,
+    no truncation), the chunks, and a row split for many pixels only."""
+    picked = []
+    for c, h, w, k, r, s, stride, truncate, xr, wr in CACC_CASES[:4]:
+        layer = _layer(h, w, r, s, stride, 1)
+        big = 127 if c == 300 else wr - 1
+        dtype, chunks = sum_types(np.full((k, c * r * s), big), xr,
+                                  layer.out_height * layer.out_width)
+        picked.append((dtype, len(chunks) > 1, truncate))
+    assert picked == [(np.float32, False, 0), (np.float32, False, 3), (np.float32, True, 0),
+                      (np.float32, False, 0)]
+
+
+def test_chunked_sums_past_int32_are_saturated_not_cast(monkeypatch):
+    """float32 chunks bound each chunk, not the sum: sums past 2**31 (15000 channels of
+    -128 * -128 at the centre pixel) must go through CACC's saturation."""
+    monkeypatch.setattr(mac_int, "MIN_CHUNK_PIXELS", 1)
+    monkeypatch.setattr(mac_int, "MIN_CHUNK_ROWS", 1)
+    c = 15000
+    cube = np.full((1, c, 3, 3), -128, np.int8)
+    weights = np.full((1, c, 3, 3), -128, np.int8)
+    layer = _layer(3, 3, 3, 3, 1, 1)
+    layer.clip_truncate = 0
+    dtype, chunks = sum_types(weights.reshape(1, -1), 128, 9)
+    assert dtype is np.float32 and len(chunks) > 1
+    got, sat = mac_int.conv_cacc(cube, weights, layer)
+    assert got[0, 0, 1, 1] == (1 << 31) - 1 and sat == 1
+
+
+def test_weight_prep_sums_what_sum_types_would():
+    """WeightPrep's magnitude and largest |w| sum (made ahead, or when first asked) are
+    sum_types' own; its float32 matrix is the weights'."""
+    rng = np.random.default_rng(11)
+    for dtype, k, crs in ((np.int8, 5, 40), (np.int8, 7, 3000), (np.int16, 3, 50)):
+        info = np.iinfo(dtype)
+        weights = rng.integers(info.min, info.max + 1, (k, crs, 1, 1)).astype(dtype)
+        weights[0, 0] = info.min
+        prep = mac_int.WeightPrep(weights)
+        wmat = weights.reshape(k, -1)
+        assert prep.magnitude == magnitude(wmat)
+        assert prep.abs_sum_max == int(mac_int.kernel_abs_sums(wmat).max())
+        for xmax in (1, 127, 128, 3000):
+            assert sum_types(wmat, xmax, 4096, prep) == sum_types(wmat, xmax, 4096)
+        if dtype == np.int8:
+            assert np.array_equal(prep.float32, wmat.astype(np.float32))
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_a_layer_reading_no_pad_element_sums_its_cube_uncopied(stride):
+    """1x1 kernels without padding (most of ResNet's layers) read the cube itself."""
+    rng = np.random.default_rng(stride)
+    cube = rng.integers(-128, 128, (1, 24, 9, 9)).astype(np.int8)
+    weights = rng.integers(-128, 128, (6, 24, 1, 1)).astype(np.int8)
+    layer = _layer(9, 9, 1, 1, stride, 0, pad_value=77)
+    assert padded_input(cube, layer, 77)[0] is cube
+    _check(cube, weights, layer)
+    layer.clip_truncate = 0
+    got, _ = mac_int.conv_cacc(cube, weights, layer)
+    assert np.array_equal(got, conv_sum(cube, weights, layer))

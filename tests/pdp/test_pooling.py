@@ -5,6 +5,7 @@ import zlib
 import numpy as np
 import pytest
 
+from sim.pdp import pooling
 from sim.pdp.pooling import AVERAGE, FP16, INT8, INT16, MAX, MIN, PoolConfig, pool_split
 
 from .reference import fp17, out_size, pool_float, pool_int
@@ -166,3 +167,52 @@ def test_pad_counts_are_the_windows_padding_at_its_last_real_element(k, n):
                 assert _pad_counts(i, ki, k, n) == want, (start, i)
             lows, highs = _pad_counts_array(np.array([i]), ki, k, n)
             assert (int(lows[0]), int(highs[0])) == want, (start, i)
+
+
+EXTREME_CASES = [  # precision, method, kernel (w, h), stride (w, h), pads (l, r, t, b)
+    (INT8, "max", (3, 3), (2, 2), (1, 1, 1, 1)),
+    (INT8, "min", (2, 4), (1, 3), (0, 1, 2, 0)),
+    (INT8, "max", (8, 8), (8, 8), (7, 7, 7, 7)),  # windows of one real element
+    (INT8, "max", (3, 2), (5, 1), (0, 4, 1, 1)),  # stride past the kernel: elements skipped
+    (INT16, "min", (5, 1), (3, 1), (2, 2, 0, 0)),
+    (INT16, "max", (1, 1), (1, 1), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("prec, method, k, s, pads", EXTREME_CASES)
+def test_max_min_in_the_element_dtype_match_the_int64_pass(prec, method, k, s, pads):
+    """Max/min pooling of int8/int16 elements stays in their dtype (padding as the dtype's
+    extreme): the same values as the int64 pass, -128/-32768 and 127/32767 included."""
+    rng = np.random.default_rng(zlib.crc32(repr((prec, method, k, s, pads)).encode()))
+    dtype = np.int8 if prec == INT8 else np.int16
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max + 1, size=(4, 10, 13)).astype(dtype)
+    x[0] = info.min
+    x[1] = info.max
+    kw, kh = k
+    cfg = PoolConfig(precision=prec, method=METHOD[method], kernel_width=kw, kernel_height=kh,
+                     stride_width=s[0], stride_height=s[1], pad_top=pads[2], pad_bottom=pads[3],
+                     pad_values=(0,) * 7, recip_width=0x10000, recip_height=0x10000)
+    wout = out_size(13, kw, s[0], pads[0], pads[1])
+    hout = out_size(10, kh, s[1], pads[2], pads[3])
+    assert pooling._extreme_int(x, cfg, pads[0], wout, hout) is not None  # the narrow path
+    narrow = np.zeros((4, hout, wout), dtype=np.int64)
+    pool_split(x, narrow, 0, wout, cfg, pads[0])
+    assert np.array_equal(narrow, run(x, prec, method, k, s, pads))
+    assert np.array_equal(narrow, pool_int(x.astype(np.int64), k, s, pads, method, 0,
+                                           (0x10000, 0x10000), bits=8 if prec == INT8 else 16))
+
+
+def test_max_with_a_window_of_padding_only_takes_the_int64_pass():
+    """A window past the input (padding only) gets the int64 pass's fill, not the dtype's
+    minimum: the narrow path declines it."""
+    x = np.full((1, 2, 2), 5, np.int8)
+    cfg = PoolConfig(precision=INT8, method=MAX, kernel_width=2, kernel_height=1,
+                     stride_width=2, stride_height=1, pad_top=0, pad_bottom=0,
+                     pad_values=(0,) * 7, recip_width=0x10000, recip_height=0x10000)
+    assert pooling._extreme_int(x, cfg, 0, 2, 2) is None
+    narrow = np.zeros((1, 2, 2), dtype=np.int64)
+    pool_split(x, narrow, 0, 2, cfg, 0)
+    wide = np.zeros((1, 2, 2), dtype=np.int64)
+    pool_split(x.astype(np.int64), wide, 0, 2, cfg, 0)
+    assert np.array_equal(narrow, wide)

@@ -235,3 +235,22 @@ def test_window_is_where_the_output_stops_changing():
             continue
         assert value(a) == first and (a == num_sdp.INT32_MAX or value(a + 1) != first)
         assert value(b) == last and (b == num_sdp.INT32_MIN or value(b - 1) != last)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("alu_shift", [0, 1, 15, 16, 31])
+def test_x_operands_as_read_match_their_int64_values(dtype, alu_shift):
+    """Memory operands reach the layer path as read (int8/int16, an operand per element
+    is as large as the cube): the values and bounds it applies are those of the int64
+    operands, the extremes and the shifts included; unshifted, no wider copy is made."""
+    info = np.iinfo(dtype)
+    values = np.array([info.min, -1, 0, 1, info.max, 7], dtype)
+    narrow = num_sdp.x_int_operands(values, values[::-1].copy(), alu_shift)
+    wide = num_sdp.x_int_operands(values.astype(np.int64), values[::-1].astype(np.int64),
+                                  alu_shift)
+    for (got, got_bounds), (want, want_bounds) in zip(narrow, wide, strict=True):
+        np.testing.assert_array_equal(got.astype(np.int64), want)
+        assert got_bounds == want_bounds
+    assert narrow[1][0].dtype == dtype
+    if not alu_shift:
+        assert narrow[0][0].dtype == dtype
