@@ -26,7 +26,7 @@ from ..memfiles import (
     read_record_file,
     write_memory_file,
 )
-from .cfg import parse_cfg
+from .cfg import bare_where, parse_bare, parse_cfg
 from .ops import (
     CheckCrc,
     DumpMem,
@@ -208,18 +208,31 @@ class TracePlayer:
 
     # -- execution ------------------------------------------------------------
     def play(self) -> None:
-        if self.trace_file.suffix == ".txn":
-            ops = parse_txn(self.trace_file)
-        else:
-            ops = parse_cfg(self.trace_file)
         handlers: dict[str, object] = {}  # op.cmd -> its _op_<cmd> method
         before_op = self.before_op
         # most of a trace is register writes: they go to the machine without a handler's
-        # call, unless the handler is not this class's own (a subclass's, a test's patch)
+        # call, unless the handler is not this class's own (a subclass's, a test's patch);
+        # then a .cfg's plain ones are not even made into ops (parse_bare), unless someone
+        # is told of each op
         write_reg = None
         if getattr(self._op_reg_write, "__func__", None) is TracePlayer._op_reg_write:
             write_reg = self.machine.write_reg
+        if self.trace_file.suffix == ".txn":
+            ops = parse_txn(self.trace_file)
+        elif write_reg is not None and before_op is None:
+            ops = parse_bare(self.trace_file)
+        else:
+            ops = parse_cfg(self.trace_file)
         for op in ops:
+            if type(op) is tuple:  # a BareWrite: (register, value, line)
+                try:
+                    write_reg(op[0], op[1])
+                except NotImplementedFeature:
+                    raise
+                except ReportedError as exc:
+                    exc.locate(bare_where(self.trace_file, op))
+                    raise
+                continue
             if before_op is not None:
                 before_op(op)
             cmd = op.cmd
