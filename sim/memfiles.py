@@ -109,7 +109,8 @@ class RecordFile:
 def read_record_file(path: str | Path) -> RecordFile:
     """The runs and extent of a record ``.dat`` file (:func:`read_record_dat`'s records,
     joined without making an object per record)."""
-    parsed = _parse_record_dat(Path(path))
+    # Path(a Path) parses it again: a few microseconds a file
+    parsed = _parse_record_dat(path if isinstance(path, Path) else Path(path))
     if isinstance(parsed, list):
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed

@@ -94,9 +94,10 @@ def find_trace_file(path: Path) -> Path:
             return path
         if not path.is_dir():
             raise SimError(f"{path}: no such trace file or folder") from None
-    txn = path / "input.txn"
-    if (names is None or "input.txn" in names) and txn.is_file():
-        return txn
+    if names is None or "input.txn" in names:
+        txn = path / "input.txn"
+        if txn.is_file():
+            return txn
     if names is None:
         cfgs = sorted(path.glob("*.cfg"))
     else:
@@ -383,7 +384,7 @@ def run_trace(
 ) -> TraceResult:
     """Run one trace; never raises for trace problems (they become the result)."""
     start = time.perf_counter()
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     display = name or path.name
     cfg_name = config or "?"
     try:
