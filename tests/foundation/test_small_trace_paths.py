@@ -116,6 +116,13 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
     "{offset:0x4, size:2, payload:0x05 0x06} ,\n",
     "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x   0x04} ,\n"
     "{offset:0x4, size:2, payload:0x05 0x06} ,\n",
+    # a line not starting "{offset:0x": first, middle, last, and a last line too short
+    "{offset:0X0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n {offset:0x1, size:1, payload:0x02} ,\n"
+    "{offset:0x2, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
+    "{Offset:0x2, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{o} ,\n",
 ])
 def test_record_files_by_hand_decode_as_record_by_record(tmp_path, text):
     fast, plain = _array_and_plain(tmp_path, ("{\n" + text + "}\n").encode())
