@@ -230,7 +230,12 @@ class Machine:
         return self.regfile.read_depends(reg)
 
     def read_reg(self, reg: str | int) -> int:
-        r = self._reg(reg)
+        """CSB read by name or byte address."""
+        return self.read_register(self._reg(reg))
+
+    def read_register(self, r) -> int:
+        """CSB read of a register already looked up (``RegisterFile.register``): a poll
+        reads one register many times."""
         for engine in self._read_hooks.get(r.unit, ()):
             value = engine.on_read(self, r)
             if value is not None:

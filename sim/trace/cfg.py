@@ -137,7 +137,7 @@ def _parse_text(text: str, source: str, comments: bool, bare: bool = False) -> l
             else:
                 append(PollReg(reg, ALL_BITS, value, where=f"{source}:{lineno}"))
             continue
-        if not raw:
+        if not raw or (raw[:2] == "//" and not comments):  # nothing to do (_parse_line's)
             continue
         quick = quick_match(raw)
         if quick is not None:  # a reg_write with spaces or a note, parsed as _convert would

@@ -276,14 +276,14 @@ class TracePlayer:
     def _op_poll_reg(self, op: PollReg) -> None:
         mask, want = op.mask, op.value
         r = self._register(op, op.reg)
-        addr = self.machine.regfile.address_of(r)
+        read = self.machine.read_register
 
         def matches():
-            return self.machine.read_reg(addr) & mask == want & mask
+            return read(r) & mask == want & mask
 
         failure = None
         if not self._advance_until(matches):
-            got = self.machine.read_reg(addr) & mask
+            got = read(r) & mask
             failure = (f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
                        f"expected {want & mask:#x}")
         self._judge(Check(op, failure))

@@ -203,6 +203,14 @@ def test_cfg_text_parses_as_line_by_line(seed):
         comments = rng.random() < 0.5
         assert _outcome(_whole_text, text, comments) == \
             _outcome(_line_by_line, text, comments), repr(text)
+        if not comments:  # the player's form: plain writes as tuples, made ops here
+            assert _outcome(_bare, text, comments) == _outcome(_whole_text, text, comments)
+
+
+def _bare(text: str, comments: bool):
+    assert not comments
+    return [cfg.RegWrite(op[0], op[1], where=f"t.cfg:{op[2]}") if type(op) is tuple else op
+            for op in cfg._parse_text(text, "t.cfg", False, bare=True)]
 
 
 # -- input.txn ---------------------------------------------------------------------------------
