@@ -189,10 +189,10 @@ _OFFSET_ROW = np.frombuffer(_OFFSET_HEAD, np.uint8)
 def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """(offsets, sizes, the payloads joined) of a record file in the layout gen and
     NVIDIA's tools write: a ``{`` line, one ``{offset:0xHEX, size:N, payload:0xHH ..} ,``
-    line per record, a ``}`` line.  Every record line but the last is checked and decoded
-    as a row of one array (:func:`_record_rows`: records of one size), the last alone
-    (it may be shorter); None for anything else (the general parse then reads it, and
-    names the line of a fault)."""
+    line per record, a ``}`` line.  Every record line is checked and decoded as a row of
+    one array (:func:`_record_rows`: records of one size), but a last one of another size
+    (a shorter last record), read alone; None for anything else (the general parse then
+    reads it, and names the line of a fault)."""
     if raw.endswith(b"\n}\n"):
         stop = len(raw) - 2  # just past the newline ending the last record line
     elif raw.endswith(b"\n}"):
@@ -209,6 +209,11 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
             _rows_at(raw, starts, len(_OFFSET_HEAD)) == _OFFSET_ROW).all():
         return None  # a line not starting "{offset:0x" (compared in one pass: bytes.count
         # of a long file's line heads took a third of its parse)
+    if len(ends) > 1 and _size_text(raw, 2, int(ends[0])) == _size_text(
+            raw, int(ends[-2]), int(ends[-1])):
+        rows = _record_rows(raw, ends)  # the last record is as long as the first: one more row
+        if rows is not None:
+            return rows
     last = _record_line(raw, int(ends[-2]) if len(ends) > 1 else 2, int(ends[-1]))
     if last is None:
         return None
@@ -220,6 +225,11 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
         return None
     offsets, sizes, data = rows
     return np.append(offsets, offset), np.append(sizes, size), data + payload
+
+
+def _size_text(raw: bytes, start: int, end: int) -> bytes:
+    """The ``, size:N`` of the record line ``raw[start:end]`` (or what stands there)."""
+    return raw[raw.find(b", size:", start, end):raw.find(b", payload:", start, end)]
 
 
 def _record_line(raw: bytes, start: int, end: int) -> tuple[int, int, bytes] | None:

@@ -123,6 +123,14 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
     "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
     "{Offset:0x2, size:1, payload:0x03} ,\n",
     "{offset:0x0, size:1, payload:0x01} ,\n{o} ,\n",
+    # a last line of the first's size read as one more row: faulty, or with longer offsets
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0xZ4} ,\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04},\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03} ,\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04 0x05} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x123456789abcd, size:1, payload:0x02} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
+    "{offset:0x2, size:12, payload:0x03} ,\n",
 ])
 def test_record_files_by_hand_decode_as_record_by_record(tmp_path, text):
     fast, plain = _array_and_plain(tmp_path, ("{\n" + text + "}\n").encode())
