@@ -96,11 +96,3 @@ def test_done_bits_are_the_status_fields(config):
         with pytest.raises(KeyError):
             m.raise_interrupt("NOSUCH", 0)
 
-
-def test_engines_with_nothing_launched_run_in_registry_order():
-    m = Machine("nv_full")
-    assert list(m._by_launch_order()) == m.engines
-    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
-    order = list(m._by_launch_order())
-    owners = [e for e in m.engines if "NVDLA_PDP" in e.units]  # the launched unit's first
-    assert order == owners + [e for e in m.engines if e not in owners]

@@ -108,3 +108,12 @@ def test_each_register_file_starts_from_its_own_reset_words(config):
     assert "D_OP_ENABLE_0" in groups and "S_POINTER_0" in groups
     with pytest.raises(KeyError):
         second.single["NOT_A_UNIT"]
+
+
+def test_engines_with_nothing_launched_run_in_registry_order():
+    m = Machine("nv_full")
+    assert list(m._by_launch_order()) == m.engines
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    order = list(m._by_launch_order())
+    owners = [e for e in m.engines if "NVDLA_PDP" in e.units]  # the launched unit's first
+    assert order == owners + [e for e in m.engines if e not in owners]
