@@ -130,6 +130,10 @@ class Machine:
         self.register_listeners = RegisterListeners()  # told of every CSB write
         # the list behind it: its truth is the test every write makes (a list's is free)
         self._register_listening = self.register_listeners.items_view()
+        self._intr_status = self._glb("S_INTR_STATUS_0")
+        # (source, group) -> its done bit in S_INTR_STATUS_0, shared by every machine of
+        # this register map (every layer raises one, every intr_notify waits for and clears one)
+        self._intr_bits: dict = self.regfile.regmap.memo("interrupt bits")
         self._init_hw_status()
 
     # -- memory ---------------------------------------------------------------
@@ -226,7 +230,12 @@ class Machine:
         return self.regfile.read_depends(reg)
 
     def read_reg(self, reg: str | int) -> int:
-        r = self._reg(reg)
+        """CSB read by name or byte address."""
+        return self.read_register(self._reg(reg))
+
+    def read_register(self, r) -> int:
+        """CSB read of a register already looked up (``RegisterFile.register``): a poll
+        reads one register many times."""
         for engine in self._read_hooks.get(r.unit, ()):
             value = engine.on_read(self, r)
             if value is not None:
@@ -246,17 +255,23 @@ class Machine:
         return self.regfile.register(f"{GLB}.{name}")
 
     def _raise_bits(self, bits: int) -> None:
-        reg = self._glb("S_INTR_STATUS_0")
+        reg = self._intr_status
         self.regfile.poke(reg, self.regfile.peek(reg) | bits)
+
+    def _done_bit(self, source: str, group: int) -> int:
+        """The bit of ``<source>_DONE_STATUS<group>`` in S_INTR_STATUS_0 (KeyError: none)."""
+        bit = self._intr_bits.get((source, group))
+        if bit is None:
+            f = self._intr_status.field(f"{source}_DONE_STATUS{group}")
+            bit = self._intr_bits[source, group] = 1 << f.lsb
+        return bit
 
     def raise_interrupt(self, source: str, group: int) -> None:
         """Set ``<source>_DONE_STATUS<group>`` (source: SDP, CDP, PDP, BDMA, ...)."""
-        reg = self._glb("S_INTR_STATUS_0")
-        f = reg.field(f"{source}_DONE_STATUS{group}")
-        self._raise_bits(1 << f.lsb)
+        self._raise_bits(self._done_bit(source, group))
 
     def interrupt_status(self) -> int:
-        return self.regfile.peek(self._glb("S_INTR_STATUS_0"))
+        return self.regfile.peek(self._intr_status)
 
     def interrupt_pending(self) -> bool:
         """The interrupt line: a status bit that is not masked."""
@@ -265,32 +280,32 @@ class Machine:
 
     def interrupt_sources(self) -> tuple[str, ...]:
         """Interrupt sources of ``S_INTR_STATUS_0`` (SDP, CDMA_DAT, CACC, ...), as named there."""
-        fields = self._glb("S_INTR_STATUS_0").fields
-        names = (f.name.rpartition("_DONE_STATUS")[0] for f in fields)
-        return tuple(dict.fromkeys(n for n in names if n))
+        memo = self.regfile.regmap.memo("interrupt sources")  # one answer per register map
+        if not memo:
+            names = (f.name.rpartition("_DONE_STATUS")[0] for f in self._intr_status.fields)
+            memo["sources"] = tuple(dict.fromkeys(n for n in names if n))
+        return memo["sources"]
 
     def done_interrupts(self, bits: int) -> list[tuple[str, int, int]]:
         """(source, group, bit) of each done bit set in ``bits`` (an S_INTR_STATUS word),
         in the register's field order."""
         found = []
-        for f in self._glb("S_INTR_STATUS_0").fields:
+        for f in self._intr_status.fields:
             source, _, group = f.name.rpartition("_DONE_STATUS")
             if source and bits >> f.lsb & 1:
                 found.append((source, int(group), f.lsb))
         return found
 
     def interrupt_set(self, source: str, group: int) -> bool:
-        f = self._glb("S_INTR_STATUS_0").field(f"{source}_DONE_STATUS{group}")
-        return bool(self.interrupt_status() >> f.lsb & 1)
+        return bool(self.interrupt_status() & self._done_bit(source, group))
 
     def clear_interrupt(self, source: str, group: int) -> None:
-        reg = self._glb("S_INTR_STATUS_0")
-        f = reg.field(f"{source}_DONE_STATUS{group}")
-        self.regfile.poke(reg, self.regfile.peek(reg) & ~(1 << f.lsb))
+        reg = self._intr_status
+        self.regfile.poke(reg, self.regfile.peek(reg) & ~self._done_bit(source, group))
 
     def clear_interrupts(self) -> None:
         """Clear every status bit that is not masked (what a handler saw, it clears)."""
-        reg = self._glb("S_INTR_STATUS_0")
+        reg = self._intr_status
         mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
         self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
@@ -350,6 +365,9 @@ class Machine:
                 mem.end_layer()
 
     def _by_launch_order(self):
+        if not self._launches:  # every engine ranks last: the registry's order
+            return self.engines
+
         def rank(engine):
             positions = [i for i, u in enumerate(self._launches) if u in engine.units]
             return positions[-1] if positions else len(self._launches)

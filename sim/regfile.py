@@ -143,6 +143,23 @@ def _field_plan(regmap, unit: str, address_map: str) -> tuple:
     return plan
 
 
+class _ResetCopies(dict):
+    """unit -> a copy of its reset words (``groups`` copies in a list, if not 0), made the
+    first time the unit is looked up with ``[]``: ``in`` and iteration see only those."""
+
+    __slots__ = ("_reset", "_groups")
+
+    def __init__(self, reset: dict[str, dict[str, int]], groups: int):
+        super().__init__()
+        self._reset, self._groups = reset, groups
+
+    def __missing__(self, unit: str):
+        words = self._reset[unit]  # KeyError: no such unit (on this map)
+        copy = [words.copy() for _ in range(self._groups)] if self._groups else words.copy()
+        self[unit] = copy
+        return copy
+
+
 class RegisterFile:
     def __init__(self, address_map: str, regmap=None):
         self.regmap = regmap or regtable.load()
@@ -157,9 +174,10 @@ class RegisterFile:
             layout["grouped"] = {name: words for name in units
                                  if (words := self.regmap.reset_words(name, double_buffered=True))}
         self.units = dict(layout["units"])
-        self.single: dict[str, dict[str, int]] = {
-            name: words.copy() for name, words in layout["single"].items()}
-        self.grouped: dict[str, list[dict[str, int]]] = {}
+        # unit -> its words (double-buffered: a dict per group), copied from its reset words
+        # when first used: a trace uses a few of the map's units
+        self.single: dict[str, dict[str, int]] = _ResetCopies(layout["single"], 0)
+        self.grouped: dict[str, list[dict[str, int]]] = _ResetCopies(layout["grouped"], 2)
         self.producer: dict[str, int] = {}
         self.consumer: dict[str, int] = {}
         self.armed: dict[str, list[bool]] = {}
@@ -167,8 +185,7 @@ class RegisterFile:
         self._blocks: dict[str, dict[int, Block]] = {}
         # (unit, register) -> write plan, shared by every register file of this map
         self._plans: dict[tuple[str, str], tuple] = self.regmap.memo(("write plans", address_map))
-        for name, words in layout["grouped"].items():
-            self.grouped[name] = [words.copy(), words.copy()]
+        for name in layout["grouped"]:
             self.producer[name] = self.consumer[name] = 0
             self.armed[name] = [False, False]
 
@@ -286,7 +303,7 @@ class RegisterFile:
         block = blocks.get(group)
         if block is None:
             words = dict(self.single[unit])
-            if unit in self.grouped:
+            if unit in self.producer:  # a unit with register groups
                 words.update(self.grouped[unit][group])
             block = blocks[group] = Block(unit, group, words, self.regmap, self.address_map)
         return block

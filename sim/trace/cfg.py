@@ -91,8 +91,9 @@ def _split_args(text: str) -> list[str]:
 
 # every line of a text, in order: the usual line (a plain reg_write or poll_reg_equal, as
 # gen and NVIDIA's tools write them) as (command, name, value, ""), any other line as
-# ("", "", "", line); one findall splits and matches a whole trace
-_LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*), (\w+)\);|(.*))$",
+# ("", "", "", line); one findall splits and matches a whole trace (possessive: a name or
+# value never gives back a character, which spares the matcher a fifth of its time)
+_LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*+), (\w++)\);$|(.*)$)",
                     re.M | re.A)
 # line breaks str.splitlines honours besides "\n": a text holding one is split by it
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
@@ -117,19 +118,27 @@ def _register_value(text: str, where: str) -> int:
     return parse_int(text, where, "register value", 32)  # raises: not a number, too wide
 
 
-def _parse_text(text: str, source: str, comments: bool) -> list[Op]:
-    ops: list[Op] = []
+def _parse_text(text: str, source: str, comments: bool, bare: bool = False) -> list:
+    """The ops of a trace's text; with ``bare``, each plain reg_write line (no spaces, no
+    note: most of a trace) as a :data:`BareWrite` tuple instead of a RegWrite."""
+    ops: list = []
     append = ops.append
     quick_match = _REG_WRITE.match
     for lineno, (cmd, reg, text_value, raw) in enumerate(_numbered_lines(text), 1):
         if cmd:  # name and value are what _REG_WRITE's groups would be
-            where = f"{source}:{lineno}"
+            try:  # _register_value's common case inline: no "file:line" made for it
+                value = int(text_value, 0)
+            except ValueError:
+                value = -1
+            if value < 0 or value >> 32:
+                value = _register_value(text_value, f"{source}:{lineno}")
             if cmd == "reg_write":
-                append(reg_write_op(reg, _register_value(text_value, where), where, ""))
+                append((reg, value, lineno) if bare
+                       else reg_write_op(reg, value, f"{source}:{lineno}", ""))
             else:
-                append(PollReg(reg, ALL_BITS, _register_value(text_value, where), where=where))
+                append(PollReg(reg, ALL_BITS, value, where=f"{source}:{lineno}"))
             continue
-        if not raw:
+        if not raw or (raw[:2] == "//" and not comments):  # nothing to do (_parse_line's)
             continue
         quick = quick_match(raw)
         if quick is not None:  # a reg_write with spaces or a note, parsed as _convert would
@@ -167,6 +176,23 @@ def _parse_line(where: str, raw: str, comments: bool) -> Op | None:
 def parse_cfg(path: str | Path, comments: bool = False) -> list[Op]:
     """The ops of the ``.cfg`` trace at ``path`` (whole-line comments too if ``comments``)."""
     return _parse_text(read_trace(path), str(path), comments)
+
+
+# A plain reg_write line as parse_bare gives it: (register name, value, line number).
+BareWrite = tuple[str, int, int]
+
+
+def parse_bare(path: str | Path) -> list[Op | BareWrite]:
+    """:func:`parse_cfg`'s ops, but each plain ``reg_write(NAME, VALUE);`` line as a
+    :data:`BareWrite` tuple: the trace player writes those straight to the machine (most
+    of a small trace's lines; an op object each cost more than the write itself) and
+    names ``<path>:<line>`` (:func:`bare_where`) only when one fails."""
+    return _parse_text(read_trace(path), str(path), False, bare=True)
+
+
+def bare_where(path: str | Path, write: BareWrite) -> str:
+    """The ``where`` the RegWrite of a :data:`BareWrite` of the trace at ``path`` has."""
+    return f"{path}:{write[2]}"
 
 
 def parse(text: str, source: str = "<cfg>", comments: bool = False) -> list[Op]:

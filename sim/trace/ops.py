@@ -237,7 +237,7 @@ def numbered_text(text: str, source: str) -> Iterator[tuple[str, str]]:
 
 def read_trace(path: str | Path) -> str:
     """The text of a trace file (undecodable bytes replaced); SimError naming it if unreadable."""
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         return path.read_text(errors="replace")
     except OSError as exc:

@@ -26,7 +26,7 @@ from ..memfiles import (
     read_record_file,
     write_memory_file,
 )
-from .cfg import parse_cfg
+from .cfg import bare_where, parse_bare, parse_cfg
 from .ops import (
     CheckCrc,
     DumpMem,
@@ -94,9 +94,10 @@ def find_trace_file(path: Path) -> Path:
             return path
         if not path.is_dir():
             raise SimError(f"{path}: no such trace file or folder") from None
-    txn = path / "input.txn"
-    if (names is None or "input.txn" in names) and txn.is_file():
-        return txn
+    if names is None or "input.txn" in names:
+        txn = path / "input.txn"
+        if txn.is_file():
+            return txn
     if names is None:
         cfgs = sorted(path.glob("*.cfg"))
     else:
@@ -208,18 +209,31 @@ class TracePlayer:
 
     # -- execution ------------------------------------------------------------
     def play(self) -> None:
-        if self.trace_file.suffix == ".txn":
-            ops = parse_txn(self.trace_file)
-        else:
-            ops = parse_cfg(self.trace_file)
         handlers: dict[str, object] = {}  # op.cmd -> its _op_<cmd> method
         before_op = self.before_op
         # most of a trace is register writes: they go to the machine without a handler's
-        # call, unless the handler is not this class's own (a subclass's, a test's patch)
+        # call, unless the handler is not this class's own (a subclass's, a test's patch);
+        # then a .cfg's plain ones are not even made into ops (parse_bare), unless someone
+        # is told of each op
         write_reg = None
         if getattr(self._op_reg_write, "__func__", None) is TracePlayer._op_reg_write:
             write_reg = self.machine.write_reg
+        if self.trace_file.suffix == ".txn":
+            ops = parse_txn(self.trace_file)
+        elif write_reg is not None and before_op is None:
+            ops = parse_bare(self.trace_file)
+        else:
+            ops = parse_cfg(self.trace_file)
         for op in ops:
+            if type(op) is tuple:  # a BareWrite: (register, value, line)
+                try:
+                    write_reg(op[0], op[1])
+                except NotImplementedFeature:
+                    raise
+                except ReportedError as exc:
+                    exc.locate(bare_where(self.trace_file, op))
+                    raise
+                continue
             if before_op is not None:
                 before_op(op)
             cmd = op.cmd
@@ -262,14 +276,14 @@ class TracePlayer:
     def _op_poll_reg(self, op: PollReg) -> None:
         mask, want = op.mask, op.value
         r = self._register(op, op.reg)
-        addr = self.machine.regfile.address_of(r)
+        read = self.machine.read_register
 
         def matches():
-            return self.machine.read_reg(addr) & mask == want & mask
+            return read(r) & mask == want & mask
 
         failure = None
         if not self._advance_until(matches):
-            got = self.machine.read_reg(addr) & mask
+            got = read(r) & mask
             failure = (f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
                        f"expected {want & mask:#x}")
         self._judge(Check(op, failure))
@@ -370,7 +384,7 @@ def run_trace(
 ) -> TraceResult:
     """Run one trace; never raises for trace problems (they become the result)."""
     start = time.perf_counter()
-    path = Path(path)
+    path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     display = name or path.name
     cfg_name = config or "?"
     try:

@@ -75,3 +75,24 @@ def test_every_name_in_the_shared_traces_resolves(shared_dir):
             continue
         source, _, group = name.upper().rpartition("_")
         assert source in known and group in ("0", "1"), name
+
+
+@pytest.mark.parametrize("config", ["nv_full", "nv_small"])
+def test_done_bits_are_the_status_fields(config):
+    """The machine's remembered done bits (shared by every machine of a register map) are
+    the S_INTR_STATUS_0 fields': raising, testing and clearing touch that bit alone."""
+    for _ in range(2):  # the second machine answers from what the first remembered
+        m = Machine(config)
+        reg = m.regfile.register("NVDLA_GLB.S_INTR_STATUS_0")
+        assert m.interrupt_sources() == tuple(dict.fromkeys(
+            f.name.rpartition("_DONE_STATUS")[0] for f in reg.fields if "_DONE_STATUS" in f.name))
+        for source in m.interrupt_sources():
+            for group in (0, 1):
+                bit = 1 << reg.field(f"{source}_DONE_STATUS{group}").lsb
+                m.raise_interrupt(source, group)
+                assert m.interrupt_status() == bit and m.interrupt_set(source, group)
+                m.clear_interrupt(source, group)
+                assert m.interrupt_status() == 0 and not m.interrupt_set(source, group)
+        with pytest.raises(KeyError):
+            m.raise_interrupt("NOSUCH", 0)
+

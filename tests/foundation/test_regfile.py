@@ -86,3 +86,34 @@ def test_register_address_depends_on_the_config_address_map():
     small.write_reg(0x903C, 6)
     assert full.read_reg("NVDLA_SDP.D_DATA_CUBE_WIDTH_0") == 5
     assert small.read_reg("NVDLA_SDP.D_DATA_CUBE_WIDTH_0") == 6
+
+
+@pytest.mark.parametrize("config", ["nv_full", "nv_small"])
+def test_each_register_file_starts_from_its_own_reset_words(config):
+    """A register file copies a unit's reset words when the unit is first used: every
+    register reads its reset value in a fresh file, whatever another file was written."""
+    from sim.regfile import RegisterFile
+
+    first = RegisterFile(Machine(config).config.address_map)
+    regs = [r for name in first.units for r in first.regmap.units[name].registers]
+    for r in regs:  # dirty every word of every group of the first file
+        for group in (0, 1) if r.double_buffered else (None,):
+            first.poke(r, 0xFFFFFFFF, group)
+    second = RegisterFile(first.address_map)
+    for r in regs:
+        for group in (0, 1) if r.double_buffered else (None,):
+            assert second.peek(r, group) == r.reset_value(), r.full_name
+            assert first.peek(r, group) == 0xFFFFFFFF
+    groups = second.snapshot("NVDLA_SDP", 1)._words
+    assert "D_OP_ENABLE_0" in groups and "S_POINTER_0" in groups
+    with pytest.raises(KeyError):
+        second.single["NOT_A_UNIT"]
+
+
+def test_engines_with_nothing_launched_run_in_registry_order():
+    m = Machine("nv_full")
+    assert list(m._by_launch_order()) == m.engines
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    order = list(m._by_launch_order())
+    owners = [e for e in m.engines if "NVDLA_PDP" in e.units]  # the launched unit's first
+    assert order == owners + [e for e in m.engines if e not in owners]

@@ -116,6 +116,21 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
     "{offset:0x4, size:2, payload:0x05 0x06} ,\n",
     "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x   0x04} ,\n"
     "{offset:0x4, size:2, payload:0x05 0x06} ,\n",
+    # a line not starting "{offset:0x": first, middle, last, and a last line too short
+    "{offset:0X0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n {offset:0x1, size:1, payload:0x02} ,\n"
+    "{offset:0x2, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
+    "{Offset:0x2, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{o} ,\n",
+    # a last line of the first's size read as one more row: faulty, or with longer offsets
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0xZ4} ,\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04},\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03} ,\n",
+    "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04 0x05} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x123456789abcd, size:1, payload:0x02} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
+    "{offset:0x2, size:12, payload:0x03} ,\n",
 ])
 def test_record_files_by_hand_decode_as_record_by_record(tmp_path, text):
     fast, plain = _array_and_plain(tmp_path, ("{\n" + text + "}\n").encode())
@@ -196,6 +211,14 @@ def test_cfg_text_parses_as_line_by_line(seed):
         comments = rng.random() < 0.5
         assert _outcome(_whole_text, text, comments) == \
             _outcome(_line_by_line, text, comments), repr(text)
+        if not comments:  # the player's form: plain writes as tuples, made ops here
+            assert _outcome(_bare, text, comments) == _outcome(_whole_text, text, comments)
+
+
+def _bare(text: str, comments: bool):
+    assert not comments
+    return [cfg.RegWrite(op[0], op[1], where=f"t.cfg:{op[2]}") if type(op) is tuple else op
+            for op in cfg._parse_text(text, "t.cfg", False, bare=True)]
 
 
 # -- input.txn ---------------------------------------------------------------------------------
