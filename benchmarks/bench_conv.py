@@ -14,7 +14,8 @@ work, wall time per core understates the simulator, processor time does not.
 Then two AlexNet-class fully connected fp16 layers through the MAC stage
 (``conv_fp16``: one output pixel, every weight used once), 6x6x256 -> 4096 and
 1x1x4096 -> 4096, their MACs per second and core beside the convolution's (goal:
-no slower per MAC).
+no slower per MAC), and per processor second (to set beside the convolution's on a
+busy machine).
 
     python benchmarks/bench_conv.py [--size 28] [--channels 64] [--kernels 64] [--repeat 3]
                                     [--no-fc]
@@ -128,11 +129,12 @@ def fc_rate(rng, size, channels, kernels, repeat, conv_rate):
     layer = SimpleNamespace(pad_value=0, out_height=1, out_width=1, stride_y=1, stride_x=1,
                             dilation_y=1, dilation_x=1, pad_top=0, pad_left=0)
     conv_fp16(x, w, layer, 64)  # compile / warm up
-    t = best_of(lambda: conv_fp16(x, w, layer, 64), repeat, warm_up=False)
+    t, t_cpu = wall_and_cpu(lambda: conv_fp16(x, w, layer, 64), repeat)
     rate = w.size / t / cores() / 1e6
     print(f"fully connected fp16 {size}x{size}x{channels} -> {kernels}: {t * 1e3:9.2f} ms, "
           f"{rate:.0f} M MAC/s per core (convolution: {conv_rate:.0f}) "
-          f"{verdict(rate, round(conv_rate), 'M', at_least=True)}")
+          f"{verdict(rate, round(conv_rate), 'M', at_least=True)}, "
+          f"{w.size / t_cpu / 1e6:.0f} M MAC per processor second")
 
 
 if __name__ == "__main__":
