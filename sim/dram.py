@@ -10,6 +10,7 @@ in ``sim.memfiles``, atomic file writes in ``sim.files``, the host limits in
 
 from __future__ import annotations
 
+import threading
 import zlib
 from dataclasses import dataclass
 from functools import cached_property
@@ -92,6 +93,9 @@ class Memory:
         self._pages: dict[int, np.ndarray] = {}
         # (addr, size, what) read by the running layer's DMAs; None outside a layer
         self._layer_reads: list[LayerAccess] | None = None
+        # a layer's DMAs may read from several threads at once (sim.conv.direct fetches
+        # data and weights side by side): a read's window and its entry go in together
+        self._reads_lock = threading.Lock()
         # told of every write, and of the feature cubes DMA writes held (sim.listeners)
         self.listeners = MemoryListeners()
         self._listening = self.listeners.items_view()  # true while anyone listens
@@ -145,7 +149,9 @@ class Memory:
         self._layer_reads = None
 
     def _record_read(self, read: LayerAccess) -> None:
-        if self._layer_reads is not None and read.size and read.mode != HELD:
+        if self._layer_reads is None or not read.size or read.mode == HELD:
+            return
+        with self._reads_lock:
             n = len(self._layer_reads)
             if n == len(self._read_bytes):
                 self._read_bytes = np.resize(self._read_bytes, (2 * n, 2))

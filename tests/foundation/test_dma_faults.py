@@ -134,3 +134,38 @@ def test_overlap_is_checked_only_inside_a_layer():
         mem.write(0x13F, b"x", "A.DST")
     mem.end_layer()
     mem.write(0x100, b"x")
+
+
+def test_reads_from_several_threads_are_all_watched():
+    """A layer fetches data and weights side by side: every read of every thread must
+    stay watched, or a write onto it would pass unrefused."""
+    import sys
+    import threading
+
+    mem = Memory()
+    mem.begin_layer()
+    per_thread, threads = 5000, 4
+
+    def reads(first):
+        for i in range(per_thread):
+            mem.read(first + 64 * i, 64)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as Python can
+    try:
+        workers = [threading.Thread(target=reads, args=(t << 24,)) for t in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    for t in range(threads):  # each thread's last read is refused as a write's target
+        last = (t << 24) + 64 * (per_thread - 1)
+        with pytest.raises(SimError, match="overlaps bytes this layer reads"):
+            mem.write(last + 63, b"x")
+    every = np.array(sorted((t << 24) + 64 * i for t in range(threads)
+                            for i in range(per_thread)), np.uint64)
+    windows = mem._read_bytes[:threads * per_thread]
+    assert np.array_equal(np.sort(windows[:, 0]), every)
+    assert np.array_equal(windows[:, 1] - windows[:, 0], np.full(every.size, 63, np.uint64))
