@@ -200,12 +200,17 @@ class WeightPrep:
     float32 (the product type of int8 layers, made ahead: another thread makes it
     while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
 
-    __slots__ = ("weights", "wmat", "magnitude", "_abs_sum_max", "float32")
+    __slots__ = ("weights", "wmat", "channels_last", "magnitude", "_abs_sum_max", "float32")
 
     def __init__(self, weights: np.ndarray):
         k = weights.shape[0]
         self.weights = weights
-        self.wmat = weights.reshape(k, -1)
+        # weights stored (K, R, S, C) (sim.dma.weights.unpack_weight_dc's channels_last)
+        # give their matrix without a copy: its columns, and the im2col matrix's rows
+        # (_Plan), are then in (R, S, C) order
+        krsc = weights.transpose(0, 2, 3, 1)
+        self.channels_last = krsc.flags.c_contiguous and not weights.flags.c_contiguous
+        self.wmat = (krsc if self.channels_last else weights).reshape(k, -1)
         self.magnitude = magnitude(self.wmat)
         self._abs_sum_max = None
         # the |w| sums only if the data's largest magnitude (that of its dtype) could need
@@ -260,6 +265,7 @@ class _Plan:
         self.crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
         self.pixels = layer.out_height * layer.out_width
         wmat = weights.reshape(self.k, self.crs) if prep is None else prep.wmat
+        self.channels_last = prep is not None and prep.channels_last
         self.dtype, self.chunks = sum_types(wmat, max(magnitude(xp), abs(pad)),
                                             self.n * self.pixels, prep)
         self.cols = im2col(xp, layer)
@@ -287,9 +293,12 @@ class _Plan:
                 self.k, min_chunk=ceil_div(PARALLEL_MACS, self.crs * self.pixels))
 
     def _columns(self, b: int, y0: int, y1: int) -> np.ndarray:
-        """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``."""
+        """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``: rows
+        in the weight matrix's column order, (C, R, S) or (R, S, C)."""
         ow = self.layer.out_width
         part = self.cols[b, :, :, :, y0:y1]
+        if self.channels_last:
+            part = part.transpose(1, 2, 0, 3, 4)
         return part.astype(self.dtype, order="C").reshape(self.crs, (y1 - y0) * ow)
 
     def _rows(self, b: int, y0: int, y1: int, out: np.ndarray) -> None:
