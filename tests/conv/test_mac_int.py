@@ -129,14 +129,15 @@ CACC_CASES = [  # (C, H, W, K, R, S, stride, clip_truncate, data range, weights 
 ]
 
 
-@pytest.mark.parametrize("prep", [False, True], ids=["", "prep"])
+@pytest.mark.parametrize("prep", [False, True, "deferred"], ids=["", "prep", "deferred"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("case", CACC_CASES,
                          ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
 def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch):
     """conv_cacc gives what cacc_round_int32 makes of conv_sum's exact sums: values,
     dtype int32 and saturation count, whichever path and split it takes, with the
-    weights' WeightPrep made ahead or not."""
+    weights' WeightPrep made ahead or not, its float32 matrix made ahead or left to the
+    threads (each converting its share of the kernels, when they share them)."""
     from sim.num.mac import cacc_round_int32
 
     monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
@@ -153,7 +154,7 @@ def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch
     layer = _layer(h, w, r, s, stride, 1, 1, pad_value=0, element_bytes=dtype().itemsize)
     layer.clip_truncate = truncate
     want, want_sat = cacc_round_int32(conv_sum(cube, weights, layer), truncate)
-    made = mac_int.WeightPrep(weights) if prep else None
+    made = mac_int.WeightPrep(weights, float32=prep is True) if prep else None
     got, sat = mac_int.conv_cacc(cube, weights, layer, made)
     assert got.dtype == np.int32 and np.array_equal(got, want) and sat == want_sat
     if case[-3:] == (0, 32768, 32768):
