@@ -131,11 +131,14 @@ def test_a_closed_pipe_ends_quietly():
 ])
 def test_python_m_exits_with_the_commands_code_and_output(argv, code, stream, text):
     """``python -m sim.cli`` ends its process without the interpreter's teardown: the
-    command's exit status and everything it printed still come out."""
+    command's exit status and everything it printed still come out (through pipes,
+    block-buffered: PYTHONUNBUFFERED would hide a lost buffer)."""
+    import os
     import subprocess
     import sys
 
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     run = subprocess.run([sys.executable, "-m", "sim.cli", *argv], capture_output=True,
-                         text=True, cwd=REPO)
+                         text=True, cwd=REPO, env=env)
     assert run.returncode == code
     assert text in getattr(run, stream)
