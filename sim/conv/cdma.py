@@ -137,7 +137,10 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
             raise exc.locate(f"{CDMA} compressed weights") from None
     else:
         stream = fetched
-    weights = unpack_weight_dc(stream, shape, layer.precision, cfg)
+    # integer weights stored channels last (the products take them in either order; the
+    # fp16 MACs keep the plain layout)
+    weights = unpack_weight_dc(stream, shape, layer.precision, cfg,
+                               channels_last=layer.precision != FP16)
     counters = {}
     if layer.precision == FP16:
         nans, infs = count_nans_and_infs(fetched[: fetched.size & ~1].view("<u2"))

@@ -14,7 +14,7 @@ from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
 from .mac_fp16 import conv_fp16
-from .mac_int import WeightPrep, conv_cacc
+from .mac_int import WeightPrep, conv_cacc, kernels_shared
 
 DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
 WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
@@ -57,7 +57,8 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
         if kernels is None:
             weights, found = fetch_weights(ctx, layer)
             kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
-        return kernels, (WeightPrep(kernels[0]) if integer else None)
+        return kernels, (WeightPrep(kernels[0], float32=not kernels_shared(layer))
+                         if integer else None)
 
     results: list = [None, None]
 

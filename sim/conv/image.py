@@ -52,7 +52,6 @@ from ..dram import HELD
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
 from ..num.arrays import sign_extend_array
-from ..num.mac import cacc_round_int32
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -67,7 +66,7 @@ from .layer import (
     weight_layer,
 )
 from .mac_fp16 import conv_fp16
-from .mac_int import conv_sum
+from .mac_int import conv_cacc
 
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
 
@@ -437,8 +436,7 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
         plain = replace(layer.weights, channels=layer.channels, in_width=framed.shape[2],
                         in_height=layer.height, kernel_width=layer.kernel_width,
                         dilation_x=1, dilation_y=1, pad_left=0)  # lines above/below: CSC pad
-        out, saturated = cacc_round_int32(conv_sum(framed[None], weights, plain),
-                                          plain.clip_truncate)
+        out, saturated = conv_cacc(framed[None], weights, plain)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated
         return out[0], counters
     lanes = ctx.config.mac_atomic_c

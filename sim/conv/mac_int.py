@@ -186,6 +186,13 @@ PARALLEL_MACS = 1 << 22
 ROW_SPLIT_PIXELS = 256
 
 
+def kernels_shared(layer: ConvLayer) -> bool:
+    """Whether the threads share a layer's kernels (few output pixels) rather than its
+    output rows (see ROW_SPLIT_PIXELS)."""
+    return not (layer.out_height > 1
+                and layer.out_height * layer.out_width >= 2 * ROW_SPLIT_PIXELS)
+
+
 def conv_sum(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer) -> np.ndarray:
     """Exact convolution sums (N, K, H', W') as int64."""
     plan = _Plan(cube, weights, layer)
@@ -200,12 +207,17 @@ class WeightPrep:
     float32 (the product type of int8 layers, made ahead: another thread makes it
     while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
 
-    __slots__ = ("weights", "wmat", "magnitude", "_abs_sum_max", "float32")
+    __slots__ = ("weights", "wmat", "channels_last", "magnitude", "_abs_sum_max", "float32")
 
-    def __init__(self, weights: np.ndarray):
+    def __init__(self, weights: np.ndarray, float32: bool = True):
         k = weights.shape[0]
         self.weights = weights
-        self.wmat = weights.reshape(k, -1)
+        # weights stored (K, R, S, C) (sim.dma.weights.unpack_weight_dc's channels_last)
+        # give their matrix without a copy: its columns, and the im2col matrix's rows
+        # (_Plan), are then in (R, S, C) order
+        krsc = weights.transpose(0, 2, 3, 1)
+        self.channels_last = krsc.flags.c_contiguous and not weights.flags.c_contiguous
+        self.wmat = (krsc if self.channels_last else weights).reshape(k, -1)
         self.magnitude = magnitude(self.wmat)
         self._abs_sum_max = None
         # the |w| sums only if the data's largest magnitude (that of its dtype) could need
@@ -213,7 +225,10 @@ class WeightPrep:
         data_max = 1 << (8 * weights.dtype.itemsize - 1)
         if data_max * self.magnitude * self.wmat.shape[1] >= FLOAT32_EXACT:
             _ = self.abs_sum_max
-        self.float32 = self.wmat.astype(np.float32) if weights.dtype.itemsize == 1 else None
+        # float32=False: a layer whose threads share the kernels converts each share itself
+        # (kernels_shared), in parallel rather than here ahead of them
+        self.float32 = self.wmat.astype(np.float32) \
+            if float32 and weights.dtype.itemsize == 1 else None
 
     @property
     def abs_sum_max(self) -> int:
@@ -260,11 +275,19 @@ class _Plan:
         self.crs = weights.shape[1] * weights.shape[2] * weights.shape[3]
         self.pixels = layer.out_height * layer.out_width
         wmat = weights.reshape(self.k, self.crs) if prep is None else prep.wmat
+        self.channels_last = prep is not None and prep.channels_last
         self.dtype, self.chunks = sum_types(wmat, max(magnitude(xp), abs(pad)),
                                             self.n * self.pixels, prep)
         self.cols = im2col(xp, layer)
         ready = prep is not None and self.dtype is np.float32 and prep.float32 is not None
-        self.wf = prep.float32 if ready else wmat.astype(self.dtype)
+        self.wmat = wmat
+        self.wf = prep.float32 if ready else None  # else made whole, or by each share
+
+    def _weights(self, k0: int, k1: int) -> np.ndarray:
+        """Kernels [k0, k1) in the product type."""
+        if self.wf is not None:
+            return self.wf[k0:k1]
+        return self.wmat[k0:k1].astype(self.dtype)
 
     def sums(self, out: np.ndarray) -> None:
         """The sums into ``out`` (N, K, H'*W'), any integer dtype that holds them.
@@ -274,7 +297,9 @@ class _Plan:
         cores the firmware and the SDP need next (sim.cli).
         """
         oh, ow = self.layer.out_height, self.layer.out_width
-        by_rows = oh > 1 and self.pixels >= 2 * ROW_SPLIT_PIXELS
+        by_rows = not kernels_shared(self.layer)
+        if self.wf is None and (by_rows or self.n > 1):  # every share needs them all
+            self.wf = self.wmat.astype(self.dtype)
         for b in range(self.n):
             if by_rows:
                 run_split(lambda y0, y1, b=b: self._rows(b, y0, y1, out[b]), oh,
@@ -283,13 +308,16 @@ class _Plan:
                 continue
             col = self._columns(b, 0, oh)
             run_split(lambda k0, k1, col=col, b=b: _kernel_sums(
-                self.wf[k0:k1], col, self.chunks, out[b, k0:k1]),
+                self._weights(k0, k1), col, self.chunks, out[b, k0:k1]),
                 self.k, min_chunk=ceil_div(PARALLEL_MACS, self.crs * self.pixels))
 
     def _columns(self, b: int, y0: int, y1: int) -> np.ndarray:
-        """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``."""
+        """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``: rows
+        in the weight matrix's column order, (C, R, S) or (R, S, C)."""
         ow = self.layer.out_width
         part = self.cols[b, :, :, :, y0:y1]
+        if self.channels_last:
+            part = part.transpose(1, 2, 0, 3, 4)
         return part.astype(self.dtype, order="C").reshape(self.crs, (y1 - y0) * ow)
 
     def _rows(self, b: int, y0: int, y1: int, out: np.ndarray) -> None:

@@ -13,11 +13,11 @@ Python process loading a library took tens.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from pathlib import Path
 
 from ..errors import FirmwareBuildError
@@ -60,7 +60,8 @@ def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
 
     Hashing the sources takes longer than a small network's whole run, so the
     digest is remembered for as long as no file is added, removed or changed
-    (its size, modification and change times, inode: an edit changes them).
+    (its size, modification and change times, inode: an edit changes them): in
+    this process, and in the cache for the next (:func:`_remembered`).
     """
     stamps = []
     folders = [str(kmd / "firmware"), str(kmd / "include")]
@@ -78,14 +79,50 @@ def _digest(kmd: Path, defines: tuple[str, ...]) -> str:
     key = (str(kmd), defines, tuple(sorted(stamps)))
     digest = _DIGESTS.get(key)
     if digest is None:
-        digest = _DIGESTS[key] = _hash_sources(kmd, defines)
+        digest = _remembered(key)
+        if digest is None:
+            digest = _hash_sources(kmd, defines)
+            _remember(key, digest)
+        _DIGESTS[key] = digest
     return digest
 
 
 _DIGESTS: dict[tuple, str] = {}  # (folder, defines, file stamps) -> digest
 
 
+def _memo_path(key: tuple) -> tuple[Path, str]:
+    """Where the digest of ``key`` is remembered across processes, and the key's text
+    (the file holds it whole, so a file of another key that shares the name is ignored)."""
+    text = repr(key)
+    return cache_root() / "digests" / f"{zlib.crc32(text.encode()):08x}", text
+
+
+def _remembered(key: tuple) -> str | None:
+    """The digest an earlier process computed for exactly ``key``: each process would
+    otherwise read and hash every KMD source at its start (5-20 ms)."""
+    path, text = _memo_path(key)
+    try:
+        stored_key, digest = path.read_text().rsplit("\n", 1)
+    except (OSError, ValueError):
+        return None
+    return digest if stored_key == text and digest else None
+
+
+def _remember(key: tuple, digest: str) -> None:
+    path, text = _memo_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"{text}\n{digest}")
+        os.replace(tmp, path)  # whole or not at all
+    except OSError:
+        pass  # an unwritable cache: the next process hashes again
+
+
 def _hash_sources(kmd: Path, defines: tuple[str, ...]) -> str:
+    import hashlib  # loads OpenSSL (milliseconds): only when the sources are hashed
+
     h = hashlib.sha256()
     # the folder too: the program's messages (assertions) name its source files by path,
     # so a copy elsewhere gets its own build and cites the folder the user gave

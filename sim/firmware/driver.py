@@ -51,6 +51,8 @@ WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, addre
 WRITE_KIND = ord("W")
 LOG_FRAME = struct.Struct("<cIi")  # a log line's frame: kind, length, level, then the text
 LOG_KIND = ord("L")
+BATCH_KIND = ord("G")  # debug and info log lines, as 'L' frames in one frame
+BATCHED_LEVELS = frozenset((0, 1))
 ADDR = struct.Struct("<I")  # register read: address (its answer: the value)
 LEVEL = struct.Struct("<i")  # log line: level, then the text
 MEM_WRITE = struct.Struct("<Q")  # memory write: address, then the bytes
@@ -249,11 +251,11 @@ class Firmware:
                 if after != pos:
                     pos = after
                     continue  # else an incomplete frame: as any other
-            if buf[pos] == LOG_KIND and self._error is None:  # the next most
+            if buf[pos] in (LOG_KIND, BATCH_KIND) and self._error is None:  # the next most
                 if quiet is None:
                     quiet = frozenset(level for level in range(3)
                                       if not log.isEnabledFor(LOG_LEVELS[level]))
-                after = self._logs(buf, pos, n, quiet)
+                after = (self._logs if buf[pos] == LOG_KIND else self._batch)(buf, pos, n, quiet)
                 if after != pos:
                     pos = after
                     continue
@@ -325,6 +327,20 @@ class Firmware:
             self._error = exc
         self.serve_seconds += time.perf_counter() - t0
         return pos
+
+    def _batch(self, buf: bytearray, pos: int, n: int, quiet: frozenset) -> int:
+        """Keep a whole 'G' frame at ``pos`` (debug and info log lines) unread, or take
+        its lines one by one when a logger listens to their levels; returns where it ends
+        (``pos`` while it is incomplete)."""
+        _, size = HEADER.unpack_from(buf, pos)
+        start, end = pos + HEADER.size, pos + HEADER.size + size
+        if end > n:
+            return pos
+        if BATCHED_LEVELS <= quiet:
+            self._unread_log.append(_LogBatch(buf[start:end]))
+        elif self._logs(buf, start, end, quiet) != end:
+            self._error = FirmwareError(f"firmware {self.kmd_dir}: a malformed log batch")
+        return end
 
     def _handle(self, kind: bytes, buf: bytearray, start: int, end: int) -> bytes | None:
         """A frame other than a register write or a log line (:meth:`_serve` takes those)."""
@@ -414,7 +430,9 @@ class Firmware:
     def log_lines(self) -> list[str]:
         """Every line the firmware logged, in order."""
         if self._unread_log:
-            self._log_lines += [_line(text) for text in self._unread_log]
+            self._log_lines += [_line(text) for entry in self._unread_log
+                                for text in (entry.lines() if isinstance(entry, _LogBatch)
+                                             else (entry,))]
             self._unread_log.clear()
         return self._log_lines
 
@@ -573,6 +591,18 @@ class HeldSegments:
         payload = b"".join(PAIR.pack(i, n) for i, n in sorted(self._cut.items()))
         self._cut.clear()
         return payload
+
+
+class _LogBatch(bytes):
+    """The 'L' frames of a 'G' frame, kept as they came until the lines are read."""
+
+    def lines(self) -> list[bytes]:
+        out, pos, head = [], 0, LOG_FRAME.size
+        while pos + head <= len(self):
+            _, size, _ = LOG_FRAME.unpack_from(self, pos)
+            out.append(self[pos + head: pos + HEADER.size + size])
+            pos += HEADER.size + size
+        return out
 
 
 def _line(text: bytes) -> str:

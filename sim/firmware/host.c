@@ -21,7 +21,8 @@
  *     'R' the answer to a request the firmware waits on.
  *   firmware -> simulator: 'W' register write (u32 address, u32 value),
  *     'c' a register read answered from the snapshot (address, value),
- *     'M' memory write (u64 address, bytes), 'L' log line (i32 level, text):
+ *     'M' memory write (u64 address, bytes), 'L' log line (i32 level, text),
+ *     'G' consecutive debug and info lines (levels 0 and 1) as 'L' frames:
  *     posted, buffered in order; 'r' register read (u32 address; answer: u32
  *     value, then a new snapshot), 'm' memory read (u64 address, u32 size;
  *     answer: i32 status, the bytes, and the bytes after them, which the
@@ -70,6 +71,7 @@ struct snap_entry {
 
 static int fd_in, fd_out;
 static struct buffer pending;  /* posted frames not sent yet */
+static size_t log_batch = (size_t)-1; /* where in pending the last frame starts, if a 'G' */
 static struct buffer incoming; /* the payload of the last frame received */
 static struct snap_entry snap[MAX_SNAPSHOT];
 static unsigned snap_count;
@@ -136,11 +138,13 @@ static void flush(void)
 		done += (size_t)n;
 	}
 	pending.len = 0;
+	log_batch = (size_t)-1;
 }
 
 /* start a frame; its payload follows with put() */
 static void begin(char kind, uint32_t size)
 {
+	log_batch = (size_t)-1;
 	put(&kind, 1);
 	put_u32(size);
 }
@@ -329,12 +333,32 @@ static int32_t host_mem(uint64_t addr, void *buf, uint32_t size, int32_t write)
 	return mem_read(addr, buf, size);
 }
 
+/* A log line.  The KMD logs thousands (a line or two per event): its debug and info
+ * lines go, one after another, into one 'G' frame, which the simulator keeps whole
+ * unless a logger listens (frame by frame they cost it more than the register writes
+ * around them). */
 static void host_log(int32_t level, const char *text)
 {
 	size_t size = text ? strlen(text) : 0;
-	begin('L', 4 + (uint32_t)size);
-	put_u32((uint32_t)level);
-	put(text, size);
+	if (level == 0 || level == 1) {
+		size_t batch = log_batch;
+		if (batch == (size_t)-1) {
+			begin('G', 0);
+			batch = pending.len - 5;
+		}
+		put("L", 1);
+		put_u32(4 + (uint32_t)size);
+		put_u32((uint32_t)level);
+		put(text, size);
+		size_t payload = pending.len - batch - 5;
+		unsigned char *len = pending.data + batch + 1;
+		len[0] = payload, len[1] = payload >> 8, len[2] = payload >> 16, len[3] = payload >> 24;
+		log_batch = batch;
+	} else {
+		begin('L', 4 + (uint32_t)size);
+		put_u32((uint32_t)level);
+		put(text, size);
+	}
 	posted();
 }
 

@@ -142,13 +142,23 @@ def convert_owned(x: np.ndarray, s: int, lo: int, hi: int, bounds=None) -> np.nd
         x, bounds = shift_right_round(x, s), None
     low, high = array_bounds(x) if bounds is None else (round_bound(bounds[0], s),
                                                         round_bound(bounds[1], s))
-    if low < lo and high > hi:
-        return np.clip(x, lo, hi, out=x)
-    if low < lo:
-        return np.maximum(x, lo, out=x)
-    if high > hi:
-        return np.minimum(x, hi, out=x)
+    if low < lo or high > hi:
+        return clip_into(x, lo, hi, (low, high))
     return x
+
+
+def clip_into(x: np.ndarray, lo: int, hi: int, bounds: tuple[int, int]) -> np.ndarray:
+    """``np.clip(x, lo, hi)`` (``lo <= hi``) written over ``x``, whose values lie within
+    ``bounds``.
+
+    The limits go in as scalars of x's dtype, each moved inside ``bounds`` (the same
+    result for those values): numpy 2 clips int32 against Python ints that are the
+    dtype's own extremes (a ReLU's INT32_MAX) through its unvectorised maximum/minimum
+    loops, several times slower than its clip loop (as are np.maximum/np.minimum).
+    """
+    kind = x.dtype.type
+    return np.clip(x, kind(min(max(bounds[0], lo), hi)), kind(min(max(bounds[1], lo), hi)),
+                   out=x)
 
 
 def converted_bounds(bounds: tuple[int, int], s: int, lo: int, hi: int) -> tuple[int, int]:

@@ -129,14 +129,15 @@ CACC_CASES = [  # (C, H, W, K, R, S, stride, clip_truncate, data range, weights 
 ]
 
 
-@pytest.mark.parametrize("prep", [False, True], ids=["", "prep"])
+@pytest.mark.parametrize("prep", [False, True, "deferred"], ids=["", "prep", "deferred"])
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("case", CACC_CASES,
                          ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
 def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch):
     """conv_cacc gives what cacc_round_int32 makes of conv_sum's exact sums: values,
     dtype int32 and saturation count, whichever path and split it takes, with the
-    weights' WeightPrep made ahead or not."""
+    weights' WeightPrep made ahead or not, its float32 matrix made ahead or left to the
+    threads (each converting its share of the kernels, when they share them)."""
     from sim.num.mac import cacc_round_int32
 
     monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
@@ -153,11 +154,41 @@ def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch
     layer = _layer(h, w, r, s, stride, 1, 1, pad_value=0, element_bytes=dtype().itemsize)
     layer.clip_truncate = truncate
     want, want_sat = cacc_round_int32(conv_sum(cube, weights, layer), truncate)
-    made = mac_int.WeightPrep(weights) if prep else None
+    made = mac_int.WeightPrep(weights, float32=prep is True) if prep else None
     got, sat = mac_int.conv_cacc(cube, weights, layer, made)
     assert got.dtype == np.int32 and np.array_equal(got, want) and sat == want_sat
     if case[-3:] == (0, 32768, 32768):
         assert sat > 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", CACC_CASES,
+                         ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
+def test_channels_last_weights_sum_alike(case, threads, monkeypatch):
+    """Weights stored (K, R, S, C) (the CDMA's unpack) go into the products in that order
+    without a copy, the im2col rows following: the same CACC output on every path, for
+    kernels of one and several positions, strides and dilations."""
+    monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
+    monkeypatch.setattr(mac_int, "ROW_SPLIT_PIXELS", 16)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    c, h, w, k, r, s, stride, truncate, xr, wr = case
+    rng = np.random.default_rng(7 * c + h + k)
+    dtype = np.int8 if xr == 128 else np.int16
+    cube = rng.integers(-xr, xr, (1, c, h, w)).astype(dtype)
+    for kernel, dilation in (((r, s), 1), ((2, 3), 2), ((1, 1), 1)):
+        weights = rng.integers(-wr, wr, (k, c, *kernel)).astype(dtype)
+        if xr == 128 and c == 300:
+            cube[:] = np.where(cube < 0, -128, 127)
+            weights[:] = np.where(weights < 0, -128, 127)
+        last = np.ascontiguousarray(weights.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        layer = _layer(h, w, *kernel, stride, 1, dilation, element_bytes=dtype().itemsize)
+        layer.clip_truncate = truncate
+        prep = mac_int.WeightPrep(last)
+        assert prep.channels_last == (kernel != (1, 1)) and prep.wmat.base is not None
+        want = mac_int.conv_cacc(cube, weights, layer, mac_int.WeightPrep(weights))
+        got = mac_int.conv_cacc(cube, last, layer, prep)
+        assert got[0].dtype == want[0].dtype and np.array_equal(got[0], want[0])
+        assert got[1] == want[1]
 
 
 def test_the_paths_each_cacc_case_takes():

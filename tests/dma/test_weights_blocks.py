@@ -85,6 +85,10 @@ def test_dc_blocks_match_the_gather(cfg, precision, reverse):
         np.testing.assert_array_equal(back, scatter_weights(noisy, shape, order, precision))
         np.testing.assert_array_equal(back, w)
         assert back.dtype == element_dtype(precision) and back.flags.c_contiguous
+        last = unpack_weight_dc(noisy, shape, precision, cfg, reverse=reverse,
+                                channels_last=True)
+        np.testing.assert_array_equal(last, w)
+        assert last.dtype == back.dtype and last.transpose(0, 2, 3, 1).flags.c_contiguous
 
 
 def test_dc_blocks_with_odd_atoms_and_bytes_input():

@@ -129,6 +129,32 @@ def test_build_is_cached_per_register_map_and_per_source(tmp_path):
     assert rebuilt != first and rebuilt.is_file()
 
 
+def test_digest_is_remembered_across_processes(tmp_path, monkeypatch):
+    """A later process takes the digest of unchanged sources from the cache (no hashing);
+    an edited source, or a remembered file of another key, is hashed again."""
+    from sim.firmware import build
+
+    monkeypatch.setenv("NVDLA_SIM_CACHE", str(tmp_path / "cache"))
+    kmd = tmp_path / "kmd"
+    shutil.copytree(MINIKMD, kmd)
+    monkeypatch.setattr(build, "_DIGESTS", {})
+    first = build._digest(kmd, ())
+    hashed = []
+    real = build._hash_sources
+    monkeypatch.setattr(build, "_hash_sources", lambda *a: hashed.append(a) or real(*a))
+    monkeypatch.setattr(build, "_DIGESTS", {})  # a new process
+    assert build._digest(kmd, ()) == first and not hashed
+    for path in (build.cache_root() / "digests").iterdir():  # another key's
+        key, digest = path.read_text().rsplit("\n", 1)
+        path.write_text(key.replace("minikmd", "otherkmd") + "\n" + digest)
+    monkeypatch.setattr(build, "_DIGESTS", {})
+    assert build._digest(kmd, ()) == first and len(hashed) == 1
+    source = kmd / "firmware" / "minikmd.c"
+    source.write_text(source.read_text() + "\n/* edited */\n")
+    monkeypatch.setattr(build, "_DIGESTS", {})
+    assert build._digest(kmd, ()) != first and len(hashed) == 2
+
+
 def test_not_a_kmd_folder(tmp_path):
     with pytest.raises(FirmwareBuildError, match="not a KMD folder"):
         build_firmware(tmp_path, "nvdlav1")

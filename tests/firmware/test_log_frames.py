@@ -60,3 +60,38 @@ def test_log_runs_keep_what_frame_by_frame_keeps(level, caplog, monkeypatch):
     assert pos == len(buf) and kind is None
     if level == logging.DEBUG:
         assert len(logged) == len(LINES)
+
+
+def _batched(lines) -> bytearray:
+    """host.c's frames: runs of debug and info lines in one 'G' frame, others alone."""
+    out, run = bytearray(), []
+    for level, text in [*lines, (None, b"")]:
+        if level in driver.BATCHED_LEVELS:
+            run.append((level, text))
+            continue
+        if run:
+            inner = _frames(run)
+            out += HEADER.pack(b"G", len(inner)) + inner
+            run = []
+        if level is not None:
+            out += _frames([(level, text)])
+    return out
+
+
+@pytest.mark.parametrize("level", [None, logging.DEBUG, logging.INFO, logging.WARNING])
+def test_log_batches_keep_what_single_lines_keep(level, caplog, monkeypatch):
+    """'G' frames (kept whole while no logger listens to debug and info) give the lines,
+    errors and log records of the same lines frame by frame; a batch still on its way is
+    left for the next read."""
+    lines = [*LINES, (1, b"info after\n"), (0, b"debug after\n")]
+    results = []
+    for buf in (_frames(lines), _batched(lines)):
+        partial = buf + _batched([(0, b"cut"), (1, b"short")])[:-2]
+        with caplog.at_level(level or logging.CRITICAL, logger="sim.firmware"):
+            caplog.clear()
+            fw, pos, kind = _serve(partial, True, monkeypatch)
+            results.append((fw.log_lines, fw.error_lines, pos == len(buf), kind,
+                            [r.getMessage() for r in caplog.records]))
+    assert results[0] == results[1]
+    assert results[0][0] == [text.decode().rstrip("\n") for _, text in lines]
+    assert results[0][2] and results[0][3] is None

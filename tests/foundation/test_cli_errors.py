@@ -121,3 +121,24 @@ def test_a_closed_pipe_ends_quietly():
     run = subprocess.run(f"{sys.executable} -m sim.cli regress {REPO / 'traces'} | head -1",
                          shell=True, capture_output=True, text=True, cwd=REPO)
     assert run.returncode == 0 and "Error" not in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("argv,code,stream,text", [
+    (["fp", "--help"], 0, "stdout", "usage: nvdla-sim fp"),
+    (["--version"], 0, "stdout", "nvdla-sim "),
+    (["nosuch"], 2, "stderr", "unknown command 'nosuch'"),
+    (["loadable"], 2, "stderr", "the following arguments are required"),  # argparse's exit
+])
+def test_python_m_exits_with_the_commands_code_and_output(argv, code, stream, text):
+    """``python -m sim.cli`` ends its process without the interpreter's teardown: the
+    command's exit status and everything it printed still come out (through pipes,
+    block-buffered: PYTHONUNBUFFERED would hide a lost buffer)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    run = subprocess.run([sys.executable, "-m", "sim.cli", *argv], capture_output=True,
+                         text=True, cwd=REPO, env=env)
+    assert run.returncode == code
+    assert text in getattr(run, stream)

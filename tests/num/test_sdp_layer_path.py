@@ -10,6 +10,7 @@ data covering the full 32-bit range and every setting the registers allow.
 import itertools
 
 import numpy as np
+import pytest
 
 from sim.num import vector_int
 from sim.num.sdp import c_stage, x_stage
@@ -130,6 +131,21 @@ def test_convert_owned_with_the_callers_bounds():
                 np.testing.assert_array_equal(got, want)
                 np.testing.assert_array_equal(vector_int.convert_owned(x.copy(), s, lo, hi),
                                               want)
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
+def test_clip_into_is_np_clip(dtype):
+    """clip_into moves the limits inside the values' bounds (as dtype scalars, numpy's fast
+    clip): values wholly below, above, across or inside [lo, hi], the dtype's extremes."""
+    info = np.iinfo(dtype)
+    ranges = ((-50, -10), (10, 50), (-50, 50), (-5, 5), (int(info.min), int(info.max)))
+    for (low, high), (lo, hi) in itertools.product(
+            ranges, ((-20, 20), (0, (1 << 31) - 1), (-(1 << 31), 0), (-3, -3))):
+        x = np.array([low, high, (low + high) // 2, low + 1, high - 1], dtype)
+        want = np.clip(x.astype(object), lo, hi).astype(np.int64)
+        got = vector_int.clip_into(x.copy(), lo, hi, (low, high))
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got.astype(np.int64), want, err_msg=str((low, high, lo, hi)))
 
 
 def test_owned_sign_extend_is_a_fresh_sign_extend():

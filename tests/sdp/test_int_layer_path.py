@@ -240,17 +240,66 @@ def test_window_is_where_the_output_stops_changing():
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
 @pytest.mark.parametrize("alu_shift", [0, 1, 15, 16, 31])
 def test_x_operands_as_read_match_their_int64_values(dtype, alu_shift):
-    """Memory operands reach the layer path as read (int8/int16, an operand per element
-    is as large as the cube): the values and bounds it applies are those of the int64
-    operands, the extremes and the shifts included; unshifted, no wider copy is made."""
+    """Memory operands reach the layer path as read (int8/int16): the values and bounds it
+    applies are those of the int64 operands, the extremes and the shifts included.  An
+    operand per element (as large as the cube) gets no wider copy unshifted; one per
+    channel (small) is int32, the dtype of CACC's cube it meets."""
     info = np.iinfo(dtype)
-    values = np.array([info.min, -1, 0, 1, info.max, 7], dtype)
-    narrow = num_sdp.x_int_operands(values, values[::-1].copy(), alu_shift)
-    wide = num_sdp.x_int_operands(values.astype(np.int64), values[::-1].astype(np.int64),
-                                  alu_shift)
-    for (got, got_bounds), (want, want_bounds) in zip(narrow, wide, strict=True):
-        np.testing.assert_array_equal(got.astype(np.int64), want)
-        assert got_bounds == want_bounds
-    assert narrow[1][0].dtype == dtype
-    if not alu_shift:
-        assert narrow[0][0].dtype == dtype
+    for size in (6, num_sdp.SMALL_OPERAND + 1):
+        values = np.resize(np.array([info.min, -1, 0, 1, info.max, 7], dtype), size)
+        narrow = num_sdp.x_int_operands(values, values[::-1].copy(), alu_shift)
+        wide = num_sdp.x_int_operands(values.astype(np.int64), values[::-1].astype(np.int64),
+                                      alu_shift)
+        for (got, got_bounds), (want, want_bounds) in zip(narrow, wide, strict=True):
+            np.testing.assert_array_equal(got.astype(np.int64), want)
+            assert got_bounds == want_bounds
+        small = size <= num_sdp.SMALL_OPERAND
+        assert narrow[1][0].dtype == (np.int32 if small else dtype)
+        if not alu_shift:
+            assert narrow[0][0].dtype == (np.int32 if small else dtype)
+
+
+X_PIXELS = num_sdp.SMALL_OPERAND // 2 + 1  # per element: past the size widened to int32
+X_NARROW_OPERANDS = {  # name -> (alu, mul) as x_int_operands receives them
+    "int8 per element": (np.resize(np.array([-128, 127, 0, -1, 5, 100], np.int8),
+                                   (1, 2, X_PIXELS)),
+                         np.resize(np.array([-128, 127, 1, -1, 3, 2], np.int8),
+                                   (1, 2, X_PIXELS))),
+    "int16 per channel": (np.array([-32768, 32767], np.int16).reshape(1, 2, 1),
+                          np.array([-2, 3], np.int16).reshape(1, 2, 1)),
+    "negative per channel (under MAX, shifted: past int16, the result in it)": (
+        np.array([-32768, -2], np.int16).reshape(1, 2, 1),
+        np.array([-2, 3], np.int16).reshape(1, 2, 1)),
+    "registers in int16": (np.int64(-300), np.int64(77)),
+    "registers past int16": (np.int64(0x8000), np.int64(0x7FFF)),
+}
+
+
+@pytest.mark.parametrize("name", X_NARROW_OPERANDS)
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_x_block_in_int16_matches_x_stage(name, dtype):
+    """int8/int16 values whose results fit int16 are computed in int16 (half the time of
+    int32 through numpy's casting loops): only when the operand fits it too.  A shifted
+    per-channel operand (int32 values past int16) under MAX or MIN, whose result still
+    fits int16, must not be cut to int16."""
+    info = np.iinfo(dtype)
+    x = np.resize(np.array([info.min, info.max, 0, -1, 3, -77], dtype), (1, 2, X_PIXELS))
+    words = x.astype(np.int64) & 0xFFFFFFFF
+    alu_op, mul_op = X_NARROW_OPERANDS[name]
+    sum_dtype = None
+    for alu_bypass, algo, alu_shift, mul_bypass, mul_shift, relu_bypass in itertools.product(
+            (0, 1), range(4), (0, 1, 15, 20), (0, 1), (0, 3), (0, 1)):
+        alu, mul = num_sdp.x_int_operands(alu_op, mul_op, alu_shift)
+        bounds = (int(info.min), int(info.max))
+        got, got_bounds = num_sdp.x_int_block(x, bounds, alu, mul, alu_bypass, algo,
+                                              mul_bypass, mul_shift, relu_bypass, owned=False)
+        want = num_sdp.x_stage(words, alu_op, mul_op, alu_bypass, algo, alu_shift, mul_bypass,
+                               0, mul_shift, relu_bypass, 0, 0)
+        label = (alu_bypass, algo, alu_shift, mul_bypass, mul_shift, relu_bypass)
+        np.testing.assert_array_equal(got.astype(np.int64) & 0xFFFFFFFF, want,
+                                      err_msg=str(label))
+        assert got_bounds[0] <= got.min() and got.max() <= got_bounds[1], label
+        if label == (0, 2, 0, 1, 0, 1):  # a plain sum
+            sum_dtype = got.dtype
+    if name == "int8 per element" and dtype == np.int8:  # a residual sum: int16
+        assert sum_dtype == np.int16
