@@ -13,6 +13,10 @@ exponent) and of CACC's 48-bit accumulator is :mod:`sim.num.mac`.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..dma.align import ceil_div
@@ -31,6 +35,7 @@ from ..num.mac import (
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
+    weight_rows_bytes,
 )
 from ..num.rounding import sign_extend
 from ..num.specials import nan_mask
@@ -121,8 +126,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     the last vector of the layer may be partial, and is filled up with zero data.
 
     ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
-    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, 10) from
-    :func:`booth_row_indices`, four times the exponents (R, S, C', K)), of the channels
+    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, >= 10) from
+    :func:`fp16_weight_rows`, four times the exponents (R, S, C', K)), of the channels
     that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
     block, -1 if none, and ``w_nan_any`` (R, S, groups) whether some kernel's
@@ -341,8 +346,16 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
     if live.size < c:
         w = np.ascontiguousarray(w[:, :, live])
-    operands = (fp16_data_operands(x), x_nans, fp16_weight_rows(w),
-                w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
+    with _weight_scratch(weight_rows_bytes(w.size)) as scratch:
+        operands = (fp16_data_operands(x), x_nans, fp16_weight_rows(w, scratch),
+                    w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
+        _products(operands, n_k)
+    return out
+
+
+def _products(operands: tuple, n_k: int) -> None:
+    """:func:`_conv_fp16_tiles` of a layer over the threads, pieces as :func:`tile_plan` says."""
+    out = operands[-1]
     tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
     bounds = [n_k * g // groups for g in range(groups + 1)]
 
@@ -355,7 +368,26 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
             _conv_fp16_tiles(*operands, tiles, (tile, tile + 1), (bounds[group], bounds[group + 1]))
 
     run_split(pieces, tiles * groups, pieces=tiles * groups)
-    return out
+
+
+#: Buffers for the weights' rows, kept between layers: a layer's fresh 10-50 MB took about
+#: as long in page faults as filling it.  One per layer running at the same time.
+_SCRATCH: list[np.ndarray] = []
+_SCRATCH_LOCK = threading.Lock()
+
+
+@contextmanager
+def _weight_scratch(nbytes: int) -> Iterator[np.ndarray]:
+    """A kept uint8 buffer of at least ``nbytes`` bytes, for the duration of a layer."""
+    with _SCRATCH_LOCK:
+        buf = _SCRATCH.pop() if _SCRATCH else None
+    if buf is None or buf.size < nbytes:  # grow by half at least: layers grow in steps
+        buf = np.empty(max(nbytes, 0 if buf is None else buf.size * 3 // 2), np.uint8)
+    try:
+        yield buf
+    finally:
+        with _SCRATCH_LOCK:
+            _SCRATCH.append(buf)
 
 
 def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:
