@@ -29,6 +29,7 @@ from ..num.mac import (
     cacc_accumulate,
     cacc_accumulate_finite,
     cacc_to_fp32,
+    data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
     fp16_lane_dot,
@@ -346,8 +347,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
     if live.size < c:
         w = np.ascontiguousarray(w[:, :, live])
-    with _weight_scratch(weight_rows_bytes(w.size)) as scratch:
-        operands = (fp16_data_operands(x), x_nans, fp16_weight_rows(w, scratch),
+    with _scratch("weights", weight_rows_bytes(w.size)) as w_buf, \
+            _scratch("data", data_operands_bytes(x.size)) as x_buf:
+        operands = (fp16_data_operands(x, x_buf), x_nans, fp16_weight_rows(w, w_buf),
                     w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
         _products(operands, n_k)
     return out
@@ -370,24 +372,26 @@ def _products(operands: tuple, n_k: int) -> None:
     run_split(pieces, tiles * groups, pieces=tiles * groups)
 
 
-#: Buffers for the weights' rows, kept between layers: a layer's fresh 10-50 MB took about
-#: as long in page faults as filling it.  One per layer running at the same time.
-_SCRATCH: list[np.ndarray] = []
+#: Buffers for a layer's operands (the weights' rows, the data's), kept between layers by
+#: use: a layer's fresh 10-50 MB took about as long in page faults as filling them.
+_SCRATCH: dict[str, list[np.ndarray]] = {}
 _SCRATCH_LOCK = threading.Lock()
 
 
 @contextmanager
-def _weight_scratch(nbytes: int) -> Iterator[np.ndarray]:
-    """A kept uint8 buffer of at least ``nbytes`` bytes, for the duration of a layer."""
+def _scratch(use: str, nbytes: int) -> Iterator[np.ndarray]:
+    """A kept uint8 buffer of at least ``nbytes`` bytes for ``use``, for the duration of a
+    layer (layers running at the same time take one each)."""
     with _SCRATCH_LOCK:
-        buf = _SCRATCH.pop() if _SCRATCH else None
+        kept = _SCRATCH.setdefault(use, [])
+        buf = kept.pop() if kept else None
     if buf is None or buf.size < nbytes:  # grow by half at least: layers grow in steps
         buf = np.empty(max(nbytes, 0 if buf is None else buf.size * 3 // 2), np.uint8)
     try:
         yield buf
     finally:
         with _SCRATCH_LOCK:
-            _SCRATCH.append(buf)
+            _SCRATCH[use].append(buf)
 
 
 def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:

@@ -303,22 +303,37 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(table[index] for table in _operand_tables())
 
 
-def fp16_data_operands(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fp16_data_operands(bits: np.ndarray, scratch: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fp16_mac_operands` of a data cube as the convolution's kernels read it: (sign
     uint32, significand uint32, four times the exponent int32), in one compiled pass over
-    the threads (three table lookups per element took a tenth of an fp16 ResNet's time)."""
+    the threads (three table lookups per element took a tenth of an fp16 ResNet's time).
+
+    ``scratch``: a uint8 buffer of at least :func:`data_operands_bytes` bytes, 4-aligned,
+    to hold the three results (fresh arrays cost more in page faults than the pass)."""
     flat = np.ascontiguousarray(bits, dtype=np.uint16).reshape(-1)
-    sign, sig = np.empty(flat.size, np.uint32), np.empty(flat.size, np.uint32)
-    exp4 = np.empty(flat.size, np.int32)
-    run_split(lambda a, b: _data_operands(flat, sign, sig, exp4, (a, b)), flat.size,
-              min_chunk=1 << 16)
+    n = flat.size
+    if scratch is None:
+        scratch = np.empty(data_operands_bytes(n), np.uint8)
+    sign = scratch[:4 * n].view(np.uint32)
+    sig = scratch[4 * n:8 * n].view(np.uint32)
+    exp4 = scratch[8 * n:12 * n].view(np.int32)
+    run_split(lambda a, b: _data_operands(flat[a:b], sign[a:b], sig[a:b], exp4[a:b]),
+              n, min_chunk=1 << 16)
     shape = np.shape(bits)
     return sign.reshape(shape), sig.reshape(shape), exp4.reshape(shape)
 
 
+def data_operands_bytes(n: int) -> int:
+    """Bytes of scratch :func:`fp16_data_operands` needs for ``n`` values."""
+    return 12 * n
+
+
 @njit(distinct_arrays=True)
-def _data_operands(bits, sign, sig, exp4, span):
-    for i in range(span[0], span[1]):
+def _data_operands(bits, sign, sig, exp4):
+    # 1-d slices from index 0, as _weight_rows: a loop over span bounds stayed scalar
+    prefer_wide_vectors()
+    for i in range(bits.size):
         s, m, e4, dead = fp16_weight_operand(word32(bits[i]))
         sign[i] = s
         sig[i] = m

@@ -35,6 +35,7 @@ from sim.num.mac import (
     cacc_accumulate_finite,
     cacc_round_int32,
     cacc_to_fp32,
+    data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
     fp16_lane_dot,
@@ -234,12 +235,13 @@ def test_data_operands_of_every_fp16_pattern():
     """The convolution's compiled data decode gives, for all 65536 fp16 patterns, the CMAC
     operands of the lookup tables, four times the exponent (4 * ZERO_LANE_EXP for zeros)."""
     bits = np.arange(1 << 16, dtype=np.uint16).reshape(16, 64, 64)
-    sign, sig, exp4 = fp16_data_operands(bits)
     want_sign, want_sig, want_exp = fp16_mac_operands(bits)
-    np.testing.assert_array_equal(sign, want_sign)
-    np.testing.assert_array_equal(sig, want_sig)
-    np.testing.assert_array_equal(exp4, 4 * want_exp)
-    assert exp4.dtype == np.int32 and sig.dtype == np.uint32
+    scratch = np.full(data_operands_bytes(bits.size) + 4, 0xA5, np.uint8)  # stale bytes
+    for sign, sig, exp4 in (fp16_data_operands(bits), fp16_data_operands(bits, scratch)):
+        np.testing.assert_array_equal(sign, want_sign)
+        np.testing.assert_array_equal(sig, want_sig)
+        np.testing.assert_array_equal(exp4, 4 * want_exp)
+        assert exp4.dtype == np.int32 and sig.dtype == np.uint32
 
 
 def test_weight_rows_of_every_fp16_pattern():
