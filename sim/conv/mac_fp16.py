@@ -328,30 +328,33 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
                     np.minimum(np.arange(groups + 1) * block, c), geometry, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
-    w = np.empty((n_r, n_s, c, n_k), np.uint16)  # (R, S, C, K): kernels innermost
-    squares = ceil_div(n_k, SQUARE)
-    lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
-    src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
-    run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k), lane_bits,
-                                              lane_nan, (a, b)),
-              squares)
-    # Lanes whose weight is zero in every kernel contribute nothing to any block
-    # (a NaN in them still decides its block): the products skip them.
-    live = np.flatnonzero(lane_bits.any(axis=0))
-    lanes = np.searchsorted(live, np.arange(groups + 1) * block)
-    x, x_nans = _data_operands(cube, live, block)
-    if lane_nan.any():
-        in_lanes = w.transpose(3, 0, 1, 2)  # (K, R, S, C)
-        w_nans = first_nan_per_block(in_lanes, nan_mask(in_lanes), block)
-    else:
-        w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
-    if live.size < c:
-        w = np.ascontiguousarray(w[:, :, live])
-    with _scratch("weights", weight_rows_bytes(w.size)) as w_buf, \
-            _scratch("data", data_operands_bytes(x.size)) as x_buf:
-        operands = (fp16_data_operands(x, x_buf), x_nans, fp16_weight_rows(w, w_buf),
-                    w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
-        _products(operands, n_k)
+    with _scratch("transposed", 2 * weights.size) as t_buf, \
+            _scratch("weights", weight_rows_bytes(weights.size)) as w_buf:
+        # (R, S, C, K): kernels innermost
+        w = t_buf[:2 * weights.size].view(np.uint16).reshape(n_r, n_s, c, n_k)
+        squares = ceil_div(n_k, SQUARE)
+        lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
+        src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
+        run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k),
+                                                  lane_bits, lane_nan, (a, b)),
+                  squares)
+        # Lanes whose weight is zero in every kernel contribute nothing to any block
+        # (a NaN in them still decides its block): the products skip them.
+        live = np.flatnonzero(lane_bits.any(axis=0))
+        lanes = np.searchsorted(live, np.arange(groups + 1) * block)
+        x, x_nans = _data_operands(cube, live, block)
+        if lane_nan.any():
+            in_lanes = w.transpose(3, 0, 1, 2)  # (K, R, S, C)
+            w_nans = first_nan_per_block(in_lanes, nan_mask(in_lanes), block)
+        else:
+            w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
+        if live.size < c:
+            w = np.ascontiguousarray(w[:, :, live])
+        with _scratch("data", data_operands_bytes(x.size)) as x_buf:
+            operands = (fp16_data_operands(x, x_buf), x_nans, fp16_weight_rows(w, w_buf),
+                        w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry,
+                        out)
+            _products(operands, n_k)
     return out
 
 
