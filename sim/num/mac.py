@@ -476,8 +476,9 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, hi
 
     ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
-    their exponents; ``w_rows`` (lanes, K, 10) the weights' table rows
-    (:func:`sim.num.booth.booth_row_indices` of their sign and significand) and
+    their exponents; ``w_rows`` (lanes, K, >= 10) the weights' table rows
+    (:func:`sim.num.booth.booth_row_indices` of their sign and significand, bytes past
+    the tenth unread: :func:`fp16_weight_rows` pads them to 16) and
     ``w_exp4`` (lanes, K) int32 four times their exponents; ``tables`` is scratch
     (2, TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
     compiled with ``distinct_arrays``).  Kernel ``k``'s block exponent for pixel ``p``,
