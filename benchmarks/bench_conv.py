@@ -11,6 +11,8 @@ thread (``fp16_tile_dots``: one block of the layer's lanes and kernels against
 a tile of pixels), which a shared machine disturbs less; and the processor time
 the fp16 layer took (all its threads): on a machine whose cores also run other
 work, wall time per core understates the simulator, processor time does not.
+The fp16 layer's preparation outside the kernel follows, per weight on one thread
+(the weights' transpose, their Booth rows, the data's operands).
 Then two AlexNet-class fully connected fp16 layers through the MAC stage
 (``conv_fp16``: one output pixel, every weight used once), 6x6x256 -> 4096 and
 1x1x4096 -> 4096, their MACs per second and core beside the convolution's (goal:
@@ -28,11 +30,14 @@ from types import SimpleNamespace
 import numpy as np
 from timing import best_of, verdict
 
+from sim.conv import mac_fp16
 from sim.conv.direct import compute_direct_layer as compute_layer
 from sim.conv.layer import decode_layer
 from sim.conv.mac_fp16 import conv_fp16
+from sim.dma.align import ceil_div
 from sim.jit import cores
 from sim.machine import LayerContext, Machine
+from sim.num import mac
 from sim.num.booth import TABLE_ROWS, booth_row_indices
 from sim.num.mac import fp16_mac_operands, fp16_tile_dots
 from sim.program.conv import UNITS, program
@@ -87,6 +92,7 @@ def main() -> None:
                   f"per processor second")
         if precision == "fp16":
             kernel_rate(x, w, args.repeat)
+            prep_rate(rng, args.repeat)
     if not args.no_fc:
         for size, channels in ((6, 256), (1, 4096)):
             fc_rate(rng, size, channels, 4096, args.repeat, conv_rate)
@@ -118,6 +124,30 @@ def kernel_rate(x, w, repeat, pixels=128):
     rate = c * k * n / t / 1e6
     print(f"fp16 MAC kernel alone ({c} lanes x {k} kernels x {n} pixels, one thread): "
           f"{t * 1e6:8.1f} us = {rate:.0f} M MAC/s {verdict(rate, 1000, 'M', at_least=True)}")
+
+
+def prep_rate(rng, repeat, kernels=512, channels=512):
+    """The fp16 layer's preparation outside the MAC kernel, one thread, per weight (value)
+    of a 3x3 x ``channels`` x ``kernels`` layer (ResNet-50's largest): the weights'
+    transpose (kernels innermost), their Booth rows and exponents, the data's operands, each
+    into arrays made ahead (the layer keeps its buffers between layers)."""
+    w = (rng.standard_normal((kernels, channels, 9)) * 0.02).astype(np.float16).view(np.uint16)
+    n = w.size
+    dst = np.empty((9, channels, kernels), np.uint16)
+    squares = ceil_div(kernels, mac_fp16.SQUARE)
+    lane_bits, lane_nan = np.zeros((squares, channels), np.uint16), np.zeros(squares, np.bool_)
+    flat = dst.reshape(-1)
+    rows, exp4 = np.empty(2 * n, np.uint64), np.empty(n, np.int32)
+    sign, sig = np.empty(n, np.uint32), np.empty(n, np.uint32)
+    steps = {"transpose": lambda: mac_fp16._kernels_innermost(w, dst, lane_bits, lane_nan,
+                                                                (0, squares)),
+             "Booth rows": lambda: mac._weight_rows(flat, rows, exp4),
+             "data operands": lambda: mac._data_operands(flat, sign, sig, exp4)}
+    times = []
+    for name, step in steps.items():
+        step()  # compile / warm up
+        times.append(f"{name} {best_of(step, repeat, warm_up=False) / n * 1e9:.2f}")
+    print(f"fp16 preparation ({n} weights, one thread), ns a weight: {', '.join(times)}")
 
 
 def fc_rate(rng, size, channels, kernels, repeat, conv_rate):

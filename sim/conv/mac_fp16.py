@@ -13,6 +13,10 @@ exponent) and of CACC's 48-bit accumulator is :mod:`sim.num.mac`.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..dma.align import ceil_div
@@ -25,12 +29,14 @@ from ..num.mac import (
     cacc_accumulate,
     cacc_accumulate_finite,
     cacc_to_fp32,
+    data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
     fp16_lane_dot,
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
+    weight_rows_bytes,
 )
 from ..num.rounding import sign_extend
 from ..num.specials import nan_mask
@@ -121,8 +127,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     the last vector of the layer may be partial, and is filled up with zero data.
 
     ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
-    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, 10) from
-    :func:`booth_row_indices`, four times the exponents (R, S, C', K)), of the channels
+    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, >= 10) from
+    :func:`fp16_weight_rows`, four times the exponents (R, S, C', K)), of the channels
     that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
     block, -1 if none, and ``w_nan_any`` (R, S, groups) whether some kernel's
@@ -322,27 +328,39 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
                     np.minimum(np.arange(groups + 1) * block, c), geometry, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
-    w = np.empty((n_r, n_s, c, n_k), np.uint16)  # (R, S, C, K): kernels innermost
-    squares = ceil_div(n_k, SQUARE)
-    lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
-    src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
-    run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k), lane_bits,
-                                              lane_nan, (a, b)),
-              squares)
-    # Lanes whose weight is zero in every kernel contribute nothing to any block
-    # (a NaN in them still decides its block): the products skip them.
-    live = np.flatnonzero(lane_bits.any(axis=0))
-    lanes = np.searchsorted(live, np.arange(groups + 1) * block)
-    x, x_nans = _data_operands(cube, live, block)
-    if lane_nan.any():
-        in_lanes = w.transpose(3, 0, 1, 2)  # (K, R, S, C)
-        w_nans = first_nan_per_block(in_lanes, nan_mask(in_lanes), block)
-    else:
-        w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
-    if live.size < c:
-        w = np.ascontiguousarray(w[:, :, live])
-    operands = (fp16_data_operands(x), x_nans, fp16_weight_rows(w),
-                w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry, out)
+    with _scratch("transposed", 2 * weights.size) as t_buf, \
+            _scratch("weights", weight_rows_bytes(weights.size)) as w_buf:
+        # (R, S, C, K): kernels innermost
+        w = t_buf[:2 * weights.size].view(np.uint16).reshape(n_r, n_s, c, n_k)
+        squares = ceil_div(n_k, SQUARE)
+        lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
+        src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
+        run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k),
+                                                  lane_bits, lane_nan, (a, b)),
+                  squares)
+        # Lanes whose weight is zero in every kernel contribute nothing to any block
+        # (a NaN in them still decides its block): the products skip them.
+        live = np.flatnonzero(lane_bits.any(axis=0))
+        lanes = np.searchsorted(live, np.arange(groups + 1) * block)
+        x, x_nans = _data_operands(cube, live, block)
+        if lane_nan.any():
+            in_lanes = w.transpose(3, 0, 1, 2)  # (K, R, S, C)
+            w_nans = first_nan_per_block(in_lanes, nan_mask(in_lanes), block)
+        else:
+            w_nans = np.full((n_k, n_r, n_s, groups), -1, np.int64)
+        if live.size < c:
+            w = np.ascontiguousarray(w[:, :, live])
+        with _scratch("data", data_operands_bytes(x.size)) as x_buf:
+            operands = (fp16_data_operands(x, x_buf), x_nans, fp16_weight_rows(w, w_buf),
+                        w_nans, (w_nans >= 0).any(axis=0), pad_ops, pad_nan, lanes, geometry,
+                        out)
+            _products(operands, n_k)
+    return out
+
+
+def _products(operands: tuple, n_k: int) -> None:
+    """:func:`_conv_fp16_tiles` of a layer over the threads, pieces as :func:`tile_plan` says."""
+    out = operands[-1]
     tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
     bounds = [n_k * g // groups for g in range(groups + 1)]
 
@@ -355,7 +373,28 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
             _conv_fp16_tiles(*operands, tiles, (tile, tile + 1), (bounds[group], bounds[group + 1]))
 
     run_split(pieces, tiles * groups, pieces=tiles * groups)
-    return out
+
+
+#: Buffers for a layer's operands (the weights' rows, the data's), kept between layers by
+#: use: a layer's fresh 10-50 MB took about as long in page faults as filling them.
+_SCRATCH: dict[str, list[np.ndarray]] = {}
+_SCRATCH_LOCK = threading.Lock()
+
+
+@contextmanager
+def _scratch(use: str, nbytes: int) -> Iterator[np.ndarray]:
+    """A kept uint8 buffer of at least ``nbytes`` bytes for ``use``, for the duration of a
+    layer (layers running at the same time take one each)."""
+    with _SCRATCH_LOCK:
+        kept = _SCRATCH.setdefault(use, [])
+        buf = kept.pop() if kept else None
+    if buf is None or buf.size < nbytes:  # grow by half at least: layers grow in steps
+        buf = np.empty(max(nbytes, 0 if buf is None else buf.size * 3 // 2), np.uint8)
+    try:
+        yield buf
+    finally:
+        with _SCRATCH_LOCK:
+            _SCRATCH[use].append(buf)
 
 
 def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:

@@ -236,8 +236,8 @@ def booth_row_indices(negative, wt) -> np.ndarray:
     (< 2**16) reads from a data value's :func:`booth_data_table` (whose sign completes the
     product's): rows 0-3 then rows 4-7, each half as (row, pair, pair, pair, negate << 6),
     the second and third pairs to be shifted by 2 and 4.  Each half is looked up by the
-    sign and the magnitude's bits it recodes (:func:`booth_rows_into`, which kernels call
-    per weight)."""
+    sign and the magnitude's bits it recodes (:func:`booth_rows_into`); kernels compute the
+    same rows in words (:func:`booth_row_words`)."""
     w = np.asarray(wt).astype(np.int64)
     sign = (np.asarray(negative) != 0).astype(np.int64)
     shape = np.broadcast_shapes(w.shape, sign.shape)
@@ -255,8 +255,8 @@ def _rows_of(sign, wt, rows, low_rows, high_rows):
 
 @njit(inline="always")
 def booth_rows_into(negative, wt, rows, low_rows, high_rows):
-    """:func:`booth_row_indices` of one weight inside a kernel, into ``rows`` (10,) uint8;
-    ``low_rows``, ``high_rows`` are :func:`booth_half_tables`."""
+    """:func:`booth_row_indices` of one weight into ``rows`` (10,) uint8 from the half
+    tables ``low_rows``, ``high_rows``."""
     low = (negative << 8) | (wt & 0xFF)
     high = (negative << 9) | ((wt >> 7) & 0x1FF)
     for j in range(5):
@@ -264,9 +264,46 @@ def booth_rows_into(negative, wt, rows, low_rows, high_rows):
         rows[5 + j] = high_rows[high, j]
 
 
-def booth_half_tables() -> tuple[np.ndarray, np.ndarray]:
-    """The two tables :func:`booth_row_indices` looks a weight's halves up in."""
-    return _LOW_ROWS, _HIGH_ROWS
+# --- the same ten rows computed in 64-bit words, for a loop over weights ------------
+# The table lookups above load and store byte by byte; a layer has millions of weights.
+# In a 64-bit word the eight windows of bits 2i-1..2i+1 spread to bytes (window i to
+# byte i), each byte's digit + 2 = b0 + b1 + 2 - 2 * b2 is a few byte-parallel steps, and
+# a half's five rows (row t0, pairs 5 + 5 * t(i+1) + t(i), 30 + t3) are constants plus
+# the digit bytes shifted and masked: no byte carries into the next (rows < 35), so a
+# loop of it vectorises.
+ROW_BYTES = 16  #: a weight's rows (10 bytes) padded to two 64-bit words
+_U64 = np.uint64
+_BYTE_ONES = _U64(0x0101010101010101)
+_WINDOW_MASKS = tuple(_U64(7 << 8 * i) for i in range(8))
+_WINDOW_SHIFTS = tuple(_U64(6 * i) for i in range(8))  # bit 2i of the window to bit 8i
+_HALF_BASE = _U64(_ROW | _PAIR << 8 | _PAIR << 16 | _PAIR << 24 | _NEG6 << 32)
+_HALF_DIGITS, _LOW_DIGIT, _PAIR_HIGH = _U64(0xFFFFFFFF), _U64(0xFF), _U64(0xFFFFFF00)
+
+
+@njit(inline="always")
+def booth_row_words(negative, wt):
+    """:func:`booth_row_indices` of one weight (magnitude ``wt`` < 2**16, sign ``negative``)
+    as two little-endian 64-bit words: rows 0-7, then rows 8-9 (the upper six bytes 0)."""
+    u1, u2 = _U64(1), _U64(2)
+    # bit 2i - 1 of the magnitude at bit 2i, all bits inverted for a negative product
+    x = (_U64(wt) << u1) ^ (_U64(0x1FFFF) * (_U64(negative) & u1))
+    windows = _U64(0)
+    for i in range(8):
+        windows |= (x << _WINDOW_SHIFTS[i]) & _WINDOW_MASKS[i]
+    # each byte: b0 + b1 + 2 - 2 * b2 (2 - 2 * b2 >= 0: no byte borrows)
+    digits = ((windows & _BYTE_ONES) + ((windows >> u1) & _BYTE_ONES)
+              + ((_BYTE_ONES << u1) - (((windows >> u2) & _BYTE_ONES) << u1)))
+    low = _half_rows(digits & _HALF_DIGITS)
+    high = _half_rows(digits >> _U64(32))
+    return low | (high << _U64(40)), high >> _U64(24)
+
+
+@njit(inline="always")
+def _half_rows(d):
+    """A half's five rows (bytes 0-4) from its four digits + 2 (bytes 0-3 of ``d``): row t0,
+    the pairs 5 + 5 * t(i+1) + t(i), the negate row 30 + t3."""
+    high = d & _PAIR_HIGH
+    return _HALF_BASE + ((d << _U64(8)) | (d & _LOW_DIGIT)) + (high << _U64(2)) + high
 
 
 @njit(inline="always")

@@ -90,12 +90,12 @@ import numpy as np
 from sim.dma.align import ceil_div
 from sim.jit import njit, prefer_wide_vectors, run_split
 from sim.num.booth import (
+    ROW_BYTES,
     booth_data_table,
-    booth_half_tables,
     booth_lane,
     booth_lane_masked,
     booth_lane_table,
-    booth_rows_into,
+    booth_row_words,
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
@@ -303,48 +303,79 @@ def fp16_mac_operands(bits) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return tuple(table[index] for table in _operand_tables())
 
 
-def fp16_data_operands(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def fp16_data_operands(bits: np.ndarray, scratch: np.ndarray | None = None
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`fp16_mac_operands` of a data cube as the convolution's kernels read it: (sign
     uint32, significand uint32, four times the exponent int32), in one compiled pass over
-    the threads (three table lookups per element took a tenth of an fp16 ResNet's time)."""
+    the threads (three table lookups per element took a tenth of an fp16 ResNet's time).
+
+    ``scratch``: a uint8 buffer of at least :func:`data_operands_bytes` bytes, 4-aligned,
+    to hold the three results (fresh arrays cost more in page faults than the pass)."""
     flat = np.ascontiguousarray(bits, dtype=np.uint16).reshape(-1)
-    sign, sig = np.empty(flat.size, np.uint32), np.empty(flat.size, np.uint32)
-    exp4 = np.empty(flat.size, np.int32)
-    run_split(lambda a, b: _data_operands(flat, sign, sig, exp4, (a, b)), flat.size,
-              min_chunk=1 << 16)
+    n = flat.size
+    if scratch is None:
+        scratch = np.empty(data_operands_bytes(n), np.uint8)
+    sign = scratch[:4 * n].view(np.uint32)
+    sig = scratch[4 * n:8 * n].view(np.uint32)
+    exp4 = scratch[8 * n:12 * n].view(np.int32)
+    run_split(lambda a, b: _data_operands(flat[a:b], sign[a:b], sig[a:b], exp4[a:b]),
+              n, min_chunk=1 << 16)
     shape = np.shape(bits)
     return sign.reshape(shape), sig.reshape(shape), exp4.reshape(shape)
 
 
+def data_operands_bytes(n: int) -> int:
+    """Bytes of scratch :func:`fp16_data_operands` needs for ``n`` values."""
+    return 12 * n
+
+
 @njit(distinct_arrays=True)
-def _data_operands(bits, sign, sig, exp4, span):
-    for i in range(span[0], span[1]):
+def _data_operands(bits, sign, sig, exp4):
+    # 1-d slices from index 0, as _weight_rows: a loop over span bounds stayed scalar
+    prefer_wide_vectors()
+    for i in range(bits.size):
         s, m, e4, dead = fp16_weight_operand(word32(bits[i]))
         sign[i] = s
         sig[i] = m
         exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(e4)
 
 
-def fp16_weight_rows(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The Booth table rows (..., 10) uint8 (:func:`sim.num.booth.booth_row_indices` of
-    the weights' CMAC sign and significand) and four times the exponents (...) int32
-    (``4 * ZERO_LANE_EXP`` for a zero) of fp16 weights ``bits``: what the convolution's
-    tile kernel reads for each weight, in one compiled pass (a layer may have millions)."""
+def fp16_weight_rows(bits: np.ndarray, scratch: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The Booth table rows (..., ROW_BYTES) uint8 (the first 10 bytes
+    :func:`sim.num.booth.booth_row_indices` of the weights' CMAC sign and significand, the
+    rest 0) and four times the exponents (...) int32 (``4 * ZERO_LANE_EXP`` for a zero) of
+    fp16 weights ``bits``: what the convolution's tile kernel reads for each weight, in one
+    compiled pass over the threads (a layer may have millions).
+
+    ``scratch``: a uint8 buffer of at least :func:`weight_rows_bytes` bytes, 8-aligned, to
+    hold both results (a layer's fresh arrays cost as much in page faults as the pass)."""
     flat = np.ascontiguousarray(bits, dtype=np.uint16).reshape(-1)
-    rows = np.empty((flat.size, 10), np.uint8)
-    exp4 = np.empty(flat.size, np.int32)
-    low_rows, high_rows = booth_half_tables()
-    run_split(lambda a, b: _weight_rows(flat, low_rows, high_rows, rows, exp4, (a, b)),
-              flat.size, min_chunk=1 << 16)
+    n = flat.size
+    if scratch is None:
+        scratch = np.empty(weight_rows_bytes(n), np.uint8)
+    rows = scratch[:n * ROW_BYTES].view(np.uint64)
+    exp4 = scratch[n * ROW_BYTES:n * (ROW_BYTES + 4)].view(np.int32)
+    words = ROW_BYTES // 8
+    run_split(lambda a, b: _weight_rows(flat[a:b], rows[words * a:words * b], exp4[a:b]), n,
+              min_chunk=1 << 16)
     shape = np.shape(bits)
-    return rows.reshape(*shape, 10), exp4.reshape(shape)
+    return rows.view(np.uint8).reshape(*shape, ROW_BYTES), exp4.reshape(shape)
 
 
-@njit
-def _weight_rows(bits, low_rows, high_rows, rows, exp4, span):
-    for i in range(span[0], span[1]):
+def weight_rows_bytes(n: int) -> int:
+    """Bytes of scratch :func:`fp16_weight_rows` needs for ``n`` weights."""
+    return n * (ROW_BYTES + 4)
+
+
+@njit(distinct_arrays=True)
+def _weight_rows(bits, rows, exp4):
+    # whole 1-d slices, indices from 0: a loop over span bounds kept numba's negative-index
+    # fix-ups and the rows' strides, and LLVM left it scalar (a third slower than tables)
+    prefer_wide_vectors()  # 64-bit words: eight weights a vector
+    for i in range(bits.size):
         sign, sig, we, dead = fp16_weight_operand(word32(bits[i]))
-        booth_rows_into(sign, sig, rows[i], low_rows, high_rows)
+        rows[2 * i], rows[2 * i + 1] = booth_row_words(sign, sig)
         exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(we)
 
 
@@ -445,8 +476,9 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, hi
 
     ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
-    their exponents; ``w_rows`` (lanes, K, 10) the weights' table rows
-    (:func:`sim.num.booth.booth_row_indices` of their sign and significand) and
+    their exponents; ``w_rows`` (lanes, K, >= 10) the weights' table rows
+    (:func:`sim.num.booth.booth_row_indices` of their sign and significand, bytes past
+    the tenth unread: :func:`fp16_weight_rows` pads them to 16) and
     ``w_exp4`` (lanes, K) int32 four times their exponents; ``tables`` is scratch
     (2, TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
     compiled with ``distinct_arrays``).  Kernel ``k``'s block exponent for pixel ``p``,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import jit
-from ..jit import njit
+from ..jit import njit, prefer_wide_vectors
 from ..num import fp32_fast
 from ..regs.enums import AluAlgo
 from . import fast_fp
@@ -47,10 +47,12 @@ def worth_it(v: np.ndarray) -> bool:
 
 # --- the kernel -----------------------------------------------------------------
 # Each step is its own compiled loop (LLVM inlines them into the kernel): the loops
-# take only the piece buffers, so both input signatures share them, compiled once.
+# take only the piece buffers, so both input signatures share them, compiled once.  Each
+# asks for 512-bit vectors (prefer_wide_vectors): ResNet-50's SDP blocks took a tenth less.
 @njit
 def _load_input(src, fp16, u, bad, k):
     """The input words as fp32 patterns; those IEEE reads apart mark ``bad``."""
+    prefer_wide_vectors()
     if fp16:
         for i in range(k):
             word, agrees = fp32_fast.ieee_fp16_to_fp32(src[i])
@@ -75,6 +77,7 @@ def _operand_word(x, fp16):
 @njit
 def _load_operand(op, row, start, k, fp16, w, bad):
     """The operand's fp32 patterns for the piece into ``w``; unreadable ones mark ``bad``."""
+    prefer_wide_vectors()
     op_row = op[row % op.shape[0]]
     if op.shape[1] == 1:  # one value for the whole row: converted once
         word, agrees = _operand_word(op_row[0], fp16)
@@ -98,6 +101,7 @@ def _alu_word(x, y, code):
 @njit
 def _alu(u, w, bad, k, code):
     """The ALU (SUM, MAX or MIN: a run-time code, so one compiled loop) on the piece."""
+    prefer_wide_vectors()
     for i in range(k):
         r, agrees = _alu_word(u[i], w[i], code)
         u[i] = r
@@ -107,6 +111,7 @@ def _alu(u, w, bad, k, code):
 @njit
 def _mul(u, w, bad, k, prelu):
     """The multiplier, or PReLU, on the piece."""
+    prefer_wide_vectors()
     for i in range(k):
         x = u[i]
         r, agrees = fp32_fast.ieee_fp32_mul(x, w[i], True)
@@ -117,6 +122,7 @@ def _mul(u, w, bad, k, prelu):
 
 @njit
 def _relu(u, k):
+    prefer_wide_vectors()
     for i in range(k):
         u[i] = fp32_fast.ieee_fp32_relu(u[i])
 
@@ -125,6 +131,7 @@ def _relu(u, k):
 def _store(u, bad, k, h, suspect):
     """The piece narrowed to fp16 words; suspects: ``bad`` and the narrowings IEEE gets
     wrong."""
+    prefer_wide_vectors()
     for i in range(k):
         word, agrees = fp32_fast.ieee_fp32_to_fp16(u[i])
         h[i] = word

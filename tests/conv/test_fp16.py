@@ -7,6 +7,7 @@ to the definition: every output pixel's window, block by block in the CSC's orde
 (``num.mac_reference.cmac_block``), accumulated by CACC.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import numpy as np
@@ -223,6 +224,36 @@ def test_fp16_any_tiling_is_the_definition(threads, plan, monkeypatch):
         monkeypatch.setattr(mac_fp16, "tile_plan", lambda pixels, kernels, threads: plan)
     got = conv_fp16(x, wt, layer, 64)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
+
+
+def test_fp16_layers_after_layers_and_side_by_side_are_the_definition():
+    """The operands' buffers are kept between layers: a layer after a larger one (stale
+    bytes past its own), after a smaller one (a grown buffer) and two layers at the same
+    time (one buffer each) are each the definition's."""
+    rng = np.random.default_rng(11)
+    layers = []
+    for c, k, hw in ((70, 5, 9), (24, 40, 16), (70, 5, 9), (33, 9, 12)):
+        layer = make_layer((hw - 2, hw - 2), pad_value=int(fp16(-1.5)[()]))
+        x, wt = random_bits(rng, (1, c, hw, hw)), random_bits(rng, (k, c, 3, 3), zeros=0.1)
+        layers.append((x, wt, layer, reference_fp16(x, wt, layer, 64)))
+    for x, wt, layer, want in layers:
+        np.testing.assert_array_equal(conv_fp16(x, wt, layer, 64), want)
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda case: conv_fp16(*case[:3], 64), layers[:2]))
+    for out, (*_, want) in zip(got, layers[:2], strict=True):
+        np.testing.assert_array_equal(out, want)
+
+
+def test_kept_buffers_are_one_per_layer_at_a_time():
+    """Layers at the same time take distinct buffers; a later layer reuses a kept one."""
+    with mac_fp16._scratch("test", 100) as kept:
+        pass
+    with mac_fp16._scratch("test", 100) as a, mac_fp16._scratch("test", 50) as b:
+        assert a is kept and b.size >= 50 and not np.shares_memory(a, b)
+    with mac_fp16._scratch("test", 10) as again:
+        assert again is a or again is b
+    with mac_fp16._scratch("test", 1000) as grown:
+        assert grown.size >= 1000
 
 
 @pytest.mark.parametrize("pixels,kernels,threads,want", [

@@ -16,6 +16,7 @@ import pytest
 
 from sim.jit import njit
 from sim.num.booth import (
+    ROW_BYTES,
     TABLE_ROWS,
     booth_data_table,
     booth_digits,
@@ -23,6 +24,7 @@ from sim.num.booth import (
     booth_lane_table,
     booth_masks,
     booth_row_indices,
+    booth_row_words,
 )
 from sim.num.mac import (
     CACC_NAN_EXP,
@@ -33,6 +35,7 @@ from sim.num.mac import (
     cacc_accumulate_finite,
     cacc_round_int32,
     cacc_to_fp32,
+    data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
     fp16_lane_dot,
@@ -40,6 +43,7 @@ from sim.num.mac import (
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
+    weight_rows_bytes,
 )
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
 from sim.num.word32 import word32
@@ -231,22 +235,43 @@ def test_data_operands_of_every_fp16_pattern():
     """The convolution's compiled data decode gives, for all 65536 fp16 patterns, the CMAC
     operands of the lookup tables, four times the exponent (4 * ZERO_LANE_EXP for zeros)."""
     bits = np.arange(1 << 16, dtype=np.uint16).reshape(16, 64, 64)
-    sign, sig, exp4 = fp16_data_operands(bits)
     want_sign, want_sig, want_exp = fp16_mac_operands(bits)
-    np.testing.assert_array_equal(sign, want_sign)
-    np.testing.assert_array_equal(sig, want_sig)
-    np.testing.assert_array_equal(exp4, 4 * want_exp)
-    assert exp4.dtype == np.int32 and sig.dtype == np.uint32
+    scratch = np.full(data_operands_bytes(bits.size) + 4, 0xA5, np.uint8)  # stale bytes
+    for sign, sig, exp4 in (fp16_data_operands(bits), fp16_data_operands(bits, scratch)):
+        np.testing.assert_array_equal(sign, want_sign)
+        np.testing.assert_array_equal(sig, want_sig)
+        np.testing.assert_array_equal(exp4, 4 * want_exp)
+        assert exp4.dtype == np.int32 and sig.dtype == np.uint32
 
 
 def test_weight_rows_of_every_fp16_pattern():
     """The convolution's one-pass weight preparation gives, for all 65536 fp16 weights,
     the Booth rows of their CMAC sign and significand and four times their exponent."""
     bits = np.arange(1 << 16, dtype=np.uint16).reshape(256, 256)
-    rows, exp4 = fp16_weight_rows(bits)
     sign, sig, exp = fp16_mac_operands(bits)
-    np.testing.assert_array_equal(rows, booth_row_indices(sign, sig))
-    np.testing.assert_array_equal(exp4, 4 * exp)
+    scratch = np.full(weight_rows_bytes(bits.size) + 8, 0xA5, np.uint8)  # stale bytes
+    for rows, exp4 in (fp16_weight_rows(bits), fp16_weight_rows(bits, scratch)):
+        assert rows.shape == (256, 256, ROW_BYTES) and exp4.dtype == np.int32
+        np.testing.assert_array_equal(rows[..., :10], booth_row_indices(sign, sig))
+        assert not rows[..., 10:].any()
+        np.testing.assert_array_equal(exp4, 4 * exp)
+
+
+@njit
+def _row_words(neg, wt, out):
+    for i in range(wt.size):
+        out[i, 0], out[i, 1] = booth_row_words(neg[i], wt[i])
+
+
+def test_row_words_are_the_row_indices_of_every_weight():
+    """The word-wise recoding gives, for all 2 x 2**16 weights (magnitudes past fp16's 14
+    bits too), the rows of booth_row_indices in bytes 0-9, zeros in 10-15."""
+    neg, wt = (a.astype(np.uint32) for a in _grid(np.arange(2), np.arange(1 << 16)))
+    words = np.zeros((wt.size, 2), np.uint64)
+    _row_words(neg, wt, words)
+    rows = words.view(np.uint8).reshape(wt.size, 16)
+    np.testing.assert_array_equal(rows[:, :10], booth_row_indices(neg, wt))
+    assert not rows[:, 10:].any()
 
 
 @njit
