@@ -81,6 +81,12 @@ def _hooks(engines: list[Engine], method: str) -> dict[str, list[Engine]]:
     return hooks
 
 
+def _hooked(engine: Engine, register: str) -> bool:
+    """Does ``engine``'s on_write act on CSB writes of ``register`` (a full name)?"""
+    names = engine.write_hooks()
+    return names is None or register in names
+
+
 def _data_ports(hooks: dict[str, list[Engine]]) -> dict:
     """Register full name -> the callable consuming its every CSB write, for the data ports
     (``data_ports()``) of an engine that is the first hook of the register's unit: its
@@ -116,9 +122,10 @@ class Machine:
         # unit -> the feature its registers need that this configuration lacks
         self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
                          if not getattr(self.config, feature)}
-        # write_reg's argument -> its plan, shared by every machine of this address map
+        # write_reg's argument -> its plan, shared by every machine of this address map and
+        # engine set (a plan names the engines hooked by their place in self.engines)
         self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
-            ("machine writes", self.config.address_map))
+            ("machine writes", self.config.address_map, tuple(map(type, self.engines))))
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -186,40 +193,51 @@ class Machine:
         return self.regfile.register(reg)
 
     def _write_plan(self, reg: str | int) -> tuple:
-        """What a CSB write of ``reg`` does, worked out once per register and address map:
-        (register, the interrupt bits it sets (S_INTR_SET) or None, the register file's
-        plan)."""
+        """What a CSB write of ``reg`` does, worked out once per register, address map and
+        engine set: (register, the register file's plan, None for a plain write (no
+        interrupt bits, data port or engine hook), else (the interrupt bits it sets
+        (S_INTR_SET) or None, its data port's name or None, the indices in
+        ``self.engines`` of the engines whose ``on_write`` sees it))."""
         r = self._reg(reg)
         sets = None
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             sets = r.mask(self.config.address_map, ("wo",))
         port = r.full_name if r.full_name in self._ports else None
-        plan = self._write_plans[reg] = (r, sets, self.regfile.write_plan(r), port)
+        hooks = tuple(self.engines.index(e) for e in self._write_hooks.get(r.unit, ())
+                      if _hooked(e, r.full_name))
+        special = None if sets is None and port is None and not hooks else (sets, port, hooks)
+        plan = self._write_plans[reg] = (r, self.regfile.write_plan(r), special)
         return plan
 
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
-        r, sets, rf_plan, port = self._write_plans.get(reg) or self._write_plan(reg)
+        r, rf_plan, special = self._write_plans.get(reg) or self._write_plan(reg)
         if self._register_listening:
             self.register_listeners.wrote_register(r, value)
         unit = r.unit
         if unit in self._lacking:  # a block this configuration does not have
             self.config.require(self._lacking[unit], r.full_name)
+        if special is not None and self._special_write(r, special, value):
+            return
+        if self.regfile.apply_write(rf_plan, value) == "launch":
+            self._launches.append(unit)
+
+    def _special_write(self, r, special: tuple, value: int) -> bool:
+        """The interrupt set, data port and engine hooks of a write; True if consumed."""
+        sets, port, hooks = special
         if sets is not None:
             self._raise_bits(value & sets)
-            return
+            return True
         if port is not None:  # a LUT data port: what its engine's on_write would do
             write = self._ports.get(port)
             if write is not None:
                 write(value)
-                return
-        hooks = self._write_hooks.get(unit)
-        if hooks:
-            for engine in hooks:
-                if engine.on_write(self, r, value):
-                    return
-        if self.regfile.apply_write(rf_plan, value) == "launch":
-            self._launches.append(unit)
+                return True
+        engines = self.engines
+        for i in hooks:
+            if engines[i].on_write(self, r, value):
+                return True
+        return False
 
     def read_depends(self, reg) -> str | None:
         """The other register of ``reg``'s unit whose CSB write changes what ``reg`` reads:
