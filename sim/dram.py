@@ -256,6 +256,30 @@ class Memory:
         if self._listening:
             self.listeners.wrote(self, addr, size)
 
+    def window_write_ok(self, addr: int, size: int, lines: tuple[np.ndarray, int]) -> bool:
+        """Would one :meth:`write` of the window ``[addr, addr + size)`` with ``lines`` =
+        (line offsets, line bytes) leave what writes of those lines one by one leave?  Yes
+        unless it faults (a line's own write would name its range), someone is told of
+        each write (listeners, the layer write log), or it would hold a page no line
+        touches (the resident limit counts pages)."""
+        if self._listening or self._write_log is not None or not size:
+            return False
+        if addr < 0 or addr + size > self.limit or size > self.limits.access:
+            return False
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        missing = [p for p in range(first, last + 1) if p not in self._pages]
+        if not missing:
+            return True
+        offsets, length = lines
+        if not 0 < length <= PAGE_SIZE:
+            return False
+        starts = (addr & PAGE_MASK) + np.asarray(offsets, np.int64).ravel()
+        touched = set(((np.concatenate([starts, starts + (length - 1)]) >> PAGE_BITS)
+                       + first).tolist())
+        if not touched.issuperset(missing):
+            return False
+        return (len(self._pages) + len(missing)) * PAGE_SIZE <= self.limits.resident
+
     def log_layer_writes(self) -> None:
         """Keep the range of every in-layer write from now on (for :meth:`last_layer_write`)."""
         if self._write_log is None:

@@ -106,6 +106,24 @@ def _source_window(layout, mode: str, src_mem, dst_mem):
     return read
 
 
+def _write_lines(layout, mode: str, dst_mem, lines: list) -> None:
+    """Write the ``lines`` (address, bytes) a layer made, in order: as one window where
+    that leaves what line writes leave (:meth:`sim.dram.Memory.window_write_ok`)."""
+    from ..dma.rubik import write_lines
+
+    offsets, size = write_lines(layout, mode)
+    base = layout.dst
+    span = int(offsets.max()) + size if offsets.size else 0
+    if span and span <= WINDOW_LIMIT and dst_mem.window_write_ok(base, span, (offsets, size)):
+        window = dst_mem.read_for_update(base, span, DST_WHAT)
+        for addr, data in lines:
+            window[addr - base: addr - base + len(data)] = memoryview(data)
+        dst_mem.write(base, window, DST_WHAT, lines=(offsets, size))
+        return
+    for addr, data in lines:
+        dst_mem.write(addr, data, DST_WHAT)
+
+
 class RubikEngine(Engine):
     name = "RUBIK"
     units = (RBK,)
@@ -128,15 +146,19 @@ class RubikEngine(Engine):
 
         mode = MODES[block.rubik_mode]
         read = _source_window(layout, mode, src_mem, dst_mem)
-        if read is None:  # line by line, as the DMA reads
+        if read is None:  # line by line, reads between the writes, as the DMA moves them
 
             def read(addr: int, size: int) -> bytes:
                 return src_mem.read(addr, size, SRC_WHAT)
 
-        def write(addr: int, data: bytes) -> None:
-            dst_mem.write(addr, data, DST_WHAT)
+            def write(addr: int, data: bytes) -> None:
+                dst_mem.write(addr, data, DST_WHAT)
 
-        getattr(rubik, mode)(layout, read, write)
+            getattr(rubik, mode)(layout, read, write)
+        else:  # the source is read: the lines written are kept, then written in order
+            lines: list[tuple[int, bytes]] = []
+            getattr(rubik, mode)(layout, read, lambda addr, data: lines.append((addr, data)))
+            _write_lines(layout, mode, dst_mem, lines)
         ctx.set_counter(RBK, "D_PERF_READ_STALL_0", 0)
         ctx.set_counter(RBK, "D_PERF_WRITE_STALL_0", 0)
 

@@ -79,7 +79,8 @@ def _outcome(layout, mode, seed):
         _program(m, mode, layout)
     except Exception as exc:  # noqa: BLE001 - the outcome compared is the error too
         return type(exc).__name__, str(exc)
-    return m.read_memory(0x80000000, 0x14000)
+    pages = sorted(m.pri_mem._pages)  # the pages held count against the resident limit
+    return m.read_memory(0x80000000, 0x14000), m.read_memory(0x80100000, 0x14000), pages
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -96,8 +97,9 @@ def test_a_window_read_does_what_line_reads_do(mode, monkeypatch):
         return read
 
     for i, layout in enumerate(_layouts(100 + len(mode), 40)):
+        far = 0x100000 if i % 3 == 0 else 0  # into memory never written: pages made
         layout = RubikLayout(**{**layout.__dict__, "src": 0x80000000 + layout.src,
-                                "dst": 0x80000000 + layout.dst})
+                                "dst": 0x80000000 + far + layout.dst})
         monkeypatch.setattr(engine, "_source_window", counting)
         fast = _outcome(layout, mode, i)
         monkeypatch.setattr(engine, "_source_window", lambda *args: None)
@@ -111,3 +113,18 @@ def test_a_window_that_meets_the_writes_is_not_taken():
     m = Machine("nv_full")
     assert engine._source_window(layout, "merge", m.pri_mem, m.pri_mem) is None
     assert engine._source_window(layout, "merge", m.pri_mem, m.sec_mem) is not None
+
+
+def test_a_window_write_is_refused_where_line_writes_would_differ():
+    from sim.dram import PAGE_SIZE, Memory
+
+    mem = Memory()
+    lines = (np.array([0, 3 * PAGE_SIZE]), 64)  # two lines, two untouched pages between
+    assert not mem.window_write_ok(0, 3 * PAGE_SIZE + 64, lines)
+    assert mem.window_write_ok(0, 2 * PAGE_SIZE + 64, (np.array([0, PAGE_SIZE, 2 * PAGE_SIZE]), 64))
+    mem.write(PAGE_SIZE, b"x")
+    mem.write(2 * PAGE_SIZE, b"x")
+    assert mem.window_write_ok(0, 3 * PAGE_SIZE + 64, lines)  # the pages between are held
+    assert not mem.window_write_ok(mem.limit - 32, 64, (np.array([0]), 64))  # faults
+    mem.log_layer_writes()  # each write is numbered: one per line
+    assert not mem.window_write_ok(0, 3 * PAGE_SIZE + 64, lines)
