@@ -126,6 +126,9 @@ class Machine:
         # engine set (a plan names the engines hooked by their place in self.engines)
         self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
             ("machine writes", self.config.address_map, tuple(map(type, self.engines))))
+        # name or byte address -> its register (every poll looks one up), shared by the
+        # machines of this address map
+        self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -188,9 +191,12 @@ class Machine:
 
     # -- registers ------------------------------------------------------------
     def _reg(self, reg):
-        if isinstance(reg, int):
-            return self.regfile.register_at(reg)
-        return self.regfile.register(reg)
+        r = self._registers.get(reg)
+        if r is None:
+            rf = self.regfile
+            r = self._registers[reg] = (rf.register_at(reg) if isinstance(reg, int)
+                                        else rf.register(reg))
+        return r
 
     def _write_plan(self, reg: str | int) -> tuple:
         """What a CSB write of ``reg`` does, worked out once per register, address map and
@@ -217,22 +223,23 @@ class Machine:
         unit = r.unit
         if unit in self._lacking:  # a block this configuration does not have
             self.config.require(self._lacking[unit], r.full_name)
-        if special is not None and self._special_write(r, special, value):
-            return
+        if special is not None:
+            port = special[1]  # a LUT data port (thousands of writes): what its engine's
+            write = self._ports.get(port) if port is not None else None  # on_write does
+            if write is not None:
+                write(value)
+                return
+            if self._special_write(r, special, value):
+                return
         if self.regfile.apply_write(rf_plan, value) == "launch":
             self._launches.append(unit)
 
     def _special_write(self, r, special: tuple, value: int) -> bool:
-        """The interrupt set, data port and engine hooks of a write; True if consumed."""
-        sets, port, hooks = special
+        """The interrupt set and engine hooks of a write; True if consumed."""
+        sets, _, hooks = special
         if sets is not None:
             self._raise_bits(value & sets)
             return True
-        if port is not None:  # a LUT data port: what its engine's on_write would do
-            write = self._ports.get(port)
-            if write is not None:
-                write(value)
-                return True
         engines = self.engines
         for i in hooks:
             if engines[i].on_write(self, r, value):
