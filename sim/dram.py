@@ -333,7 +333,24 @@ class Memory:
     def fill(self, addr: int, size: int, pattern: str, seed: int = 0, what: str = "") -> None:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
         self.check(addr, size, what, "fill")
+        if pattern.upper() == "ALL_ZERO" and size and self._layer_reads is None \
+                and not self._listening:
+            self._zero(addr, size, pattern, what)
+            return
         self.write(addr, fill_pattern(pattern, addr, size, seed), what)
+
+    def _zero(self, addr: int, size: int, pattern: str, what: str) -> None:
+        """:meth:`write` of zeros outside a layer, unheard: a page it makes is zero already
+        (most ``mem_init`` fills are zeros onto memory never written)."""
+        check_extent(size, f"mem_init {pattern}")  # what fill_pattern checks
+        self._reserve(addr, size, what)
+        pages = self._pages
+        for page, off, _, n in self._chunks(addr, size):
+            dst = pages.get(page)
+            if dst is None:
+                pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
+            else:
+                dst[off : off + n] = 0
 
     def load_file(self, addr: int, path: str | Path) -> int:
         """Load a memory image (raw binary, record or hex ``.dat``) at ``addr``.
