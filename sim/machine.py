@@ -70,32 +70,57 @@ class LayerContext:
         self.counters[(unit, register)] = int(value)
 
 
-def _hooks(engines: list[Engine], method: str) -> dict[str, list[Engine]]:
-    """Unit -> the engines overriding ``method`` (Engine.on_write/on_read) among those
-    owning the unit, in engine order."""
-    hooks: dict[str, list[Engine]] = {}
-    for engine in engines:
-        if getattr(type(engine), method) is not getattr(Engine, method):
-            for unit in engine.units:
-                hooks.setdefault(unit, []).append(engine)
-    return hooks
+_ENGINE_TABLES: dict = {}  # engine classes -> _EngineTables: worked out once, not per machine
+
+
+class _EngineTables:
+    """Who sees a machine's CSB accesses, by index in its engine list (the same for every
+    machine of these engine classes): ``on_write``/``on_read``, unit -> the indices of the
+    engines overriding the method among those owning the unit, in engine order;
+    ``ports``, (engine index, the data port names it serves) for each engine that is the
+    first write hook of its ports' units (its ``on_write`` would consume their writes
+    before any other engine saw them)."""
+
+    def __init__(self, engines: list[Engine]):
+        self.on_write = self._hooks(engines, "on_write")
+        self.on_read = self._hooks(engines, "on_read")
+        owners: dict[int, list[str]] = {}
+        for unit, indices in self.on_write.items():
+            first = indices[0]
+            owners.setdefault(first, []).extend(
+                name for name in engines[first].data_ports() if name.partition(".")[0] == unit)
+        self.ports = tuple((i, tuple(names)) for i, names in owners.items() if names)
+
+    @staticmethod
+    def _hooks(engines: list[Engine], method: str) -> dict[str, tuple[int, ...]]:
+        table: dict[str, list[int]] = {}
+        for i, engine in enumerate(engines):
+            if getattr(type(engine), method) is not getattr(Engine, method):
+                for unit in engine.units:
+                    table.setdefault(unit, []).append(i)
+        return {unit: tuple(indices) for unit, indices in table.items()}
+
+    @classmethod
+    def of(cls, engines: list[Engine]) -> _EngineTables:
+        key = tuple(map(type, engines))
+        tables = _ENGINE_TABLES.get(key)
+        if tables is None:
+            tables = _ENGINE_TABLES[key] = cls(engines)
+        return tables
+
+    def data_ports(self, engines: list[Engine]) -> dict:
+        """Register full name -> the callable of ``engines`` consuming its every CSB write."""
+        ports = {}
+        for i, names in self.ports:
+            served = engines[i].data_ports()
+            ports.update((name, served[name]) for name in names)
+        return ports
 
 
 def _hooked(engine: Engine, register: str) -> bool:
     """Does ``engine``'s on_write act on CSB writes of ``register`` (a full name)?"""
     names = engine.write_hooks()
     return names is None or register in names
-
-
-def _data_ports(hooks: dict[str, list[Engine]]) -> dict:
-    """Register full name -> the callable consuming its every CSB write, for the data ports
-    (``data_ports()``) of an engine that is the first hook of the register's unit: its
-    ``on_write`` would consume the write before any other engine saw it."""
-    ports = {}
-    for unit, engines in hooks.items():
-        ports.update((name, write) for name, write in engines[0].data_ports().items()
-                     if name.partition(".")[0] == unit)
-    return ports
 
 
 class Machine:
@@ -114,11 +139,12 @@ class Machine:
                              for unit, state in engine.unit_state().items()}
         # the engines that see CSB accesses of a unit: only those of its own units, and
         # only engines that intercept at all (every trace line is a register write)
-        self._write_hooks = _hooks(self.engines, "on_write")
-        self._read_hooks = _hooks(self.engines, "on_read")
+        tables = _EngineTables.of(self.engines)
+        self._write_hooks = tables.on_write  # unit -> indices in self.engines
+        self._read_hooks = tables.on_read
         # register full name -> what takes its every write: a data port (the LUT's) whose
         # engine is the first to see its unit's writes, so the hook would consume it anyway
-        self._ports = _data_ports(self._write_hooks)
+        self._ports = tables.data_ports(self.engines)
         # unit -> the feature its registers need that this configuration lacks
         self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
                          if not getattr(self.config, feature)}
@@ -209,8 +235,8 @@ class Machine:
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             sets = r.mask(self.config.address_map, ("wo",))
         port = r.full_name if r.full_name in self._ports else None
-        hooks = tuple(self.engines.index(e) for e in self._write_hooks.get(r.unit, ())
-                      if _hooked(e, r.full_name))
+        hooks = tuple(i for i in self._write_hooks.get(r.unit, ())
+                      if _hooked(self.engines[i], r.full_name))
         special = None if sets is None and port is None and not hooks else (sets, port, hooks)
         plan = self._write_plans[reg] = (r, self.regfile.write_plan(r), special)
         return plan
@@ -261,7 +287,8 @@ class Machine:
     def read_register(self, r) -> int:
         """CSB read of a register already looked up (``RegisterFile.register``): a poll
         reads one register many times."""
-        for engine in self._read_hooks.get(r.unit, ()):
+        for i in self._read_hooks.get(r.unit, ()):
+            engine = self.engines[i]
             value = engine.on_read(self, r)
             if value is not None:
                 return value
