@@ -11,8 +11,6 @@ in ``sim.memfiles``, atomic file writes in ``sim.files``, the host limits in
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -34,26 +32,34 @@ HELD = "held"  # fetched into a buffer the layer keeps (the convolution buffer)
 ELEMENTWISE = "elementwise"  # each element written exactly where it was read is safe
 
 
-@dataclass(frozen=True)
 class LayerAccess:
     """A DMA window of one layer: ``lines`` = (line offsets, line bytes) are the bytes
-    it really moves (None: the whole window)."""
+    it really moves (None: the whole window).  Made for every DMA access of a layer: a
+    plain class with slots (a frozen dataclass took longer to make than the access)."""
 
-    addr: int
-    size: int
-    what: str = ""
-    lines: tuple[np.ndarray, int] | None = None
-    mode: str = STREAMED
+    __slots__ = ("addr", "size", "what", "lines", "mode", "_sorted")
 
-    @cached_property
+    def __init__(self, addr: int, size: int, what: str = "",
+                 lines: tuple[np.ndarray, int] | None = None, mode: str = STREAMED):
+        self.addr, self.size, self.what, self.lines, self.mode = addr, size, what, lines, mode
+        self._sorted = None
+
+    def __repr__(self) -> str:
+        return (f"LayerAccess(addr={self.addr:#x}, size={self.size:#x}, what={self.what!r}, "
+                f"mode={self.mode!r})")
+
+    @property
     def _own_intervals(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) relative to ``addr``, sorted: computed once (a layer's read is
         compared with every one of its writes)."""
-        if self.lines is None:
-            return np.array([0], np.int64), np.array([self.size], np.int64)
-        offsets, length = self.lines
-        starts = np.sort(np.asarray(offsets, np.int64).ravel())
-        return starts, starts + int(length)
+        if self._sorted is None:
+            if self.lines is None:
+                self._sorted = np.array([0], np.int64), np.array([self.size], np.int64)
+            else:
+                offsets, length = self.lines
+                starts = np.sort(np.asarray(offsets, np.int64).ravel())
+                self._sorted = starts, starts + int(length)
+        return self._sorted
 
     def intervals(self, base: int) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the bytes moved, relative to ``base`` (an address near this
