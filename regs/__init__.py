@@ -98,16 +98,11 @@ class Register(Record):
     _compare = _shown = ("unit", "name", "offset", "fields")
 
     def __init__(self, unit: str, name: str, offset: int, fields: tuple):
-        self.__dict__.update(unit=unit, name=name, offset=offset, fields=fields)
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.unit}.{self.name}"
-
-    @property
-    def double_buffered(self) -> bool:
-        """D_ registers exist once per group (ping-pong), selected by S_POINTER."""
-        return self.name.startswith("D_")
+        # full_name and double_buffered (D_ registers exist once per group, selected by
+        # S_POINTER) are derived, not compared: kept as attributes, as every CSB access
+        # of the register file asks for them
+        self.__dict__.update(unit=unit, name=name, offset=offset, fields=fields,
+                             full_name=f"{unit}.{name}", double_buffered=name.startswith("D_"))
 
     @cached_property
     def _by_field_name(self) -> dict[str, Field]:

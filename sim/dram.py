@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import threading
 import zlib
-from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -35,26 +33,34 @@ HELD = "held"  # fetched into a buffer the layer keeps (the convolution buffer)
 ELEMENTWISE = "elementwise"  # each element written exactly where it was read is safe
 
 
-@dataclass(frozen=True)
 class LayerAccess:
     """A DMA window of one layer: ``lines`` = (line offsets, line bytes) are the bytes
-    it really moves (None: the whole window)."""
+    it really moves (None: the whole window).  Made for every DMA access of a layer: a
+    plain class with slots (a frozen dataclass took longer to make than the access)."""
 
-    addr: int
-    size: int
-    what: str = ""
-    lines: tuple[np.ndarray, int] | None = None
-    mode: str = STREAMED
+    __slots__ = ("addr", "size", "what", "lines", "mode", "_sorted")
 
-    @cached_property
+    def __init__(self, addr: int, size: int, what: str = "",
+                 lines: tuple[np.ndarray, int] | None = None, mode: str = STREAMED):
+        self.addr, self.size, self.what, self.lines, self.mode = addr, size, what, lines, mode
+        self._sorted = None
+
+    def __repr__(self) -> str:
+        return (f"LayerAccess(addr={self.addr:#x}, size={self.size:#x}, what={self.what!r}, "
+                f"mode={self.mode!r})")
+
+    @property
     def _own_intervals(self) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) relative to ``addr``, sorted: computed once (a layer's read is
         compared with every one of its writes)."""
-        if self.lines is None:
-            return np.array([0], np.int64), np.array([self.size], np.int64)
-        offsets, length = self.lines
-        starts = np.sort(np.asarray(offsets, np.int64).ravel())
-        return starts, starts + int(length)
+        if self._sorted is None:
+            if self.lines is None:
+                self._sorted = np.array([0], np.int64), np.array([self.size], np.int64)
+            else:
+                offsets, length = self.lines
+                starts = np.sort(np.asarray(offsets, np.int64).ravel())
+                self._sorted = starts, starts + int(length)
+        return self._sorted
 
     def intervals(self, base: int) -> tuple[np.ndarray, np.ndarray]:
         """(starts, ends) of the bytes moved, relative to ``base`` (an address near this
@@ -262,6 +268,30 @@ class Memory:
         if self._listening:
             self.listeners.wrote(self, addr, size)
 
+    def window_write_ok(self, addr: int, size: int, lines: tuple[np.ndarray, int]) -> bool:
+        """Would one :meth:`write` of the window ``[addr, addr + size)`` with ``lines`` =
+        (line offsets, line bytes) leave what writes of those lines one by one leave?  Yes
+        unless it faults (a line's own write would name its range), someone is told of
+        each write (listeners, the layer write log), or it would hold a page no line
+        touches (the resident limit counts pages)."""
+        if self._listening or self._write_log is not None or not size:
+            return False
+        if addr < 0 or addr + size > self.limit or size > self.limits.access:
+            return False
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        missing = [p for p in range(first, last + 1) if p not in self._pages]
+        if not missing:
+            return True
+        offsets, length = lines
+        if not 0 < length <= PAGE_SIZE:
+            return False
+        starts = (addr & PAGE_MASK) + np.asarray(offsets, np.int64).ravel()
+        touched = set(((np.concatenate([starts, starts + (length - 1)]) >> PAGE_BITS)
+                       + first).tolist())
+        if not touched.issuperset(missing):
+            return False
+        return (len(self._pages) + len(missing)) * PAGE_SIZE <= self.limits.resident
+
     def log_layer_writes(self) -> None:
         """Keep the range of every in-layer write from now on (for :meth:`last_layer_write`)."""
         if self._write_log is None:
@@ -315,7 +345,24 @@ class Memory:
     def fill(self, addr: int, size: int, pattern: str, seed: int = 0, what: str = "") -> None:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
         self.check(addr, size, what, "fill")
+        if pattern.upper() == "ALL_ZERO" and size and self._layer_reads is None \
+                and not self._listening:
+            self._zero(addr, size, pattern, what)
+            return
         self.write(addr, fill_pattern(pattern, addr, size, seed), what)
+
+    def _zero(self, addr: int, size: int, pattern: str, what: str) -> None:
+        """:meth:`write` of zeros outside a layer, unheard: a page it makes is zero already
+        (most ``mem_init`` fills are zeros onto memory never written)."""
+        check_extent(size, f"mem_init {pattern}")  # what fill_pattern checks
+        self._reserve(addr, size, what)
+        pages = self._pages
+        for page, off, _, n in self._chunks(addr, size):
+            dst = pages.get(page)
+            if dst is None:
+                pages[page] = np.zeros(PAGE_SIZE, dtype=np.uint8)
+            else:
+                dst[off : off + n] = 0
 
     def load_file(self, addr: int, path: str | Path) -> int:
         """Load a memory image (raw binary, record or hex ``.dat``) at ``addr``.

@@ -39,6 +39,12 @@ class Engine:
         """Handle a CSB write with side effects of its own; True if consumed."""
         return False
 
+    def write_hooks(self) -> frozenset | None:
+        """Full names of the registers whose writes :meth:`on_write` acts on (the machine
+        hands it only those: every trace line is a write); None: every register of the
+        engine's units."""
+        return None
+
     def on_read(self, machine, reg) -> int | None:
         """Value of a register this engine computes on read (one of :meth:`computed_reads`),
         else None."""

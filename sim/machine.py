@@ -70,26 +70,57 @@ class LayerContext:
         self.counters[(unit, register)] = int(value)
 
 
-def _hooks(engines: list[Engine], method: str) -> dict[str, list[Engine]]:
-    """Unit -> the engines overriding ``method`` (Engine.on_write/on_read) among those
-    owning the unit, in engine order."""
-    hooks: dict[str, list[Engine]] = {}
-    for engine in engines:
-        if getattr(type(engine), method) is not getattr(Engine, method):
-            for unit in engine.units:
-                hooks.setdefault(unit, []).append(engine)
-    return hooks
+_ENGINE_TABLES: dict = {}  # engine classes -> _EngineTables: worked out once, not per machine
 
 
-def _data_ports(hooks: dict[str, list[Engine]]) -> dict:
-    """Register full name -> the callable consuming its every CSB write, for the data ports
-    (``data_ports()``) of an engine that is the first hook of the register's unit: its
-    ``on_write`` would consume the write before any other engine saw it."""
-    ports = {}
-    for unit, engines in hooks.items():
-        ports.update((name, write) for name, write in engines[0].data_ports().items()
-                     if name.partition(".")[0] == unit)
-    return ports
+class _EngineTables:
+    """Who sees a machine's CSB accesses, by index in its engine list (the same for every
+    machine of these engine classes): ``on_write``/``on_read``, unit -> the indices of the
+    engines overriding the method among those owning the unit, in engine order;
+    ``ports``, (engine index, the data port names it serves) for each engine that is the
+    first write hook of its ports' units (its ``on_write`` would consume their writes
+    before any other engine saw them)."""
+
+    def __init__(self, engines: list[Engine]):
+        self.on_write = self._hooks(engines, "on_write")
+        self.on_read = self._hooks(engines, "on_read")
+        owners: dict[int, list[str]] = {}
+        for unit, indices in self.on_write.items():
+            first = indices[0]
+            owners.setdefault(first, []).extend(
+                name for name in engines[first].data_ports() if name.partition(".")[0] == unit)
+        self.ports = tuple((i, tuple(names)) for i, names in owners.items() if names)
+
+    @staticmethod
+    def _hooks(engines: list[Engine], method: str) -> dict[str, tuple[int, ...]]:
+        table: dict[str, list[int]] = {}
+        for i, engine in enumerate(engines):
+            if getattr(type(engine), method) is not getattr(Engine, method):
+                for unit in engine.units:
+                    table.setdefault(unit, []).append(i)
+        return {unit: tuple(indices) for unit, indices in table.items()}
+
+    @classmethod
+    def of(cls, engines: list[Engine]) -> _EngineTables:
+        key = tuple(map(type, engines))
+        tables = _ENGINE_TABLES.get(key)
+        if tables is None:
+            tables = _ENGINE_TABLES[key] = cls(engines)
+        return tables
+
+    def data_ports(self, engines: list[Engine]) -> dict:
+        """Register full name -> the callable of ``engines`` consuming its every CSB write."""
+        ports = {}
+        for i, names in self.ports:
+            served = engines[i].data_ports()
+            ports.update((name, served[name]) for name in names)
+        return ports
+
+
+def _hooked(engine: Engine, register: str) -> bool:
+    """Does ``engine``'s on_write act on CSB writes of ``register`` (a full name)?"""
+    names = engine.write_hooks()
+    return names is None or register in names
 
 
 class Machine:
@@ -108,17 +139,22 @@ class Machine:
                              for unit, state in engine.unit_state().items()}
         # the engines that see CSB accesses of a unit: only those of its own units, and
         # only engines that intercept at all (every trace line is a register write)
-        self._write_hooks = _hooks(self.engines, "on_write")
-        self._read_hooks = _hooks(self.engines, "on_read")
+        tables = _EngineTables.of(self.engines)
+        self._write_hooks = tables.on_write  # unit -> indices in self.engines
+        self._read_hooks = tables.on_read
         # register full name -> what takes its every write: a data port (the LUT's) whose
         # engine is the first to see its unit's writes, so the hook would consume it anyway
-        self._ports = _data_ports(self._write_hooks)
+        self._ports = tables.data_ports(self.engines)
         # unit -> the feature its registers need that this configuration lacks
         self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
                          if not getattr(self.config, feature)}
-        # write_reg's argument -> its plan, shared by every machine of this address map
+        # write_reg's argument -> its plan, shared by every machine of this address map and
+        # engine set (a plan names the engines hooked by their place in self.engines)
         self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
-            ("machine writes", self.config.address_map))
+            ("machine writes", self.config.address_map, tuple(map(type, self.engines))))
+        # name or byte address -> its register (every poll looks one up), shared by the
+        # machines of this address map
+        self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -181,45 +217,60 @@ class Machine:
 
     # -- registers ------------------------------------------------------------
     def _reg(self, reg):
-        if isinstance(reg, int):
-            return self.regfile.register_at(reg)
-        return self.regfile.register(reg)
+        r = self._registers.get(reg)
+        if r is None:
+            rf = self.regfile
+            r = self._registers[reg] = (rf.register_at(reg) if isinstance(reg, int)
+                                        else rf.register(reg))
+        return r
 
     def _write_plan(self, reg: str | int) -> tuple:
-        """What a CSB write of ``reg`` does, worked out once per register and address map:
-        (register, the interrupt bits it sets (S_INTR_SET) or None, the register file's
-        plan)."""
+        """What a CSB write of ``reg`` does, worked out once per register, address map and
+        engine set: (register, the register file's plan, None for a plain write (no
+        interrupt bits, data port or engine hook), else (the interrupt bits it sets
+        (S_INTR_SET) or None, its data port's name or None, the indices in
+        ``self.engines`` of the engines whose ``on_write`` sees it))."""
         r = self._reg(reg)
         sets = None
         if r.unit == GLB and r.name == "S_INTR_SET_0":
             sets = r.mask(self.config.address_map, ("wo",))
         port = r.full_name if r.full_name in self._ports else None
-        plan = self._write_plans[reg] = (r, sets, self.regfile.write_plan(r), port)
+        hooks = tuple(i for i in self._write_hooks.get(r.unit, ())
+                      if _hooked(self.engines[i], r.full_name))
+        special = None if sets is None and port is None and not hooks else (sets, port, hooks)
+        plan = self._write_plans[reg] = (r, self.regfile.write_plan(r), special)
         return plan
 
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
-        r, sets, rf_plan, port = self._write_plans.get(reg) or self._write_plan(reg)
+        r, rf_plan, special = self._write_plans.get(reg) or self._write_plan(reg)
         if self._register_listening:
             self.register_listeners.wrote_register(r, value)
         unit = r.unit
         if unit in self._lacking:  # a block this configuration does not have
             self.config.require(self._lacking[unit], r.full_name)
-        if sets is not None:
-            self._raise_bits(value & sets)
-            return
-        if port is not None:  # a LUT data port: what its engine's on_write would do
-            write = self._ports.get(port)
+        if special is not None:
+            port = special[1]  # a LUT data port (thousands of writes): what its engine's
+            write = self._ports.get(port) if port is not None else None  # on_write does
             if write is not None:
                 write(value)
                 return
-        hooks = self._write_hooks.get(unit)
-        if hooks:
-            for engine in hooks:
-                if engine.on_write(self, r, value):
-                    return
+            if self._special_write(r, special, value):
+                return
         if self.regfile.apply_write(rf_plan, value) == "launch":
             self._launches.append(unit)
+
+    def _special_write(self, r, special: tuple, value: int) -> bool:
+        """The interrupt set and engine hooks of a write; True if consumed."""
+        sets, _, hooks = special
+        if sets is not None:
+            self._raise_bits(value & sets)
+            return True
+        engines = self.engines
+        for i in hooks:
+            if engines[i].on_write(self, r, value):
+                return True
+        return False
 
     def read_depends(self, reg) -> str | None:
         """The other register of ``reg``'s unit whose CSB write changes what ``reg`` reads:
@@ -236,7 +287,8 @@ class Machine:
     def read_register(self, r) -> int:
         """CSB read of a register already looked up (``RegisterFile.register``): a poll
         reads one register many times."""
-        for engine in self._read_hooks.get(r.unit, ()):
+        for i in self._read_hooks.get(r.unit, ()):
+            engine = self.engines[i]
             value = engine.on_read(self, r)
             if value is not None:
                 return value

@@ -23,6 +23,7 @@ IDLE, RUNNING, PENDING = 0, 1, 2
 GROUPS = (0, 1)
 # what a CSB write of a register does besides storing its bits (RegisterFile.write_plan)
 PLAIN, POINTER, OP_ENABLE = 0, 1, 2
+STATUS = 3  # what a CSB read of a register does besides masking its word: S_STATUS shows groups
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,8 @@ class RegisterFile:
         self._blocks: dict[str, dict[int, Block]] = {}
         # (unit, register) -> write plan, shared by every register file of this map
         self._plans: dict[tuple[str, str], tuple] = self.regmap.memo(("write plans", address_map))
+        # register full name -> read plan (cpu_read), shared likewise
+        self._read_plans: dict[str, tuple] = self.regmap.memo(("read plans", address_map))
         for name in layout["grouped"]:
             self.producer[name] = self.consumer[name] = 0
             self.armed[name] = [False, False]
@@ -271,14 +274,30 @@ class RegisterFile:
         return None
 
     def cpu_read(self, reg: regtable.Register) -> int:
-        amap = self.address_map
+        plan = self._read_plans.get(reg.full_name)
+        if plan is None:
+            plan = self._read_plan(reg)
+        kind, readable = plan
         unit = reg.unit
-        if reg.name == "S_POINTER_0" and unit in self.producer:
+        if kind == POINTER:
             return self.producer[unit] | (self.consumer[unit] << 16)
-        if reg.name == "S_STATUS_0" and unit in self.armed:
+        if kind == STATUS:
             return self.group_status(unit, 0) | (self.group_status(unit, 1) << 16)
-        readable = reg.mask(amap, ("rw", "ro", "w1c"))
-        return self._store(reg)[reg.name] & readable
+        if reg.double_buffered:
+            return self.grouped[unit][self.producer[unit]][reg.name] & readable
+        return self.single[unit][reg.name] & readable
+
+    def _read_plan(self, reg: regtable.Register) -> tuple:
+        """(POINTER, STATUS or PLAIN, the readable bits) of a CSB read of ``reg``, worked out
+        once per register and address map (a poll reads one many times)."""
+        kind = PLAIN
+        if reg.name == "S_POINTER_0" and reg.unit in self.producer:
+            kind = POINTER
+        elif reg.name == "S_STATUS_0" and reg.unit in self.armed:
+            kind = STATUS
+        plan = self._read_plans[reg.full_name] = (
+            kind, reg.mask(self.address_map, ("rw", "ro", "w1c")))
+        return plan
 
     def read_depends(self, reg: regtable.Register) -> str | None:
         """The other register of ``reg``'s unit whose CSB write changes what ``reg`` reads

@@ -40,6 +40,9 @@ class CdpEngine(Engine):
     def on_write(self, machine, reg, value: int) -> bool:
         return reg.unit == CDP and self.lut_ram.on_write(reg.name, value)
 
+    def write_hooks(self) -> frozenset:
+        return self.computed_reads()  # the LUT's ports
+
     def on_read(self, machine, reg):
         return self.lut_ram.on_read(reg.name) if reg.unit == CDP else None
 

@@ -49,6 +49,42 @@ class RubikLayout:
         return ATOM // self.ebs
 
 
+def read_lines(layout: RubikLayout, mode: str) -> tuple[np.ndarray, int]:
+    """(offsets from ``layout.src``, bytes) of every line the ``mode`` function reads
+    (``contract``, ``split``, ``merge``), in no particular order."""
+    L = layout
+    if mode == "contract":
+        surfaces = ceil_div(L.out_channels, L.epa)
+        phases = np.arange(L.stride_x * L.stride_y * surfaces, dtype=np.int64)
+        return _grid(phases * L.src_surface, np.arange(L.height) * L.src_line), L.width * ATOM
+    if mode == "split":
+        surfaces = ceil_div(L.out_channels, L.epa)
+        return (_grid(np.arange(surfaces) * L.src_surface, np.arange(L.height) * L.src_line),
+                L.width * ATOM)
+    planes = np.arange(L.in_channels, dtype=np.int64)  # merge: every channel's plane
+    return _grid(planes * L.src_planar, np.arange(L.height) * L.src_line), L.width * L.ebs
+
+
+def write_lines(layout: RubikLayout, mode: str) -> tuple[np.ndarray, int]:
+    """(offsets from ``layout.dst``, bytes) of every line the ``mode`` function writes."""
+    L = layout
+    if mode == "contract":
+        surfaces = ceil_div(L.out_channels, L.epa)
+        rows = _grid(np.arange(L.height) * L.super_line, np.arange(L.stride_y) * L.dst_line)
+        return _grid(np.arange(surfaces) * L.dst_surface, rows), L.width * L.stride_x * ATOM
+    if mode == "split":
+        planes = np.arange(L.out_channels, dtype=np.int64)
+        return (_grid(planes * L.dst_planar, np.arange(L.height) * L.dst_line),
+                align_up(L.width * L.ebs, ATOM))
+    surfaces = ceil_div(L.in_channels, L.epa)  # merge
+    return (_grid(np.arange(surfaces) * L.dst_surface, np.arange(L.height) * L.dst_line),
+            L.width * ATOM)
+
+
+def _grid(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (np.asarray(a, np.int64)[:, None] + np.asarray(b, np.int64)[None, :]).ravel()
+
+
 def contract(layout: RubikLayout, read, write) -> None:
     """Deconvolution reshuffle (``read(addr, n)`` -> bytes, ``write(addr, bytes)``)."""
     L = layout

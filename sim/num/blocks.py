@@ -112,22 +112,33 @@ def _cdp_sq(data, precision):
 # Winograd F(2x2, 3x3) input transform Bt * D * B, one row of Bt per entry:
 # (first index, second index, subtract) -> first - second, or first + second.
 _WINOGRAD_BT = ((0, 2, True), (1, 2, False), (2, 1, True), (1, 3, True))
+# the same rows as one call of each operation over stacked operands (fp17 arithmetic
+# costs a call per array, not per element): (first rows, second rows) of the
+# differences, then of the sums, and where each result row goes back
+_BT_PAIRS = tuple(tuple([row[k] for row in _WINOGRAD_BT if row[2] is sub] for k in (0, 1))
+                  for sub in (True, False))
+_BT_ORDER = np.argsort([k for sub in (True, False)
+                        for k, row in enumerate(_WINOGRAD_BT) if row[2] is sub])
 
 
-def _winograd(tiles, combine):
+def _bt(x, sub, add):
+    """``Bt * x`` along the first axis of ``x`` (4, ...), with ``sub(a, b)``/``add(a, b)``."""
+    (d1, d2), (s1, s2) = _BT_PAIRS
+    return np.concatenate([sub(x[d1], x[d2]), add(x[s1], x[s2])])[_BT_ORDER]
+
+
+def _winograd(tiles, sub, add):
     """``Bt * D * B`` of (4, 4, ...) tiles (tile row and column first, so each step is a
-    whole-array operation) with ``combine(x, y, subtract)``."""
-    rows = [combine(tiles[i], tiles[j], sub) for i, j, sub in _WINOGRAD_BT]
-    return np.stack([np.stack([combine(r[i], r[j], sub) for i, j, sub in _WINOGRAD_BT])
-                     for r in rows])
+    whole-array operation)."""
+    return _bt(_bt(tiles, sub, add).swapaxes(0, 1), sub, add).swapaxes(0, 1)
 
 
-def _fp17_combine(x, y, subtract):
-    return fp.fp_sub(x, y, *FP17) if subtract else fp.fp_add(x, y, *FP17)
+def _fp17_sub(x, y):
+    return fp.fp_sub(x, y, *FP17)
 
 
-def _int_combine(x, y, subtract):
-    return x - y if subtract else x + y
+def _fp17_add(x, y):
+    return fp.fp_add(x, y, *FP17)
 
 
 def winograd_pre_add_int(tiles, truncate, bits):
@@ -136,7 +147,7 @@ def winograd_pre_add_int(tiles, truncate, bits):
 
     ``truncate``/``bits`` are one layer's settings or arrays broadcasting to the tiles.
     """
-    v = _winograd(np.asarray(tiles, np.int64), _int_combine)
+    v = _winograd(np.asarray(tiles, np.int64), np.subtract, np.add)
     return saturate(shift_right_round(v, truncate), bits)
 
 
@@ -146,7 +157,7 @@ def _csc_cvt(tiles, precision, truncate):
     precision, truncate = precision.reshape(1, 1, -1) & 3, truncate.reshape(1, 1, -1) & 3
 
     def fp16():
-        return fp.fp17_to_fp16(_winograd(fp.fp16_to_fp17(tiles), _fp17_combine))
+        return fp.fp17_to_fp16(_winograd(fp.fp16_to_fp17(tiles), _fp17_sub, _fp17_add))
 
     def integer():
         bits = np.where(precision == Precision.INT8.code, 8, 16)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..dma.align import ceil_div
 from ..engine import Engine, armed_groups
-from ..errors import ConfigurationError, SimError
+from ..errors import ConfigurationError, MemoryFault, SimError
 
 # sim.dma.rubik, the data movement, loads with the first Rubik layer (every machine builds
 # this engine; few traces use it)
@@ -20,6 +20,7 @@ MODES = {0: "contract", 1: "split", 2: "merge"}  # RUBIK_MODE -> its function in
 # the simulator moves Rubik data one line at a time: a layer needing more line transfers
 # than this is refused (like sim.dram's memory limits) instead of running for minutes
 MAX_LINE_TRANSFERS = 1 << 18
+WINDOW_LIMIT = 1 << 20  # bytes: a source window larger than this is read line by line
 
 
 def _bytes(block, field: str) -> int:
@@ -71,6 +72,58 @@ def check_split_channels(layout) -> None:
             f"(DATAIN_CHANNEL) but writes {written}: they must cover the same surfaces")
 
 
+SRC_WHAT, DST_WHAT = f"{RBK}.D_DAIN_ADDR", f"{RBK}.D_DAOUT_ADDR"
+
+
+def _source_window(layout, mode: str, src_mem, dst_mem):
+    """``read(addr, size)`` of the lines of one window read at once (a memory read per line
+    cost more than the layer's moves), or None where that could differ from reading
+    line by line between the writes: the window faults (a line would name its own
+    range) or meets the bytes the layer writes (a line read after a write onto it sees
+    the new bytes, and an overlap is refused only for lines read before the write)."""
+    from ..dma.rubik import read_lines, write_lines
+
+    offsets, size = read_lines(layout, mode)
+    if not offsets.size or not size:
+        return None
+    base, span = layout.src, int(offsets.max()) + size
+    if span > WINDOW_LIMIT:  # sparse lines (planes far apart): not worth a window
+        return None
+    if dst_mem is src_mem:
+        written, length = write_lines(layout, mode)  # offsets >= 0: strides are unsigned
+        end = layout.dst + (int(written.max()) + length if written.size else 0)
+        if layout.dst < base + span and base < end:
+            return None
+    try:
+        src_mem.check(base, span, SRC_WHAT, "read")
+    except MemoryFault:
+        return None
+    window = src_mem.read_array(base, span, SRC_WHAT, lines=(offsets, size))
+
+    def read(addr: int, n: int):
+        return window[addr - base: addr - base + n]
+
+    return read
+
+
+def _write_lines(layout, mode: str, dst_mem, lines: list) -> None:
+    """Write the ``lines`` (address, bytes) a layer made, in order: as one window where
+    that leaves what line writes leave (:meth:`sim.dram.Memory.window_write_ok`)."""
+    from ..dma.rubik import write_lines
+
+    offsets, size = write_lines(layout, mode)
+    base = layout.dst
+    span = int(offsets.max()) + size if offsets.size else 0
+    if span and span <= WINDOW_LIMIT and dst_mem.window_write_ok(base, span, (offsets, size)):
+        window = dst_mem.read_for_update(base, span, DST_WHAT)
+        for addr, data in lines:
+            window[addr - base: addr - base + len(data)] = memoryview(data)
+        dst_mem.write(base, window, DST_WHAT, lines=(offsets, size))
+        return
+    for addr, data in lines:
+        dst_mem.write(addr, data, DST_WHAT)
+
+
 class RubikEngine(Engine):
     name = "RUBIK"
     units = (RBK,)
@@ -89,16 +142,23 @@ class RubikEngine(Engine):
             check_split_channels(layout)
         src_mem = ctx.memory(block.datain_ram_type)
         dst_mem = ctx.memory(block.dataout_ram_type)
-
-        def read(addr: int, size: int) -> bytes:
-            return src_mem.read(addr, size, f"{RBK}.D_DAIN_ADDR")
-
-        def write(addr: int, data: bytes) -> None:
-            dst_mem.write(addr, data, f"{RBK}.D_DAOUT_ADDR")
-
         from ..dma import rubik
 
-        getattr(rubik, MODES[block.rubik_mode])(layout, read, write)
+        mode = MODES[block.rubik_mode]
+        read = _source_window(layout, mode, src_mem, dst_mem)
+        if read is None:  # line by line, reads between the writes, as the DMA moves them
+
+            def read(addr: int, size: int) -> bytes:
+                return src_mem.read(addr, size, SRC_WHAT)
+
+            def write(addr: int, data: bytes) -> None:
+                dst_mem.write(addr, data, DST_WHAT)
+
+            getattr(rubik, mode)(layout, read, write)
+        else:  # the source is read: the lines written are kept, then written in order
+            lines: list[tuple[int, bytes]] = []
+            getattr(rubik, mode)(layout, read, lambda addr, data: lines.append((addr, data)))
+            _write_lines(layout, mode, dst_mem, lines)
         ctx.set_counter(RBK, "D_PERF_READ_STALL_0", 0)
         ctx.set_counter(RBK, "D_PERF_WRITE_STALL_0", 0)
 

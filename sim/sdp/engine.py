@@ -313,6 +313,9 @@ class SdpEngine(Engine):
             return False
         return reg.unit == SDP and self.lut.on_write(reg.name, value)
 
+    def write_hooks(self) -> frozenset:
+        return frozenset({f"{SDP_RDMA}.D_OP_ENABLE_0", *(f"{SDP}.{port}" for port in LUT_PORTS)})
+
     def on_read(self, machine, reg):
         return self.lut.on_read(reg.name) if reg.unit == SDP else None
 

@@ -262,3 +262,47 @@ def test_sparse_record_dat_leaves_out_only_zero_records(tmp_path, size):
     assert bytes(filled) == data.tobytes()
     whole = data[: size // 32 * 32].reshape(-1, 32)
     assert records == np.count_nonzero(whole.any(axis=1)) + (size % 32 > 0)
+
+
+def test_a_zero_fill_leaves_what_a_write_of_zeros_leaves():
+    """Memory.fill's ALL_ZERO path (no buffer of zeros made) against Memory.write of one:
+    bytes, pages held, errors; onto pages held or not, across page ends, in a layer or
+    heard by a listener (where the fill writes as ever)."""
+    from sim.dram import PAGE_SIZE, Memory, fill_pattern
+    from sim.limits import MemoryLimits
+
+    class Ear:
+        def __init__(self):
+            self.heard = []
+
+        def wrote(self, memory, addr, size):
+            self.heard.append((addr, size))
+
+    cases = [(0x10, 0x20), (PAGE_SIZE - 8, 16), (3 * PAGE_SIZE - 5, 2 * PAGE_SIZE + 9),
+             (0x100, 0), (2 * PAGE_SIZE, PAGE_SIZE)]
+    for addr, size in cases:
+        for held in (False, True):
+            for setting in ("plain", "layer", "listener", "tight"):
+                outcomes = []
+                for how in ("fill", "write"):
+                    limits = MemoryLimits(resident=2 * PAGE_SIZE) if setting == "tight" \
+                        else MemoryLimits()
+                    mem = Memory(limits=limits)
+                    ear = Ear()
+                    if held:
+                        mem.write(addr, b"\xff" * min(max(size, 1), PAGE_SIZE))
+                    if setting == "layer":
+                        mem.begin_layer()
+                    if setting == "listener":
+                        mem.listeners.add(ear)
+                    try:
+                        if how == "fill":
+                            mem.fill(addr, size, "all_zero")
+                        else:
+                            mem.write(addr, fill_pattern("ALL_ZERO", addr, size))
+                        error = None
+                    except Exception as exc:  # noqa: BLE001 - compared
+                        error = (type(exc).__name__, str(exc))
+                    outcomes.append((error, sorted(mem._pages), ear.heard, mem.layer_writes,
+                                     mem.read(max(addr - 16, 0), size + 32)))
+                assert outcomes[0] == outcomes[1], (addr, size, held, setting)

@@ -143,7 +143,7 @@ def test_lut_data_port_writes_do_what_the_engine_hook_does(unit):
     for m in (fast, hooked):
         for reg, value in writes:
             m.write_reg(reg, value)
-    ram = {id(m): m._write_hooks[unit][0] for m in (fast, hooked)}
+    ram = {id(m): m.engines[m._write_hooks[unit][0]] for m in (fast, hooked)}
 
     def lut_of(engine) -> LutRam:
         return engine.lut if hasattr(engine, "lut") else engine.lut_ram
