@@ -98,9 +98,10 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
 
 @dataclass(frozen=True)
 class RecordFile:
-    """What a record ``.dat`` file loads: ``runs`` are its records, each one that starts
-    where the previous ended joined to it (:func:`record_runs`: the same bytes written in
-    the same order), ``extent`` the end of its furthest record (:func:`record_dat_extent`)."""
+    """What a record ``.dat`` file (or a raw ``.bin`` one) loads: ``runs`` are its records,
+    each one that starts where the previous ended joined to it (:func:`record_runs`: the
+    same bytes written in the same order), ``extent`` the end of its furthest record
+    (:func:`record_dat_extent`)."""
 
     runs: list[tuple[int, bytes]]
     extent: int
@@ -110,7 +111,10 @@ def read_record_file(path: str | Path) -> RecordFile:
     """The runs and extent of a record ``.dat`` file (:func:`read_record_dat`'s records,
     joined without making an object per record)."""
     # Path(a Path) parses it again: a few microseconds a file
-    parsed = _parse_record_dat(path if isinstance(path, Path) else Path(path))
+    path = path if isinstance(path, Path) else Path(path)
+    if path.suffix == ".bin":
+        return _raw_record_file(path)
+    parsed = _parse_record_dat(path)
     if isinstance(parsed, list):
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
@@ -124,6 +128,18 @@ def read_record_file(path: str | Path) -> RecordFile:
     runs = [(start, data[positions[i]:positions[j]])
             for start, i, j in zip(starts, first, [*first[1:], len(offsets)], strict=True)]
     return RecordFile(runs, int(ends.max()))
+
+
+def _raw_record_file(path: Path) -> RecordFile:
+    """A ``.bin`` memory file (``nvdla-sim loadable --trace-memory bin``): the bytes to load
+    from the mem_load's address on, as they are (NVIDIA's benches read only ``.dat``)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    if not data:
+        raise SimError(f"{path}: holds no bytes to load")
+    return RecordFile([(0, data)], len(data))
 
 
 def _parse_record_dat(path: Path) -> tuple[np.ndarray, np.ndarray, bytes] | list:

@@ -197,8 +197,12 @@ def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str
 
 def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full",
                        inputs: dict[int, bytes] | None = None, recorder_path=None,
-                       progress=None, layers=None, on_task=None) -> RunResult:
+                       progress=None, layers=None, on_task=None,
+                       trace_memory: str = "dat") -> RunResult:
     """Run every submitted task; ``progress``: a stream for a progress bar (sim.progress).
+
+    ``recorder_path``: record the run there as a ``.cfg`` trace, its memories as
+    ``trace_memory`` files (sim.trace.record.TraceRecorder's ``memory_format``).
 
     ``layers``: a :class:`sim.runtime.layers.LayerOutputs` to attach to the
     machine; ``on_task``: called with a :class:`TaskView` after each task.
@@ -208,7 +212,7 @@ def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full"
     total = sum(len(submit) for submit in loadable.submits)
     with Progress(total, progress, "loadable") if progress is not None else _NoProgress() as bar:
         return _run_tasks(loadable, firmware_dir, config, inputs, recorder_path, bar, layers,
-                          on_task)
+                          on_task, trace_memory)
 
 
 class _NoProgress:
@@ -223,7 +227,7 @@ class _NoProgress:
 
 
 def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_path,
-               bar, layers=None, on_task=None) -> RunResult:
+               bar, layers=None, on_task=None, trace_memory: str = "dat") -> RunResult:
     from ..firmware import Firmware
 
     start = time.perf_counter()
@@ -235,7 +239,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
     if recorder_path:
         from ..trace.record import TraceRecorder  # only a recorded run loads the recorder
 
-        recorder = TraceRecorder(machine, recorder_path)
+        recorder = TraceRecorder(machine, recorder_path, trace_memory)
     firmware = None
     if any(t.interface == INTERFACE_DLA1 for t in loadable.tasks):
         # its process starts while the memories are placed

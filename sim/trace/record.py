@@ -52,6 +52,7 @@ RECORD_BYTES = 32  # bytes per .dat record line
 # (mem_init) and its file holds only the other records: less text to render and write
 SPARSE_ZEROS = 0.25
 STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
+MEMORY_FORMATS = ("dat", "bin")
 
 
 @dataclass
@@ -72,12 +73,18 @@ class _Check:
 
 class TraceRecorder:
     """``path``: where :meth:`save` will write the trace.  Given, and its folder exists,
-    each memory file is rendered and written there under a hidden name while the network
-    runs (writing 70 MB of text took as long as a small network's run), and only
-    :meth:`save` puts them in place; else they are kept rendered until then."""
+    each memory file is made and written there under a hidden name while the network runs
+    (writing 70 MB of text took as long as a small network's run), and only :meth:`save`
+    puts them in place; else they are kept in memory until then.  ``memory_format``: the
+    memories loaded as record ``.dat`` text, which NVIDIA's C-model and RTL benches read,
+    or as ``.bin`` files of their raw bytes, which only ``nvdla-sim`` reads (no text to
+    render: a quarter of the size, written about as fast as the memory is copied)."""
 
-    def __init__(self, machine, path: str | Path | None = None):
+    def __init__(self, machine, path: str | Path | None = None, memory_format: str = "dat"):
+        if memory_format not in MEMORY_FORMATS:
+            raise ValueError(f"memory format {memory_format!r}: one of {MEMORY_FORMATS}")
         self.machine = machine
+        self.memory_format = memory_format
         self.path = Path(path) if path is not None else None
         self._stream = self.path is not None and self.path.parent.is_dir()
         self.ops: list[Op] = [
@@ -131,6 +138,9 @@ class TraceRecorder:
 
     def load_memory(self, ram, addr: int, data: bytes) -> None:
         data = bytes(data)
+        if self.memory_format == "bin":
+            self._add_file(ram, addr, data, sparse=False)
+            return
         full = len(data) // RECORD_BYTES * RECORD_BYTES
         rows = np.frombuffer(data, np.uint8, full).reshape(-1, RECORD_BYTES)
         live = int(np.count_nonzero(live_records(rows)))
@@ -139,7 +149,10 @@ class TraceRecorder:
             self.ops.append(MemInit(RAM_NAMES[ram], addr, len(data), "ALL_ZERO"))
             if live == 0 and full == len(data):
                 return  # all zero: nothing to load after the fill
-        name = f"mem_{len(self.files):03d}_{addr:x}.dat"
+        self._add_file(ram, addr, data, sparse)
+
+    def _add_file(self, ram, addr: int, data: bytes, sparse: bool) -> None:
+        name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
         if self._renderer is None:
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
         self.files[name] = self._renderer.submit(self._render, name, data, sparse)
@@ -180,7 +193,8 @@ class TraceRecorder:
         return cfg.format(self.trace())
 
     def _render(self, name: str, data: bytes, sparse: bool) -> list | Path:
-        parts = record_dat_parts(data, RECORD_BYTES, sparse)
+        parts = [data] if self.memory_format == "bin" else record_dat_parts(data, RECORD_BYTES,
+                                                                            sparse)
         return write_hidden(self.path.parent / name, parts) if self._stream else parts
 
     def save(self, path: str | Path | None = None) -> Path:

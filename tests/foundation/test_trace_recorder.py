@@ -53,3 +53,24 @@ def test_a_failed_save_leaves_no_hidden_file(tmp_path, monkeypatch):
     with pytest.raises(SimError, match="disk full"):
         recorder.save()
     assert _names(tmp_path) == [name for name in _names(tmp_path) if not name.startswith(".")]
+
+
+def test_binary_memory_files_hold_the_bytes(tmp_path):
+    """memory_format "bin": each memory is one raw file, read back by the player's reader."""
+    from sim.memfiles import read_record_file
+
+    recorder = TraceRecorder(Machine("nv_small"), tmp_path / "t.cfg", "bin")
+    recorder.load_memory("pri_mem", 0x1000, bytes(64) + DATA)  # zeros too: no mem_init
+    recorder.save()
+    (name,) = [n for n in _names(tmp_path) if n != "t.cfg"]
+    assert name.endswith(".bin") and "mem_init" not in (tmp_path / "t.cfg").read_text()
+    loaded = read_record_file(tmp_path / name)
+    assert loaded.runs == [(0, bytes(64) + DATA)] and loaded.extent == 64 + len(DATA)
+
+
+def test_an_empty_binary_memory_file_is_an_error(tmp_path):
+    from sim.memfiles import read_record_file
+
+    (tmp_path / "m.bin").write_bytes(b"")
+    with pytest.raises(SimError, match=r"m\.bin: holds no bytes to load"):
+        read_record_file(tmp_path / "m.bin")

@@ -112,6 +112,34 @@ def test_mnist_with_an_image_replays(sw, kmd, tmp_path):
     assert replay.status == "pass", replay.message
 
 
+def test_a_trace_with_binary_memories_replays_and_loads_them(sw, kmd, tmp_path, capsys):
+    """--trace-memory bin: the memories are raw .bin files the replay loads (a changed byte
+    in them changes the replay's verdict), no record text."""
+    out, trace = tmp_path / "out", tmp_path / "trace" / "run.cfg"
+    loadable = sw / "regression/flatbufs/kmd/NN/NN_L0_0_fbuf"
+    assert main(["loadable", str(loadable), "--firmware", str(kmd), "--image",
+                 str(sw / "regression/images/digits/seven.pgm"), "--trace-out", str(trace),
+                 "--trace-memory", "bin", "-o", str(out)]) == 0
+    files = sorted(p.name for p in trace.parent.iterdir() if p.name != "run.cfg")
+    assert files and all(name.endswith(".bin") for name in files)
+    assert all(f'"{name}"' in trace.read_text() for name in files)
+    replay = run_trace(trace.parent, "nv_full")
+    assert replay.status == "pass", replay.message
+    largest = max(trace.parent.glob("*.bin"), key=lambda p: p.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    data[len(data) // 2] ^= 0x5A  # a weight or an input byte: the network's output changes
+    largest.write_bytes(bytes(data))
+    assert run_trace(trace.parent, "nv_full").status == "fail"
+
+
+def test_trace_memory_needs_trace_out(sw, kmd, tmp_path, capsys):
+    argv = ["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
+            "--firmware", str(kmd), "--trace-memory", "bin", "-o", str(tmp_path / "o")]
+    assert main(argv) == 2
+    assert "--trace-memory" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
 def test_cli_progress_lines_per_task(sw, kmd, tmp_path, capsys):
     """Not a terminal: one plain progress line per task on stderr (sim.progress)."""
     code = main(["loadable", str(sw / "regression/flatbufs/kmd/BDMA/BDMA_L0_0_fbuf"),
