@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import SimError
@@ -40,30 +41,31 @@ def write_hidden(path: str | Path, content: bytes | str | list) -> Path:
         fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
     except OSError as exc:
         raise SimError(f"{path}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            for part in parts:
-                handle.write(part)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _removed_on_failure(Path(tmp), path), os.fdopen(fd, "wb") as handle:
+        for part in parts:
+            handle.write(part)
     return Path(tmp)
 
 
 def publish(hidden: Path, path: str | Path) -> None:
     """Put the file :func:`write_hidden` wrote in place as ``path``, with the modes a
     plain ``open`` gives; on failure it is removed, and ``path`` is untouched."""
-    try:
+    with _removed_on_failure(Path(hidden), path):
         os.chmod(hidden, 0o666 & ~_umask())
         os.replace(hidden, path)
+
+
+@contextmanager
+def _removed_on_failure(hidden: Path, path: str | Path):
+    """A block on the hidden file behind ``path``: if it fails, the hidden file goes, and an
+    OSError becomes the one-line error naming ``path``."""
+    try:
+        yield
     except OSError as exc:
-        Path(hidden).unlink(missing_ok=True)
+        hidden.unlink(missing_ok=True)
         raise SimError(f"{path}: cannot write ({exc.strerror or exc})") from None
     except BaseException:
-        Path(hidden).unlink(missing_ok=True)
+        hidden.unlink(missing_ok=True)
         raise
 
 
