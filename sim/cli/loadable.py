@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-memory", choices=("dat", "bin"), default=None,
                    help="with --trace-out, the memory files as record .dat text (the default: "
                         "NVIDIA's C-model and RTL benches read it) or as raw .bin bytes, "
-                        "which only nvdla-sim reads (a quarter of the size, much faster)")
+                        "which nvdla-sim run and rtl read (a quarter of the size, much "
+                        "faster)")
     p.add_argument("--layers", metavar="DIR",
                    help="write every hardware layer's output cube to DIR as layerNNN_UNIT.npy "
                         "(int8/int16, or float16 for fp16) with a summary line per layer in "

@@ -77,7 +77,8 @@ class TraceRecorder:
     (writing 70 MB of text took as long as a small network's run), and only :meth:`save`
     puts them in place; else they are kept in memory until then.  ``memory_format``: the
     memories loaded as record ``.dat`` text, which NVIDIA's C-model and RTL benches read,
-    or as ``.bin`` files of their raw bytes, which only ``nvdla-sim`` reads (no text to
+    or as ``.bin`` files of their raw bytes, which only ``nvdla-sim`` reads (``run``, and
+    ``rtl``, which feeds NVIDIA's RTL bench commands of its own making; no text to
     render: a quarter of the size, written about as fast as the memory is copied)."""
 
     def __init__(self, machine, path: str | Path | None = None, memory_format: str = "dat"):

@@ -100,6 +100,31 @@ def test_checks_dump_their_region_with_the_simulators_bytes(traces):
     assert all(c.passes(r.simulated) for c, r in zip(plan.checks, sim.regions, strict=True))
 
 
+def test_binary_memory_files_load_on_the_bench_as_record_files_do(traces, tmp_path):
+    """A trace recorded with --trace-memory bin loads its raw .bin memories on the RTL bench
+    exactly as the same memories in record .dat text."""
+    import re
+    import shutil
+
+    from sim.memfiles import read_record_file
+
+    folder = tmp_path / "bin"
+    shutil.copytree(traces["network_3_layers"], folder)
+    cfg = _cfg(folder)
+    text = cfg.read_text()
+    for name in sorted(set(re.findall(r'mem_load\([^,]+, [^,]+, "([^"]+)"\)', text))):
+        runs = read_record_file(folder / name).runs
+        assert len(runs) == 1 and runs[0][0] == 0  # gen's files: one run from the address
+        (folder / name).with_suffix(".bin").write_bytes(runs[0][1])
+        text = text.replace(f'"{name}"', f'"{Path(name).with_suffix(".bin")}"')
+        (folder / name).unlink()
+    assert '.bin")' in text and '.dat")' not in text  # every memory now a .bin file
+    cfg.write_text(text)
+    loads = [[(c.addr, c.data) for c in _plan(trace).commands if isinstance(c, Load)]
+             for trace in (_cfg(traces["network_3_layers"]), cfg)]
+    assert loads[0] and loads[0] == loads[1]
+
+
 @pytest.mark.parametrize("line, reason", [
     ("mem_init(pri_mem, 0x1000, 0x40, ALL_ZERO);", "outside the testbench's DBB memory"),
     ("mem_init(sec_mem, 0x80000000, 0x40, ALL_ZERO);", "sec_mem is not on the testbench"),
