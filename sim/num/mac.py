@@ -99,6 +99,7 @@ from sim.num.booth import (
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
+from sim.num.widths import INT32_MAX, INT32_MIN
 from sim.num.word32 import (
     add32,
     and32,
@@ -144,7 +145,6 @@ CACC_NAN_EXP = ACC_EXP_MASK  # accumulator exponent of NaN: all ones
 NAN_FRAC_LSB = ACC_SIGN_BIT - FP16_FRAC_BITS
 MAC_NAN_FRAC_LSB = MAC_BITS - 1 - FP16_FRAC_BITS
 NAN_KEEP = ~((1 << NAN_FRAC_LSB) - 1)  # the bits a NaN keeps: sign and fraction
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 ZERO_LANE_EXP = -64  # a zero operand's exponent: its lanes sit >= 32 bits below any block
 
 

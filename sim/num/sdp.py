@@ -42,6 +42,7 @@ from sim.num.vector_int import (
     step_overflow_possible,
     wrap,
 )
+from sim.num.widths import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN
 from sim.regs.enums import AluAlgo, Precision
 
 LUT_LE_DEPTH = LE_ENTRIES  # entries of the LE (exponent/linear) table
@@ -109,8 +110,6 @@ def _into(ufunc, x: np.ndarray, operand) -> np.ndarray:
         return ufunc(x, operand, out=x)
     return ufunc(x, operand)
 
-
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
 # A layer's integer path (one setting per field) carries its signed int32 values with
@@ -182,9 +181,6 @@ def _product_bounds(x: tuple | None, op: tuple) -> tuple | None:
         return None
     corners = [a * b for a in x for b in op]
     return min(corners), max(corners)
-
-
-INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
 
 def _work_dtype(x, bounds: tuple | None, operand=0) -> type:
