@@ -20,7 +20,8 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from ..errors import FirmwareBuildError
+from ..errors import FirmwareBuildError, SimError
+from ..files import write_atomically
 
 HERE = Path(__file__).parent
 PORT_FILES = ("port.c", "port.h", "host.c", "prelude.h", "stub/linux/types.h")
@@ -112,11 +113,8 @@ def _remember(key: tuple, digest: str) -> None:
     path, text = _memo_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"{text}\n{digest}")
-        os.replace(tmp, path)  # whole or not at all
-    except OSError:
+        write_atomically(path, f"{text}\n{digest}")  # whole or not at all
+    except (OSError, SimError):
         pass  # an unwritable cache: the next process hashes again
 
 
