@@ -279,9 +279,15 @@ def _one_region(raw: bytes) -> RecordFile | None:
     size, start = int(first.group(2)), int(first.group(1), 16)
     if first.end(3) - first.start(3) != 5 * size - 1 or first.group(1) != b"%x" % start:
         return None
+    last = raw.rfind(b"\n", 0, stop - 1) + 1  # where the last record line starts
+    if not _one_region_long(raw, last, start, size, first_end - first.end(1)):
+        return None  # not one region (records of zeros left out, say): told from the
+        # length, before any other work, as such a file goes to _canonical_records
+    end = _record_line(raw, last, stop)
+    if end is None:
+        return None
     template, mask = _line_template(raw[first.end(1):first_end], first.start(3) - first.end(1),
                                     size)
-    last = raw.rfind(b"\n", 0, stop - 1) + 1  # where the last record line starts
     offset, pos, digits = start, 2, []
     while pos < last:
         width = len(b"%x" % offset)
@@ -300,8 +306,7 @@ def _one_region(raw: bytes) -> RecordFile | None:
                                  pos + len(_OFFSET_HEAD) + width + payload, (line, 5)).tobytes())
         pos += lines * line
         offset += lines * size
-    end = _record_line(raw, last, stop)
-    if end is None or end[0] != offset:
+    if end[0] != offset:
         return None
     try:
         data = bytes.fromhex(b"".join(digits).decode("latin-1"))
@@ -312,12 +317,36 @@ def _one_region(raw: bytes) -> RecordFile | None:
     return RecordFile([(start, data + end[2])], offset + end[1])
 
 
+def _one_region_long(raw: bytes, last: int, start: int, size: int, tail: int) -> bool:
+    """Is ``raw[2:last]`` as long as the lines of records of ``size`` bytes from offset
+    ``start`` up to the offset of the line at ``last``, each line ``{offset:0x``, the
+    offset in hex without leading zeros and ``tail`` bytes more?"""
+    try:
+        end = int(raw[last + len(_OFFSET_HEAD):raw.find(b",", last, last + 40)], 16)
+    except ValueError:
+        return False
+    records, rest = divmod(end - start, size)
+    if rest or records < 1:
+        return False
+    length = last - 2
+    total, offset = 0, start
+    while offset < end:  # the lines whose offsets have one number of hex digits
+        width = len(b"%x" % offset)
+        lines = min(-(-(16 ** width - offset) // size), (end - offset) // size)
+        total += lines * (len(_OFFSET_HEAD) + width + tail)
+        offset += lines * size
+    return total == length
+
+
+@functools.lru_cache(maxsize=64)
 def _line_template(tail: bytes, payload: int, size: int) -> tuple[bytes, np.ndarray]:
     """(a record line's ``tail`` (all past the offset's digits) with its payload's hex digits
-    zero, the mask that zeroes them): the template every line of the file matches.
-    ``payload``: where the payload (its first ``0x``) starts in the tail."""
+    zero, the mask (read-only) that zeroes them): the template every line of the file
+    matches; files of one record size share it.  ``payload``: where the payload (its first
+    ``0x``) starts in the tail."""
     mask = np.full(len(tail), 0xFF, np.uint8)
     mask[payload + 2:payload + 5 * size:5] = mask[payload + 3:payload + 5 * size:5] = 0
+    mask.flags.writeable = False
     return (np.frombuffer(tail, np.uint8) & mask).tobytes(), mask
 
 
