@@ -182,6 +182,21 @@ CFG_LINES = [
     "   ",
     "bogus(1);",
     "reg_write(NVDLA_SDP.D_OP_ÉNABLE_0, 0x1);",
+    # commands as gen writes them, read without _parse_line's splitting: errors in the
+    # order _convert reads the arguments, arities, a command that is none
+    "mem_init(pri_mem, 0xzz, 0xyy, ALL_ZERO);",
+    "mem_init(pri_mem, 0x80000000, 0x10000000000000000, ALL_ZERO);",
+    "check_crc(sync_id_1, 2, 0x80400000, 0x140, 0x1ffffffff);",
+    "check_crc(sync_id_1, 1, 0x80400000, 0x140);",
+    'mem_load(pri_mem, 0x80000000, "x-y.dat");',
+    'mem_load(pri_mem, 0xq, "x.dat");',
+    "intr_notify(sync_id_0);",
+    "intr_notify(CACC_0, sync_id_0, extra);",
+    "sync_notify(a, b);",
+    "check_nothing(x, y);",
+    "reg_write(X_0, 5);",
+    "reg_read(X_0);",
+    "bogus(a, b);",
 ]
 BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"]
 
