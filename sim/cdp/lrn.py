@@ -56,7 +56,7 @@ class LrnSettings:
     datout: tuple = (0, 1, 0)
 
 
-KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel
+KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel (_fused)
 MEMO_SHARE = 2  # look every possible square sum up once when there are at most 1/2 as many
 MEMO_MAX = 1 << 22  # ... and at most this many
 
