@@ -114,7 +114,14 @@ def read_record_file(path: str | Path) -> RecordFile:
     path = path if isinstance(path, Path) else Path(path)
     if path.suffix == ".bin":
         return _raw_record_file(path)
-    parsed = _parse_record_dat(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    region = _one_region(raw)
+    if region is not None:
+        return region
+    parsed = _parse_record_dat(path, raw)
     if isinstance(parsed, list):
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
@@ -142,13 +149,16 @@ def _raw_record_file(path: Path) -> RecordFile:
     return RecordFile([(0, data)], len(data))
 
 
-def _parse_record_dat(path: Path) -> tuple[np.ndarray, np.ndarray, bytes] | list:
+def _parse_record_dat(path: Path, raw: bytes | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, bytes] | list:
     """A file as gen and NVIDIA's tools write it: (offsets, sizes, every payload joined);
-    any other file: the record list of the general parse (which names a bad line)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    any other file: the record list of the general parse (which names a bad line).
+    ``raw``: the file's bytes, when the caller has read them."""
+    if raw is None:
+        try:
+            raw = path.read_bytes()
+        except OSError as exc:
+            raise SimError(f"{path}: cannot read ({exc.strerror})") from None
     parsed = _canonical_records(raw)
     if parsed is not None:
         return parsed
@@ -241,6 +251,103 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
         return None
     offsets, sizes, data = rows
     return np.append(offsets, offset), np.append(sizes, size), data + payload
+
+
+def _one_region(raw: bytes) -> RecordFile | None:
+    """The one run of a record file as gen writes a whole region: canonical lines
+    (:data:`_CANONICAL_RECORD`) of the first line's size, each at the offset where the
+    previous one ended, in lower-case hex without leading zeros, then a last line of any
+    size at the offset that follows.  Such lines are known but for their payload digits,
+    so each block of equally long lines (offsets of one digit count) is checked as one
+    array against its line's template, its offsets' digits against their text, and its
+    payload digits are read through one strided view: a few calls a block, where
+    :func:`_canonical_records` makes a few dozen over the file (a small trace loads one
+    or two small files).  None for any other file (:func:`_canonical_records` then reads
+    it; whatever this accepts, it accepts as well and reads as the same run)."""
+    if raw.endswith(b"\n}\n"):
+        stop = len(raw) - 2  # just past the newline ending the last record line
+    elif raw.endswith(b"\n}"):
+        stop = len(raw) - 1
+    else:
+        return None
+    first_end = raw.find(b"\n", 2, stop) + 1
+    if not raw.startswith(b"{\n") or not 0 < first_end < stop:
+        return None  # no record line, or only one: _canonical_records reads it
+    first = _CANONICAL_RECORD.fullmatch(raw, 2, first_end)
+    if first is None:
+        return None
+    size, start = int(first.group(2)), int(first.group(1), 16)
+    if first.end(3) - first.start(3) != 5 * size - 1 or first.group(1) != b"%x" % start:
+        return None
+    last = raw.rfind(b"\n", 0, stop - 1) + 1  # where the last record line starts
+    if not _one_region_long(raw, last, start, size, first_end - first.end(1)):
+        return None  # not one region (records of zeros left out, say): told from the
+        # length, before any other work, as such a file goes to _canonical_records
+    end = _record_line(raw, last, stop)
+    if end is None:
+        return None
+    template, mask = _line_template(raw[first.end(1):first_end], first.start(3) - first.end(1),
+                                    size)
+    offset, pos, digits = start, 2, []
+    while pos < last:
+        width = len(b"%x" % offset)
+        line = len(_OFFSET_HEAD) + width + len(template)
+        lines = min(-(-(16 ** width - offset) // size), (last - pos) // line)
+        if width > 15 or not lines:
+            return None
+        block = np.ndarray((lines, line), np.uint8, raw, pos)
+        tail = block[:, len(_OFFSET_HEAD) + width:]
+        heads = block[:, :len(_OFFSET_HEAD) + width].tobytes()
+        if (tail & mask).tobytes() != template * lines or heads != b"".join(
+                [b"{offset:0x%x" % o for o in range(offset, offset + lines * size, size)]):
+            return None
+        payload = first.start(3) - first.end(1) + 2  # the first digit, in the tail
+        digits.append(np.ndarray((lines, size), "S2", raw,
+                                 pos + len(_OFFSET_HEAD) + width + payload, (line, 5)).tobytes())
+        pos += lines * line
+        offset += lines * size
+    if end[0] != offset:
+        return None
+    try:
+        data = bytes.fromhex(b"".join(digits).decode("latin-1"))
+    except ValueError:
+        return None
+    if len(data) != offset - start:  # fromhex passed over whitespace
+        return None
+    return RecordFile([(start, data + end[2])], offset + end[1])
+
+
+def _one_region_long(raw: bytes, last: int, start: int, size: int, tail: int) -> bool:
+    """Is ``raw[2:last]`` as long as the lines of records of ``size`` bytes from offset
+    ``start`` up to the offset of the line at ``last``, each line ``{offset:0x``, the
+    offset in hex without leading zeros and ``tail`` bytes more?"""
+    try:
+        end = int(raw[last + len(_OFFSET_HEAD):raw.find(b",", last, last + 40)], 16)
+    except ValueError:
+        return False
+    records, rest = divmod(end - start, size)
+    if rest or records < 1:
+        return False
+    length = last - 2
+    total, offset = 0, start
+    while offset < end:  # the lines whose offsets have one number of hex digits
+        width = len(b"%x" % offset)
+        lines = min(-(-(16 ** width - offset) // size), (end - offset) // size)
+        total += lines * (len(_OFFSET_HEAD) + width + tail)
+        offset += lines * size
+    return total == length
+
+
+@functools.lru_cache(maxsize=64)
+def _line_template(tail: bytes, payload: int, size: int) -> tuple[bytes, np.ndarray]:
+    """(a record line's ``tail`` (all past the offset's digits) with its payload's hex digits
+    zero, the mask (read-only) that zeroes them): the template every line of the file
+    matches; files of one record size share it.  ``payload``: where the payload (its first
+    ``0x``) starts in the tail."""
+    mask = np.full(len(tail), 0xFF, np.uint8)
+    mask[payload + 2:payload + 5 * size:5] = mask[payload + 3:payload + 5 * size:5] = 0
+    mask.flags.writeable = False
+    return (np.frombuffer(tail, np.uint8) & mask).tobytes(), mask
 
 
 def _size_text(raw: bytes, start: int, end: int) -> bytes:

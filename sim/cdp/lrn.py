@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import sim.num as num
+from sim import jit
 from sim.jit import njit, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
@@ -55,7 +56,7 @@ class LrnSettings:
     datout: tuple = (0, 1, 0)
 
 
-KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel
+KERNEL_MIN = 1 << 16  # integer layers from this many elements take the fused kernel (_fused)
 MEMO_SHARE = 2  # look every possible square sum up once when there are at most 1/2 as many
 MEMO_MAX = 1 << 22  # ... and at most this many
 
@@ -242,6 +243,14 @@ def _pairs(values: np.ndarray, bits: int):
     return (v[:, 1] << bits) | v[:, 0]
 
 
+def _fused(x: np.ndarray) -> bool:
+    """Does an integer layer of ``x`` take the fused kernel?  A large one does; a small one
+    too once numba is loaded (by another kernel: importing it costs half a second, more
+    than a small trace's whole run), as the kernel's set-up (~0.3 ms) is a third of the
+    numpy path's (~1 ms, dozens of calls on small arrays)."""
+    return x.size >= KERNEL_MIN or jit._numba is not None
+
+
 def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: np.ndarray,
               lut: np.ndarray) -> tuple[np.ndarray, dict]:
     """LRN of ``x`` (raw elements, shape (channels padded to whole atoms, pixels)).
@@ -253,7 +262,7 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     """
     rows, pixels = x.shape
     found = {}
-    if s.precision != FP16 and x.size >= KERNEL_MIN:
+    if s.precision != FP16 and _fused(x):
         out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
         found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
                       "D_OUT_SATURATION_0": saturated})

@@ -95,6 +95,10 @@ def _split_args(text: str) -> list[str]:
 # value never gives back a character, which spares the matcher a fifth of its time)
 _LINES = re.compile(r"^(?:(reg_write|poll_reg_equal)\(([A-Za-z_][\w.]*+), (\w++)\);$|(.*)$)",
                     re.M | re.A)
+# any other command as gen writes it: "<command>(<arg>, <arg>, ...);", the arguments words
+# but for a last quoted file name (mem_load's) of word characters, dots and dashes: its
+# arguments are split at ", " as _split_args would split them (no spaces, quoted commas)
+_CANONICAL_CALL = re.compile(r'([a-z_]+)\(((?:\w+, )*(?:\w+|"[\w.\-]*"))\);', re.A)
 # line breaks str.splitlines honours besides "\n": a text holding one is split by it
 _OTHER_BREAKS = ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 
@@ -124,6 +128,7 @@ def _parse_text(text: str, source: str, comments: bool, bare: bool = False) -> l
     ops: list = []
     append = ops.append
     quick_match = _REG_WRITE.match
+    canonical_call = _CANONICAL_CALL.fullmatch
     for lineno, (cmd, reg, text_value, raw) in enumerate(_numbered_lines(text), 1):
         if cmd:  # name and value are what _REG_WRITE's groups would be
             try:  # _register_value's common case inline: no "file:line" made for it
@@ -140,6 +145,13 @@ def _parse_text(text: str, source: str, comments: bool, bare: bool = False) -> l
             continue
         if not raw or (raw[:2] == "//" and not comments):  # nothing to do (_parse_line's)
             continue
+        call = canonical_call(raw)
+        if call is not None:  # what _parse_line makes of it, without splitting it by hand
+            cmd, args = call.group(1), call.group(2).split(", ")
+            arity = ARITY.get(cmd)
+            if arity is not None and arity[0] <= len(args) <= arity[1]:
+                append(_convert(cmd, args, f"{source}:{lineno}", ""))
+                continue
         quick = quick_match(raw)
         if quick is not None:  # a reg_write with spaces or a note, parsed as _convert would
             reg, text_value, note = quick.groups()

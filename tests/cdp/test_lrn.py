@@ -122,9 +122,10 @@ CASES = [
 
 
 def take_path(monkeypatch, name):
-    """Integer layers run in numpy when small, in the fused kernel when large, which looks
-    every reachable square sum up once (the memo) when the layer is large beside them."""
-    monkeypatch.setattr(lrn, "KERNEL_MIN", 1 << 62 if name == "numpy" else 0)
+    """Integer layers run in numpy when small (unless numba is loaded), in the fused kernel
+    when large, which looks every reachable square sum up once (the memo) when the layer
+    is large beside them."""
+    monkeypatch.setattr(lrn, "_fused", lambda _x: name != "numpy")
     monkeypatch.setattr(lrn, "MEMO_SHARE", 0 if name == "memo" else 1 << 62)
 
 
@@ -188,3 +189,15 @@ def test_wide_layers_agree_on_every_path(precision, sq_bp, mul_bp, monkeypatch):
     for name in ("kernel", "memo"):
         np.testing.assert_array_equal(results[name][0], out, err_msg=name)
         assert results[name][1] == counters, name
+
+
+def test_small_integer_layers_take_the_kernel_only_once_numba_is_loaded(monkeypatch):
+    """A small layer must not bring numba in (half a second: more than a small trace);
+    with numba loaded by another kernel, it takes the kernel, cheaper than numpy's path."""
+    from sim import jit
+
+    small, large = np.zeros((8, 4)), np.zeros((1 << 10, 1 << 6))
+    monkeypatch.setattr(jit, "_numba", None)
+    assert not lrn._fused(small) and lrn._fused(large)
+    monkeypatch.setattr(jit, "_numba", object())
+    assert lrn._fused(small) and lrn._fused(large)

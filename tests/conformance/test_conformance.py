@@ -51,16 +51,16 @@ def _integer_lrn():
     return [t for t in _listed() if "cdp" in Path(t).name and "fp16" not in Path(t).name]
 
 
-@pytest.mark.parametrize("memo", [False, True], ids=["lookups", "memo"])
+@pytest.mark.parametrize("path", ["numpy", "lookups", "memo"])
 @pytest.mark.parametrize("trace", _integer_lrn())
-def test_integer_lrn_passes_in_the_fused_kernel(trace, memo, monkeypatch):
-    """Small layers run the CDP's integer LRN in numpy; force the fused kernel large
-    layers take, looking each sum up or every reachable sum once (the memo), and hold it
-    to the same traces."""
+def test_integer_lrn_passes_in_numpy_and_in_the_fused_kernel(trace, path, monkeypatch):
+    """Small layers run the CDP's integer LRN in numpy while numba is not loaded, in the
+    fused kernel large layers take once it is: force each, the kernel looking each sum
+    up or every reachable sum once (the memo), and hold them to the same traces."""
     import sim.cdp.lrn as lrn
 
-    monkeypatch.setattr(lrn, "KERNEL_MIN", 0)
-    monkeypatch.setattr(lrn, "MEMO_SHARE", 0 if memo else 1 << 62)
+    monkeypatch.setattr(lrn, "_fused", lambda _x: path != "numpy")
+    monkeypatch.setattr(lrn, "MEMO_SHARE", 0 if path == "memo" else 1 << 62)
     test_trace_passes(trace)
 
 

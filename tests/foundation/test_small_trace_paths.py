@@ -1,9 +1,10 @@
 """The shortcuts that make a small trace cheap, held to the plain paths they stand for.
 
 * a record ``.dat`` as gen writes it is decoded as one array of lines aligned on their
-  ends (``_canonical_records``): whatever is changed in it, the result (or the
-  rejection) is the record-by-record parse's, and an unchanged file does take the
-  array path;
+  ends (``_canonical_records``), and one of a whole region (offsets following each
+  other) block by block against its lines' template (``_one_region``): whatever is
+  changed in it, the result (or the rejection) is the record-by-record parse's, and an
+  unchanged file does take the array path (and the region path, when it is one);
 * a ``.cfg`` text is split and matched in one pass (``_numbered_lines``): every op, its
   ``file:line`` and every error are what the line-by-line parse gives, whatever the
   line breaks;
@@ -59,6 +60,7 @@ def _array_and_plain(tmp_path, raw: bytes):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memfiles, "_well_formed_records", lambda _text: None)
         patch.setattr(memfiles, "_canonical_records", lambda _raw: None)
+        patch.setattr(memfiles, "_one_region", lambda _raw: None)
         return fast, _read(path)
 
 
@@ -74,6 +76,22 @@ FAULT_CHARS = "0123456789abcdefABCDEFxXgG ,:{}\n\r\t-"
 def test_gen_record_files_take_the_array_path(size, record, skip_zero):
     raw = _gen_file(random.Random(size), size, record, skip_zero)
     assert memfiles._canonical_records(raw) is not None
+    # a region with no records left out, of two lines or more, takes the region path
+    region = not skip_zero and size > record
+    assert (memfiles._one_region(raw) is not None) == region
+
+
+@pytest.mark.parametrize("size,record,skip_zero", FILES)
+def test_region_and_array_paths_read_the_same(tmp_path, size, record, skip_zero):
+    """Each shortcut alone gives the record-by-record parse's runs and extent."""
+    raw = _gen_file(random.Random(size + 1), size, record, skip_zero)
+    path = tmp_path / "m.dat"
+    path.write_bytes(raw)
+    plain = _array_and_plain(tmp_path, raw)[1]
+    for off in ("_one_region", "_canonical_records"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(memfiles, off, lambda _raw: None)
+            assert _read(path) == plain, off
 
 
 @pytest.mark.parametrize("size,record,skip_zero", FILES)
@@ -164,6 +182,21 @@ CFG_LINES = [
     "   ",
     "bogus(1);",
     "reg_write(NVDLA_SDP.D_OP_ÉNABLE_0, 0x1);",
+    # commands as gen writes them, read without _parse_line's splitting: errors in the
+    # order _convert reads the arguments, arities, a command that is none
+    "mem_init(pri_mem, 0xzz, 0xyy, ALL_ZERO);",
+    "mem_init(pri_mem, 0x80000000, 0x10000000000000000, ALL_ZERO);",
+    "check_crc(sync_id_1, 2, 0x80400000, 0x140, 0x1ffffffff);",
+    "check_crc(sync_id_1, 1, 0x80400000, 0x140);",
+    'mem_load(pri_mem, 0x80000000, "x-y.dat");',
+    'mem_load(pri_mem, 0xq, "x.dat");',
+    "intr_notify(sync_id_0);",
+    "intr_notify(CACC_0, sync_id_0, extra);",
+    "sync_notify(a, b);",
+    "check_nothing(x, y);",
+    "reg_write(X_0, 5);",
+    "reg_read(X_0);",
+    "bogus(a, b);",
 ]
 BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"]
 
