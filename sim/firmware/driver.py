@@ -32,10 +32,10 @@ import struct
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
+from ..records import record
 from ..regfile import POINTER
 from .build import build_firmware
 
@@ -67,7 +67,7 @@ ANY_WRITE = 0xFFFFFFFF  # a snapshot entry's dep: every register write forgets i
 CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of host.c runs
 
 
-@dataclass
+@record(frozen=False)
 class TaskStats:
     hw_layers: int
     interrupts: int

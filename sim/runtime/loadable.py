@@ -9,13 +9,14 @@ damaged file gives one clear error instead of a crash.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import flatbuffers
 from flatbuffers import number_types as N
 
 from ..errors import LoadableError
+from ..records import record
 
 INTERFACE_DLA1, INTERFACE_EMU1 = 1, 2
 DOMAIN_SYSTEM, DOMAIN_SRAM = 0, 1
@@ -23,7 +24,7 @@ FLAG_ALLOC, FLAG_SET, FLAG_INPUT, FLAG_OUTPUT = 1, 2, 4, 8
 MAX_FILE = 1 << 30
 
 
-@dataclass(frozen=True)
+@record
 class Blob:
     name: str
     size: int
@@ -33,7 +34,7 @@ class Blob:
     version: tuple[int, int, int] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Memory:
     id: int
     domain: int
@@ -54,7 +55,7 @@ class Memory:
         return bool(self.flags & FLAG_OUTPUT) and not self.is_input
 
 
-@dataclass(frozen=True)
+@record
 class Address:
     id: int
     mem_id: int
@@ -62,7 +63,7 @@ class Address:
     size: int
 
 
-@dataclass(frozen=True)
+@record
 class Task:
     id: int
     interface: int
@@ -72,7 +73,7 @@ class Task:
     post_actions: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     """An event a task waits for or signals (the runtime submits in order and ignores them)."""
 
@@ -83,7 +84,7 @@ class Event:
     op: int  # 0 wait, 1 signal
 
 
-@dataclass(frozen=True)
+@record
 class Reloc:
     """A place in a descriptor blob that names a bindable tensor's stride.
 
@@ -99,7 +100,7 @@ class Reloc:
     reloc_type: int  # 1 line stride, 2 surface stride
 
 
-@dataclass(frozen=True)
+@record
 class TensorDesc:
     name: str
     id: int
@@ -115,7 +116,7 @@ class TensorDesc:
     strides: tuple[int, ...]  # stride_0 .. stride_7 (1: line, 2: surface)
 
 
-@dataclass
+@record(frozen=False)
 class Loadable:
     version: tuple[int, int, int]
     tasks: list[Task] = field(default_factory=list)
