@@ -49,6 +49,7 @@ PAIR = struct.Struct("<II")  # register write, cached read: address, value; segm
 ENTRY = struct.Struct("<IIIIII")  # snapshot entry: address, value, and what a write does
 WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, address, value
 POSTED_KINDS = b"Wc"  # frames of that shape: register writes, reads answered from a snapshot
+POSTED_RUN = 256  # such frames looked at at once (a 64 KiB buffer holds 5000)
 LOG_FRAME = struct.Struct("<cIi")  # a log line's frame: kind, length, level, then the text
 LOG_KIND = ord("L")
 BATCH_KIND = ord("G")  # debug and info log lines, as 'L' frames in one frame
@@ -616,8 +617,11 @@ class _LogBatch(bytes):
 
 def _posted_run(buf: bytearray, pos: int, n: int) -> bytes:
     """The frames from ``pos`` up to the first whose kind is not a posted one (``W``, ``c``),
-    whole ones only: what :meth:`Firmware._posted` serves (their kinds are every 13th byte)."""
-    kinds = buf[pos : n - WRITE.size + 1 : WRITE.size]
+    whole ones only, at most :data:`POSTED_RUN` of them (what follows is looked at by the
+    next call, not by every one): what :meth:`Firmware._posted` serves (their kinds are
+    every 13th byte)."""
+    end = min(n, pos + POSTED_RUN * WRITE.size)
+    kinds = buf[pos : end - WRITE.size + 1 : WRITE.size]
     count = len(kinds) - len(kinds.lstrip(POSTED_KINDS))
     return bytes(buf[pos : pos + count * WRITE.size])
 
