@@ -100,3 +100,13 @@ def test_posted_runs_serve_what_frame_by_frame_serves(stream, error, monkeypatch
     else:
         assert (pos, kind) == (len(buf) - len(stream[-1]), None)
     assert raised is None if error is None else error in raised
+
+
+def test_a_run_longer_than_one_look_is_served_whole(monkeypatch):
+    runs = len(RUN) * 100 // driver.POSTED_RUN + 1  # several looks
+    buf = b"".join(RUN * 100 + [RETURN])
+    fast, slow = _serve(buf, True, monkeypatch), _serve(buf, False, monkeypatch)
+    assert fast == slow and runs > 1
+    pos, kind, _, accesses, _, _, raised = fast
+    assert (pos, kind, raised) == (len(buf), b"X", None)
+    assert accesses.count(("write", 0x1C, 3)) == 100
