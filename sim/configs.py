@@ -7,13 +7,12 @@ fields; they never test a configuration's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .errors import ConfigurationError, SimError
+from .records import record
 from .regs.enums import FP16, INT8, INT16, Precision
 
 
-@dataclass(frozen=True)
+@record
 class HardwareConfig:
     name: str
     atom_bytes: int  # memory atom (MEMORY_ATOMIC_SIZE): bytes per 1x1xC' atom

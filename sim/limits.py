@@ -6,12 +6,11 @@ both check them, so they live below both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .errors import MemoryFault
+from .records import record
 
 
-@dataclass(frozen=True)
+@record
 class MemoryLimits:
     """What one simulated memory may cost the host, so no input can exhaust it.
 

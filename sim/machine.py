@@ -16,7 +16,7 @@ as running, as the hardware's would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -26,13 +26,14 @@ from .engines import ENGINES, Engine
 from .errors import ConfigurationError, MemoryFault, SimError
 from .limits import DEFAULT_LIMITS, MemoryLimits
 from .listeners import LayerListeners, RegisterListeners, memory_listeners
+from .records import record
 from .regfile import Block, RegisterFile
 
 RAM_CV, RAM_MC = 0, 1  # NVDLA's RAM_TYPE encoding (CV-SRAM = 0, MC = 1)
 GLB = "NVDLA_GLB"
 
 
-@dataclass
+@record(frozen=False)
 class LayerContext:
     """What a unit sees while it runs one layer: its registers, its memories and the unit
     state it owns -- never the machine itself (``_machine`` is the machine's own)."""

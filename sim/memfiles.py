@@ -11,7 +11,6 @@ from __future__ import annotations
 import binascii
 import functools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from .errors import SimError
 from .files import write_atomically
 from .limits import DEFAULT_LIMITS, MemoryLimits, check_extent
+from .records import record
 
 # -- shared: reading files, hex tokens, header lines ----------------------------
 
@@ -96,7 +96,7 @@ def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
             for offset, size, end in zip(offsets.tolist(), sizes.tolist(), ends, strict=True)]
 
 
-@dataclass(frozen=True)
+@record
 class RecordFile:
     """What a record ``.dat`` file (or a raw ``.bin`` one) loads: ``runs`` are its records,
     each one that starts where the previous ended joined to it (:func:`record_runs`: the

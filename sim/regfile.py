@@ -13,10 +13,9 @@ traces write random values into them); write-only fields read as zero.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from . import regs as regtable
 from .errors import ConfigurationError, SimError
+from .records import record
 from .regs.enums import Precision
 
 IDLE, RUNNING, PENDING = 0, 1, 2
@@ -26,7 +25,7 @@ PLAIN, POINTER, OP_ENABLE = 0, 1, 2
 STATUS = 3  # what a CSB read of a register does besides masking its word: S_STATUS shows groups
 
 
-@dataclass(frozen=True)
+@record
 class RegView:
     """One register's decoded fields: ``view.field_name`` (lower case)."""
 

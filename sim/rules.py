@@ -28,11 +28,12 @@ HANGS/DIFFERS rule with a layer on each side of its boundary.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from .configs import INT8, HardwareConfig, Precision
 from .dma.align import align_up, ceil_div, window_count
 from .errors import ConfigurationError
+from .records import record
 
 HANGS = "hangs"  # the C-model never completes the layer (waits forever, or an assertion stops it)
 DIFFERS = "differs"  # the C-model completes but writes something else
@@ -55,7 +56,7 @@ ENTRY_BYTES = {"nvdlav1": 128}
 
 # -- facts ------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class ConvFacts:
     """A convolution layer (CDMA/CSC/CACC) as the rules see it.
 
@@ -95,7 +96,7 @@ class ConvFacts:
     compressed: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class SdpFacts:
     """An SDP layer: precisions, where its input comes from and its output goes.
 
@@ -124,7 +125,7 @@ class SdpFacts:
     in_precision: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class PdpFacts:
     """A PDP layer: kernel, padding, split and whether its input is on the fly."""
 

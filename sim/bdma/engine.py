@@ -10,10 +10,9 @@ bytes; addresses and strides are 32-byte aligned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..engine import Engine
 from ..limits import check_extent
+from ..records import record
 
 FIFO_DEPTH = 20
 ATOM = 32
@@ -21,7 +20,7 @@ UNIT = "NVDLA_BDMA"
 STATUS = "STATUS_0"  # computed on read: free FIFO slots, idle and busy groups
 
 
-@dataclass(frozen=True)
+@record
 class BdmaCopy:
     src: int
     dst: int

@@ -7,8 +7,6 @@ raw (convertor fields), and are turned into sizes/bytes otherwise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16, INT8, INT16, Precision
@@ -36,11 +34,12 @@ from ..num.lut import (
     P_UFLOW_PRI,
 )
 from ..num.vector_int import sign_extend
+from ..records import record
 
 WINDOWS = {0: 3, 1: 5, 2: 7, 3: 9}
 
 
-@dataclass(frozen=True)
+@record
 class CdpConfig:
     width: int
     height: int

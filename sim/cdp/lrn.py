@@ -23,8 +23,6 @@ convertors ignore their offset/scale/shifter registers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 import sim.num as num
@@ -38,11 +36,12 @@ from sim.num.rounding import convert, convert_flag, sign_extend
 
 from ..configs import FP16, INT8, Precision
 from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
+from ..records import record
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
 
 
-@dataclass(frozen=True)
+@record
 class LrnSettings:
     """What the datapath needs besides the data (see :class:`sim.cdp.config.CdpConfig`)."""
 

@@ -25,14 +25,13 @@ writers and tests.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..dma.weights import split_deconv_weights
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class DeconvPhase:
     phase_y: int
     phase_x: int

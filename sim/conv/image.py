@@ -39,7 +39,7 @@ CMAC/CACC
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -52,6 +52,7 @@ from ..dram import HELD
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
 from ..num.arrays import sign_extend_array
+from ..records import record
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -71,7 +72,7 @@ from .mac_int import conv_cacc
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
 
 
-@dataclass(frozen=True)
+@record
 class ImageLayer:
     fmt: PixelFormat
     in_precision: Precision

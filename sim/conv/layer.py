@@ -14,14 +14,13 @@ CDMA only has to agree with the output size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16, INT8, INT16, Precision
 from ..dma.align import ceil_div, window_count
 from ..dma.precision import check_precision
 from ..errors import ConfigurationError
+from ..records import record
 from ..rules import ConvFacts, check
 
 CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
@@ -76,7 +75,7 @@ def pad_element(value: int, precision: str):
     return np.uint16(value & 0xFFFF)
 
 
-@dataclass(frozen=True)
+@record
 class ConvLayer:
     precision: Precision  # the pipeline (processing) precision
     batches: int

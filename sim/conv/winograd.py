@@ -37,8 +37,6 @@ and the block alignment.  Batches are not supported in Winograd mode.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16, INT8, Precision
@@ -65,6 +63,7 @@ from ..num.mac import (
 )
 from ..num.rounding import sign_extend
 from ..num.word32 import xor32
+from ..records import record
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -94,7 +93,7 @@ WINOGRAD_AT = np.array([[1, 1, 1, 0],
 WINOGRAD_POST = np.kron(WINOGRAD_AT, WINOGRAD_AT)
 
 
-@dataclass(frozen=True)
+@record
 class WinogradLayer:
     precision: Precision
     width: int

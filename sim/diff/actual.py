@@ -11,16 +11,16 @@ is the only checked region's content.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import SimError
 from ..memfiles import read_memory_file
+from ..records import record
 
 
-@dataclass
+@record(frozen=False)
 class Piece:
     path: Path
     addr: int

@@ -11,17 +11,18 @@ decoded in the layer's precision.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from ..configs import FP16
 from ..dma.elements import element_dtype
 from ..num.bits import describe_fields
+from ..records import record
 from .record import Write, element_map
 
 
-@dataclass
+@record(frozen=False)
 class Cube:
     """One output cube a layer wrote (PDP split pieces joined back into one)."""
 
@@ -50,7 +51,7 @@ class Cube:
                 "width": self.width, "channels_per_surface": self.group}
 
 
-@dataclass
+@record(frozen=False)
 class ElementDiff:
     cube: Cube
     address: int
@@ -91,7 +92,7 @@ class ElementDiff:
         return text
 
 
-@dataclass
+@record(frozen=False)
 class ByteDiff:
     """A differing byte not inside a layer's feature element."""
 
@@ -121,7 +122,7 @@ class ByteDiff:
                 f"actual 0x{self.actual:02x} ({self.owner()})")
 
 
-@dataclass
+@record(frozen=False)
 class RegionDiff:
     region: object  # sim.diff.simulate.Region
     differing_bytes: int

@@ -11,15 +11,14 @@ outside a layer are the trace's own loads (``mem_load``, ``mem_init``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..dma.feature import FeatureLayout
 from ..listeners import memory_listeners
+from ..records import record
 
 
-@dataclass
+@record(frozen=False)
 class Write:
     """One write to memory, in program order (``seq``)."""
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import SimError
 from ..files import write_atomically
+from ..records import record
 from .actual import load_actual, region_bytes
 from .localise import RegionDiff, build_cubes, compare_region, summarise_cube
 from .simulate import Simulation, simulate
@@ -19,7 +20,7 @@ FIRST = 10  # differences printed per cube
 MAX_JSON = 200_000  # differences listed in the JSON report (counts are always complete)
 
 
-@dataclass
+@record(frozen=False)
 class DiffReport:
     sim: Simulation
     regions: list[RegionDiff]

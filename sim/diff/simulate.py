@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SimError
+from ..records import record
 from ..trace.player import Check, TracePlayer, find_trace_file, guess_config
 from .record import WriteRecorder
 
 
-@dataclass
+@record(frozen=False)
 class Region:
     """A memory range a trace checks (``check_crc`` or ``dump_mem``)."""
 
@@ -56,7 +56,7 @@ class CheckKeeper:
             self.recorder.where = op.where
 
 
-@dataclass
+@record(frozen=False)
 class Simulation:
     trace_file: Path
     config: str

@@ -15,14 +15,13 @@ message names the rule, e.g.::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..errors import LayoutError
+from ..records import record
 
 RULE_SOURCE = "format.rst Table 35"
 
 
-@dataclass(frozen=True)
+@record
 class AlignmentRule:
     """Required alignment (``"atom"``, a byte count, or None) of each quantity."""
 

@@ -48,11 +48,10 @@ range) raise :class:`~sim.dma.align.LayoutError` naming the rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16, INT8
+from ..records import record
 from .align import LayoutError, align_up, ceil_div
 from .elements import to_user
 
@@ -167,7 +166,7 @@ def unpack_dvsdk(data, shape, transpose: bool = False) -> np.ndarray:
 
 # -- Kneron -------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class KneronLayout:
     """One Kneron 8-bit layout: pixels and channels per 16-byte entry."""
 

@@ -31,11 +31,10 @@ bytes at fp16 precision).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16
+from ..records import record
 from ..regs.enums import Precision
 from .align import LayoutError, check_alignment
 from .elements import check_precision_name, elements_per_atom
@@ -45,7 +44,7 @@ USES = {"bias": 1, "prelu": 1, "bn": 2, "ew": 1}
 _ALIGN_KIND = {"bias": "bias", "prelu": "prelu", "bn": "bn", "ew": "ew"}
 
 
-@dataclass(frozen=True)
+@record
 class OperandFormat:
     """How one SDP operand stream is stored (see the module docstring)."""
 

@@ -23,17 +23,16 @@ to the top bits).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..configs import FP16, INT8, INT16
 from ..dram import STREAMED, check_extent
+from ..records import record
 from .align import LayoutError, align_up, check_alignment
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """Where one pipeline channel lives: plane, byte offset in the pixel, bit field."""
 
@@ -48,7 +47,7 @@ class Field:
         return self.bits or 8 * self.size
 
 
-@dataclass(frozen=True)
+@record
 class PixelFormat:
     """One row of Table 33 plus where each channel sits in memory."""
 
@@ -160,7 +159,7 @@ def check_pixel_setting(fmt: PixelFormat, channels: int | None = None,
                           "(format.rst Table 33)")
 
 
-@dataclass(frozen=True)
+@record
 class PixelLayout:
     """Geometry of a pitch-linear image: per plane line stride and extent."""
 

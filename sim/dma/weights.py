@@ -41,11 +41,10 @@ so the copy is one strided numpy assignment per block (:func:`_tiled_copy`;
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..configs import FP16, INT8
+from ..records import record
 from .align import LayoutError, align_up, ceil_div
 from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to_elements
 
@@ -445,7 +444,7 @@ def unpack_weight_winograd(data, shape, precision: str, cfg=None, *,
 
 # -- sparse compression -------------------------------------------------------
 
-@dataclass(frozen=True)
+@record
 class CompressedWeights:
     """The three surfaces of compressed weights (each zero-filled to 128 bytes)."""
 

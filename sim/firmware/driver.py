@@ -32,10 +32,10 @@ import struct
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
+from ..records import record
 from ..regfile import POINTER
 from .build import build_firmware
 
@@ -48,7 +48,8 @@ HEADER = struct.Struct("<cI")  # the frames of host.c: kind, payload length
 PAIR = struct.Struct("<II")  # register write, cached read: address, value; segment cut
 ENTRY = struct.Struct("<IIIIII")  # snapshot entry: address, value, and what a write does
 WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, address, value
-WRITE_KIND = ord("W")
+POSTED_KINDS = b"Wc"  # frames of that shape: register writes, reads answered from a snapshot
+POSTED_RUN = 256  # such frames looked at at once (a 64 KiB buffer holds 5000)
 LOG_FRAME = struct.Struct("<cIi")  # a log line's frame: kind, length, level, then the text
 LOG_KIND = ord("L")
 BATCH_KIND = ord("G")  # debug and info log lines, as 'L' frames in one frame
@@ -67,7 +68,7 @@ ANY_WRITE = 0xFFFFFFFF  # a snapshot entry's dep: every register write forgets i
 CALLS = {"interrupt": "dla_isr_handler/dla_process_events"}  # what a call of host.c runs
 
 
-@dataclass
+@record(frozen=False)
 class TaskStats:
     hw_layers: int
     interrupts: int
@@ -246,8 +247,8 @@ class Firmware:
         n = len(buf)
         quiet = None  # the log levels nobody listens to, looked up at the first log line
         while n - pos >= HEADER.size:
-            if buf[pos] == WRITE_KIND and self._error is None:  # most of what it sends
-                after = self._writes(buf, pos, n)
+            if buf[pos] in POSTED_KINDS and self._error is None:  # most of what it sends
+                after = self._posted(buf, pos, n)
                 if after != pos:
                     pos = after
                     continue  # else an incomplete frame: as any other
@@ -287,20 +288,30 @@ class Firmware:
                 return pos, kind, FAILED_ANSWERS[kind] if answer is None else answer
         return pos, None, None
 
-    def _writes(self, buf: bytearray, pos: int, n: int) -> int:
-        """Apply the run of whole register-write frames from ``pos`` (the firmware posts
-        hundreds at once); returns where the run ends."""
-        recorder, write_reg, unpack = self.recorder, self.machine.write_reg, WRITE.unpack_from
+    def _posted(self, buf: bytearray, pos: int, n: int) -> int:
+        """Serve the run of whole register-write and cached-read frames from ``pos`` (the
+        firmware posts hundreds at once, its status reads among them); returns where the
+        run ends."""
+        frames = _posted_run(buf, pos, n)
+        if not frames:
+            return pos
+        recorder, write_reg, read_reg = self.recorder, self.machine.write_reg, self.machine.read_reg
         t0 = time.perf_counter()
         try:
-            while n - pos >= WRITE.size and buf[pos] == WRITE_KIND:
-                _, size, addr, value = unpack(buf, pos)
+            for kind, size, addr, value in WRITE.iter_unpack(frames):
                 if size != PAIR.size:
-                    break  # not a write of host.c's: the frame-by-frame path says so
+                    break  # not a frame of host.c's: the frame-by-frame path says so
                 pos += WRITE.size
-                if recorder is not None:
-                    recorder.reg_write(addr, value)
-                write_reg(addr, value)
+                if kind == b"W":
+                    if recorder is not None:
+                        recorder.reg_write(addr, value)
+                    write_reg(addr, value)
+                else:  # b"c", as _handle serves it
+                    if read_reg(addr) & 0xFFFFFFFF != value:
+                        raise _stale(addr, value)
+                    self._learn(addr)
+                    if recorder is not None:
+                        recorder.reg_read(addr, value)
         except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
             self._error = exc
         self.serve_seconds += time.perf_counter() - t0
@@ -348,8 +359,7 @@ class Firmware:
         if kind == b"c":  # a read the firmware answered from our last snapshot
             addr, value = PAIR.unpack_from(buf, start)
             if machine.read_reg(addr) & 0xFFFFFFFF != value:  # the snapshot's premise broke
-                raise FirmwareError(f"firmware bridge: register {addr:#x} read {value:#x} from "
-                                    f"a stale snapshot (a register changed without a write)")
+                raise _stale(addr, value)
             self._learn(addr)
             if recorder is not None:
                 recorder.reg_read(addr, value)
@@ -603,6 +613,22 @@ class _LogBatch(bytes):
             out.append(self[pos + head: pos + HEADER.size + size])
             pos += HEADER.size + size
         return out
+
+
+def _posted_run(buf: bytearray, pos: int, n: int) -> bytes:
+    """The frames from ``pos`` up to the first whose kind is not a posted one (``W``, ``c``),
+    whole ones only, at most :data:`POSTED_RUN` of them (what follows is looked at by the
+    next call, not by every one): what :meth:`Firmware._posted` serves (their kinds are
+    every 13th byte)."""
+    end = min(n, pos + POSTED_RUN * WRITE.size)
+    kinds = buf[pos : end - WRITE.size + 1 : WRITE.size]
+    count = len(kinds) - len(kinds.lstrip(POSTED_KINDS))
+    return bytes(buf[pos : pos + count * WRITE.size])
+
+
+def _stale(addr: int, value: int) -> FirmwareError:
+    return FirmwareError(f"firmware bridge: register {addr:#x} read {value:#x} from a stale "
+                         f"snapshot (a register changed without a write)")
 
 
 def _line(text: bytes) -> str:

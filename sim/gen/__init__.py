@@ -9,11 +9,11 @@ replays what it wrote to check that it passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import SimError
 from ..files import write_folder_atomically
+from ..records import record
 from .build import build
 from .spec import load_spec
 from .write import cfg_text, memory_dumps, txn_text
@@ -21,7 +21,7 @@ from .write import cfg_text, memory_dumps, txn_text
 FORMATS = ("cfg", "txn", "both")
 
 
-@dataclass
+@record(frozen=False)
 class Generated:
     folder: Path
     traces: list[Path]

@@ -10,7 +10,7 @@ read an earlier one's output.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from ..errors import SimError, SpecError
 from ..machine import Machine
 from ..program.bdma import launch_bdma
 from ..program.registers import set_reg
+from ..records import record
 from . import units
 from .events import (
     Event,
@@ -35,7 +36,7 @@ from .spec import LayerSpec, Spec
 COUNTER_WORDS = ("NAN", "INF", "SATURATION", "LUT_")
 
 
-@dataclass
+@record(frozen=False)
 class LayerRecord:
     spec: LayerSpec
     output: Output

@@ -3,17 +3,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from ..records import record
 
 
-@dataclass(frozen=True)
+@record
 class LayerBegins:
     """A layer of the spec starts (its description becomes a trace comment)."""
 
     text: str
 
 
-@dataclass(frozen=True)
+@record
 class Loaded:
     """The bytes a layer's input needs in memory before it runs."""
 
@@ -22,27 +22,27 @@ class Loaded:
     data: bytes
 
 
-@dataclass(frozen=True)
+@record
 class OutputReserved:
     """The layer's output region (a sim.gen.memory.Output), zeroed before it runs."""
 
     output: object
 
 
-@dataclass(frozen=True)
+@record
 class RegisterWritten:
     register: object  # regs.Register
     value: int
 
 
-@dataclass(frozen=True)
+@record
 class InterruptRaised:
     source: str  # as GLB.S_INTR_STATUS names it: SDP, CDMA_DAT, ...
     group: int
     lsb: int  # its bit in S_INTR_STATUS
 
 
-@dataclass(frozen=True)
+@record
 class LayerChecked:
     """The layer has run: its record holds the expected output and counters."""
 

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
 from ..dma.feature import FeatureLayout, feature_layout, read_feature
+from ..records import record
 from .data import random_cube
 
 BASE = {"pri_mem": 0x80000000, "sec_mem": 0x50000000}  # NVIDIA's traces use these windows
 ALIGN = 0x100
 
 
-@dataclass
+@record(frozen=False)
 class Output:
     """What a layer wrote: a feature cube (chainable) or raw bytes (BDMA)."""
 

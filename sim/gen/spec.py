@@ -19,12 +19,13 @@ See ``examples/specs/`` for one spec per unit.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..configs import CONFIGS, HardwareConfig, get_config
 from ..errors import SpecError
 from ..program.pdp import METHODS
+from ..records import record
 from ..regs.enums import AluAlgo, Precision
 
 UNITS = ("conv", "sdp", "pdp", "cdp", "bdma", "rubik")
@@ -51,7 +52,7 @@ FLY_PDP_KEYS = {"method", "kernel", "stride", "pad", "pad_value"}
 DATA_KEYS = {"low", "high", "specials", "fraction"}
 
 
-@dataclass
+@record(frozen=False)
 class LayerSpec:
     index: int
     unit: str
@@ -74,7 +75,7 @@ class LayerSpec:
         return self.options.get(key, default)
 
 
-@dataclass
+@record(frozen=False)
 class Spec:
     path: Path
     config: HardwareConfig

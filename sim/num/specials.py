@@ -19,14 +19,15 @@ Register names are as traces write them (``NVDLA_SDP.D_..._0``), field names
 after the dot.
 """
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from sim.num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
 
+from ..records import record
 
-@dataclass(frozen=True)
+
+@record
 class InfConversion:
     """What an fp16 +Inf input becomes in one datapath (-Inf: the negative)."""
 
@@ -46,7 +47,7 @@ INF_CONVERSION = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class NanHandling:
     """A unit's NaN-to-zero switch and its NaN/Inf status counters."""
 

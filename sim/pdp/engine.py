@@ -22,7 +22,6 @@ in the C-model.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,6 +34,7 @@ from ..dma.precision import check_precision
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num import flush_nans, inf_mask, nan_mask
+from ..records import record
 from ..regs.enums import FP16, Precision
 
 # the pooling datapath (.pooling) loads with the first PDP layer: every machine builds this
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 ON_FLYING = 0
 
 
-@dataclass(frozen=True)
+@record
 class Split:
     """One split of the layer's width, in PDP core terms."""
 

@@ -39,8 +39,6 @@ public entry point is :func:`pool_split` (one split of the width).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..dma.align import window_count
@@ -55,6 +53,7 @@ from ..num.vector_int import pdp_reciprocal_stage, sign_extend
 from ..num.vector_int import shift_right_round as shift_right_round_array
 from ..num.vector_int import x86_int32 as x86_int32_array
 from ..num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC
+from ..records import record
 from ..regs.enums import FP16, INT8, INT16, Precision
 
 AVERAGE, MAX, MIN = 0, 1, 2
@@ -79,7 +78,7 @@ KERNEL_WIDTH_FP17 = np.array([0x0000, 0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x
 FP17_MASK = 0x1FFFF
 
 
-@dataclass(frozen=True)
+@record
 class PoolConfig:
     """Everything the pooling datapath needs, decoded from PDP registers."""
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..errors import ConfigurationError
+from ..records import record
 from ..regs.enums import Precision
 from .registers import set_reg
 
@@ -14,7 +13,7 @@ PDP, PDP_RDMA = "NVDLA_PDP", "NVDLA_PDP_RDMA"
 METHODS = {"average": 0, "max": 1, "min": 2}  # POOLING_METHOD
 
 
-@dataclass(frozen=True)
+@record
 class Pooling:
     method: str  # average | max | min
     kernel: tuple[int, int]  # (height, width)

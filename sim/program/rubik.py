@@ -6,8 +6,7 @@ written (every address and stride must be 32-byte aligned).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..records import record
 from ..regs.enums import Precision
 
 RBK = "NVDLA_RBK"
@@ -15,7 +14,7 @@ MODES = {"contract": 0, "split": 1, "merge": 2}
 RAM = {"sec_mem": 0, "pri_mem": 1}
 
 
-@dataclass(frozen=True)
+@record
 class RubikSide:
     """One side of a Rubik layer: where it is and its strides (bytes)."""
 

@@ -23,25 +23,26 @@ import shutil
 import subprocess
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..errors import SimError
 from ..files import write_atomically
+from ..records import record
 from .commands import Read, Wait, encode
 from .plan import Plan
 
 TICKS_PER_CYCLE = 2
 
 
-@dataclass
+@record(frozen=False)
 class ReadFailure:
     where: str
     what: str
     got: int
 
 
-@dataclass
+@record(frozen=False)
 class BenchRun:
     """What the testbench did with a plan."""
 

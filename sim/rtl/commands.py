@@ -31,28 +31,28 @@ nv_small bench lacks.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from ..errors import SimError
+from ..records import record
 
 WAIT, WRITE, READ, DUMP, LOAD, END = 1, 2, 3, 4, 5, 0xFF
 DBB_WINDOW = 0x80000000  # address bit the bench routes to its DBB memory
 U32 = 0xFFFFFFFF
 
 
-@dataclass(frozen=True)
+@record
 class Wait:
     where: str  # the trace line it stands for
 
 
-@dataclass(frozen=True)
+@record
 class Write:
     byte_addr: int
     value: int
     where: str
 
 
-@dataclass(frozen=True)
+@record
 class Read:
     byte_addr: int
     mask: int
@@ -61,14 +61,14 @@ class Read:
     what: str = ""  # why the read is there, for the verdict's message
 
 
-@dataclass(frozen=True)
+@record
 class Load:
     addr: int
     data: bytes
     where: str
 
 
-@dataclass(frozen=True)
+@record
 class Dump:
     addr: int
     expected: bytes

@@ -25,12 +25,13 @@ then follow the trace line by line:
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from ..dram import fill_pattern
 from ..errors import SimError
 from ..memfiles import read_hex_dat, read_record_file
+from ..records import record
 from ..regfile import RegisterFile
 from ..trace.cfg import parse_cfg
 from ..trace.ops import Op
@@ -43,7 +44,7 @@ MASK_READBACKS = 2  # CSB round trips between unmasking and waiting: more than t
 # register-and-synchronise delay (a few clocks in NV_NVDLA_GLB_ic)
 
 
-@dataclass
+@record(frozen=False)
 class Check:
     """One memory check of the trace and what decides it."""
 
@@ -61,7 +62,7 @@ class Check:
         return data == self.golden
 
 
-@dataclass
+@record(frozen=False)
 class Plan:
     commands: list[Command] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import shutil
 import tempfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import SimError
+from ..records import record
 from ..trace.vocabulary import bench_problems
 from .bench import BenchRun, check_bench, run_bench
 from .plan import Check, parse_trace, plan_trace
@@ -30,14 +31,14 @@ CDMA_HANG_HINT = (
     "(see the README, 'Run it on your RTL')")
 
 
-@dataclass
+@record(frozen=False)
 class CheckVerdict:
     check: Check
     verdict: str
     detail: str = ""
 
 
-@dataclass
+@record(frozen=False)
 class RtlReport:
     trace: Path
     config: str

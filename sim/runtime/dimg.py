@@ -15,13 +15,13 @@ fp16 ``D_F16_CxHWx_x16_F`` = 42, whatever the configuration's atom size.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..dma.feature import FeatureLayout
 from ..errors import SimError
 from ..num.host import half_from_float32, stable_half_bits
+from ..records import record
 
 MAGIC, VERSION = b"DIMG", 0
 DATA_TYPE_HALF, DATA_TYPE_INT16, DATA_TYPE_INT8 = 2, 3, 4
@@ -35,7 +35,7 @@ FEATURE_FORMATS = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class DimgMeta:
     surface_format: int
     width: int

@@ -13,20 +13,20 @@ runtime's: float32 with the C library's ``expf``/``powf`` (:mod:`sim.num.host`).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..dma.feature import FeatureLayout
 from ..errors import EmuError
 from ..num.host import expf, float32_from_half, half_from_float32, powf, saturate_int8
+from ..records import record
 
 OP_POWER, OP_SOFTMAX = 0, 1
 FORMAT_INT8, FORMAT_INT8_8, FORMAT_INT16, FORMAT_FF16 = 0, 1, 2, 3
 BUFFER_CONTAINER, BUFFER_DESC = 512, 256
 
 
-@dataclass(frozen=True)
+@record
 class EmuLayout:
     """One revision of the EMU interface (both declare emulator version 0.0.1).
 
@@ -52,7 +52,7 @@ BYTES = {FORMAT_INT8: 1, FORMAT_INT8_8: 1, FORMAT_FF16: 2}
 GROUP_BYTES = {FORMAT_INT8: 32, FORMAT_FF16: 32, FORMAT_INT8_8: 8}  # bytes per channel group
 
 
-@dataclass(frozen=True)
+@record
 class Buffer:
     index: int
     offset: int

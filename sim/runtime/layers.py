@@ -12,16 +12,16 @@ their raw bytes.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..configs import FP16
 from ..diff.record import WriteRecorder
 from ..dma.feature import gather_feature
+from ..records import record
 
 
-@dataclass
+@record(frozen=False)
 class LayerOutput:
     layer: int
     engine: str  # CONV, SDP, PDP, ... (what ran)

@@ -1,29 +1,33 @@
 """Read a loadable: the flatbuffer NVIDIA's compiler writes for its runtime.
 
-A small reader over the ``flatbuffers`` package's table API; field slots
-follow the order of the tables of NVIDIA's loadable schema (version 0.7):
-memories, blobs, tensor descriptors, the address list, tasks, submits,
-events and relocations.  Every offset is checked against the buffer, so a
-damaged file gives one clear error instead of a crash.
+A small reader of its tables (the flatbuffers format, read with
+:mod:`struct`); field slots follow the order of the tables of NVIDIA's
+loadable schema (version 0.7): memories, blobs, tensor descriptors, the
+address list, tasks, submits, events and relocations.  Every offset is
+checked against the buffer, so a damaged file gives one clear error instead
+of a crash.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import struct
+from dataclasses import field
 from pathlib import Path
 
-import flatbuffers
-from flatbuffers import number_types as N
-
 from ..errors import LoadableError
+from ..records import record
 
 INTERFACE_DLA1, INTERFACE_EMU1 = 1, 2
 DOMAIN_SYSTEM, DOMAIN_SRAM = 0, 1
 FLAG_ALLOC, FLAG_SET, FLAG_INPUT, FLAG_OUTPUT = 1, 2, 4, 8
 MAX_FILE = 1 << 30
+# the flatbuffer's numbers (little-endian): offsets to a table's vtable, in it, to a
+# table, vector or string; and the fields' scalar types
+SOFFSET, VOFFSET, UOFFSET = (struct.Struct(f"<{c}") for c in "iHI")
+U8, U16, U32, U64, I16, I32 = (struct.Struct(f"<{c}") for c in "BHIQhi")
 
 
-@dataclass(frozen=True)
+@record
 class Blob:
     name: str
     size: int
@@ -33,7 +37,7 @@ class Blob:
     version: tuple[int, int, int] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Memory:
     id: int
     domain: int
@@ -54,7 +58,7 @@ class Memory:
         return bool(self.flags & FLAG_OUTPUT) and not self.is_input
 
 
-@dataclass(frozen=True)
+@record
 class Address:
     id: int
     mem_id: int
@@ -62,7 +66,7 @@ class Address:
     size: int
 
 
-@dataclass(frozen=True)
+@record
 class Task:
     id: int
     interface: int
@@ -72,7 +76,7 @@ class Task:
     post_actions: tuple[int, ...]
 
 
-@dataclass(frozen=True)
+@record
 class Event:
     """An event a task waits for or signals (the runtime submits in order and ignores them)."""
 
@@ -83,7 +87,7 @@ class Event:
     op: int  # 0 wait, 1 signal
 
 
-@dataclass(frozen=True)
+@record
 class Reloc:
     """A place in a descriptor blob that names a bindable tensor's stride.
 
@@ -99,7 +103,7 @@ class Reloc:
     reloc_type: int  # 1 line stride, 2 surface stride
 
 
-@dataclass(frozen=True)
+@record
 class TensorDesc:
     name: str
     id: int
@@ -115,7 +119,7 @@ class TensorDesc:
     strides: tuple[int, ...]  # stride_0 .. stride_7 (1: line, 2: surface)
 
 
-@dataclass
+@record(frozen=False)
 class Loadable:
     version: tuple[int, int, int]
     tasks: list[Task] = field(default_factory=list)
@@ -129,41 +133,44 @@ class Loadable:
 
 
 class _Table:
-    """One flatbuffer table with bounds-checked field access by slot number."""
+    """One flatbuffer table with bounds-checked field access by slot number.
+
+    Read with :mod:`struct` directly: the ``flatbuffers`` package's table API checked
+    and converted every number again, most of the time it took to read a network."""
 
     def __init__(self, buf: bytes, pos: int, where: str):
-        self.buf, self.where = buf, where
+        self.buf, self.pos, self.where = buf, pos, where
         _check(buf, pos, 4, where)
-        self.t = flatbuffers.table.Table(buf, pos)
-        vtable = pos - self.t.Get(N.SOffsetTFlags, pos)
+        vtable = pos - SOFFSET.unpack_from(buf, pos)[0]
         _check(buf, vtable, 4, where)
-        self.vtable_size = self.t.Get(N.VOffsetTFlags, vtable)
+        self.vtable_size = VOFFSET.unpack_from(buf, vtable)[0]
         _check(buf, vtable, self.vtable_size, where)
+        self.vtable = vtable
 
     def _offset(self, slot: int) -> int:
         voffset = 4 + 2 * slot
         if voffset >= self.vtable_size:
             return 0
-        return self.t.Offset(voffset)
+        return VOFFSET.unpack_from(self.buf, self.vtable + voffset)[0]
 
-    def scalar(self, slot: int, flags, default=0):
+    def scalar(self, slot: int, kind: struct.Struct, default=0):
         o = self._offset(slot)
         if not o:
             return default
-        _check(self.buf, self.t.Pos + o, flags.bytewidth, self.where)
-        return self.t.Get(flags, self.t.Pos + o)
+        _check(self.buf, self.pos + o, kind.size, self.where)
+        return kind.unpack_from(self.buf, self.pos + o)[0]
 
     def string(self, slot: int) -> str:
         o = self._offset(slot)
         if not o:
             return ""
-        return self._string_at(self.t.Pos + o)
+        return self._string_at(self.pos + o)
 
     def _string_at(self, pos: int) -> str:
         _check(self.buf, pos, 4, self.where)
-        start = pos + self.t.Get(N.UOffsetTFlags, pos)
+        start = pos + UOFFSET.unpack_from(self.buf, pos)[0]
         _check(self.buf, start, 4, self.where)
-        n = self.t.Get(N.UOffsetTFlags, start)
+        n = UOFFSET.unpack_from(self.buf, start)[0]
         _check(self.buf, start + 4, n, self.where)
         return bytes(self.buf[start + 4 : start + 4 + n]).decode("utf-8", "replace")
 
@@ -172,16 +179,16 @@ class _Table:
         o = self._offset(slot)
         if not o:
             return 0, 0
-        pos = self.t.Pos + o
+        pos = self.pos + o
         _check(self.buf, pos, 4, self.where)
-        start = pos + self.t.Get(N.UOffsetTFlags, pos)
+        start = pos + UOFFSET.unpack_from(self.buf, pos)[0]
         _check(self.buf, start, 4, self.where)
-        return start + 4, self.t.Get(N.UOffsetTFlags, start)
+        return start + 4, UOFFSET.unpack_from(self.buf, start)[0]
 
-    def scalars(self, slot: int, flags) -> tuple:
+    def scalars(self, slot: int, kind: struct.Struct) -> tuple:
         start, n = self._vector(slot)
-        _check(self.buf, start, n * flags.bytewidth, self.where)
-        return tuple(self.t.Get(flags, start + i * flags.bytewidth) for i in range(n))
+        _check(self.buf, start, n * kind.size, self.where)
+        return struct.unpack_from(f"<{n}{kind.format[-1]}", self.buf, start)
 
     def bytes(self, slot: int) -> memoryview:
         """A byte vector, as a view of the loadable's buffer (blobs are most of a
@@ -201,7 +208,7 @@ class _Table:
         out = []
         for i in range(n):
             pos = start + 4 * i
-            out.append(_Table(self.buf, pos + self.t.Get(N.UOffsetTFlags, pos),
+            out.append(_Table(self.buf, pos + UOFFSET.unpack_from(self.buf, pos)[0],
                               f"{self.where}: {what}[{i}]"))
         return out
 
@@ -209,8 +216,8 @@ class _Table:
         o = self._offset(slot)
         if not o:
             return None
-        _check(self.buf, self.t.Pos + o, size, self.where)
-        return bytes(self.buf[self.t.Pos + o : self.t.Pos + o + size])
+        _check(self.buf, self.pos + o, size, self.where)
+        return bytes(self.buf[self.pos + o : self.pos + o + size])
 
 
 def _check(buf: bytes, pos: int, size: int, where: str) -> None:
@@ -220,28 +227,28 @@ def _check(buf: bytes, pos: int, size: int, where: str) -> None:
 
 
 def _memory(t: _Table) -> Memory:
-    return Memory(id=t.scalar(0, N.Uint16Flags), domain=t.scalar(1, N.Uint8Flags),
-                  flags=t.scalar(2, N.Uint16Flags), size=t.scalar(3, N.Uint64Flags),
-                  alignment=t.scalar(4, N.Uint32Flags), contents=t.strings(5),
-                  offsets=t.scalars(6, N.Uint64Flags), bind_id=t.scalar(7, N.Uint16Flags),
-                  tensor_desc_id=t.scalar(8, N.Uint16Flags))
+    return Memory(id=t.scalar(0, U16), domain=t.scalar(1, U8),
+                  flags=t.scalar(2, U16), size=t.scalar(3, U64),
+                  alignment=t.scalar(4, U32), contents=t.strings(5),
+                  offsets=t.scalars(6, U64), bind_id=t.scalar(7, U16),
+                  tensor_desc_id=t.scalar(8, U16))
 
 
 def _task(t: _Table) -> Task:
-    return Task(id=t.scalar(0, N.Uint16Flags), interface=t.scalar(1, N.Uint32Flags),
-                instance=t.scalar(2, N.Int16Flags), address_list=t.scalars(3, N.Uint16Flags),
-                pre_actions=t.scalars(4, N.Uint16Flags), post_actions=t.scalars(5, N.Uint16Flags))
+    return Task(id=t.scalar(0, U16), interface=t.scalar(1, U32),
+                instance=t.scalar(2, I16), address_list=t.scalars(3, U16),
+                pre_actions=t.scalars(4, U16), post_actions=t.scalars(5, U16))
 
 
 def _tensor(t: _Table) -> TensorDesc:
     return TensorDesc(
-        name=t.string(0), id=t.scalar(1, N.Uint16Flags), mem_id=t.scalar(2, N.Uint16Flags),
-        size=t.scalar(3, N.Uint64Flags), offset=t.scalar(4, N.Uint64Flags),
-        data_format=t.scalar(5, N.Uint8Flags), data_type=t.scalar(6, N.Uint8Flags),
-        data_category=t.scalar(7, N.Uint8Flags), pixel_format=t.scalar(8, N.Uint8Flags),
-        pixel_mapping=t.scalar(9, N.Uint8Flags),
-        dims=tuple(t.scalar(s, N.Int32Flags) for s in (10, 11, 12, 13)),
-        strides=tuple(t.scalar(s, N.Uint32Flags) for s in range(14, 22)))
+        name=t.string(0), id=t.scalar(1, U16), mem_id=t.scalar(2, U16),
+        size=t.scalar(3, U64), offset=t.scalar(4, U64),
+        data_format=t.scalar(5, U8), data_type=t.scalar(6, U8),
+        data_category=t.scalar(7, U8), pixel_format=t.scalar(8, U8),
+        pixel_mapping=t.scalar(9, U8),
+        dims=tuple(t.scalar(s, I32) for s in (10, 11, 12, 13)),
+        strides=tuple(t.scalar(s, U32) for s in range(14, 22)))
 
 
 def parse_loadable(data: bytes, where: str = "loadable") -> Loadable:
@@ -255,23 +262,23 @@ def parse_loadable(data: bytes, where: str = "loadable") -> Loadable:
     out = Loadable(version=tuple(version))
     out.tasks = [_task(t) for t in root.tables(1, "task_list")]
     out.memories = [_memory(t) for t in root.tables(2, "memory_list")]
-    out.addresses = [Address(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint16Flags),
-                             t.scalar(2, N.Uint64Flags), t.scalar(3, N.Uint64Flags))
+    out.addresses = [Address(t.scalar(0, U16), t.scalar(1, U16),
+                             t.scalar(2, U64), t.scalar(3, U64))
                      for t in root.tables(3, "address_list")]
     for t in root.tables(5, "blobs"):
         version = t.struct_bytes(4, 3)
-        blob = Blob(t.string(0), t.scalar(1, N.Uint64Flags), t.scalar(2, N.Uint32Flags),
-                    t.scalar(3, N.Uint32Flags), t.bytes(5), tuple(version) if version else None)
+        blob = Blob(t.string(0), t.scalar(1, U64), t.scalar(2, U32),
+                    t.scalar(3, U32), t.bytes(5), tuple(version) if version else None)
         out.blobs[blob.name] = blob
     out.tensors = [_tensor(t) for t in root.tables(6, "tensor_desc_list")]
-    out.events = [Event(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint8Flags),
-                        t.scalar(2, N.Uint16Flags), t.scalar(3, N.Uint32Flags),
-                        t.scalar(4, N.Uint8Flags)) for t in root.tables(4, "event_list")]
-    out.relocs = [Reloc(t.scalar(0, N.Uint16Flags), t.scalar(1, N.Uint16Flags),
-                        t.scalar(2, N.Uint64Flags), t.scalar(3, N.Uint32Flags),
-                        t.scalar(4, N.Uint32Flags), t.scalar(5, N.Uint8Flags))
+    out.events = [Event(t.scalar(0, U16), t.scalar(1, U8),
+                        t.scalar(2, U16), t.scalar(3, U32),
+                        t.scalar(4, U8)) for t in root.tables(4, "event_list")]
+    out.relocs = [Reloc(t.scalar(0, U16), t.scalar(1, U16),
+                        t.scalar(2, U64), t.scalar(3, U32),
+                        t.scalar(4, U32), t.scalar(5, U8))
                   for t in root.tables(7, "reloc_list")]
-    out.submits = [t.scalars(1, N.Uint16Flags) for t in root.tables(8, "submit_list")]
+    out.submits = [t.scalars(1, U16) for t in root.tables(8, "submit_list")]
     if not out.tasks or not out.memories or not out.submits:
         raise LoadableError(f"{where}: not a loadable (needs at least one task, memory and "
                             f"submit)")
@@ -296,7 +303,7 @@ def read_loadable(path: str | Path) -> Loadable:
         return parse_loadable(data, str(path))
     except LoadableError:
         raise
-    except Exception as exc:  # the flatbuffers package's own checks
+    except Exception as exc:  # what a damaged file may trip that the checks miss
         raise LoadableError(f"{path}: corrupt loadable ({type(exc).__name__}: {exc})") from None
 
 

@@ -42,13 +42,14 @@ from __future__ import annotations
 import logging
 import struct
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from ..dma.align import align_up
 from ..errors import SimError
 from ..machine import Machine
+from ..records import record
 from .compat import needs_upgrade, operation_types, upgrade_task
 from .dimg import pack_dimg
 from .emu import EmuTask
@@ -76,7 +77,7 @@ log = logging.getLogger("sim.runtime")
 log.addHandler(logging.NullHandler())
 
 
-@dataclass
+@record(frozen=False)
 class RunResult:
     outputs: list[bytes]  # bytes of each output tensor's buffer, by bind id
     dimgs: list[bytes]  # the .dimg file of each output tensor
@@ -89,7 +90,7 @@ class RunResult:
     macs: int = 0  # logical multiply-accumulates of the convolution layers run (.macs)
 
 
-@dataclass
+@record(frozen=False)
 class TaskView:
     """One finished task, as ``on_task`` sees it: its address list in simulated memory."""
 

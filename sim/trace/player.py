@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from ..memfiles import (
     read_record_file,
     write_memory_file,
 )
+from ..records import record
 from .cfg import bare_where, parse_bare, parse_cfg
 from .ops import (
     CheckCrc,
@@ -61,7 +61,7 @@ class TraceStatus(str, Enum):
         return format(self.value, spec)
 
 
-@dataclass
+@record(frozen=False)
 class TraceResult:
     name: str
     config: str
@@ -133,7 +133,7 @@ def guess_config(trace_file: Path) -> str | None:
 IDLE = "waiting for an interrupt, but the machine is idle"
 
 
-@dataclass
+@record(frozen=False)
 class Check:
     """What one check of a trace looked at, and why it did not hold (None: it held).
 

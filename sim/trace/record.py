@@ -24,7 +24,6 @@ testbench (``nvdla-sim rtl``):
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +31,7 @@ import numpy as np
 from ..errors import SimError
 from ..files import publish, write_atomically, write_hidden
 from ..memfiles import live_records, record_dat_parts
+from ..records import record
 from . import cfg
 from .ops import (
     ALL_BITS,
@@ -55,14 +55,14 @@ STATUS_REGISTER = "NVDLA_GLB.S_INTR_STATUS_0"
 MEMORY_FORMATS = ("dat", "bin")
 
 
-@dataclass
+@record(frozen=False)
 class _Notify:
     sync: int
     line: int  # index of its intr_notify in the trace's ops
     layer_writes: dict  # memory name -> Memory.layer_writes of the layers complete by then
 
 
-@dataclass
+@record(frozen=False)
 class _Check:
     ram: str
     addr: int

@@ -63,6 +63,12 @@ def test_cli_package_loads_no_command():
     assert not loaded & set(SIMULATOR)
 
 
+def test_the_loadable_runtime_reads_flatbuffers_itself():
+    """The loadable reader reads its tables with struct: the flatbuffers package (its
+    checks cost more than the reading) stays unloaded."""
+    assert "flatbuffers" not in modules_after("import sim.runtime")
+
+
 @pytest.mark.parametrize("trace, unused", [
     ("pdp_9x11x16_3x3s2_max_int8", CONV + SDP + CDP + RUBIK),
     ("cdp_3x4x13_lrn5_lut_int8", CONV + SDP + RUBIK + ("sim.pdp.pooling",)),

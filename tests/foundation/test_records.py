@@ -1,0 +1,97 @@
+"""``@record`` (sim.records) behaves as ``@dataclass`` with the same ``frozen``: equality,
+hashing, text, immutability, and the methods a class writes itself."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import field
+
+import pytest
+
+from sim.records import record
+
+BODIES = {
+    "plain": "    x: int\n    y: object = 0\n",
+    "not compared": "    x: int\n    y: object = field(default=0, compare=False)\n",
+    "not hashed or shown": "    x: int\n    y: object = field(default=0, repr=False, hash=False)\n",
+    "one field": "    x: int\n    y: object = field(default=0, init=False, compare=False)\n",
+    "factory": "    x: int\n    y: object = field(default_factory=list)\n",
+    "own eq": "    x: int\n    y: object = 0\n    def __eq__(self, other):\n        return True\n",
+    "own hash": "    x: int\n    y: object = 0\n    def __hash__(self):\n        return 7\n",
+    "own repr": "    x: int\n    y: object = 0\n    def __repr__(self):\n        return 'R'\n",
+}
+
+
+def _classes(body: str, frozen: bool):
+    """The class of ``body`` as a dataclass and as a record, both named C."""
+    made = []
+    for deco in (dataclasses.dataclass(frozen=frozen), record(frozen=frozen)):
+        space = {"field": field}
+        exec(f"class C:\n{body}", space)  # noqa: S102 - the test's own class bodies
+        made.append(deco(space["C"]))
+    return made
+
+
+def _outcome(compute):
+    """What ``compute()`` gives, or the error it raises."""
+    try:
+        return compute()
+    except TypeError as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _behaviour(cls):
+    a, b, c = cls(1), cls(1), cls(2)
+    out = [repr(a), a == b, a != c, a == 1, a != 1, cls.__hash__ is None, cls.__doc__,
+           cls.__match_args__, [f.name for f in dataclasses.fields(cls)],
+           cls.__eq__.__qualname__, cls.__repr__.__qualname__]
+    out.append(_outcome(lambda: cls(1) == cls(1, 5)))  # differing in y alone
+    if cls.__hash__ is not None:
+        out += [_outcome(lambda: (hash(a) == hash(b), hash(a), hash(c))),
+                _outcome(lambda: hash(cls(1)) == hash(cls(1, 5)))]
+    for obj, name in ((a, "x"), (a, "other")):
+        try:
+            setattr(obj, name, 5)
+            out.append(("set", getattr(obj, name)))
+        except dataclasses.FrozenInstanceError as exc:
+            out.append(("refused", str(exc)))
+        try:
+            delattr(obj, name)
+            out.append("deleted")
+        except (dataclasses.FrozenInstanceError, AttributeError) as exc:
+            out.append(("refused", type(exc).__name__, str(exc)))
+    out += [copy.deepcopy(b) == b, copy.copy(b) == b, repr(dataclasses.replace(b, x=3))]
+    return out
+
+
+@pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "mutable"])
+@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
+def test_a_record_behaves_as_the_dataclass(body, frozen):
+    dataclass_cls, record_cls = _classes(body, frozen)
+    assert _behaviour(record_cls) == _behaviour(dataclass_cls)
+
+
+def test_a_record_inside_its_own_repr_shows_dots():
+    dataclass_cls, record_cls = _classes("    x: object = None\n", False)
+    texts = []
+    for cls in (dataclass_cls, record_cls):
+        obj = cls()
+        obj.x = [obj]
+        texts.append(repr(obj))
+    assert texts[0] == texts[1] == "C(x=[...])"
+
+
+def test_a_record_subclass_compares_by_its_own_fields():
+    @record
+    class Base:
+        x: int
+
+    @record
+    class Child(Base):
+        y: int = 0
+
+    assert Child(1, 2) == Child(1, 2) != Child(1, 3)
+    assert Base(1) != Child(1)  # another class: not equal, as dataclasses
+    assert hash(Child(1, 2)) == hash((1, 2)) and repr(Child(1, 2)) == (
+        "test_a_record_subclass_compares_by_its_own_fields.<locals>.Child(x=1, y=2)")
