@@ -13,7 +13,6 @@ from ..errors import ConfigurationError
 from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
-from .mac_fp16 import conv_fp16
 from .mac_int import WeightPrep, conv_cacc, kernels_shared
 
 DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
@@ -86,6 +85,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
+        from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
     else:
         out, saturated = conv_cacc(cube, weights, layer, prep)
