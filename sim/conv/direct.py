@@ -60,8 +60,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
         if kernels is None:
             weights, found = fetch_weights(ctx, layer)
             kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
-        return kernels, (WeightPrep(kernels[0], float32=not kernels_shared(layer))
-                         if integer else None)
+        if not integer:
+            return kernels, None
+        prep = cbuf.kept_prep(kernels[0])  # reused weights: already prepared
+        return kernels, prep or WeightPrep(kernels[0], float32=not kernels_shared(layer))
 
     results: list = [None, None]
 
@@ -81,7 +83,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
         if not ok:
             raise value
     data, (kernels, prep) = results[0][1], results[1][1]
-    cbuf.keep(layer, data, kernels)
+    cbuf.keep(layer, data, kernels, prep)
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
