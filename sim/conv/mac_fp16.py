@@ -65,12 +65,6 @@ MIN_KERNELS = 64
 #: (:func:`tile_plan`), at least this many.
 SPLIT_PIXELS_FROM = 4
 MIN_GROUP_KERNELS = 8
-#: Tiles differ by a vector where the vectors do not divide evenly; taken by the threads
-#: in fewer rounds than this, one thread ends a vector per round behind the others (a
-#: 14x14 layer's two tiles of 6 and 7 vectors left a core idle for 1/13 of the layer), so
-#: such a layer also cuts its kernels into a group per thread: the threads then share
-#: every tile.
-BALANCE_ROUNDS = 3
 
 #: :func:`sim.dma.align.ceil_div` inside the kernels.
 _ceil_div = njit(inline="always")(ceil_div)
@@ -409,19 +403,15 @@ def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:
     tile of one group.  Tiles are whole vectors, at most ``TILE`` pixels.  Where tiles of
     at least ``SPLIT_PIXELS_FROM`` vectors go round, their count is a multiple of
     ``threads`` (the threads take them one by one: equal shares on an idle machine, and a
-    slowed core leaves its tiles to the others) and the kernels stay whole, unless the
-    tiles are unequal and go round fewer than ``BALANCE_ROUNDS`` times; a layer with
-    fewer pixels keeps its tiles as large as they can be.  Kernels are cut into groups,
-    one per thread (at least ``MIN_GROUP_KERNELS`` kernels each)."""
+    slowed core leaves its tiles to the others) and the kernels stay whole; a layer with
+    fewer pixels keeps its tiles as large as they can be and cuts its kernels into groups
+    instead, one per thread (at least ``MIN_GROUP_KERNELS`` kernels each)."""
     units = ceil_div(pixels, VECTOR)
     tiles = ceil_div(units, TILE // VECTOR)
     rounded = ceil_div(tiles, threads) * threads
-    groups = max(1, min(threads, kernels // MIN_GROUP_KERNELS))
     if units // rounded >= SPLIT_PIXELS_FROM:
-        if units % rounded and rounded < BALANCE_ROUNDS * threads:
-            return rounded, groups
         return rounded, 1
-    return tiles, groups
+    return tiles, max(1, min(threads, kernels // MIN_GROUP_KERNELS))
 
 
 def _data_operands(cube: np.ndarray, live: np.ndarray, block: int):

@@ -16,7 +16,6 @@ from num.mac_reference import cmac_block
 
 from sim.conv import mac_fp16
 from sim.conv.mac_fp16 import (
-    BALANCE_ROUNDS,
     MIN_GROUP_KERNELS,
     MIN_TILE,
     SPLIT_PIXELS_FROM,
@@ -258,20 +257,16 @@ def test_kept_buffers_are_one_per_layer_at_a_time():
 
 
 @pytest.mark.parametrize("pixels,kernels,threads,want", [
-    (784, 64, 2, (8, 1)), (784, 64, 1, (7, 1)), (784, 64, 4, (8, 4)),
-    (257, 64, 2, (4, 2)),                          # tiles of 4 and 5 vectors in two rounds
-    (140, 64, 2, (2, 2)), (196, 256, 2, (2, 2)),   # ... in one round: kernels split too
-    (140, 12, 2, (2, 1)),                          # ... unless too few kernels to share
-    (1024, 64, 2, (8, 1)), (128, 64, 2, (2, 1)),   # equal tiles: pixels split only
-    (49, 64, 2, (1, 2)),                           # 4 vectors: pixels; 2: kernels split
+    (784, 64, 2, (8, 1)), (784, 64, 1, (7, 1)), (784, 64, 4, (8, 1)), (257, 64, 2, (4, 1)),
+    (140, 64, 2, (2, 1)),                          # tiles of 4 and 5 vectors: pixels split
+    (128, 64, 2, (2, 1)), (49, 64, 2, (1, 2)),     # 4 vectors: pixels; 2: kernels split
     (100, 64, 2, (1, 2)), (40, 64, 3, (1, 3)), (16, 64, 2, (1, 2)),
     (49, 12, 2, (1, 1)), (49, 20, 4, (1, 2)),      # too few kernels to share
     (49, 64, 1, (1, 1))])
 def test_tile_plan(pixels, kernels, threads, want):
     """Tiles of whole vectors, at most TILE pixels; their count a multiple of the threads
     where that keeps them SPLIT_PIXELS_FROM vectors or more, else the kernels cut into a
-    group per thread (MIN_GROUP_KERNELS or more each); unequal tiles in few rounds are
-    cut into groups too."""
+    group per thread (MIN_GROUP_KERNELS or more each)."""
     tiles, groups = tile_plan(pixels, kernels, threads)
     assert (tiles, groups) == want
     units = -(-pixels // VECTOR)
@@ -279,8 +274,6 @@ def test_tile_plan(pixels, kernels, threads, want):
     assert groups == 1 or kernels // groups >= MIN_GROUP_KERNELS
     if groups == 1 and threads > 1 and kernels // 2 >= MIN_GROUP_KERNELS:
         assert tiles % threads == 0 and units // tiles >= SPLIT_PIXELS_FROM
-        # unequal tiles are taken in BALANCE_ROUNDS rounds or more
-        assert units % tiles == 0 or tiles >= BALANCE_ROUNDS * threads
 
 
 @pytest.mark.parametrize("case", ["one_position", "one_position_nans", "positions_nans",
