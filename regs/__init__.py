@@ -117,6 +117,20 @@ class Register(Record):
     def reset_value(self) -> int:
         return sum(f.reset << f.lsb for f in self.fields)
 
+    @cached_property
+    def _decoders(self) -> dict:
+        return {}
+
+    def field_decoders(self, address_map: str) -> dict[str, tuple[int, int]]:
+        """Field name (lower case) -> (stored mask, lsb) on ``address_map``, what
+        :meth:`Field.decode` computes (made once per map: layer decoders read fields of
+        every layer's registers)."""
+        table = self._decoders.get(address_map)
+        if table is None:
+            table = self._decoders[address_map] = {
+                f.name.lower(): (f.stored_mask(address_map), f.lsb) for f in self.fields}
+        return table
+
     @property
     def software_owned(self) -> bool:
         """Only software changes it: what a read returns never depends on the timing

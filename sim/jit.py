@@ -58,6 +58,12 @@ def cache_dir() -> str:
     return os.path.join(base, f"numba-{source_digest()}")
 
 
+def numba_loaded() -> bool:
+    """Whether numba has been brought in (by a kernel's first call): a kernel called
+    now costs no import."""
+    return _numba is not None
+
+
 def _import_numba():
     """Import and configure numba, then turn every placeholder into a dispatcher."""
     global _numba

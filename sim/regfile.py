@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from . import regs as regtable
 from .errors import ConfigurationError, SimError
-from .records import record
 from .regs.enums import Precision
 
 IDLE, RUNNING, PENDING = 0, 1, 2
@@ -25,20 +24,32 @@ PLAIN, POINTER, OP_ENABLE = 0, 1, 2
 STATUS = 3  # what a CSB read of a register does besides masking its word: S_STATUS shows groups
 
 
-@record
 class RegView:
-    """One register's decoded fields: ``view.field_name`` (lower case)."""
+    """One register's decoded fields: ``view.field_name`` (lower case).
 
-    register: regtable.Register
-    word: int
-    address_map: str
+    Made per use (layer decoders read a dozen registers of every layer this way), so
+    it only holds the word and the register's field decoders (made once per register
+    and address map: :meth:`regs.Register.field_decoders`).
+    """
+
+    __slots__ = ("register", "word", "address_map", "_decoders")
+
+    def __init__(self, register: regtable.Register, word: int, address_map: str):
+        self.register = register
+        self.word = word
+        self.address_map = address_map
+        self._decoders = register.field_decoders(address_map)
 
     def __getattr__(self, name: str) -> int:
-        try:
-            f = self.register.field(name.upper())
-        except KeyError:
-            raise AttributeError(f"{self.register.full_name} has no field {name.upper()}") from None
-        return f.decode(self.word, self.address_map)
+        entry = self._decoders.get(name) if name[:1] != "_" else None
+        if entry is None:
+            raise AttributeError(f"{self.register.full_name} has no field {name.upper()}")
+        mask, lsb = entry  # as Field.decode computes it
+        return (self.word & mask) >> lsb
+
+    def __repr__(self) -> str:
+        return (f"RegView(register={self.register.full_name}, word={self.word:#x}, "
+                f"address_map={self.address_map!r})")
 
 
 class Block:
@@ -65,8 +76,12 @@ class Block:
         return self._unit
 
     def reg(self, name: str) -> RegView:
-        reg = self._regmap.by_name(f"{self._unit}.{name}")
-        return RegView(reg, self._words[reg.name], self._address_map)
+        views = self.__dict__.setdefault("_views", {})  # a decoder asks for some twice
+        view = views.get(name)
+        if view is None:
+            reg = self._regmap.by_name(f"{self._unit}.{name}")
+            view = views[name] = RegView(reg, self._words[reg.name], self._address_map)
+        return view
 
     def word(self, name: str) -> int:
         return self._words[self._regmap.by_name(f"{self._unit}.{name}").name]

@@ -26,8 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 import sim.num as num
-from sim import jit
-from sim.jit import njit, run_split
+from sim.jit import njit, numba_loaded, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
 from sim.num.fpcore import fp_add, fp_mul
@@ -247,7 +246,7 @@ def _fused(x: np.ndarray) -> bool:
     too once numba is loaded (by another kernel: importing it costs half a second, more
     than a small trace's whole run), as the kernel's set-up (~0.3 ms) is a third of the
     numpy path's (~1 ms, dozens of calls on small arrays)."""
-    return x.size >= KERNEL_MIN or jit._numba is not None
+    return x.size >= KERNEL_MIN or numba_loaded()
 
 
 def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: np.ndarray,

@@ -51,6 +51,9 @@ class Cbuf:
     def __init__(self):
         self.data = None  # (banks, cube, counters) left by the previous layer, or None
         self.weights = None  # (banks, weights, counters)
+        # what the products made of the kept weights (sim.conv.mac_int.WeightPrep: their
+        # float32 matrix...), which a layer reusing them reuses too
+        self.weight_prep = None
 
     def reused_data(self, layer: ConvLayer):
         if layer.data_reuse and self.data is not None and self.data[0] == layer.banks:
@@ -68,10 +71,17 @@ class Cbuf:
                                      "layer's bank settings")
         return self.weights[1:]
 
-    def keep(self, layer: ConvLayer, data, weights) -> None:
-        """Record what the layer leaves: ``data``/``weights`` are (array, counters)."""
+    def keep(self, layer: ConvLayer, data, weights, weight_prep=None) -> None:
+        """Record what the layer leaves: ``data``/``weights`` are (array, counters);
+        ``weight_prep`` what the products made of the weights."""
         self.data = (layer.banks, *data) if layer.skip_data_release else None
         self.weights = (layer.banks, *weights) if layer.skip_weight_release else None
+        self.weight_prep = weight_prep if layer.skip_weight_release else None
+
+    def kept_prep(self, weights: np.ndarray):
+        """The kept weights' preparation when ``weights`` are those weights, else None."""
+        prep = self.weight_prep
+        return prep if prep is not None and prep.weights is weights else None
 
 
 def _raw_atoms(mem, layer: ConvLayer, atom: int) -> np.ndarray:

@@ -13,11 +13,14 @@ from ..errors import ConfigurationError
 from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
-from .mac_fp16 import conv_fp16
 from .mac_int import WeightPrep, conv_cacc, kernels_shared
 
 DATA_COUNTERS = ("D_NAN_INPUT_DATA_NUM_0", "D_INF_INPUT_DATA_NUM_0")
 WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
+#: A layer fetching fewer bytes (data and weights) fetches them on one thread: handing the
+#: weights to another costs about what fetching this much takes (small traces' layers
+#: ran 5% faster in a row).
+OVERLAP_BYTES = 1 << 16
 
 
 def _reused(kept, shape, what: str):
@@ -34,10 +37,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     Counters map (unit, register) to value.  ``cbuf`` carries data and
     weights a previous layer left in the CBUF (reuse/release flags).
 
-    The weights are fetched (and made ready for the products) by another thread
-    while this one fetches the data and then calls ``during()`` (work of the layer's
-    that needs neither, such as the SDP's operands); errors are raised in the order
-    of a fetch of the data, then of the weights.
+    The weights of a layer of ``OVERLAP_BYTES`` or more are fetched (and made ready
+    for the products) by another thread while this one fetches the data and then calls
+    ``during()`` (work of the layer's that needs neither, such as the SDP's operands);
+    errors are raised in the order of a fetch of the data, then of the weights.
     """
     cbuf = cbuf or Cbuf()
     integer = layer.precision != FP16
@@ -57,8 +60,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
         if kernels is None:
             weights, found = fetch_weights(ctx, layer)
             kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
-        return kernels, (WeightPrep(kernels[0], float32=not kernels_shared(layer))
-                         if integer else None)
+        if not integer:
+            return kernels, None
+        prep = cbuf.kept_prep(kernels[0])  # reused weights: already prepared
+        return kernels, prep or WeightPrep(kernels[0], float32=not kernels_shared(layer))
 
     results: list = [None, None]
 
@@ -71,15 +76,18 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
             if i == 0 and during is not None:
                 during()
 
-    run_split(sides, 2)
+    fetched = layer.weight_bytes + layer.element_bytes * (
+        layer.batches * layer.channels * layer.in_height * layer.in_width)
+    run_split(sides, 2, min_chunk=1 if fetched >= OVERLAP_BYTES else 2)
     for ok, value in results:
         if not ok:
             raise value
     data, (kernels, prep) = results[0][1], results[1][1]
-    cbuf.keep(layer, data, kernels)
+    cbuf.keep(layer, data, kernels, prep)
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
+        from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
     else:
         out, saturated = conv_cacc(cube, weights, layer, prep)

@@ -66,7 +66,6 @@ from .layer import (
     pad_element,
     weight_layer,
 )
-from .mac_fp16 import conv_fp16
 from .mac_int import conv_cacc
 
 FORMAT_NAMES = tuple(PIXEL_FORMATS)  # register code -> format name (regmap enum order)
@@ -445,4 +444,5 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,
                    in_height=layer.out_height, kernel_width=1, kernel_height=1, stride_x=1,
                    stride_y=1, pad_top=0, pad_left=0)
+    from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
     return conv_fp16(data, wts, flat, lanes)[0], counters

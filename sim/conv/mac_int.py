@@ -205,7 +205,9 @@ class WeightPrep:
     """What the products need of a layer's integer weights (K, C, R, S) and no data: the
     (K, C*R*S) matrix, its magnitude, the largest kernel |w| sum and the matrix in
     float32 (the product type of int8 layers, made ahead: another thread makes it
-    while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`)."""
+    while the data is fetched, :func:`sim.conv.direct.compute_direct_layer`; or by the
+    products' threads, each its share, and kept here).  The CBUF keeps it beside weights
+    a next layer reuses (:class:`sim.conv.cdma.Cbuf`)."""
 
     __slots__ = ("weights", "wmat", "channels_last", "magnitude", "_abs_sum_max", "float32")
 
@@ -282,12 +284,19 @@ class _Plan:
         ready = prep is not None and self.dtype is np.float32 and prep.float32 is not None
         self.wmat = wmat
         self.wf = prep.float32 if ready else None  # else made whole, or by each share
+        # float32 weights made here go to the prep: a layer reusing the weights reuses them
+        self.keep = prep if prep is not None and self.dtype is np.float32 else None
+        self._shares = None  # the matrix the shares fill, each its own kernels
 
     def _weights(self, k0: int, k1: int) -> np.ndarray:
         """Kernels [k0, k1) in the product type."""
         if self.wf is not None:
             return self.wf[k0:k1]
-        return self.wmat[k0:k1].astype(self.dtype)
+        if self._shares is None:
+            return self.wmat[k0:k1].astype(self.dtype)
+        part = self._shares[k0:k1]
+        np.copyto(part, self.wmat[k0:k1])
+        return part
 
     def sums(self, out: np.ndarray) -> None:
         """The sums into ``out`` (N, K, H'*W'), any integer dtype that holds them.
@@ -300,6 +309,8 @@ class _Plan:
         by_rows = not kernels_shared(self.layer)
         if self.wf is None and (by_rows or self.n > 1):  # every share needs them all
             self.wf = self.wmat.astype(self.dtype)
+        elif self.wf is None and self.keep is not None:
+            self._shares = np.empty(self.wmat.shape, np.float32)
         for b in range(self.n):
             if by_rows:
                 run_split(lambda y0, y1, b=b: self._rows(b, y0, y1, out[b]), oh,
@@ -310,6 +321,8 @@ class _Plan:
             run_split(lambda k0, k1, col=col, b=b: _kernel_sums(
                 self._weights(k0, k1), col, self.chunks, out[b, k0:k1]),
                 self.k, min_chunk=ceil_div(PARALLEL_MACS, self.crs * self.pixels))
+        if self.keep is not None and self.keep.float32 is None:
+            self.keep.float32 = self.wf if self._shares is None else self._shares
 
     def _columns(self, b: int, y0: int, y1: int) -> np.ndarray:
         """The im2col matrix (C*R*S, pixels) of output rows [y0, y1) of batch ``b``: rows

@@ -152,9 +152,13 @@ def _operand16(values) -> tuple:
     """(the 16-bit operand ``values`` sign-extended, their bounds); memory operands are
     read as int8/int16 values already, which a look at their range tells.  int8/int16
     arrays (memory operands as read) are signed 16-bit values already and stay in their
-    dtype: an operand per element is as large as the cube."""
+    dtype: an operand per element is as large as the cube, and its dtype's range bounds it
+    (bounds may be wider than the values: they only pick work dtypes and skip tests)."""
     values = np.asarray(values)
     if values.dtype in (np.int8, np.int16):
+        if values.size > SMALL_OPERAND:  # one per element: its dtype's range, not two passes
+            info = np.iinfo(values.dtype)
+            return values, (int(info.min), int(info.max))
         return values, (array_bounds(values) if values.size else (0, 0))
     values = i64(values)
     if not values.size:

@@ -195,6 +195,41 @@ def test_weight_reuse_uses_the_weights_kept_in_cbuf():
         compute_layer(ctx, layer, cbuf)
 
 
+@pytest.mark.parametrize("size", [4, 26], ids=["kernels-shared", "rows-split"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_weights_reused_keep_their_float32_matrix(size, threads, monkeypatch):
+    """A layer reusing the kept weights reuses what the products made of them (their
+    float32 matrix, made once: by the weights' thread, or share by share by the products'
+    threads) and computes with the kept weights, not those in memory."""
+    from sim.conv.cdma import Cbuf
+    from sim.conv.direct import compute_direct_layer as compute_layer
+    from sim.machine import Machine
+
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    monkeypatch.setattr("sim.conv.mac_int.PARALLEL_MACS", 1)  # even these small ones
+    rng = np.random.default_rng(size)
+    x = rng.integers(-128, 128, (16, size, size)).astype(np.int8)
+    w1 = rng.integers(-128, 128, (8, 16, 3, 3)).astype(np.int8)
+    m, cbuf = Machine("nv_small"), Cbuf()
+    ctx, layer = _layer_with_flags(m, x, w1, skip_weight_rls=1)
+    compute_layer(ctx, layer, cbuf)
+    prep = cbuf.weight_prep
+    assert prep is not None and prep.float32 is not None
+    np.testing.assert_array_equal(prep.float32, prep.wmat.astype(np.float32))
+    x2 = rng.integers(-128, 128, x.shape).astype(np.int8)
+    w2 = rng.integers(-128, 128, w1.shape).astype(np.int8)
+    ctx, layer = _layer_with_flags(m, x2, w2, weight_reuse=1, skip_weight_rls=1)
+    second, _ = compute_layer(ctx, layer, cbuf)
+    assert cbuf.weight_prep is prep
+    want = reference_conv(x2, w1, (1, 1), (1, 1), (0, 0, 0, 0), 0, second.shape[2:])
+    np.testing.assert_array_equal(second[0].astype(np.int64), want.astype(np.int64))
+    ctx, layer = _layer_with_flags(m, x2, w2)  # released: a fresh fetch, a fresh prep
+    third, _ = compute_layer(ctx, layer, cbuf)
+    assert cbuf.weight_prep is None
+    want = reference_conv(x2, w2, (1, 1), (1, 1), (0, 0, 0, 0), 0, third.shape[2:])
+    np.testing.assert_array_equal(third[0].astype(np.int64), want.astype(np.int64))
+
+
 def test_line_packed_flag_must_match_the_stride():
     from sim.conv.layer import decode_layer
     from sim.machine import LayerContext, Machine

@@ -2,6 +2,8 @@
 prepares the SDP (sim.conv.direct.compute_direct_layer): same results, and the errors of
 the sequential order (the data's, then the weights', then the SDP's)."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ FAR = 1  # the high address word: past nv_small's 32-bit address space
 @pytest.fixture(params=[1, 2], ids=["one-core", "two-cores"])
 def cores(request, monkeypatch):
     monkeypatch.setattr("sim.jit.cores", lambda: request.param)
+    monkeypatch.setattr("sim.conv.direct.OVERLAP_BYTES", 0)  # these small layers overlap too
     return request.param
 
 
@@ -44,6 +47,26 @@ def test_the_overlap_gives_the_sequential_sums(cores):
     program(m1, *_layer()[1:], precision="int8", pad=(1, 1, 1, 1))
     plain, plain_counters, _ = _run(m1)
     assert calls == [1] and np.array_equal(out, plain) and counters == plain_counters
+
+
+@pytest.mark.parametrize("overlap_bytes,apart", [(0, True), (1 << 16, False)])
+def test_only_a_large_fetch_takes_another_thread(overlap_bytes, apart, monkeypatch):
+    """The weights are fetched on another thread when the layer fetches OVERLAP_BYTES or
+    more (this one, 8x6x7 data and 5x8x3x3 weights, fetches 696), else on this one."""
+    import sim.conv.direct as direct
+
+    monkeypatch.setattr("sim.jit.cores", lambda: 2)
+    monkeypatch.setattr(direct, "OVERLAP_BYTES", overlap_bytes)
+    fetched_on = []
+
+    def fetch_weights(*args):
+        fetched_on.append(threading.get_ident())
+        return plain_fetch(*args)
+
+    plain_fetch = direct.fetch_weights
+    monkeypatch.setattr(direct, "fetch_weights", fetch_weights)
+    _run(_layer()[0])
+    assert fetched_on and (fetched_on[0] != threading.get_ident()) == apart
 
 
 def _expect(m, part: str, during=None) -> None:

@@ -198,11 +198,16 @@ def test_padded_channels():
     assert feature_layout((40, 1, 1), "fp16", 32).padded_channels == 48
 
 
+@pytest.mark.parametrize("plain_bytes", [1 << 21, 0])  # one copy; words then tiles (large)
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
 @pytest.mark.parametrize("m,a,b", [(1, 32, 64), (2, 32, 13), (3, 16, 7), (2, 5, 8), (1, 4, 0)])
-def test_swap_last_axes_is_a_transpose(dtype, m, a, b):
-    """Words first, then tiles; any tail of elements that fills no word on its own."""
+def test_swap_last_axes_is_a_transpose(dtype, m, a, b, plain_bytes, monkeypatch):
+    """Small arrays in one transposing copy; large ones words first, then tiles, with any
+    tail of elements that fills no word on its own."""
+    from sim.dma import feature
     from sim.dma.feature import swap_last_axes
+
+    monkeypatch.setattr(feature, "PLAIN_SWAP_BYTES", plain_bytes)
 
     src = np.random.default_rng(a * b).integers(0, 1 << 8, (m, a, b)).astype(dtype) \
         * np.array(0x0101010101010101, np.uint64).astype(dtype)  # every byte of a lane set

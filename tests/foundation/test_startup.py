@@ -205,3 +205,16 @@ def test_the_cli_keeps_the_blas_to_one_thread_unless_told(preset, want):
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out[-2:] == [want, "False"]
+
+
+def test_the_command_runs_with_the_cycle_collector_rare():
+    """``nvdla-sim`` (sim.cli.console) runs its command with the youngest generation
+    collected every RARE_COLLECTIONS allocations, not Python's default 700."""
+    probe = ("import gc, sim.cli as cli\n"
+             "cli.main = lambda: print(gc.get_threshold()[0]) or 0\n"
+             "cli.console()")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True,
+                          text=True, check=True)
+    from sim.cli import RARE_COLLECTIONS
+
+    assert int(done.stdout) == RARE_COLLECTIONS != 700
