@@ -37,6 +37,8 @@ JIT_OPTIONS = {"cache": True, "nogil": True}
 _KERNELS: list[Kernel] = []
 _numba = None  # the numba module once a kernel has been called
 _import_lock = threading.RLock()
+_target_lock = threading.Lock()  # _load_target's
+_target_ready = False  # numba imported and its CPU target loaded
 
 
 def source_digest() -> str:
@@ -73,13 +75,45 @@ def _import_numba():
     return _numba
 
 
-def _load_numba():
-    with _scipy_hidden():
-        import numba
-        from numba.core.registry import cpu_target
+def _load_target() -> None:
+    """Import numba and load its CPU target's implementations, once: the slow part of
+    bringing numba in (about 0.3 s), which touches none of the simulator's state."""
+    global _target_ready
+    with _target_lock:
+        if not _target_ready:
+            with _scipy_hidden():
+                import numba  # noqa: F401
+                from numba.core.registry import cpu_target
 
-        # the CPU target loads its implementations now, while scipy is hidden
-        cpu_target.target_context.refresh()
+                # the CPU target loads its implementations now, while scipy is hidden
+                cpu_target.target_context.refresh()
+            _target_ready = True
+
+
+def prepare_numba_in_background() -> None:
+    """Start :func:`_load_target` on another thread, for a command that will run kernels
+    after work of its own that leaves the processor idle (a loadable with fp16 layers,
+    while NVIDIA's firmware starts): the first kernel then waits only for the rest.
+
+    Only for a process the command owns: while it runs, scipy cannot be imported
+    (:func:`_scipy_hidden`).  A failure is left for the first kernel to meet.
+    """
+    if _numba is not None or _target_ready:
+        return
+
+    def load() -> None:
+        try:
+            _load_target()
+        except Exception:  # noqa: BLE001 - the first kernel's own import raises it
+            pass
+
+    threading.Thread(target=load, name="nvdla-sim-numba", daemon=True).start()
+
+
+def _load_numba():
+    _load_target()
+    import numba
+
     path = cache_dir()
     try:
         os.makedirs(path, exist_ok=True)

@@ -92,9 +92,15 @@ def main(argv: list[str]) -> int:
     from ..configs import get_config
     from ..files import write_folder_atomically
     from ..runtime import read_loadable, run_loadable_bytes
+    from ..runtime.dimg import DATA_TYPE_HALF
 
     get_config(args.config)
     loadable = read_loadable(args.loadable)
+    if any(t.data_type == DATA_TYPE_HALF for t in loadable.tensors):
+        # fp16 layers run numba's kernels: numba comes in while the firmware starts
+        from ..jit import prepare_numba_in_background
+
+        prepare_numba_in_background()
     inputs = _input(args.input, loadable)
     if args.image:
         from ..runtime.image import image_to_tensor, read_pgm

@@ -136,3 +136,26 @@ if importlib.util.find_spec("scipy") is not None:
     import scipy.linalg                                 # not left hidden
 """
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_numba_prepared_in_the_background_serves_the_first_kernel():
+    """prepare_numba_in_background imports numba and loads its CPU target on another
+    thread, turning no placeholder into a dispatcher: the first kernel call does that,
+    after waiting for the thread, and kernels calling kernels still compile."""
+    probe = """
+import sys, threading
+from sim import jit
+from sim.num.fpcore import fp_add
+jit.prepare_numba_in_background()
+assert not jit.numba_loaded()
+assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # waits for the thread if need be
+for thread in threading.enumerate():
+    if thread.name == "nvdla-sim-numba":
+        thread.join()
+assert jit._target_ready and jit.numba_loaded() and "scipy" not in sys.modules
+import sim.num.fpcore as core
+assert type(core.fp_add).__name__ == "CPUDispatcher"
+jit.prepare_numba_in_background()  # numba is in: nothing more to start
+assert not [t for t in threading.enumerate() if t.name == "nvdla-sim-numba"]
+"""
+    subprocess.run([sys.executable, "-c", probe], check=True)
