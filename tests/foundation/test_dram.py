@@ -26,6 +26,42 @@ def test_unwritten_bytes_read_zero_and_writes_cross_pages():
     assert mem.read(0xFFF0 - 4, 4) == bytes(4)
 
 
+@pytest.mark.parametrize("fill", [False, True], ids=["write", "zero-fill"])
+def test_pages_from_slabs_hold_only_their_own_bytes(fill):
+    """Pages come from slabs growing from FIRST_SLAB_PAGES to LAST_SLAB_PAGES pages: a long
+    write (or zero fill) over pages held already and new ones leaves the bytes written,
+    the held pages keep theirs outside it, and a later write into one page changes no
+    other, slabs' neighbours included."""
+    from sim.dram import FIRST_SLAB_PAGES, LAST_SLAB_PAGES, PAGE_SIZE
+
+    rng = np.random.default_rng(int(fill))
+    mem = Memory()
+    base, n_pages = 0x4000_0000, 2 * LAST_SLAB_PAGES
+    for page in (0, 3, 700):  # pages written before, inside the coming window
+        mem.write(base + page * PAGE_SIZE, np.full(PAGE_SIZE, 0xEE, np.uint8))
+    start, size = base + 123, n_pages * PAGE_SIZE - 123
+    data = np.zeros(size, np.uint8) if fill else rng.integers(0, 256, size, dtype=np.uint8)
+    if fill:
+        mem.fill(start, size, "ALL_ZERO")
+    else:
+        mem.write(start, data)
+    assert np.array_equal(mem.read_array(start, size), data)
+    assert mem.read(base, 123) == b"\xee" * 123
+    slabs = {id(page.base): len(page.base) for page in mem._pages.values()}
+    # 1 + 2 + ... + 512 pages hold 1023 of the 1024: the last slab is a second of 512
+    assert sorted(slabs.values()) == sorted([FIRST_SLAB_PAGES << i for i in range(10)]
+                                            + [LAST_SLAB_PAGES])
+    assert LAST_SLAB_PAGES == FIRST_SLAB_PAGES << 9
+    for page in (5, 6, 14, 700, 1000):  # across pages; 6 and 14 each start a slab
+        at = base + page * PAGE_SIZE
+        mem.write(at - 2, b"\x01\x02\x03\x04")
+        got = mem.read_array(start, size)
+        want = data.copy()
+        want[at - 2 - start: at + 2 - start] = (1, 2, 3, 4)
+        data = want
+        assert np.array_equal(got, want)
+
+
 @pytest.mark.parametrize("addr, size", [(0, 0), (5, 10), (0xFFF0, 40), (0x1_0000, 0x1_0000),
                                         (0x2_FFFF, 0x3_0002), (0x7_0000, 64)])
 def test_read_bytes_are_the_array_bytes(addr, size):
