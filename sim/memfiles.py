@@ -29,12 +29,19 @@ def _read_text(path: Path) -> str:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+def _file_bytes(path: Path) -> bytes:
     try:
-        check_extent(path.stat().st_size, str(path), limits)
         return path.read_bytes()
     except OSError as exc:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
+    try:
+        check_extent(path.stat().st_size, str(path), limits)
+    except OSError as exc:
+        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    return _file_bytes(path)
 
 
 def _hex_bytes(tokens: str) -> bytes | None:
@@ -114,10 +121,7 @@ def read_record_file(path: str | Path) -> RecordFile:
     path = path if isinstance(path, Path) else Path(path)
     if path.suffix == ".bin":
         return _raw_record_file(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    raw = _file_bytes(path)
     region = _one_region(raw)
     if region is not None:
         return region
@@ -140,10 +144,7 @@ def read_record_file(path: str | Path) -> RecordFile:
 def _raw_record_file(path: Path) -> RecordFile:
     """A ``.bin`` memory file (``nvdla-sim loadable --trace-memory bin``): the bytes to load
     from the mem_load's address on, as they are (NVIDIA's benches read only ``.dat``)."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+    data = _file_bytes(path)
     if not data:
         raise SimError(f"{path}: holds no bytes to load")
     return RecordFile([(0, data)], len(data))
@@ -154,12 +155,7 @@ def _parse_record_dat(path: Path, raw: bytes | None = None
     """A file as gen and NVIDIA's tools write it: (offsets, sizes, every payload joined);
     any other file: the record list of the general parse (which names a bad line).
     ``raw``: the file's bytes, when the caller has read them."""
-    if raw is None:
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise SimError(f"{path}: cannot read ({exc.strerror})") from None
-    parsed = _canonical_records(raw)
+    parsed = _canonical_records(_file_bytes(path) if raw is None else raw)
     if parsed is not None:
         return parsed
     return _parse_record_text(path)
@@ -212,6 +208,18 @@ _OFFSET_HEAD = b"{offset:0x"  # how a canonical record line starts
 _OFFSET_ROW = np.frombuffer(_OFFSET_HEAD, np.uint8)
 
 
+def _records_end(raw: bytes) -> int | None:
+    """Just past the newline ending the last record line of a file framed as gen and
+    NVIDIA's tools frame it (a ``{`` line first, a ``}`` line last), else None."""
+    if not raw.startswith(b"{\n"):
+        return None
+    if raw.endswith(b"\n}\n"):
+        return len(raw) - 2
+    if raw.endswith(b"\n}"):
+        return len(raw) - 1
+    return None
+
+
 def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """(offsets, sizes, the payloads joined) of a record file in the layout gen and
     NVIDIA's tools write: a ``{`` line, one ``{offset:0xHEX, size:N, payload:0xHH ..} ,``
@@ -219,13 +227,8 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
     one array (:func:`_record_rows`: records of one size), but a last one of another size
     (a shorter last record), read alone; None for anything else (the general parse then
     reads it, and names the line of a fault)."""
-    if raw.endswith(b"\n}\n"):
-        stop = len(raw) - 2  # just past the newline ending the last record line
-    elif raw.endswith(b"\n}"):
-        stop = len(raw) - 1
-    else:
-        return None
-    if not raw.startswith(b"{\n") or stop <= 2:
+    stop = _records_end(raw)
+    if stop is None or stop <= 2:
         return None
     arr = np.frombuffer(raw, np.uint8)
     ends = (arr[2:stop] == 10).nonzero()[0] + 3  # just past each record line's newline
@@ -264,14 +267,11 @@ def _one_region(raw: bytes) -> RecordFile | None:
     :func:`_canonical_records` makes a few dozen over the file (a small trace loads one
     or two small files).  None for any other file (:func:`_canonical_records` then reads
     it; whatever this accepts, it accepts as well and reads as the same run)."""
-    if raw.endswith(b"\n}\n"):
-        stop = len(raw) - 2  # just past the newline ending the last record line
-    elif raw.endswith(b"\n}"):
-        stop = len(raw) - 1
-    else:
+    stop = _records_end(raw)
+    if stop is None:
         return None
     first_end = raw.find(b"\n", 2, stop) + 1
-    if not raw.startswith(b"{\n") or not 0 < first_end < stop:
+    if not 0 < first_end < stop:
         return None  # no record line, or only one: _canonical_records reads it
     first = _CANONICAL_RECORD.fullmatch(raw, 2, first_end)
     if first is None:
