@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import jit
-from ..jit import njit, prefer_wide_vectors
+from ..jit import njit, numba_loaded, prefer_wide_vectors
 from ..num import fp32_fast
 from ..regs.enums import AluAlgo
 from . import fast_fp
@@ -42,7 +41,7 @@ _NO_OPERAND = np.zeros((1, 1), np.int64)
 def worth_it(v: np.ndarray) -> bool:
     """Whether the compiled pass pays for the block ``v``: numba is loaded (by another
     kernel: this one never brings it in) and the block is large."""
-    return jit._numba is not None and v.size >= MIN_ELEMENTS
+    return numba_loaded() and v.size >= MIN_ELEMENTS
 
 
 # --- the kernel -----------------------------------------------------------------
