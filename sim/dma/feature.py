@@ -33,13 +33,13 @@ Public API (names other units rely on):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..dram import STREAMED, check_extent
+from ..records import record
 from .align import LayoutError, align_up, ceil_div, check_alignment
 from .elements import (
     as_bytes,
@@ -63,7 +63,7 @@ def resolve_atom(cfg=None, atom_bytes: int | None = None) -> int:
     return atom_bytes
 
 
-@dataclass(frozen=True)
+@record
 class FeatureLayout:
     """Where a (possibly batched) feature cube lives, relative to its address.
 

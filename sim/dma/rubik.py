@@ -16,16 +16,15 @@ elements per atom (32 int8, 16 int16/fp16) and ``ebs`` the element size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ..records import record
 from .align import align_up, ceil_div
 
 ATOM = 32
 
 
-@dataclass(frozen=True)
+@record
 class RubikLayout:
     width: int
     height: int

@@ -12,12 +12,11 @@ Invalid combinations raise ``ConfigurationError`` naming the register.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .. import rules
 from ..configs import FP16, INT8, Precision
 from ..dma.precision import pipeline_precision
 from ..errors import ConfigurationError
+from ..records import record
 from ..regs.enums import AluAlgo
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
@@ -50,7 +49,7 @@ class _AluMulStage:
         return self.mul_used and self.mul_src_mem
 
 
-@dataclass(frozen=True)
+@record
 class XStage(_AluMulStage):
     """X1 (BS) or X2 (BN): ALU -> MUL -> truncate -> ReLU."""
 
@@ -69,7 +68,7 @@ class XStage(_AluMulStage):
 
 
 
-@dataclass(frozen=True)
+@record
 class YStage(_AluMulStage):
     """Y (EW): operand convertors, MUL -> truncate -> ALU core, LUT."""
 
@@ -102,7 +101,7 @@ class YStage(_AluMulStage):
         return self.alu_used and self.alu_algo == AluAlgo.EQL
 
 
-@dataclass(frozen=True)
+@record
 class LutConfig:
     """S_LUT_* registers (single-buffered)."""
 
@@ -127,7 +126,7 @@ class LutConfig:
     lo_oflow_shift: int
 
 
-@dataclass(frozen=True)
+@record
 class OperandDma:
     """One of BRDMA (X1), NRDMA (X2), ERDMA (Y)."""
 
@@ -144,7 +143,7 @@ class OperandDma:
     batch_stride: int
 
 
-@dataclass(frozen=True)
+@record
 class SdpLayer:
     width: int
     height: int

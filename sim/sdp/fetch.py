@@ -36,7 +36,7 @@ which matter only to a write landing in the same instant as the enable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from ..configs import Precision
 from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
 from ..errors import SimError
+from ..records import record
 from .config import USE_ALU, USE_BOTH, USE_MUL, operand_dma
 from .rdma import stream_geometry, stream_layout
 
@@ -53,7 +54,7 @@ _FIFOS = {USE_MUL: ("mul",), USE_ALU: ("alu",), USE_BOTH: ("alu", "mul")}
 _STREAMS = (("BRDMA", "BS"), ("NRDMA", "BN"), ("ERDMA", "EW"))
 
 
-@dataclass(frozen=True)
+@record
 class Window:
     """Bytes of one memory read when an RDMA layer started."""
 
@@ -62,7 +63,7 @@ class Window:
     data: np.ndarray  # uint8
 
 
-@dataclass(frozen=True)
+@record
 class Fetched:
     """What one RDMA layer read when it started: its operand streams' bytes."""
 
@@ -96,7 +97,7 @@ class _FetchedView:
         return getattr(self._memory, name)
 
 
-@dataclass
+@record(frozen=False)
 class _Layer:
     group: int
     load: dict  # FIFO name -> elements the layer puts in it

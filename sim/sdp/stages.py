@@ -11,8 +11,6 @@ one value per channel or one per element, shaped to broadcast against the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ..num import vector_fp as fp
@@ -29,6 +27,7 @@ from ..num.sdp import (
 )
 from ..num.specials import flush_nans, inf_mask, nan_mask
 from ..num.vector_int import array_bounds, owned_sign_extend
+from ..records import record
 from ..regs.enums import FP16
 from . import fast_fp, fused_fp, lut_int
 
@@ -49,7 +48,7 @@ def shaped_operand(values: np.ndarray, mode: int, cp: int, h: int, w: int,
     return np.asarray(values[: cp * h * w], dtype).reshape(1, cp, h * w)
 
 
-@dataclass
+@record(frozen=False)
 class Datapath:
     """One layer's settings, resolved once: which stages run and their operands."""
 
