@@ -31,7 +31,8 @@ class Record:
     Written out rather than made by ``dataclasses``, whose class creation took a
     third of this module's import (the register map's classes; sim.trace.ops's
     too).  Instances keep their fields in ``__dict__`` (written past
-    ``__setattr__``), so they pickle as they are.
+    ``__setattr__``), so they pickle as they are.  (Records declared as dataclass
+    fields use ``sim.records.record`` instead, which keeps dataclass's ``__init__``.)
     """
 
     _compare: tuple[str, ...] = ()
@@ -216,8 +217,8 @@ class RegisterMap:
         table = self._decoders.get((unit, address_map))
         if table is None:
             table = self._decoders[unit, address_map] = {
-                name: (regs[0].name, regs[0].field(name.upper()).stored_mask(address_map),
-                       regs[0].field(name.upper()).lsb) if len(regs) == 1 else None
+                name: (regs[0].name, *regs[0].field_decoders(address_map)[name])
+                if len(regs) == 1 else None
                 for name, regs in self.field_index(unit).items()}
         return table
 

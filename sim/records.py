@@ -10,6 +10,10 @@ class check, values compared and hashed as one tuple, the same text, ``...``
 for a record inside its own repr.  A method the class defines itself is kept,
 and ``__hash__`` follows the dataclass's rules (frozen: by the fields; else
 None, unhashable; an explicit one wins).
+
+The register table (:mod:`regs`) and the trace's op classes have their own
+hand-written base, ``regs.Record``, for classes whose constructors are written out;
+records declared as fields use this.
 """
 
 from __future__ import annotations

@@ -70,17 +70,17 @@ class Block:
         self._fields = regmap.field_index(unit)
         # field name -> (register name, stored mask, lsb); None: several registers have it
         self._decoders = regmap.field_decoders(unit, address_map)
+        self._views: dict[str, RegView] = {}  # register name -> its view: decoders ask twice
 
     @property
     def unit(self) -> str:
         return self._unit
 
     def reg(self, name: str) -> RegView:
-        views = self.__dict__.setdefault("_views", {})  # a decoder asks for some twice
-        view = views.get(name)
+        view = self._views.get(name)
         if view is None:
             reg = self._regmap.by_name(f"{self._unit}.{name}")
-            view = views[name] = RegView(reg, self._words[reg.name], self._address_map)
+            view = self._views[name] = RegView(reg, self._words[reg.name], self._address_map)
         return view
 
     def word(self, name: str) -> int:
