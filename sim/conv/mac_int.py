@@ -39,7 +39,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..dma.align import ceil_div
 from ..errors import NotImplementedFeature
 from ..jit import run_split
-from ..num.mac import cacc_round_int32
+from ..num.mac import cacc_round_int32, cacc_round_is_identity
 from .layer import ConvLayer
 
 ACC_BITS = 48
@@ -253,7 +253,8 @@ def conv_cacc(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer,
     """
     plan = _Plan(cube, weights, layer, prep)
     shape = (plan.n, plan.k, layer.out_height, layer.out_width)
-    if plan.dtype is not np.float32 or len(plan.chunks) > 1 or layer.clip_truncate:
+    whole_float32 = plan.dtype is np.float32 and len(plan.chunks) == 1  # |sums| < 2**24
+    if not (whole_float32 and cacc_round_is_identity(FLOAT32_EXACT - 1, layer.clip_truncate)):
         out = np.empty((plan.n, plan.k, plan.pixels), dtype=np.int64)
         plan.sums(out)
         return cacc_round_int32(out.reshape(shape), layer.clip_truncate)

@@ -561,6 +561,12 @@ def block_sum(high, low):
     return np.int64(np.int32(high)) * 65536 + np.int64(sub32(low, shl32(high, 16)))
 
 
+def cacc_round_is_identity(bound: int, truncate: int) -> bool:
+    """Whether :func:`cacc_round_int32` leaves sums within ``[-bound, bound]`` as they are,
+    saturating none: no rounding shift, and the bound within int32."""
+    return truncate == 0 and bound <= INT32_MAX
+
+
 def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
     """CACC's integer delivery: round half away from zero by ``truncate`` bits, saturate to int32.
 

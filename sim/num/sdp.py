@@ -26,10 +26,12 @@ from sim.num.vector_int import (
     array_bounds,
     bit_length,
     choose,
+    clip_into,
     convert,
     convert_flag,
     convert_owned,
     converted_bounds,
+    dtype_bounds,
     i64,
     owned_sign_extend,
     round_bound,
@@ -157,14 +159,13 @@ def _operand16(values) -> tuple:
     values = np.asarray(values)
     if values.dtype in (np.int8, np.int16):
         if values.size > SMALL_OPERAND:  # one per element: its dtype's range, not two passes
-            info = np.iinfo(values.dtype)
-            return values, (int(info.min), int(info.max))
+            return values, dtype_bounds(values)
         return values, (array_bounds(values) if values.size else (0, 0))
     values = i64(values)
     if not values.size:
         return values, (0, 0)
     bounds = array_bounds(values)
-    if -(1 << 15) <= bounds[0] and bounds[1] < 1 << 15:
+    if INT16_MIN <= bounds[0] and bounds[1] <= INT16_MAX:
         return values, bounds
     values = sign_extend(values, 16)
     return values, array_bounds(values)
@@ -316,7 +317,7 @@ def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_e
 
 
 _C_OUT_RANGE = {Precision.INT8.code: (-(1 << 7), (1 << 7) - 1),
-                Precision.INT16.code: (-(1 << 15), (1 << 15) - 1),
+                Precision.INT16.code: (INT16_MIN, INT16_MAX),
                 Precision.FP16.code: (-(1 << 16), (1 << 16) - 1)}  # int17, then to fp16
 
 
@@ -412,7 +413,8 @@ def c_int_block(x, bounds, offset, scale, truncate, out_precision, owned: bool =
         a, b = _c_window(offset, scale, shift, *_C_OUT_RANGE[code])
         window = (min(max(a, bounds[0]), bounds[1]), max(min(b, bounds[1]), bounds[0]))
         if window != tuple(bounds):
-            x, owned, bounds = np.clip(x, *window, out=x if owned else None), True, window
+            x = clip_into(x, *window, bounds) if owned else np.clip(x, *window)
+            owned, bounds = True, window
         x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)
         return _c_output(x, bounds, shift, code, owned), 0
     x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)

@@ -118,6 +118,13 @@ def array_bounds(x: np.ndarray) -> tuple[int, int]:
     return int(x.min()), int(x.max())
 
 
+def dtype_bounds(x: np.ndarray) -> tuple[int, int]:
+    """(min, max) an integer array's dtype can hold, as Python ints: bounds of its values
+    without a pass over them."""
+    info = np.iinfo(x.dtype)
+    return int(info.min), int(info.max)
+
+
 def convert_owned(x: np.ndarray, s: int, lo: int, hi: int, bounds=None) -> np.ndarray:
     """``clip(shift_right_round(x, s), lo, hi)`` for one shift ``s`` (0..63), reusing
     ``x`` -- an int64 array of the caller's, |x| <= 2**62, or an int32 one whose values

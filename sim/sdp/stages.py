@@ -26,7 +26,7 @@ from ..num.sdp import (
     y_inp_stage,
 )
 from ..num.specials import flush_nans, inf_mask, nan_mask
-from ..num.vector_int import array_bounds, owned_sign_extend
+from ..num.vector_int import array_bounds, dtype_bounds, owned_sign_extend
 from ..records import record
 from ..regs.enums import FP16
 from . import fast_fp, fused_fp, lut_int
@@ -210,8 +210,7 @@ def _int_input(v: np.ndarray) -> tuple:
     CACC's int32 are signed 32-bit values as they are (int32 bounds are looked up: cheap,
     and they spare the saturation tests); other dtypes hold 32-bit words."""
     if v.dtype in (np.int8, np.int16):
-        info = np.iinfo(v.dtype)
-        return v, (int(info.min), int(info.max)), False
+        return v, dtype_bounds(v), False
     if v.dtype == np.int32:
         return v, (array_bounds(v) if v.size else (0, 0)), False
     x = owned_sign_extend(v, 32)

@@ -34,6 +34,7 @@ from sim.num.mac import (
     cacc_accumulate,
     cacc_accumulate_finite,
     cacc_round_int32,
+    cacc_round_is_identity,
     cacc_to_fp32,
     data_operands_bytes,
     first_nan_per_block,
@@ -556,6 +557,17 @@ def test_cacc_round_int32_rounds_half_away_and_saturates(truncate):
     clipped = [min(max(v, -(1 << 31)), (1 << 31) - 1) for v in want]
     assert out.tolist() == clipped
     assert saturated == sum(v != c for v, c in zip(want, clipped, strict=True))
+
+
+@pytest.mark.parametrize("bound,truncate", [(1, 0), ((1 << 24) - 1, 0), ((1 << 31) - 1, 0),
+                                            (1 << 31, 0), ((1 << 24) - 1, 1), (3, 2)])
+def test_cacc_round_is_identity_says_what_the_delivery_does(bound, truncate):
+    """The predicate holds exactly when cacc_round_int32 returns sums within the bound
+    (both ends and values around a half) unchanged with no saturation."""
+    acc = np.array([-bound, -bound + 1, -1, 0, 1, 2, 3, bound - 1, bound], np.int64)
+    out, saturated = cacc_round_int32(acc, truncate)
+    unchanged = saturated == 0 and out.astype(np.int64).tolist() == acc.tolist()
+    assert cacc_round_is_identity(bound, truncate) == unchanged
 
 
 @pytest.mark.parametrize("value,shift,bits,want", [
