@@ -39,10 +39,11 @@ def _run(m, during=None):
     return compute_conv_layer(LayerContext(m, {u: 0 for u in CONV_UNITS}), Cbuf(), during)
 
 
-def test_the_overlap_gives_the_sequential_sums(cores):
+def test_the_overlap_gives_the_sequential_sums(cores, monkeypatch):
     m, _, _ = _layer()
     calls = []
     out, counters, _ = _run(m, during=lambda: calls.append(1))
+    monkeypatch.setattr("sim.conv.direct.OVERLAP_BYTES", 1 << 62)  # the reference: one thread
     m1 = Machine("nv_small")
     program(m1, *_layer()[1:], precision="int8", pad=(1, 1, 1, 1))
     plain, plain_counters, _ = _run(m1)

@@ -30,6 +30,18 @@ def _exact(cube, weights, layer):
     return np.array(out, dtype=object).reshape(n, k, layer.out_height, layer.out_width)
 
 
+def _exact_int64(cube, weights, layer):
+    """The sums as an int64 matrix product (numpy's integer loops: no float; exact, as
+    every sum is below 2**47), without the simulator's plan, chunks or threads."""
+    xp, _, _ = padded_input(cube, layer, mac_int.pad_value_of(layer))
+    cols = im2col(xp, layer).astype(np.int64)
+    k = weights.shape[0]
+    w = weights.reshape(k, -1).astype(np.int64)
+    n, crs = cube.shape[0], w.shape[1]
+    out = [w @ cols[b].reshape(crs, -1) for b in range(n)]
+    return np.array(out).reshape(n, k, layer.out_height, layer.out_width)
+
+
 def _check(cube, weights, layer):
     got = conv_sum(cube, weights, layer)
     assert got.dtype == np.int64
@@ -134,7 +146,7 @@ CACC_CASES = [  # (C, H, W, K, R, S, stride, clip_truncate, data range, weights 
 @pytest.mark.parametrize("case", CACC_CASES,
                          ids=["f32-int32", "truncate", "chunks", "kernels", "int16", "int16-sat"])
 def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch):
-    """conv_cacc gives what cacc_round_int32 makes of conv_sum's exact sums: values,
+    """conv_cacc gives what cacc_round_int32 makes of the exact sums: values,
     dtype int32 and saturation count, whichever path and split it takes, with the
     weights' WeightPrep made ahead or not, its float32 matrix made ahead or left to the
     threads (each converting its share of the kernels, when they share them)."""
@@ -153,7 +165,7 @@ def test_conv_cacc_is_cacc_rounding_of_the_sums(case, threads, prep, monkeypatch
         weights[:] = np.where(weights < 0, -128, 127)
     layer = _layer(h, w, r, s, stride, 1, 1, pad_value=0, element_bytes=dtype().itemsize)
     layer.clip_truncate = truncate
-    want, want_sat = cacc_round_int32(conv_sum(cube, weights, layer), truncate)
+    want, want_sat = cacc_round_int32(_exact_int64(cube, weights, layer), truncate)
     made = mac_int.WeightPrep(weights, float32=prep is True) if prep else None
     got, sat = mac_int.conv_cacc(cube, weights, layer, made)
     assert got.dtype == np.int32 and np.array_equal(got, want) and sat == want_sat
