@@ -150,9 +150,7 @@ class Memory:
         """Refuse a write that would make the memory hold more than its resident limit."""
         if not size:
             return
-        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
-        new = sum(1 for p in range(first, last + 1) if p not in self._pages)
-        if (len(self._pages) + new) * PAGE_SIZE > self.limits.resident:
+        if not self._room_for(len(self._missing_pages(addr, size))):
             raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more than "
                               f"the simulator's limit of {self.limits.resident:#x} bytes",
                               where=what)
@@ -297,10 +295,12 @@ class Memory:
         touches (the resident limit counts pages)."""
         if self._listening or self._write_log is not None or not size:
             return False
-        if addr < 0 or addr + size > self.limit or size > self.limits.access:
+        try:
+            self.check(addr, size)
+        except MemoryFault:
             return False
-        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
-        missing = [p for p in range(first, last + 1) if p not in self._pages]
+        first = addr >> PAGE_BITS
+        missing = self._missing_pages(addr, size)
         if not missing:
             return True
         offsets, length = lines
@@ -309,9 +309,16 @@ class Memory:
         starts = (addr & PAGE_MASK) + np.asarray(offsets, np.int64).ravel()
         touched = set(((np.concatenate([starts, starts + (length - 1)]) >> PAGE_BITS)
                        + first).tolist())
-        if not touched.issuperset(missing):
-            return False
-        return (len(self._pages) + len(missing)) * PAGE_SIZE <= self.limits.resident
+        return touched.issuperset(missing) and self._room_for(len(missing))
+
+    def _missing_pages(self, addr: int, size: int) -> list[int]:
+        """The pages of ``[addr, addr + size)`` (size > 0) this memory does not hold yet."""
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        return [p for p in range(first, last + 1) if p not in self._pages]
+
+    def _room_for(self, new_pages: int) -> bool:
+        """Whether ``new_pages`` more pages keep the memory within its resident limit."""
+        return (len(self._pages) + new_pages) * PAGE_SIZE <= self.limits.resident
 
     def log_layer_writes(self) -> None:
         """Keep the range of every in-layer write from now on (for :meth:`last_layer_write`)."""
