@@ -242,7 +242,6 @@ class Firmware:
         kept and raised when the call returns; what follows it is answered
         without effect.
         """
-        recorder, write_reg = self.recorder, self.machine.write_reg
         clock = time.perf_counter
         n = len(buf)
         quiet = None  # the log levels nobody listens to, looked up at the first log line
@@ -273,10 +272,7 @@ class Firmware:
                 t0 = clock()
                 try:
                     if kind == b"W":
-                        addr, value = PAIR.unpack_from(buf, start)
-                        if recorder is not None:
-                            recorder.reg_write(addr, value)
-                        write_reg(addr, value)
+                        self._register_write(*PAIR.unpack_from(buf, start))
                     elif kind == b"L":  # the next most
                         self._log(LEVEL.unpack_from(buf, start)[0], buf[start + 4:end])
                     else:
@@ -295,7 +291,7 @@ class Firmware:
         frames = _posted_run(buf, pos, n)
         if not frames:
             return pos
-        recorder, write_reg, read_reg = self.recorder, self.machine.write_reg, self.machine.read_reg
+        write, cached = self._register_write, self._cached_read
         t0 = time.perf_counter()
         try:
             for kind, size, addr, value in WRITE.iter_unpack(frames):
@@ -303,15 +299,9 @@ class Firmware:
                     break  # not a frame of host.c's: the frame-by-frame path says so
                 pos += WRITE.size
                 if kind == b"W":
-                    if recorder is not None:
-                        recorder.reg_write(addr, value)
-                    write_reg(addr, value)
-                else:  # b"c", as _handle serves it
-                    if read_reg(addr) & 0xFFFFFFFF != value:
-                        raise _stale(addr, value)
-                    self._learn(addr)
-                    if recorder is not None:
-                        recorder.reg_read(addr, value)
+                    write(addr, value)
+                else:  # b"c"
+                    cached(addr, value)
         except Exception as exc:  # noqa: BLE001 - raised once the firmware's call returns
             self._error = exc
         self.serve_seconds += time.perf_counter() - t0
@@ -353,16 +343,26 @@ class Firmware:
             self._error = FirmwareError(f"firmware {self.kmd_dir}: a malformed log batch")
         return end
 
+    def _register_write(self, addr: int, value: int) -> None:
+        """A register write the firmware made ('W'), recorded then done."""
+        if self.recorder is not None:
+            self.recorder.reg_write(addr, value)
+        self.machine.write_reg(addr, value)
+
+    def _cached_read(self, addr: int, value: int) -> None:
+        """A read the firmware answered from our last snapshot ('c'): the register must still
+        hold that value (else the snapshot's premise broke)."""
+        if self.machine.read_reg(addr) & 0xFFFFFFFF != value:
+            raise _stale(addr, value)
+        self._learn(addr)
+        if self.recorder is not None:
+            self.recorder.reg_read(addr, value)
+
     def _handle(self, kind: bytes, buf: bytearray, start: int, end: int) -> bytes | None:
         """A frame other than a register write or a log line (:meth:`_serve` takes those)."""
         machine, recorder = self.machine, self.recorder
-        if kind == b"c":  # a read the firmware answered from our last snapshot
-            addr, value = PAIR.unpack_from(buf, start)
-            if machine.read_reg(addr) & 0xFFFFFFFF != value:  # the snapshot's premise broke
-                raise _stale(addr, value)
-            self._learn(addr)
-            if recorder is not None:
-                recorder.reg_read(addr, value)
+        if kind == b"c":
+            self._cached_read(*PAIR.unpack_from(buf, start))
         elif kind == b"r":
             (addr,) = ADDR.unpack_from(buf, start)
             value = machine.read_reg(addr) & 0xFFFFFFFF
