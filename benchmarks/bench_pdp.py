@@ -20,7 +20,7 @@ from timing import best_of
 
 from sim.dma import pack_feature
 from sim.machine import Machine
-from sim.pdp.pooling import AVERAGE, FP16, INT8, MAX, PoolConfig, pool_split
+from sim.pdp.pooling import AVERAGE, FP16, INT8, MAX, PoolConfig, pool_split, window_span
 
 C, H, W = 64, 112, 112
 
@@ -32,7 +32,7 @@ def out_size(n, k, s, pad):
 def far_pad(n, out, k, s, pad):
     """The padding the last window reaches past the input (the PDP's windows must end on
     the last padded line: sim.pdp.pooling.check_tiling)."""
-    return max(0, (out - 1) * s + k - (n + pad))
+    return max(0, window_span(out, k, s) - (n + pad))
 
 
 def numpy_max(x, k, s, pad):
