@@ -151,6 +151,12 @@ def reduction_chunks(wmat: np.ndarray, xmax: int) -> list[tuple[int, int]] | Non
     return chunks
 
 
+def _float32_by_magnitudes(xmax: int, wmax: int, crs: int) -> bool:
+    """:func:`sum_types`' cheapest test: ``xmax * max|w| * C*R*S`` bounds every kernel's
+    sum, and float32 holds it whole."""
+    return xmax * wmax * crs < FLOAT32_EXACT
+
+
 def sum_types(wmat: np.ndarray, xmax: int, pixels: int, prep: WeightPrep | None = None
               ) -> tuple[type, list[tuple[int, int]]]:
     """The dtype of the products and the C*R*S row chunks (see the module's docstring).
@@ -160,7 +166,7 @@ def sum_types(wmat: np.ndarray, xmax: int, pixels: int, prep: WeightPrep | None 
     """
     k, crs = wmat.shape
     whole = [(0, crs)]
-    if xmax * (magnitude(wmat) if prep is None else prep.magnitude) * crs < FLOAT32_EXACT:
+    if _float32_by_magnitudes(xmax, magnitude(wmat) if prep is None else prep.magnitude, crs):
         return np.float32, whole
     abs_max = (int(kernel_abs_sums(wmat).max(initial=0)) if prep is None
                else prep.abs_sum_max)
@@ -225,7 +231,7 @@ class WeightPrep:
         # the |w| sums only if the data's largest magnitude (that of its dtype) could need
         # them (sum_types' first test failing)
         data_max = 1 << (8 * weights.dtype.itemsize - 1)
-        if data_max * self.magnitude * self.wmat.shape[1] >= FLOAT32_EXACT:
+        if not _float32_by_magnitudes(data_max, self.magnitude, self.wmat.shape[1]):
             _ = self.abs_sum_max
         # float32=False: a layer whose threads share the kernels converts each share itself
         # (kernels_shared), in parallel rather than here ahead of them
