@@ -1,15 +1,26 @@
 """``@record``: the project's dataclass, quicker to define at import.
 
-A dataclass compiles each method it writes (``exec``), at import: the 45 a
-loadable run defines took ~37 ms of its start-up.  ``record`` lets
-:func:`dataclasses.dataclass` write only ``__init__`` (and, frozen, the
-``__setattr__``/``__delattr__`` guards) and gives the record ``__eq__``,
-``__hash__`` and ``__repr__`` built from closures instead, which behave as the
-dataclass's own: the same fields (``compare``, ``hash``, ``repr``), the same
-class check, values compared and hashed as one tuple, the same text, ``...``
-for a record inside its own repr.  A method the class defines itself is kept,
-and ``__hash__`` follows the dataclass's rules (frozen: by the fields; else
-None, unhashable; an explicit one wins).
+A dataclass compiles each method it writes (``exec``) when its class is
+defined: the 44 records a loadable run defines cost ~30 ms of every process,
+most of it compiling ``__init__`` and the frozen guards.  ``record`` lets
+:func:`dataclasses.dataclass` collect the fields only (``dataclasses.fields``
+and ``dataclasses.replace`` work as for any dataclass) and writes no code:
+
+* ``__init__`` is a template compiled once per number of fields, its
+  parameter names and the field names it stores renamed to the record's
+  (``CodeType.replace``), so the signature, defaults and every error message
+  are the dataclass's own; a default factory and ``__post_init__`` run after
+  the stores, as in the dataclass;
+* a frozen record's ``__setattr__``/``__delattr__`` refuse as the dataclass's
+  do; ``__eq__``, ``__hash__`` and ``__repr__`` are closures with the
+  dataclass's rules: the same fields (``compare``, ``hash``, ``repr``), the same
+  class check, values compared and hashed as one tuple, the same text, ``...``
+  for a record inside its own repr.
+
+A method the class defines itself is kept, and ``__hash__`` follows the
+dataclass's rules (frozen: by the fields; else None, unhashable; an explicit
+one wins).  Fields outside ``__init__`` (``init=False``) and ``InitVar`` are
+not supported and are refused when the class is defined.
 
 The register table (:mod:`regs`) and the trace's op classes have their own
 hand-written base, ``regs.Record``, for classes whose constructors are written out;
@@ -20,7 +31,19 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
+import types
 from operator import attrgetter
+
+
+class _Factory:
+    """The default of a factory field's parameter: "call the factory" (the dataclass's rule,
+    and its text in signatures)."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_CALL_FACTORY = _Factory()
 
 
 def record(cls=None, /, *, frozen: bool = True):
@@ -35,8 +58,20 @@ def _record(cls, frozen: bool):
     own = cls.__dict__
     explicit_hash = not ("__hash__" not in own or
                          (own["__hash__"] is None and "__eq__" in own))
-    cls = dataclasses.dataclass(cls, frozen=frozen, eq=False, repr=False)
+    documented = bool(own.get("__doc__"))
+    if not documented:  # a placeholder, so the dataclass does not work out a text (slow)
+        cls.__doc__ = "-"
+    # the dataclass only collects the fields: init=False and frozen=False write no code
+    cls = dataclasses.dataclass(cls, init=False, frozen=False, eq=False, repr=False)
     fields = dataclasses.fields(cls)
+    _refuse_unsupported(cls, fields)
+    if "__init__" not in own:
+        cls.__init__ = _init(cls, fields)
+    if not documented:  # the dataclass's text: the class's name and signature
+        cls.__doc__ = cls.__name__ + (_signature_text(cls.__init__) if "__init__" not in own
+                                      else _inspected_signature_text(cls))
+    if frozen:
+        _freeze(cls, frozenset(f.name for f in fields))
     if "__repr__" not in own:
         _add(cls, _repr([f.name for f in fields if f.repr]))
     if "__eq__" not in own:
@@ -48,6 +83,136 @@ def _record(cls, frozen: bool):
         else:
             cls.__hash__ = None
     return cls
+
+
+def _refuse_unsupported(cls, fields) -> None:
+    """Keyword-only fields and ``InitVar`` pseudo-fields change ``__init__``'s shape beyond
+    the template's: refused when the class is defined rather than built wrong."""
+    pseudo = [f for name, f in cls.__dataclass_fields__.items()
+              if name not in {g.name for g in fields}]
+    if any(getattr(f, "kw_only", False) is True for f in fields) or any(
+            "InitVar" in str(f.type) for f in pseudo):
+        raise TypeError(f"@record {cls.__qualname__}: keyword-only fields and InitVar "
+                        "are not supported; use @dataclass")
+
+
+# --- __init__ without compiling: a template per field count, renamed -------------
+
+_TEMPLATES: dict[tuple[int, bool], types.CodeType] = {}
+
+
+def _template(count: int, finish: bool) -> types.CodeType:
+    """The code of ``__init__(__record_self__, p0, ..., p<count-1>)`` storing parameter
+    ``i`` under the placeholder key ``"\0field<i>"`` in the instance's ``__dict__``, then,
+    with ``finish``, calling the global ``__record_finish__(self)``.  Compiled once per
+    shape; :func:`_init` renames the parameters and keys.  Stores into ``__dict__`` go
+    around a frozen record's ``__setattr__``, as the dataclass's ``object.__setattr__``."""
+    shape = (count, finish)
+    if shape not in _TEMPLATES:
+        params = "".join(f", p{i}" for i in range(count))
+        lines = [f"def __init__(__record_self__{params}):",
+                 "    __record_dict__ = __record_self__.__dict__"]
+        lines += [f"    __record_dict__['\\0field{i}'] = p{i}" for i in range(count)]
+        if finish:
+            lines.append("    __record_finish__(__record_self__)")
+        space: dict = {}
+        exec(compile("\n".join(lines), "<record __init__>", "exec"), space)  # noqa: S102
+        _TEMPLATES[shape] = space["__init__"].__code__
+    return _TEMPLATES[shape]
+
+
+def _init(cls, fields):
+    """The dataclass's ``__init__`` for ``fields``, from :func:`_template`."""
+    params = [f for f in fields if f.init]
+    defaults = []
+    for f in params:
+        if f.default is not dataclasses.MISSING:
+            defaults.append(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            defaults.append(_CALL_FACTORY)
+        elif defaults:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    finish = _finisher(cls, fields)
+    code = _template(len(params), finish is not None)
+    names = {f"\0field{i}": f.name for i, f in enumerate(params)}
+    code = code.replace(
+        co_varnames=("__record_self__", *names.values(), "__record_dict__"),
+        co_consts=tuple(names.get(c, c) if isinstance(c, str) else c for c in code.co_consts),
+        **_qualname(f"{cls.__qualname__}.__init__"))
+    init = types.FunctionType(code, {"__record_finish__": finish}, "__init__",
+                              tuple(defaults) or None)
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__annotations__ = {**{f.name: f.type for f in params}, "return": None}
+    return init
+
+
+def _qualname(name: str) -> dict:
+    """``co_qualname`` where code has one (Python 3.11+; error messages name it)."""
+    return {"co_qualname": name} if hasattr(types.CodeType, "co_qualname") else {}
+
+
+def _finisher(cls, fields):
+    """What ``__init__`` does after storing its parameters, or None: default factories
+    called (for a field outside ``__init__`` too; one with a plain default is left to the
+    class attribute, as the dataclass leaves it), ``__post_init__`` called."""
+    factories = [(f.name, f.default_factory) for f in fields
+                 if f.default_factory is not dataclasses.MISSING]
+    post_init = hasattr(cls, "__post_init__")
+    if not (factories or post_init):
+        return None
+
+    def finish(self):
+        values = self.__dict__
+        for name, factory in factories:
+            if values.get(name, _CALL_FACTORY) is _CALL_FACTORY:
+                values[name] = factory()
+        if post_init:
+            self.__post_init__()
+
+    return finish
+
+
+def _signature_text(init) -> str:
+    """``str(inspect.signature(cls))`` without `` -> None``, written out: inspect's
+    signature objects cost more than the whole record for the records without a
+    docstring."""
+    from inspect import formatannotation  # inspect: already loaded by dataclasses
+
+    defaults = init.__defaults__ or ()
+    names = init.__code__.co_varnames[1:init.__code__.co_argcount]
+    first_default = len(names) - len(defaults)
+    parts = []
+    for i, name in enumerate(names):
+        text = f"{name}: {formatannotation(init.__annotations__[name])}"
+        parts.append(text if i < first_default else f"{text} = {defaults[i - first_default]!r}")
+    return f"({', '.join(parts)})"
+
+
+def _inspected_signature_text(cls) -> str:
+    """The dataclass's text for a class with its own ``__init__``."""
+    import inspect
+
+    try:
+        return str(inspect.signature(cls)).replace(" -> None", "")
+    except (TypeError, ValueError):
+        return ""
+
+
+def _freeze(cls, names: frozenset) -> None:
+    """The frozen dataclass's guards: the record's own class refuses every assignment and
+    deletion, a subclass those of the record's fields."""
+    def __setattr__(self, name, value):
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is cls or name in names:
+            raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+
+    _add(cls, __setattr__)
+    _add(cls, __delattr__)
 
 
 def _add(cls, method) -> None:

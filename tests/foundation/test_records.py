@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import inspect
 from dataclasses import field
 
 import pytest
@@ -20,7 +21,20 @@ BODIES = {
     "own eq": "    x: int\n    y: object = 0\n    def __eq__(self, other):\n        return True\n",
     "own hash": "    x: int\n    y: object = 0\n    def __hash__(self):\n        return 7\n",
     "own repr": "    x: int\n    y: object = 0\n    def __repr__(self):\n        return 'R'\n",
+    "post init": "    x: int\n    y: object = 0\n    def __post_init__(self):\n"
+                 "        self.__dict__['z'] = (self.x, self.y)\n",
+    "unset outside init": "    x: int\n"
+                          "    y: object = field(init=False, compare=False, repr=False)\n",
+    "factory outside init": "    x: int\n    y: object = field(default_factory=list, init=False)\n",
+    "own init": "    x: int\n    y: object = 0\n    def __init__(self, x, y=0):\n"
+                "        self.__dict__.update(x=x, y=y)\n",
+    "documented": "    '''A record.'''\n    x: int\n    y: object = field(default=0)\n",
 }
+
+#: Calls whose outcome (the instance's attributes, or the TypeError and its text) must be
+#: the dataclass's: positional and keyword arguments, too few, too many, unknown, twice.
+CALLS = [((), {}), ((1,), {}), ((1, 2), {}), ((1, 2, 3), {}), ((), {"x": 1}),
+         ((), {"x": 1, "y": 2}), ((1,), {"z": 3}), ((1,), {"x": 2}), ((), {"y": 2})]
 
 
 def _classes(body: str, frozen: bool):
@@ -62,6 +76,9 @@ def _behaviour(cls):
         except (dataclasses.FrozenInstanceError, AttributeError) as exc:
             out.append(("refused", type(exc).__name__, str(exc)))
     out += [copy.deepcopy(b) == b, copy.copy(b) == b, repr(dataclasses.replace(b, x=3))]
+    out += [_outcome(lambda args=args, kwargs=kwargs: vars(cls(*args, **kwargs)))
+            for args, kwargs in CALLS]
+    out += [str(inspect.signature(cls)), cls.__init__.__qualname__]
     return out
 
 
@@ -95,3 +112,24 @@ def test_a_record_subclass_compares_by_its_own_fields():
     assert Base(1) != Child(1)  # another class: not equal, as dataclasses
     assert hash(Child(1, 2)) == hash((1, 2)) and repr(Child(1, 2)) == (
         "test_a_record_subclass_compares_by_its_own_fields.<locals>.Child(x=1, y=2)")
+
+
+@pytest.mark.parametrize("body", [
+    "    x: int = 0\n    y: int\n",  # a field without a default after one with
+    "    x: int = field(default=0, kw_only=True)\n",  # keyword-only: not supported
+])
+def test_a_record_the_template_cannot_build_is_refused_when_defined(body):
+    space = {"field": field}
+    exec(f"class C:\n{body}", space)  # noqa: S102 - the test's own class body
+    with pytest.raises(TypeError, match="non-default argument 'y' follows|not supported"):
+        record(space["C"])
+
+
+def test_records_of_many_fields_store_each_under_its_own_name():
+    names = [f"f{i}" for i in range(12)]
+    space: dict = {}
+    body = "".join(f"    {name}: int = {i}\n" for i, name in enumerate(names))
+    exec(f"class C:\n{body}", space)  # noqa: S102 - the test's own class body
+    obj = record(space["C"])(*range(100, 106), f11=7)
+    assert vars(obj) == {**{name: 100 + i for i, name in enumerate(names[:6])},
+                         **{name: i for i, name in enumerate(names) if 6 <= i < 11}, "f11": 7}
