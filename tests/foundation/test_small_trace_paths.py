@@ -115,6 +115,28 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
         assert fast == plain, (where, char, edit)
 
 
+def test_region_files_of_one_shape_read_as_record_by_record(tmp_path):
+    """Region files from one offset with one record size share the text of their lines'
+    heads (``_region_lines``, grown as longer files come): files shorter and longer than
+    the last, and ones whose offsets differ from it in one digit, read as the plain parse."""
+    rng = random.Random(7)
+    for lines in (5, 40, 3, 40, 700, 2, 90):
+        raw = memfiles.record_dat_bytes(rng.randbytes(32 * lines + 5), 32)
+        assert memfiles._one_region(raw) is not None
+        fast, plain = _array_and_plain(tmp_path, raw)
+        assert fast == plain
+        for _ in range(6):  # an offset's digit changed, still a well-formed line
+            heads = [i for i in range(len(raw)) if raw.startswith(b"{offset:0x", i)]
+            where = rng.choice(heads) + len(b"{offset:0x")
+            digit = raw[where:where + 1]
+            faulty = raw[:where] + rng.choice([d for d in b"123456789abcdef"
+                                               if bytes([d]) != digit]).to_bytes(1, "big") \
+                + raw[where + 1:]
+            assert memfiles._one_region(faulty) is None
+            fast, plain = _array_and_plain(tmp_path, faulty)
+            assert fast == plain
+
+
 @pytest.mark.parametrize("text", [
     "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04} ,\n",
     # a line of another size amid the lines: the general parse reads it
