@@ -159,6 +159,9 @@ class Machine:
         self._plain_writes: dict[str | int, tuple | bool] = self.regfile.regmap.memo(
             ("machine plain writes", self.config.address_map, tuple(map(type, self.engines)),
              tuple(sorted(self._lacking))))
+        # write_reg's argument -> the data port its writes go to, learnt at its first write
+        # (this machine's: a port is its engine's bound method)
+        self._port_writes: dict[str | int, object] = {}
         # name or byte address -> its register (every poll looks one up), shared by the
         # machines of this address map
         self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
@@ -251,9 +254,14 @@ class Machine:
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
         plain = self._plain_writes.get(reg)
-        if plain and not self._register_listening:  # most writes: stored, nothing else
-            self.regfile.write_plain(plain, value)
-            return
+        if not self._register_listening:
+            if plain:  # most writes: stored, nothing else
+                self.regfile.write_plain(plain, value)
+                return
+            port = self._port_writes.get(reg)  # a LUT upload: hundreds of writes
+            if port is not None:
+                port(value)
+                return
         r, rf_plan, special = self._write_plans.get(reg) or self._write_plan(reg)
         if self._register_listening:
             self.register_listeners.wrote_register(r, value)
@@ -266,6 +274,7 @@ class Machine:
             port = special[1]  # a LUT data port (thousands of writes): what its engine's
             write = self._ports.get(port) if port is not None else None  # on_write does
             if write is not None:
+                self._port_writes[reg] = write
                 write(value)
                 return
             if self._special_write(r, special, value):
