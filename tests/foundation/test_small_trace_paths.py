@@ -60,8 +60,24 @@ def _array_and_plain(tmp_path, raw: bytes):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memfiles, "_well_formed_records", lambda _text: None)
         patch.setattr(memfiles, "_canonical_records", lambda _raw: None)
-        patch.setattr(memfiles, "_one_region", lambda _raw: None)
+        for shortcut in SHORTCUTS:
+            patch.setattr(memfiles, shortcut, lambda _raw: None)
         return fast, _read(path)
+
+
+SHORTCUTS = ("_one_region", "_canonical_records")
+
+
+def _only(tmp_path, raw: bytes, shortcut: str):
+    """read_record_file's runs and extent (or its rejection) with only ``shortcut`` on."""
+    path = tmp_path / "m.dat"
+    path.write_bytes(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memfiles, "_well_formed_records", lambda _text: None)
+        for off in SHORTCUTS:
+            if off != shortcut:
+                patch.setattr(memfiles, off, lambda _raw: None)
+        return _read(path)
 
 
 # (bytes, record size, records of zeros left out): offsets of 1 to 5 hex digits, a short
@@ -171,10 +187,28 @@ def test_region_files_of_one_shape_read_as_record_by_record(tmp_path):
     "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x123456789abcd, size:1, payload:0x02} ,\n",
     "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
     "{offset:0x2, size:12, payload:0x03} ,\n",
+    # rising offsets with gaps (records of zeros left out), across digit counts; a last
+    # line inside the one before it (the extent is that line's end); offsets in upper
+    # case, with a leading zero, falling, repeated
+    "{offset:0xe, size:2, payload:0x01 0x02} ,\n{offset:0x12, size:2, payload:0x03 0x04} ,\n"
+    "{offset:0x100, size:2, payload:0x05 0x06} ,\n{offset:0x1000, size:1, payload:0x07} ,\n",
+    "{offset:0x0, size:4, payload:0x01 0x02 0x03 0x04} ,\n"
+    "{offset:0x10, size:4, payload:0x05 0x06 0x07 0x08} ,\n{offset:0x11, size:1, payload:0x09} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0xA, size:1, payload:0x02} ,\n"
+    "{offset:0xb, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x010, size:1, payload:0x02} ,\n"
+    "{offset:0x11, size:1, payload:0x03} ,\n",
+    "{offset:0x100, size:1, payload:0x01} ,\n{offset:0x10, size:1, payload:0x02} ,\n"
+    "{offset:0x200, size:1, payload:0x03} ,\n",
+    "{offset:0x10, size:1, payload:0x01} ,\n{offset:0x10, size:1, payload:0x02} ,\n"
+    "{offset:0x20, size:1, payload:0x03} ,\n",
 ])
 def test_record_files_by_hand_decode_as_record_by_record(tmp_path, text):
-    fast, plain = _array_and_plain(tmp_path, ("{\n" + text + "}\n").encode())
+    raw = ("{\n" + text + "}\n").encode()
+    fast, plain = _array_and_plain(tmp_path, raw)
     assert fast == plain
+    for shortcut in SHORTCUTS:
+        assert _only(tmp_path, raw, shortcut) == plain, shortcut
 
 
 # -- .cfg text -------------------------------------------------------------------------------
