@@ -174,19 +174,14 @@ class TracePlayer:
         self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
         self.word_bytes = word_bytes
         self.checks = 0
-        self._parsed: dict[str, RecordFile] = {}  # file name -> its runs and extent
+        self._parsed: dict[Path, RecordFile] = {}
 
     # -- helpers --------------------------------------------------------------
-    def _read_file(self, op: Op, name: str, reader):
-        """``reader(path)`` of the memory file ``name`` next to the trace; a file that is not
-        there fails ``op`` (asked only when the read failed: one system call less a file)."""
+    def _file(self, op: Op, name: str) -> Path:
         path = self.folder / name
-        try:
-            return reader(path)
-        except SimError:
-            if not path.is_file():
-                raise op.fail(f"memory file {name!r} not found next to the trace") from None
-            raise
+        if not path.is_file():
+            raise op.fail(f"memory file {name!r} not found next to the trace")
+        return path
 
     def _memory(self, op: Op, name: str):
         return self.machine.memory(name)  # play() locates an error at op.where
@@ -346,16 +341,16 @@ class TracePlayer:
     def _records(self, op: Op, name: str) -> RecordFile:
         """A record file's runs and extent, parsed once per trace (mem_init sizes by the file
         that mem_load then loads)."""
-        records = self._parsed.get(name)
-        if records is None:
-            records = self._parsed[name] = self._read_file(op, name, read_record_file)
-        return records
+        path = self._file(op, name)
+        if path not in self._parsed:
+            self._parsed[path] = read_record_file(path)
+        return self._parsed[path]
 
     def _op_load_hex(self, op: LoadMem) -> None:
         addr, size = op.addr, op.size
         mem = self._txn_memory(addr)
         mem.check(addr, size, access="load_mem")
-        data = self._read_file(op, op.file, read_hex_dat)
+        data = read_hex_dat(self._file(op, op.file))
         if len(data) < size:
             data = data + bytes(size - len(data))  # the bench loads what the file holds
         mem.write(addr, data[:size])
@@ -379,7 +374,7 @@ class TracePlayer:
         mem = self._txn_memory(addr)
         got = mem.read(addr, size)
         self._dump(name, addr, got)
-        expected = self._read_file(op, name, read_hex_dat)
+        expected = read_hex_dat(self._file(op, name))
         if len(expected) < size:
             raise op.fail(f"{name} holds {len(expected)} bytes, dump_mem asks {size}")
         check = Check(op, None, mem, addr, size, name, expected[:size], got)
