@@ -153,6 +153,15 @@ class Machine:
         # engine set (a plan names the engines hooked by their place in self.engines)
         self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
             ("machine writes", self.config.address_map, tuple(map(type, self.engines))))
+        # write_reg's argument -> the register file's plain_plan of a register that a write
+        # only stores into (not hooked, not lacking here), False for any other: shared by
+        # the machines of this address map, engine set and lacking units
+        self._plain_writes: dict[str | int, tuple | bool] = self.regfile.regmap.memo(
+            ("machine plain writes", self.config.address_map, tuple(map(type, self.engines)),
+             tuple(sorted(self._lacking))))
+        # write_reg's argument -> the data port its writes go to, learnt at its first write
+        # (this machine's: a port is its engine's bound method)
+        self._port_writes: dict[str | int, object] = {}
         # name or byte address -> its register (every poll looks one up), shared by the
         # machines of this address map
         self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
@@ -244,16 +253,28 @@ class Machine:
 
     def write_reg(self, reg: str | int, value: int) -> None:
         """CSB write by name (``NVDLA_SDP.D_OP_ENABLE_0``) or byte address."""
+        plain = self._plain_writes.get(reg)
+        if not self._register_listening:
+            if plain:  # most writes: stored, nothing else
+                self.regfile.write_plain(plain, value)
+                return
+            port = self._port_writes.get(reg)  # a LUT upload: hundreds of writes
+            if port is not None:
+                port(value)
+                return
         r, rf_plan, special = self._write_plans.get(reg) or self._write_plan(reg)
         if self._register_listening:
             self.register_listeners.wrote_register(r, value)
         unit = r.unit
         if unit in self._lacking:  # a block this configuration does not have
             self.config.require(self._lacking[unit], r.full_name)
+        if plain is None:  # the first write of reg on this map: is it a plain one?
+            self._plain_writes[reg] = special is None and self.regfile.plain_plan(r) or False
         if special is not None:
             port = special[1]  # a LUT data port (thousands of writes): what its engine's
             write = self._ports.get(port) if port is not None else None  # on_write does
             if write is not None:
+                self._port_writes[reg] = write
                 write(value)
                 return
             if self._special_write(r, special, value):

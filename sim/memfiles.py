@@ -130,14 +130,13 @@ def read_record_file(path: str | Path) -> RecordFile:
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
     ends = offsets + sizes
-    follow = offsets[1:] == ends[:-1]  # each record after the first starts where one ended
-    if follow.all():  # one run: the usual file
+    # the records after which a run ends (the next starts elsewhere than where it ended)
+    cuts = np.flatnonzero(offsets[1:] != ends[:-1])
+    if not len(cuts):  # one run: the usual file
         return RecordFile([(int(offsets[0]), data)], int(ends[-1]))
-    first = [0, *(np.flatnonzero(~follow) + 1).tolist()]  # of each run
-    positions = [0, *np.cumsum(sizes).tolist()]  # of each record's payload in data
-    starts = offsets[first].tolist()
-    runs = [(start, data[positions[i]:positions[j]])
-            for start, i, j in zip(starts, first, [*first[1:], len(offsets)], strict=True)]
+    starts = [int(offsets[0]), *offsets[cuts + 1].tolist()]  # of each run
+    bounds = [0, *np.cumsum(sizes)[cuts].tolist(), len(data)]  # of each run's bytes in data
+    runs = [(start, data[bounds[i]:bounds[i + 1]]) for i, start in enumerate(starts)]
     return RecordFile(runs, int(ends.max()))
 
 
@@ -268,8 +267,9 @@ def _one_region(raw: bytes) -> RecordFile | None:
     previous one ended, in lower-case hex without leading zeros, then a last line of any
     size at the offset that follows.  Such lines are known but for their payload digits,
     so each block of equally long lines (offsets of one digit count) is checked as one
-    array against its line's template, its offsets' digits against their text, and its
-    payload digits are read through one strided view: a few calls a block, where
+    array, its payload digits masked out, against the text such lines have (made once
+    per region start and record size: :func:`_region_lines`), and its payload digits
+    are read through one strided view: a few calls a block, where
     :func:`_canonical_records` makes a few dozen over the file (a small trace loads one
     or two small files).  None for any other file (:func:`_canonical_records` then reads
     it; whatever this accepts, it accepts as well and reads as the same run)."""
@@ -286,29 +286,27 @@ def _one_region(raw: bytes) -> RecordFile | None:
     if first.end(3) - first.start(3) != 5 * size - 1 or first.group(1) != b"%x" % start:
         return None
     last = raw.rfind(b"\n", 0, stop - 1) + 1  # where the last record line starts
-    last_offset = _one_region_long(raw, last, start, size, first_end - first.end(1))
-    if last_offset is None:
+    widths = _one_region_widths(raw, last, start, size, first_end - first.end(1))
+    if widths is None:
         return None  # not one region (records of zeros left out, say): told from the
         # length, before any other work, as such a file goes to _canonical_records
     end = _record_line(raw, last, stop)
     if end is None:
         return None
-    template, mask = _line_template(raw[first.end(1):first_end], first.start(3) - first.end(1),
-                                    size)
+    tail = raw[first.end(1):first_end]
+    payload = first.start(3) - first.end(1)  # where the payload starts in the tail
     offset, pos, digits = start, 2, []
-    for width, lines in _offset_widths(start, last_offset, size):
-        line = len(_OFFSET_HEAD) + width + len(template)
+    for width, lines in widths:
+        line = len(_OFFSET_HEAD) + width + len(tail)
         if width > 15:
             return None
         block = np.ndarray((lines, line), np.uint8, raw, pos)
-        tail = block[:, len(_OFFSET_HEAD) + width:]
-        heads = block[:, :len(_OFFSET_HEAD) + width].tobytes()
-        if (tail & mask).tobytes() != template * lines or heads != b"".join(
-                [b"{offset:0x%x" % o for o in range(offset, offset + lines * size, size)]):
+        if not _region_lines(offset, size, tail, payload, lines).startswith(
+                (block & _line_mask(width, len(tail), payload, size)).tobytes()):
             return None
-        payload = first.start(3) - first.end(1) + 2  # the first digit, in the tail
         digits.append(np.ndarray((lines, size), "S2", raw,
-                                 pos + len(_OFFSET_HEAD) + width + payload, (line, 5)).tobytes())
+                                 pos + len(_OFFSET_HEAD) + width + payload + 2,
+                                 (line, 5)).tobytes())
         pos += lines * line
         offset += lines * size
     if end[0] != offset:
@@ -322,10 +320,12 @@ def _one_region(raw: bytes) -> RecordFile | None:
     return RecordFile([(start, data + end[2])], offset + end[1])
 
 
-def _one_region_long(raw: bytes, last: int, start: int, size: int, tail: int) -> int | None:
-    """The offset of the line at ``last`` if ``raw[2:last]`` is as long as the lines of
-    records of ``size`` bytes from offset ``start`` up to it, each line ``{offset:0x``, the
-    offset in hex without leading zeros and ``tail`` bytes more; else None."""
+def _one_region_widths(raw: bytes, last: int, start: int, size: int, tail: int
+                       ) -> list[tuple[int, int]] | None:
+    """:func:`_offset_widths` up to the offset of the line at ``last`` if ``raw[2:last]`` is
+    as long as the lines of records of ``size`` bytes from offset ``start`` up to it, each
+    line ``{offset:0x``, the offset in hex without leading zeros and ``tail`` bytes more;
+    else None."""
     try:
         end = int(raw[last + len(_OFFSET_HEAD):raw.find(b",", last, last + 40)], 16)
     except ValueError:
@@ -333,9 +333,50 @@ def _one_region_long(raw: bytes, last: int, start: int, size: int, tail: int) ->
     records, rest = divmod(end - start, size)
     if rest or records < 1:
         return None
-    total = sum(lines * (len(_OFFSET_HEAD) + width + tail)
-                for width, lines in _offset_widths(start, end, size))
-    return end if total == last - 2 else None
+    widths = list(_offset_widths(start, end, size))
+    total = sum(lines * (len(_OFFSET_HEAD) + width + tail) for width, lines in widths)
+    return widths if total == last - 2 else None
+
+
+#: (first offset, record size, line tail, payload) -> the lines of records from that
+#: offset on (:func:`_region_lines`), as many as a file has asked for yet
+_REGION_LINES: dict[tuple, bytes] = {}
+_REGION_LINES_KEPT = 32  # keys kept (files of one record size from one offset share one)
+
+
+def _region_lines(offset: int, size: int, tail: bytes, payload: int, lines: int) -> bytes:
+    """The record lines of offsets ``offset``, ``offset + size`` ... (all of the hex digit
+    count of ``offset``), each ``{offset:0x<hex>`` and ``tail`` with its payload's hex
+    digits zero (what :func:`_line_mask` leaves of a canonical line; ``tail`` is such a
+    line's, its payload ``0xHH 0xHH ..`` from ``payload`` on): ``lines`` of them or more
+    (a block of lines is checked as a prefix of them).  Files of one shape (region start,
+    record size) share them, so the heads' text is made once, not per file."""
+    after = payload + 5 * size - 1  # just past the payload
+    key = (offset, size, tail[:payload], tail[after:])
+    text = _REGION_LINES.get(key)
+    line = len(b"{offset:0x%x" % offset) + len(tail)
+    if text is not None and len(text) >= lines * line:
+        return text
+    have = 0 if text is None else len(text) // line
+    lines = max(lines, 2 * have)  # a longer file next: made again at most log2 times
+    masked = b"%s%s0x\0\0%s" % (key[2], b"0x\0\0 " * (size - 1), key[3])
+    text = b"".join([b"{offset:0x%x%s" % (o, masked)
+                     for o in range(offset, offset + lines * size, size)])
+    if len(_REGION_LINES) >= _REGION_LINES_KEPT:
+        _REGION_LINES.clear()
+    _REGION_LINES[key] = text
+    return text
+
+
+@functools.lru_cache(maxsize=256)
+def _line_mask(width: int, tail: int, payload: int, size: int) -> np.ndarray:
+    """The mask (read-only) that zeroes the payload's hex digits of a record line whose
+    offset has ``width`` hex digits: what :func:`_fixed_tail_columns` keeps of the
+    ``tail`` after the offset, all of the head before it."""
+    mask = np.full(len(_OFFSET_HEAD) + width + tail, 0xFF, np.uint8)
+    mask[len(_OFFSET_HEAD) + width:] *= _fixed_tail_columns(tail, payload, size)
+    mask.flags.writeable = False
+    return mask
 
 
 def _offset_widths(start: int, end: int, size: int):
@@ -347,17 +388,6 @@ def _offset_widths(start: int, end: int, size: int):
         lines = min(-(-(16 ** width - offset) // size), (end - offset) // size)
         yield width, lines
         offset += lines * size
-
-
-@functools.lru_cache(maxsize=64)
-def _line_template(tail: bytes, payload: int, size: int) -> tuple[bytes, np.ndarray]:
-    """(a record line's ``tail`` (all past the offset's digits) with its payload's hex digits
-    zero, the mask (read-only) that zeroes them): the template every line of the file
-    matches; files of one record size share it.  ``payload``: where the payload (its first
-    ``0x``) starts in the tail."""
-    mask = _fixed_tail_columns(len(tail), payload, size).astype(np.uint8) * np.uint8(0xFF)
-    mask.flags.writeable = False
-    return (np.frombuffer(tail, np.uint8) & mask).tobytes(), mask
 
 
 def _size_text(raw: bytes, start: int, end: int) -> bytes:

@@ -261,6 +261,24 @@ class RegisterFile:
             self._plans[reg.unit, reg.name] = plan
         return plan
 
+    def plain_plan(self, reg: regtable.Register) -> tuple | None:
+        """How :meth:`write_plain` writes ``reg``, if a CSB write of it only stores its
+        writable bits (no S_POINTER, no D_OP_ENABLE, no write-1-to-clear bits: most of a
+        trace's writes): (unit, register name, the bits kept, the bits written,
+        double-buffered?); else None."""
+        unit, name, kind, writable, w1c, grouped, _ = self.write_plan(reg)
+        if kind != PLAIN or w1c:
+            return None
+        return unit, name, ~writable & 0xFFFFFFFF, writable, grouped
+
+    def write_plain(self, plan: tuple, value: int) -> None:
+        """:meth:`apply_write` of a register by its :meth:`plain_plan`."""
+        unit, name, kept, writable, grouped = plan
+        store = self.grouped[unit][self.producer[unit]] if grouped else self.single[unit]
+        if self._blocks:
+            self._blocks.pop(unit, None)
+        store[name] = (store[name] & kept) | (value & writable)
+
     def cpu_write(self, reg: regtable.Register, value: int) -> str | None:
         """Apply a CSB write.  Returns ``"launch"`` when an OP_EN was armed."""
         return self.apply_write(self.write_plan(reg), value)

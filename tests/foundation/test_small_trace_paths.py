@@ -60,8 +60,24 @@ def _array_and_plain(tmp_path, raw: bytes):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(memfiles, "_well_formed_records", lambda _text: None)
         patch.setattr(memfiles, "_canonical_records", lambda _raw: None)
-        patch.setattr(memfiles, "_one_region", lambda _raw: None)
+        for shortcut in SHORTCUTS:
+            patch.setattr(memfiles, shortcut, lambda _raw: None)
         return fast, _read(path)
+
+
+SHORTCUTS = ("_one_region", "_canonical_records")
+
+
+def _only(tmp_path, raw: bytes, shortcut: str):
+    """read_record_file's runs and extent (or its rejection) with only ``shortcut`` on."""
+    path = tmp_path / "m.dat"
+    path.write_bytes(raw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(memfiles, "_well_formed_records", lambda _text: None)
+        for off in SHORTCUTS:
+            if off != shortcut:
+                patch.setattr(memfiles, off, lambda _raw: None)
+        return _read(path)
 
 
 # (bytes, record size, records of zeros left out): offsets of 1 to 5 hex digits, a short
@@ -115,6 +131,28 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
         assert fast == plain, (where, char, edit)
 
 
+def test_region_files_of_one_shape_read_as_record_by_record(tmp_path):
+    """Region files from one offset with one record size share the text of their lines'
+    heads (``_region_lines``, grown as longer files come): files shorter and longer than
+    the last, and ones whose offsets differ from it in one digit, read as the plain parse."""
+    rng = random.Random(7)
+    for lines in (5, 40, 3, 40, 700, 2, 90):
+        raw = memfiles.record_dat_bytes(rng.randbytes(32 * lines + 5), 32)
+        assert memfiles._one_region(raw) is not None
+        fast, plain = _array_and_plain(tmp_path, raw)
+        assert fast == plain
+        for _ in range(6):  # an offset's digit changed, still a well-formed line
+            heads = [i for i in range(len(raw)) if raw.startswith(b"{offset:0x", i)]
+            where = rng.choice(heads) + len(b"{offset:0x")
+            digit = raw[where:where + 1]
+            faulty = raw[:where] + rng.choice([d for d in b"123456789abcdef"
+                                               if bytes([d]) != digit]).to_bytes(1, "big") \
+                + raw[where + 1:]
+            assert memfiles._one_region(faulty) is None
+            fast, plain = _array_and_plain(tmp_path, faulty)
+            assert fast == plain
+
+
 @pytest.mark.parametrize("text", [
     "{offset:0x0, size:2, payload:0x01 0x02} ,\n{offset:0x2, size:2, payload:0x03 0x04} ,\n",
     # a line of another size amid the lines: the general parse reads it
@@ -149,10 +187,28 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
     "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x123456789abcd, size:1, payload:0x02} ,\n",
     "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x1, size:1, payload:0x02} ,\n"
     "{offset:0x2, size:12, payload:0x03} ,\n",
+    # rising offsets with gaps (records of zeros left out), across digit counts; a last
+    # line inside the one before it (the extent is that line's end); offsets in upper
+    # case, with a leading zero, falling, repeated
+    "{offset:0xe, size:2, payload:0x01 0x02} ,\n{offset:0x12, size:2, payload:0x03 0x04} ,\n"
+    "{offset:0x100, size:2, payload:0x05 0x06} ,\n{offset:0x1000, size:1, payload:0x07} ,\n",
+    "{offset:0x0, size:4, payload:0x01 0x02 0x03 0x04} ,\n"
+    "{offset:0x10, size:4, payload:0x05 0x06 0x07 0x08} ,\n{offset:0x11, size:1, payload:0x09} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0xA, size:1, payload:0x02} ,\n"
+    "{offset:0xb, size:1, payload:0x03} ,\n",
+    "{offset:0x0, size:1, payload:0x01} ,\n{offset:0x010, size:1, payload:0x02} ,\n"
+    "{offset:0x11, size:1, payload:0x03} ,\n",
+    "{offset:0x100, size:1, payload:0x01} ,\n{offset:0x10, size:1, payload:0x02} ,\n"
+    "{offset:0x200, size:1, payload:0x03} ,\n",
+    "{offset:0x10, size:1, payload:0x01} ,\n{offset:0x10, size:1, payload:0x02} ,\n"
+    "{offset:0x20, size:1, payload:0x03} ,\n",
 ])
 def test_record_files_by_hand_decode_as_record_by_record(tmp_path, text):
-    fast, plain = _array_and_plain(tmp_path, ("{\n" + text + "}\n").encode())
+    raw = ("{\n" + text + "}\n").encode()
+    fast, plain = _array_and_plain(tmp_path, raw)
     assert fast == plain
+    for shortcut in SHORTCUTS:
+        assert _only(tmp_path, raw, shortcut) == plain, shortcut
 
 
 # -- .cfg text -------------------------------------------------------------------------------

@@ -221,3 +221,39 @@ def test_live_records_are_those_with_a_nonzero_byte(record):
     rows[8, 0] = 0x80  # only the first
     np.testing.assert_array_equal(live_records(rows), rows.any(axis=1))
     np.testing.assert_array_equal(live_records(rows[::2]), rows[::2].any(axis=1))
+
+
+CFG_WITH_FILE = """\
+mem_init(pri_mem, 0x80000000, "{init}", ALL_ZERO);
+mem_load(pri_mem, 0x80000000, "{load}");
+intr_notify(SDP_0, sync_id_0);
+"""
+
+
+@pytest.mark.parametrize("trace,line", [
+    (CFG_WITH_FILE.format(init="in.dat", load="x.dat"), "t.cfg:2"),  # mem_load's
+    (CFG_WITH_FILE.format(init="x.dat", load="in.dat"), "t.cfg:1"),  # mem_init's size
+    (BDMA_TXN.replace("src.dat", "x.dat"), "input.txn:1"),  # load_mem
+    (BDMA_TXN.replace("dst.dat", "x.dat"), "input.txn:11"),  # dump_mem's expected bytes
+])
+@pytest.mark.parametrize("fault", ["missing", "folder", "malformed"])
+def test_a_memory_file_that_is_not_there_or_bad_fails_its_line(tmp_path, trace, line, fault):
+    """A missing file (or a folder in its place) is "not found next to the trace"; a file
+    that is there but cannot be read as one fails as its reader says; at the op's line."""
+    folder = make_txn(tmp_path / "nv_full" / "t", bytes(range(64)), trace)
+    if line.startswith("t.cfg"):
+        (folder / "input.txn").unlink()
+        (folder / "t.cfg").write_text(trace)
+        (folder / "in.dat").write_text(format_record_dat(bytes(range(64)), 32))
+    if fault == "folder":
+        (folder / "x.dat").mkdir()
+    elif fault == "malformed":
+        (folder / "x.dat").write_text("{\n{offset:0x0, size:2, payload:0x01} ,\n}\n" if
+                                      line.startswith("t.cfg") else "0xzz 0x01\n")
+    result = run_trace(folder)
+    assert result.status == "error", result.message
+    assert line in result.message
+    if fault == "malformed":
+        assert "not found" not in result.message and "x.dat" in result.message
+    else:
+        assert "memory file 'x.dat' not found next to the trace" in result.message
