@@ -101,7 +101,7 @@ def add_convert_block(x: np.ndarray, x_bounds: tuple[int, int], addend, addend_b
     half = 1 << shift >> 1
     if dtype is None or not _fits((product[0] - half, product[1] + half), INT32_MIN, INT32_MAX):
         return False
-    v = np.add(x, addend, dtype=dtype)
+    v = _add(x, addend, dtype)
     if kept != sums:
         v = clip_into(v, lo, hi, sums)
     if scale != 1:
@@ -114,6 +114,24 @@ def add_convert_block(x: np.ndarray, x_bounds: tuple[int, int], addend, addend_b
         v = clip_into(v, lo_out, hi_out, rounded)
     np.copyto(out, v, casting="unsafe")
     return True
+
+
+#: numpy buffers an operand broadcast along rows shorter than its buffer (8192 elements by
+#: default), copying it out element by element: twice the time of the unbuffered add.  Rows
+#: longer than this (56x56 and 28x28 feature maps) are added with a buffer this small.
+SHORT_BUFFER = 256
+
+
+def _add(x: np.ndarray, addend, dtype) -> np.ndarray:
+    """``x + addend`` in ``dtype``; a per-row addend of x's dtype unbuffered when rows are long."""
+    if isinstance(addend, np.ndarray) and addend.ndim == x.ndim and addend.shape[-1] == 1 \
+            and x.shape[-1] > SHORT_BUFFER and x.dtype == addend.dtype == dtype:
+        size = np.setbufsize(SHORT_BUFFER)  # numpy keeps it per thread (a context variable)
+        try:
+            return np.add(x, addend)
+        finally:
+            np.setbufsize(size)
+    return np.add(x, addend, dtype=dtype)
 
 
 def _round_shift(p: np.ndarray, bounds: tuple[int, int], kept: tuple[int, int], scale: int,

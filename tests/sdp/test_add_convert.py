@@ -146,3 +146,24 @@ def test_pipeline_takes_the_adding_form(monkeypatch):
                 rules = pipeline.run_pipeline(layer, cube, operands, lut, from_memory=False)
             np.testing.assert_array_equal(fast[0], rules[0])
             assert fast[1] == rules[1]
+
+
+def test_long_rows_add_unbuffered_and_match():
+    """Rows past SHORT_BUFFER (a per-channel bias on a 56x56 map) take the unbuffered add:
+    the same sums, and numpy's buffer size is restored."""
+    rng = np.random.default_rng(RNG_SEED + 3)
+    pixels = sdp_add.SHORT_BUFFER * 3 + 5
+    x = rng.integers(-250000, 250000, (1, 3, pixels)).astype(np.int32)
+    bias = np.array([-32768, 32767, 5], np.int16).reshape(1, 3, 1)
+    size = np.getbufsize()
+    for alu_shift, relu_bypass, offset in itertools.product((0, 1), (0, 1), (0, -1000)):
+        alu, _ = num_sdp.x_int_operands(bias, np.int64(0), alu_shift)
+        folded = sdp_add.folded_addend(*alu, offset)
+        assert folded[0].dtype == np.int32
+        out = np.zeros(x.shape, np.int8)
+        assert sdp_add.add_convert_block(x, (int(x.min()), int(x.max())), *folded,
+                                         INT32_MIN if relu_bypass else 0, offset, 25144, 22,
+                                         0, out)
+        want, _ = _reference(x, bias, 0, 2, alu_shift, relu_bypass, offset, 25144, 22, 0)
+        np.testing.assert_array_equal(out.astype(np.int64) & 0xFFFF, want)
+        assert np.getbufsize() == size
