@@ -185,7 +185,9 @@ def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
         if prepared.operand_error is not None:
             raise prepared.operand_error
         operands = prepared.operands
-    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None)
+    # an output only written to memory (copied there) may be scratch memory
+    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None,
+                              scratch=layer.writes_memory)
     _store_counters(ctx, layer, stats)
     if layer.eql:
         return

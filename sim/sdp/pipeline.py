@@ -22,6 +22,7 @@ import numpy as np
 from .. import jit
 from ..configs import FP16
 from ..dma.elements import element_dtype
+from ..dma.feature import scratch_bytes
 from ..jit import run_split
 from . import stages
 
@@ -67,11 +68,20 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
         if int_path else None)
 
 
-def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
+def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True,
+                 scratch: bool = False):
+    """``scratch``: the output may be this thread's scratch memory
+    (:func:`sim.dma.feature.scratch_bytes`), valid until the next such call: for a caller
+    that is done with it before (the engine, writing it to memory)."""
     n, cp, h, w = data.shape
     path = datapath(layer, operands, lut, from_memory, cp, h, w)
     cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened where a block needs it
-    out = np.empty(cube.shape, element_dtype(layer.out_precision))
+    dtype = element_dtype(layer.out_precision)
+    if scratch:
+        out = scratch_bytes(cube.size * dtype.itemsize, "sdp output").view(dtype)
+        out = out.reshape(cube.shape)
+    else:
+        out = np.empty(cube.shape, dtype)
 
     def run(block: tuple[slice, slice]) -> np.ndarray:
         # the low 8 or 16 bits of the words: the element

@@ -117,9 +117,9 @@ def _captured_layer(monkeypatch, spec, rng):
     seen = {}
     real = pipeline.run_pipeline
 
-    def capture(layer, data, operands, lut, from_memory=True):
+    def capture(layer, data, operands, lut, from_memory=True, **options):
         seen.update(layer=layer, operands=operands, lut=lut)
-        return real(layer, data, operands, lut, from_memory)
+        return real(layer, data, operands, lut, from_memory, **options)
 
     operands = {unit: dict(array=_operand(rng, per_element, size, use), use=use, size=size,
                            per_element=per_element)
