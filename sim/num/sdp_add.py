@@ -105,7 +105,8 @@ def add_convert_block(x: np.ndarray, x_bounds: tuple[int, int], addend, addend_b
     if kept != sums:
         v = clip_into(v, lo, hi, sums)
     if scale != 1:
-        v = np.multiply(v, scale, dtype=np.int32, out=v if v.dtype == np.int32 else None)
+        v = _widened(v, np.int32)
+        v *= scale
     if shift:
         v = _round_shift(v, product, kept, scale, shift)
     lo_out, hi_out = _C_OUT_RANGE[code]
@@ -131,15 +132,27 @@ def _add(x: np.ndarray, addend, dtype) -> np.ndarray:
             return np.add(x, addend)
         finally:
             np.setbufsize(size)
-    return np.add(x, addend, dtype=dtype)
+    if x.dtype == dtype:
+        return np.add(x, addend)  # a new array: x is the caller's
+    wide = _widened(x, dtype)
+    return np.add(wide, addend, out=wide)
+
+
+def _widened(x: np.ndarray, dtype) -> np.ndarray:
+    """``x`` in ``dtype``: a new array, cast by a copy (a ufunc that casts its operands
+    as it computes takes twice the time of the copy and the same-dtype loop)."""
+    if x.dtype == dtype:
+        return x
+    wide = np.empty(x.shape, dtype)
+    np.copyto(wide, x, casting="unsafe")
+    return wide
 
 
 def _round_shift(p: np.ndarray, bounds: tuple[int, int], kept: tuple[int, int], scale: int,
                  shift: int) -> np.ndarray:
     """``p`` (int32, within ``bounds``, ``p = v * scale`` for v within ``kept``) shifted right
     by ``shift`` rounding half away from zero, in place (an int16 ``p`` is widened first)."""
-    if p.dtype != np.int32:
-        p = p.astype(np.int32)
+    p = _widened(p, np.int32)
     half = 1 << (shift - 1)
     if bounds[1] < 0:  # all negative: the sign is a constant
         p += half - 1
