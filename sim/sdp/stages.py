@@ -169,8 +169,12 @@ class Datapath:
             x, bounds = x_int_block(x, bounds, alu, mul, stage.alu_bypass, stage.alu_algo,
                                     stage.mul_bypass, stage.mul_shift, stage.relu_bypass, owned)
             owned = True
-        return c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale, layer.cvt_shift,
-                           self.out_precision, owned)
+        out, saturated = c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale,
+                                     layer.cvt_shift, self.out_precision, owned)
+        if np.shape(out) != v.shape:  # a stage left one value (per operand element at most)
+            saturated *= v.size // max(np.size(out), 1)  # each stands for as many elements
+            out = np.broadcast_to(out, v.shape)
+        return out, saturated
 
     @staticmethod
     def _operand(operand: np.ndarray, channels: slice, pixels: slice) -> np.ndarray:
