@@ -157,6 +157,9 @@ def _operand16(values) -> tuple:
     dtype: an operand per element is as large as the cube, and its dtype's range bounds it
     (bounds may be wider than the values: they only pick work dtypes and skip tests)."""
     values = np.asarray(values)
+    if values.ndim == 0 and values.dtype == np.int64:  # a register: no reductions
+        value = sign_extend(int(values), 16)
+        return np.array(value, np.int64), (value, value)
     if values.dtype in (np.int8, np.int16):
         if values.size > SMALL_OPERAND:  # one per element: its dtype's range, not two passes
             return values, dtype_bounds(values)
