@@ -69,12 +69,15 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
 
 
 def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True,
-                 scratch: bool = False):
+                 scratch: bool = False, path=None):
     """``scratch``: the output may be this thread's scratch memory
     (:func:`sim.dma.feature.scratch_bytes`), valid until the next such call: for a caller
-    that is done with it before (the engine, writing it to memory)."""
+    that is done with it before (the engine, writing it to memory).  ``path``: what
+    :func:`datapath` made of these arguments already (the engine makes it while the
+    convolution fetches its weights)."""
     n, cp, h, w = data.shape
-    path = datapath(layer, operands, lut, from_memory, cp, h, w)
+    if path is None:
+        path = datapath(layer, operands, lut, from_memory, cp, h, w)
     cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened where a block needs it
     dtype = element_dtype(layer.out_precision)
     if scratch:
