@@ -33,6 +33,7 @@ Public API (names other units rely on):
 from __future__ import annotations
 
 import functools
+import threading
 from functools import cached_property
 
 import numpy as np
@@ -255,6 +256,29 @@ def _feature_layout(shape, precision: str, atom_bytes: int, line_stride, surface
     return layout.validate(atom_bytes, what=what)
 
 
+# -- scratch memory --------------------------------------------------------------
+
+#: Scratch arrays of up to this many bytes are kept per thread (larger ones are made anew).
+SCRATCH_MAX = 1 << 25
+_SCRATCH = threading.local()
+
+
+def scratch_bytes(nbytes: int, slot: str) -> np.ndarray:
+    """``nbytes`` uint8 of this thread's scratch ``slot``: the memory of the slot's last call
+    (the caller's until the next call), grown when too small.  Fresh memory costs a page
+    fault per 4 KiB when first touched, ten times a rewrite: a layer's output and the
+    window it is written through come here rather than from new arrays each layer."""
+    if nbytes > SCRATCH_MAX:
+        return np.empty(nbytes, np.uint8)
+    slots = getattr(_SCRATCH, "slots", None)
+    if slots is None:
+        slots = _SCRATCH.slots = {}
+    buf = slots.get(slot)
+    if buf is None or buf.size < nbytes:
+        buf = slots[slot] = np.empty(align_up(nbytes, 1 << 16), np.uint8)
+    return buf[:nbytes]
+
+
 # -- core: flat uint8 buffers --------------------------------------------------
 
 def _atom_view(buf: np.ndarray, base: int, layout: FeatureLayout, writeable: bool) -> np.ndarray:
@@ -459,8 +483,8 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
                             batch_stride, batch, what)
     layout.check_disjoint(what)
     raw = _padded_raw(array, layout, precision, pad_value)
-    if layout.is_packed:
-        window = np.empty(layout.extent, dtype=np.uint8)
+    if layout.is_packed:  # every byte written: the window is scratch (mem.write copies it)
+        window = scratch_bytes(layout.extent, "write_feature")
     else:
         window = mem.read_for_update(addr, layout.extent, what)
     scatter_atoms(window, 0, layout, raw)

@@ -157,6 +157,9 @@ def _operand16(values) -> tuple:
     dtype: an operand per element is as large as the cube, and its dtype's range bounds it
     (bounds may be wider than the values: they only pick work dtypes and skip tests)."""
     values = np.asarray(values)
+    if values.ndim == 0 and values.dtype == np.int64:  # a register: no reductions
+        value = sign_extend(int(values), 16)
+        return np.array(value, np.int64), (value, value)
     if values.dtype in (np.int8, np.int16):
         if values.size > SMALL_OPERAND:  # one per element: its dtype's range, not two passes
             return values, dtype_bounds(values)
@@ -233,16 +236,36 @@ def x_int_block(x, bounds, alu, mul, alu_bypass, alu_algo, mul_bypass, mul_shift
     ``alu``, ``mul``: (values, bounds) of :func:`x_int_operands`.  ``owned``: ``x`` is
     the caller's array, changed in place; otherwise new arrays are made.  ReLU after the
     int32 saturation is the saturation's lower bound raised to 0.
+
+    When the bounds leave the stage one possible result (a shift that rounds every value
+    to zero, a ReLU under negative values), it is that value as a 0-d array, with no pass
+    over ``x``: it broadcasts against the block like any operand.
     """
+    algo = AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)
+    low = 0 if not relu_bypass else INT32_MIN
+    result = _x_result_bounds(bounds, alu, mul, alu_bypass, algo, mul_bypass, int(mul_shift),
+                              low)
+    if result is not None and result[0] == result[1]:
+        return np.array(result[0], np.int64), result
     if not alu_bypass:
-        algo = AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)
         bounds = _alu_bounds(algo, bounds, alu[1])
         x, owned = _apply(_INT_ALU[algo], x, alu[0], owned, bounds), True
     if not mul_bypass:
         bounds = _product_bounds(bounds, mul[1])
         x, owned = _apply(np.multiply, x, mul[0], owned, bounds), True
-    low = 0 if not relu_bypass else INT32_MIN
     return _convert(x, int(mul_shift), low, INT32_MAX, bounds, owned)
+
+
+def _x_result_bounds(bounds, alu, mul, alu_bypass, algo: int, mul_bypass, shift: int,
+                     low: int) -> tuple | None:
+    """The bounds :func:`x_int_block` gives its result (None when ``bounds`` is)."""
+    if bounds is None:
+        return None
+    if not alu_bypass:
+        bounds = _alu_bounds(algo, bounds, alu[1])
+    if not mul_bypass:
+        bounds = _product_bounds(bounds, mul[1])
+    return converted_bounds(bounds, shift, low, INT32_MAX)
 
 
 def _x_int_layer(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_shift,

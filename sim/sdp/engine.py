@@ -113,7 +113,7 @@ def run_sdp(ctx, lut: LutRam, cube=None, fetch=None, prepared: SdpPrepared | Non
     """
     group = ctx.groups.get(SDP_RDMA)
     if prepared is None:
-        prepared = _prepare(ctx, fetch, cube is not None)
+        prepared = _prepare(ctx, fetch, cube is not None, lut)
     _compute(ctx, lut, cube, prepared)
     if fetch is not None and group is not None:
         fetch.layer_ran(ctx, group)
@@ -126,14 +126,16 @@ class SdpPrepared:
     decoder's before the input is taken, the operand streams' after it.
     """
 
-    __slots__ = ("fetched", "layer", "cp", "operands", "error", "operand_error")
+    __slots__ = ("fetched", "layer", "cp", "operands", "error", "operand_error", "path")
 
     def __init__(self, fetched):
         self.fetched = fetched  # what SDP_RDMA's layer read when it started, or None
         self.layer = self.cp = self.operands = self.error = self.operand_error = None
+        self.path = None  # the datapath (sim.sdp.pipeline.datapath) of the CACC cube
 
 
-def _prepare(ctx, fetch, on_the_fly: bool) -> SdpPrepared:
+def _prepare(ctx, fetch, on_the_fly: bool, lut: LutRam) -> SdpPrepared:
+    from .pipeline import datapath
     from .rdma import read_operands
 
     group = ctx.groups.get(SDP_RDMA)
@@ -157,6 +159,12 @@ def _prepare(ctx, fetch, on_the_fly: bool) -> SdpPrepared:
         prepared.operands = read_operands(ctx, layer, prepared.cp, fetched)
     except Exception as exc:  # noqa: BLE001 - raised after the input is taken (_compute)
         prepared.operand_error = exc
+        return prepared
+    try:  # the operands shaped and the stages resolved: off the path after the convolution
+        prepared.path = datapath(layer, prepared.operands, lut, False, prepared.cp,
+                                 layer.height, layer.width)
+    except Exception:  # noqa: BLE001 - made again, and raised, where the layer computes
+        prepared.path = None
     return prepared
 
 
@@ -166,7 +174,7 @@ def prepare_sdp(ctx) -> SdpPrepared:
     here depends on the convolution's output, so the convolution engine does it while
     another thread fetches the weights.  Errors wait for :func:`process_sdp`."""
     state: SdpState = ctx.state(SDP)
-    return _prepare(ctx, state.fetch, True)
+    return _prepare(ctx, state.fetch, True, state.lut)
 
 
 def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
@@ -185,7 +193,10 @@ def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
         if prepared.operand_error is not None:
             raise prepared.operand_error
         operands = prepared.operands
-    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None)
+    # an output only written to memory (copied there) may be scratch memory
+    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None,
+                              scratch=layer.writes_memory,
+                              path=prepared.path if cube is not None else None)
     _store_counters(ctx, layer, stats)
     if layer.eql:
         return

@@ -22,6 +22,7 @@ import numpy as np
 from .. import jit
 from ..configs import FP16
 from ..dma.elements import element_dtype
+from ..dma.feature import scratch_bytes
 from ..jit import run_split
 from . import stages
 
@@ -56,24 +57,38 @@ def datapath(layer, operands: dict, lut, from_memory: bool, cp: int, h: int, w: 
                                                 None if int_path and name != "y" else np.int64)
                           for values, mode in operands[name]) for name in ("x1", "x2", "y")}
     shaped["y"] = stages.convert_y_operands(layer, shaped["y"], prec, nan_to_zero)
+    int_operands = stages.int_operands(layer, shaped) if int_path else None
     return stages.Datapath(
         layer=layer, precision=prec, out_precision=layer.out_precision.code,
         fp16_in=bool(fp and from_memory), nan_to_zero=nan_to_zero, operands=shaped,
         le_bias=stages.le_exponent_bias(layer.lut.le_index_offset, fp),
         tables=(np.asarray(lut.le, np.int64), np.asarray(lut.lo, np.int64)),
-        int_operands=stages.int_operands(layer, shaped) if int_path else None)
+        int_operands=int_operands,
+        add_convert=stages.add_convert_plan(layer, int_operands, layer.out_precision.code)
+        if int_path else None)
 
 
-def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True):
+def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool = True,
+                 scratch: bool = False, path=None):
+    """``scratch``: the output may be this thread's scratch memory
+    (:func:`sim.dma.feature.scratch_bytes`), valid until the next such call: for a caller
+    that is done with it before (the engine, writing it to memory).  ``path``: what
+    :func:`datapath` made of these arguments already (the engine makes it while the
+    convolution fetches its weights)."""
     n, cp, h, w = data.shape
-    path = datapath(layer, operands, lut, from_memory, cp, h, w)
+    if path is None:
+        path = datapath(layer, operands, lut, from_memory, cp, h, w)
     cube = np.ascontiguousarray(data).reshape(n, cp, h * w)  # widened where a block needs it
-    out = np.empty(cube.shape, element_dtype(layer.out_precision))
+    dtype = element_dtype(layer.out_precision)
+    if scratch:
+        out = scratch_bytes(cube.size * dtype.itemsize, "sdp output").view(dtype)
+        out = out.reshape(cube.shape)
+    else:
+        out = np.empty(cube.shape, dtype)
 
     def run(block: tuple[slice, slice]) -> np.ndarray:
-        words, counts = path.run(cube[:, block[0], block[1]], *block)
-        out[:, block[0], block[1]] = words  # the low 8 or 16 bits: the element
-        return counts
+        # the low 8 or 16 bits of the words: the element
+        return path.run_into(cube[:, block[0], block[1]], *block, out[:, block[0], block[1]])
 
     parallel = cube.size >= PARALLEL_MIN and jit.cores() > 1  # one core: fewer, larger blocks
     blocks = _blocks(n, cp, h * w, min(BLOCK, cube.size // SHARES) if parallel else BLOCK)

@@ -25,10 +25,12 @@ from ..num.sdp import (
     y_idx_stage,
     y_inp_stage,
 )
+from ..num.sdp_add import INTEGER_OUTPUTS, add_convert_block, folded_addend
 from ..num.specials import flush_nans, inf_mask, nan_mask
-from ..num.vector_int import array_bounds, dtype_bounds, owned_sign_extend
+from ..num.vector_int import array_bounds, dtype_bounds, owned_sign_extend, sign_extend
+from ..num.widths import INT32_MIN
 from ..records import record
-from ..regs.enums import FP16
+from ..regs.enums import FP16, AluAlgo
 from . import fast_fp, fused_fp, lut_int
 
 # operand modes
@@ -62,6 +64,33 @@ class Datapath:
     tables: tuple  # the LUT's (LE, LO) entries
     int_operands: dict | None = None  # integer layer path (int_path_applies): "x1"/"x2" ->
     # (alu, mul) of x_int_operands
+    add_convert: AddConvert | None = None  # its adding-stage form (add_convert_plan)
+
+    def run_into(self, v: np.ndarray, channels: slice, pixels: slice, dest: np.ndarray
+                 ) -> np.ndarray:
+        """:meth:`run`, the output stored in ``dest`` (the block's place in the output cube,
+        whose dtype keeps the low bits); returns the counters."""
+        if self.add_convert is not None and self._add_converted(v, channels, pixels, dest):
+            return np.zeros(len(COUNTERS), np.int64)  # integer output, nothing saturated
+        out, counts = self.run(v, channels, pixels)
+        dest[...] = out
+        return counts
+
+    def _add_converted(self, v: np.ndarray, channels: slice, pixels: slice,
+                       dest: np.ndarray) -> bool:
+        """The block through :func:`sim.num.sdp_add.add_convert_block`, if its bounds allow."""
+        if v.dtype in (np.int8, np.int16):
+            bounds = dtype_bounds(v)
+        elif v.dtype == np.int32 and v.size:
+            bounds = array_bounds(v)
+        else:
+            return False
+        plan = self.add_convert
+        addend = plan.addend
+        if isinstance(addend, np.ndarray):
+            addend = self._operand(addend, channels, pixels)
+        return add_convert_block(v, bounds, addend, plan.bounds, plan.low, plan.offset,
+                                 plan.scale, plan.shift, plan.code, dest)
 
     def run(self, v: np.ndarray, channels: slice, pixels: slice
             ) -> tuple[np.ndarray, np.ndarray]:
@@ -140,8 +169,12 @@ class Datapath:
             x, bounds = x_int_block(x, bounds, alu, mul, stage.alu_bypass, stage.alu_algo,
                                     stage.mul_bypass, stage.mul_shift, stage.relu_bypass, owned)
             owned = True
-        return c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale, layer.cvt_shift,
-                           self.out_precision, owned)
+        out, saturated = c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale,
+                                     layer.cvt_shift, self.out_precision, owned)
+        if np.shape(out) != v.shape:  # a stage left one value (per operand element at most)
+            saturated *= v.size // max(np.size(out), 1)  # each stands for as many elements
+            out = np.broadcast_to(out, v.shape)
+        return out, saturated
 
     @staticmethod
     def _operand(operand: np.ndarray, channels: slice, pixels: slice) -> np.ndarray:
@@ -234,3 +267,42 @@ def le_exponent_bias(offset: int, fp16: bool) -> int:
     if fp16:
         return int(np.array(2.0 ** offset, dtype=np.float32).view(np.uint32))
     return (1 << (offset & 31)) & 0xFFFFFFFF if offset > 0 else 0
+
+
+class AddConvert:
+    """A layer whose only X stage adds, its convertor's settings resolved
+    (:func:`add_convert_plan`, :func:`sim.num.sdp_add.add_convert_block`)."""
+
+    __slots__ = ("addend", "bounds", "low", "offset", "scale", "shift", "code")
+
+    def __init__(self, addend, bounds, low, offset, scale, shift, code):
+        self.addend, self.bounds, self.low = addend, bounds, low
+        self.offset, self.scale, self.shift, self.code = offset, scale, shift, code
+
+
+def _adding_stage(stage) -> bool:
+    """An X stage that only adds: ALU sum (or EQL, which X sums) or none, no multiplier, no
+    shift; ReLU or not."""
+    return stage.mul_bypass and not stage.mul_shift and (
+        stage.alu_bypass or stage.alu_algo in (AluAlgo.SUM, AluAlgo.EQL))
+
+
+def add_convert_plan(layer, int_operands: dict, out_precision: int) -> AddConvert | None:
+    """The :class:`AddConvert` of an integer-path layer (:func:`int_path_applies`) with at
+    most one X stage, one that only adds, and an integer output; else None."""
+    active = [name for name in ("x1", "x2") if not getattr(layer, name).bypass]
+    if layer.eql or out_precision not in INTEGER_OUTPUTS or len(active) > 1 \
+            or not all(_adding_stage(getattr(layer, name)) for name in active):
+        return None
+    addend, bounds, low = np.int64(0), (0, 0), INT32_MIN
+    if active:
+        stage = getattr(layer, active[0])
+        if not stage.alu_bypass:
+            addend, bounds = int_operands[active[0]][0]
+        low = INT32_MIN if stage.relu_bypass else 0
+    offset = sign_extend(int(layer.cvt_offset), 32)
+    folded = folded_addend(addend if np.ndim(addend) else int(addend), bounds, offset)
+    if folded is None:
+        return None
+    return AddConvert(*folded, low, offset, sign_extend(int(layer.cvt_scale), 16),
+                      int(layer.cvt_shift) & 63, out_precision)

@@ -84,9 +84,9 @@ def _template():
     seen = {}
     real = pipeline.run_pipeline
 
-    def capture(layer, data, operands, lut, from_memory=True):
+    def capture(layer, data, operands, lut, from_memory=True, **options):
         seen.update(layer=layer, lut=lut)
-        return real(layer, data, operands, lut, from_memory)
+        return real(layer, data, operands, lut, from_memory, **options)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "run_pipeline", capture)
@@ -174,9 +174,9 @@ def _captured(spec: dict, cube: np.ndarray) -> tuple:
     seen = {}
     real = pipeline.run_pipeline
 
-    def capture(layer, data, operands, lut, from_memory=True):
+    def capture(layer, data, operands, lut, from_memory=True, **options):
         seen.update(layer=layer, operands=operands, lut=lut, data=data)
-        return real(layer, data, operands, lut, from_memory)
+        return real(layer, data, operands, lut, from_memory, **options)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(pipeline, "run_pipeline", capture)

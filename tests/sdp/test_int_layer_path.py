@@ -76,6 +76,15 @@ LAYERS = {
     "offset at the int32 edge": dict(x1=dict(bypass=0), cvt=(-(1 << 31), 2, 16)),
     "no stage": dict(cvt=(0, 1, 0)),
     "scale zero": dict(x1=dict(bypass=0, relu_bypass=0), cvt=(5, 0, 3)),
+    # a shift that rounds every memory value to zero: the stage's result is one value
+    "one value, then it saturates int17": dict(
+        x1=dict(bypass=0, mul_bypass=0, mul_operand=1, mul_shift=24),
+        x2=dict(bypass=0, alu_bypass=0, alu_algo=2, alu_operand=1000), cvt=(0, 32767, 0)),
+    "one value, then a bias and scale per channel": dict(
+        x1=dict(bypass=0, mul_bypass=0, mul_operand=-3, mul_shift=20),
+        x2=dict(bypass=0, alu_bypass=0, alu_algo=2, alu_src=1, mul_bypass=0, mul_src=1,
+                mul_shift=3, relu_bypass=0),
+        mem={"bn": ("both", False, 2)}, cvt=(0, 5, 1)),
 }
 PRECISIONS = [("int8", "int8"), ("int16", "int16"), ("int8", "int16"), ("int16", "fp16")]
 
@@ -117,9 +126,9 @@ def _captured_layer(monkeypatch, spec, rng):
     seen = {}
     real = pipeline.run_pipeline
 
-    def capture(layer, data, operands, lut, from_memory=True):
+    def capture(layer, data, operands, lut, from_memory=True, **options):
         seen.update(layer=layer, operands=operands, lut=lut)
-        return real(layer, data, operands, lut, from_memory)
+        return real(layer, data, operands, lut, from_memory, **options)
 
     operands = {unit: dict(array=_operand(rng, per_element, size, use), use=use, size=size,
                            per_element=per_element)
@@ -303,3 +312,13 @@ def test_x_block_in_int16_matches_x_stage(name, dtype):
             sum_dtype = got.dtype
     if name == "int8 per element" and dtype == np.int8:  # a residual sum: int16
         assert sum_dtype == np.int16
+
+
+def test_a_stage_left_one_value_makes_no_pass():
+    """x_int_block gives a stage whose bounds allow one result as that value (0-d)."""
+    x = np.arange(-3000, 3000, dtype=np.int32).reshape(1, 2, -1)
+    alu, mul = num_sdp.x_int_operands(np.int64(0), np.int64(-3), 0)
+    got, bounds = num_sdp.x_int_block(x, (-3000, 2999), alu, mul, 1, 2, 0, 20, 1, owned=False)
+    assert got.shape == () and int(got) == 0 and bounds == (0, 0)
+    want = num_sdp.x_stage(x.astype(np.int64) & 0xFFFFFFFF, 0, -3, 1, 2, 0, 0, 0, 20, 1, 0, 0)
+    assert (want == 0).all()
