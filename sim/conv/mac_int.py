@@ -182,6 +182,25 @@ def sum_types(wmat: np.ndarray, xmax: int, pixels: int, prep: WeightPrep | None 
     return (np.float64, whole) if chunks is None else (np.float32, chunks)
 
 
+def data_sum_types(wmat: np.ndarray, xp: np.ndarray, pad: int, pixels: int,
+                   prep: WeightPrep | None = None) -> tuple[type, list[tuple[int, int]]]:
+    """:func:`sum_types` of the data ``xp`` framed by ``pad`` values.
+
+    The data's magnitude takes two passes over it, and the largest magnitude its dtype
+    holds often settles the type already: when float32 holds ``dtype max * max|w| *
+    C*R*S``, it holds the bound of the data's own magnitude (no larger) too, and
+    sum_types' first test answers float32 whole either way.
+    """
+    crs = wmat.shape[1]
+    wmax = magnitude(wmat) if prep is None else prep.magnitude
+    if xp.dtype.kind in "iu":
+        info = np.iinfo(xp.dtype)
+        widest = max(int(info.max), -int(info.min), abs(pad))
+        if _float32_by_magnitudes(widest, wmax, crs):
+            return np.float32, [(0, crs)]
+    return sum_types(wmat, max(magnitude(xp), abs(pad)), pixels, prep)
+
+
 #: A thread's share of a layer's multiply-accumulates, at least (about a millisecond):
 #: fewer are not worth handing to another thread.
 PARALLEL_MACS = 1 << 22
@@ -285,8 +304,7 @@ class _Plan:
         self.pixels = layer.out_height * layer.out_width
         wmat = weights.reshape(self.k, self.crs) if prep is None else prep.wmat
         self.channels_last = prep is not None and prep.channels_last
-        self.dtype, self.chunks = sum_types(wmat, max(magnitude(xp), abs(pad)),
-                                            self.n * self.pixels, prep)
+        self.dtype, self.chunks = data_sum_types(wmat, xp, pad, self.n * self.pixels, prep)
         self.cols = im2col(xp, layer)
         ready = prep is not None and self.dtype is np.float32 and prep.float32 is not None
         self.wmat = wmat

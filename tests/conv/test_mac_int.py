@@ -263,3 +263,44 @@ def test_a_layer_reading_no_pad_element_sums_its_cube_uncopied(stride):
     layer.clip_truncate = 0
     got, _ = mac_int.conv_cacc(cube, weights, layer)
     assert np.array_equal(got, conv_sum(cube, weights, layer))
+
+
+# (data dtype, data magnitude, weight magnitude, C*R*S, pad): around the float32 edge
+# 2**24 of dtype max * max|w| * C*R*S, where data_sum_types decides without the data
+DATA_TYPE_CASES = [
+    (np.int8, 128, 127, 1033, 0),  # 128*127*1033 > 2**24: looks at the data
+    (np.int8, 128, 127, 1032, -128),  # below: float32 whole, data unseen
+    (np.int8, 3, 127, 4608, 0),  # small data: float32 by the data's own magnitude
+    (np.int8, 128, 128, 1024, 5),  # 2**24 exactly is not below it: looks, chunks
+    (np.int8, 100, 100, 1000, 0),
+    (np.int16, 32768, 127, 4, -32768),
+    (np.int16, 32768, 127, 5, 0),  # 32768*127*5 > 2**24
+    (np.int16, 200, 30000, 64, 7),
+    (np.int64, 128, 127, 64, 0),  # no dtype bound of use: the data's
+]
+
+
+@pytest.mark.parametrize("case", DATA_TYPE_CASES)
+def test_data_sum_types_is_sum_types_of_the_data_magnitude(case):
+    dtype, xmax, wmax, crs, pad = case
+    rng = np.random.default_rng(crs + xmax)
+    xp = rng.integers(-xmax + 1, xmax, (1, 3, 37, 41)).astype(dtype)
+    xp[0, 0, 0, 0] = -xmax
+    wmat = rng.integers(-wmax + 1, wmax, (5, crs)).astype(np.int16)
+    wmat[2, crs - 1] = -wmax
+    pixels = 4096
+    expect = sum_types(wmat, max(magnitude(xp), abs(pad)), pixels)
+    assert mac_int.data_sum_types(wmat, xp, pad, pixels) == expect
+    prep = mac_int.WeightPrep(wmat.reshape(5, crs, 1, 1), float32=False)
+    assert mac_int.data_sum_types(prep.wmat, xp, pad, pixels, prep) == expect
+
+
+def test_data_sum_types_skips_the_data_only_when_its_dtype_settles_it(monkeypatch):
+    seen = []
+    monkeypatch.setattr(mac_int, "magnitude", lambda a: seen.append(a.shape) or 127)
+    wmat = np.ones((2, 1032), np.int8)
+    xp = np.zeros((1, 1, 4, 4), np.int8)
+    assert mac_int.data_sum_types(wmat, xp, 0, 16) == (np.float32, [(0, 1032)])
+    assert seen == [(2, 1032)]  # the weights' only
+    mac_int.data_sum_types(np.ones((2, 1033), np.int8), xp, 0, 16)
+    assert (1, 1, 4, 4) in seen[1:]
