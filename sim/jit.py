@@ -239,7 +239,10 @@ class _Helpers:
     and a Future and a condition per call)."""
 
     def __init__(self, threads: int):
-        from queue import SimpleQueue
+        try:  # queue's own SimpleQueue without the rest of queue (heapq...)
+            from _queue import SimpleQueue
+        except ImportError:
+            from queue import SimpleQueue
 
         self.threads = threads
         self._calls = SimpleQueue()
