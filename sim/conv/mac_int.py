@@ -209,6 +209,14 @@ PARALLEL_MACS = 1 << 22
 #: one thread would otherwise make for all), but every thread packs all the weights,
 #: which for few pixels costs more than the copy it shares.
 ROW_SPLIT_PIXELS = 256
+#: The most bytes of im2col columns a share of output rows makes at once: the product then
+#: reads them from the cache it wrote them to (ResNet-50's 7x7 image layer and 3x3 layers
+#: of 56x56 pixels ran a quarter faster in pieces of 1 MiB than in whole halves), and a
+#: process's first layers touch less fresh memory.
+COLUMN_PIECE_BYTES = 1 << 20
+#: Output pixels of a piece, at least: narrower products run below the BLAS's speed
+#: (3x3 layers of 28x28 pixels were slower in pieces of 224 pixels than in halves).
+MIN_PIECE_PIXELS = 512
 
 
 def kernels_shared(layer: ConvLayer) -> bool:
@@ -338,9 +346,13 @@ class _Plan:
             self._shares = np.empty(self.wmat.shape, np.float32)
         for b in range(self.n):
             if by_rows:
+                min_chunk = max(ceil_div(ROW_SPLIT_PIXELS, ow),
+                                ceil_div(PARALLEL_MACS, self.k * self.crs * ow))
+                piece = self._piece_rows()
+                # the threads take pieces as they finish the last (a core slowed by other
+                # work takes fewer); a share of several pieces makes them one by one
                 run_split(lambda y0, y1, b=b: self._rows(b, y0, y1, out[b]), oh,
-                          min_chunk=max(ceil_div(ROW_SPLIT_PIXELS, ow),
-                                        ceil_div(PARALLEL_MACS, self.k * self.crs * ow)))
+                          min_chunk=min_chunk, pieces=ceil_div(oh, max(piece, min_chunk)))
                 continue
             col = self._columns(b, 0, oh)
             run_split(lambda k0, k1, col=col, b=b: _kernel_sums(
@@ -358,9 +370,19 @@ class _Plan:
             part = part.transpose(1, 2, 0, 3, 4)
         return part.astype(self.dtype, order="C").reshape(self.crs, (y1 - y0) * ow)
 
-    def _rows(self, b: int, y0: int, y1: int, out: np.ndarray) -> None:
+    def _piece_rows(self) -> int:
+        """Output rows whose columns fit in COLUMN_PIECE_BYTES, or of MIN_PIECE_PIXELS."""
         ow = self.layer.out_width
-        _kernel_sums(self.wf, self._columns(b, y0, y1), self.chunks, out[:, y0 * ow: y1 * ow])
+        row_bytes = self.crs * ow * np.dtype(self.dtype).itemsize
+        return max(COLUMN_PIECE_BYTES // row_bytes, ceil_div(MIN_PIECE_PIXELS, ow))
+
+    def _rows(self, b: int, y0: int, y1: int, out: np.ndarray) -> None:
+        """The sums of output rows [y0, y1), their columns made a piece at a time."""
+        ow, piece = self.layer.out_width, self._piece_rows()
+        for ya in range(y0, y1, piece):
+            yb = min(y1, ya + piece)
+            _kernel_sums(self.wf, self._columns(b, ya, yb), self.chunks,
+                         out[:, ya * ow: yb * ow])
 
 
 def _kernel_sums(wf: np.ndarray, col: np.ndarray, chunks, out: np.ndarray) -> None:

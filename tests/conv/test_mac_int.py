@@ -304,3 +304,44 @@ def test_data_sum_types_skips_the_data_only_when_its_dtype_settles_it(monkeypatc
     assert seen == [(2, 1032)]  # the weights' only
     mac_int.data_sum_types(np.ones((2, 1033), np.int8), xp, 0, 16)
     assert (1, 1, 4, 4) in seen[1:]
+
+
+# (piece bytes, least piece pixels, output rows of a float32 piece of the layer below:
+# its columns take 300*9*40*4 = 432000 bytes a row)
+PIECE_CASES = [(1, 1, 1), (1, 40, 1), (1, 100, 3), (432000 * 3, 1, 3), (432000 * 3 - 1, 1, 2),
+               (1 << 40, 1, None)]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("piece", PIECE_CASES, ids=["row", "row-by-pixels", "3-rows",
+                                                    "3-rows-by-bytes", "2-rows", "whole"])
+def test_output_rows_in_pieces_sum_alike(piece, threads, monkeypatch):
+    """The threads' output rows made a piece of columns at a time: the same sums and
+    saturation for whole float32, chunked float32 and float64 products."""
+    from sim.num.mac import cacc_round_int32
+
+    piece_bytes, piece_pixels, rows = piece
+    monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
+    monkeypatch.setattr(mac_int, "ROW_SPLIT_PIXELS", 16)
+    monkeypatch.setattr(mac_int, "COLUMN_PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(mac_int, "MIN_PIECE_PIXELS", piece_pixels)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    pixels = []  # of each product
+    plain = mac_int._kernel_sums
+    monkeypatch.setattr(mac_int, "_kernel_sums",
+                        lambda wf, col, chunks, out: pixels.append(out.shape[1]) or
+                        plain(wf, col, chunks, out))
+    rng = np.random.default_rng(piece_bytes % 1000 + threads)
+    for xr, wr in ((128, 128), (128, 2), (1 << 12, 1 << 12)):  # f32 chunks, f32, f64
+        dtype = np.int8 if xr == 128 else np.int16
+        cube = rng.integers(-xr, xr, (1, 300, 40, 40)).astype(dtype)
+        weights = rng.integers(-wr, wr, (6, 300, 3, 3)).astype(dtype)
+        layer = _layer(40, 40, 3, 3, 1, 1, 1, pad_value=3, element_bytes=dtype().itemsize)
+        layer.clip_truncate = 2
+        want = cacc_round_int32(_exact_int64(cube, weights, layer), 2)
+        pixels.clear()
+        got = mac_int.conv_cacc(cube, weights, layer, mac_int.WeightPrep(weights))
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+        assert sum(pixels) == 1600
+        if wr == 2 and rows is not None:  # float32 whole: pieces of ``rows`` rows
+            assert max(pixels) == rows * 40
