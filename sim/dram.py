@@ -315,9 +315,9 @@ class Memory:
             self.listeners.wrote(self, addr, size)
 
     def hold(self, ranges) -> None:
-        """Make the missing pages of ``ranges`` ((addr, size) pairs) now, in address order,
-        for writes of those ranges about to follow in another order (a loadable's blobs):
-        their pages are then consecutive in a slab, which :meth:`read_view` hands out
+        """Make the missing pages of ``ranges`` ((addr, size) pairs) now, in address order
+        in one slab of their own, for writes of those ranges about to follow in another
+        order (a loadable's blobs): :meth:`read_view` then hands out any run of them
         without a copy.  The memory reads the same (a new page is zeros); nothing is made
         unless every range is valid and every page fits the resident limit, so the writes
         meet the errors they would have met."""
@@ -332,8 +332,9 @@ class Memory:
             pages.update(range(addr >> PAGE_BITS, ((addr + size - 1) >> PAGE_BITS) + 1))
         missing = sorted(pages.difference(self._pages))
         if missing and self._room_for(len(missing)):
-            for page in missing:
-                self._pages[page] = self._new_page()
+            slab = np.zeros((len(missing), PAGE_SIZE), dtype=np.uint8)
+            for row, page in enumerate(missing):
+                self._pages[page] = slab[row]
 
     def _new_page(self) -> np.ndarray:
         """A page of zeros, the next of the current slab (a new one when it is used up)."""

@@ -361,8 +361,7 @@ VIEW_CASES = [
 @pytest.mark.parametrize("ordered, window", VIEW_CASES)
 def test_read_view_reads_what_read_array_reads(ordered, window):
     mem = Memory()
-    # slabs of 1 and 2 pages used up: the next four pages made share a slab of 4
-    mem.write(0, b"\x01")
+    mem.write(0, b"\x01")  # other pages, made before
     mem.write(20 * PAGE, bytes(2 * PAGE))
     if ordered:
         mem.hold([(3 * PAGE, 4 * PAGE), (0x30000, 5)])
@@ -387,8 +386,21 @@ def test_hold_makes_only_missing_pages_in_order_and_changes_no_byte():
     assert sorted(mem._pages) == [1, 2, 3, 9]
     assert mem.read(2 * PAGE + 7, 2) == b"\x05\x06"
     assert not mem.read_array(PAGE, 3 * PAGE)[np.r_[0:PAGE + 7, PAGE + 9:3 * PAGE]].any()
-    # page 2 in the first slab; 1 and 3, made in address order, one after the other
+    # page 2 in the first slab; 1, 3 and 9 in address order in a slab of their own
     assert mem._pages[3].ctypes.data == mem._pages[1].ctypes.data + PAGE
+    assert mem._pages[9].ctypes.data == mem._pages[3].ctypes.data + PAGE
+
+
+def test_pages_held_together_are_one_view_however_many():
+    """More pages than the doubling slabs would give in one (1, 2, 4...): one slab."""
+    mem = Memory()
+    mem.hold([(0, 40 * PAGE)])
+    data = np.random.default_rng(3).integers(0, 256, 40 * PAGE, dtype=np.uint8)
+    for page in reversed(range(40)):
+        mem.write(page * PAGE, data[page * PAGE: (page + 1) * PAGE])
+    view = mem.read_view(5, 40 * PAGE - 9)
+    assert not view.flags.writeable
+    np.testing.assert_array_equal(view, data[5: 40 * PAGE - 4])
 
 
 @pytest.mark.parametrize("ranges", [[(0, 3 * PAGE)], [(0, PAGE), (1 << 40, PAGE)]],
