@@ -220,6 +220,43 @@ class Memory:
         self._record_read(LayerAccess(addr, size, what, lines, mode))
         return self._copy_out(addr, size)
 
+    def read_view(self, addr: int, size: int, what: str = "", *, mode: str = STREAMED
+                  ) -> np.ndarray:
+        """:meth:`read_array` without its copy where the range lies in consecutive pages of
+        one slab (a loadable's weights, written in one go): a read-only view of the slab.
+
+        For a reader done with the bytes before anything writes the memory (the CDMA
+        unpacking a layer's weights into an array of its own): a later write shows through
+        the view.  Anything else (missing pages, a slab boundary, one page) is a copy.
+        """
+        self.check(addr, size, what, "read")
+        self._record_read(LayerAccess(addr, size, what, None, mode))
+        view = self._slab_view(addr, size)
+        return self._copy_out(addr, size) if view is None else view
+
+    def _slab_view(self, addr: int, size: int) -> np.ndarray | None:
+        """``[addr, addr + size)`` as a read-only view of the slab holding all its pages in
+        order, or None."""
+        first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
+        if size <= 0 or first == last:
+            return None
+        pages = self._pages
+        head = pages.get(first)
+        slab = None if head is None else head.base
+        if slab is None or slab.ndim != 2 or slab.shape[1] != PAGE_SIZE:
+            return None
+        start = head.ctypes.data
+        for i in range(1, last - first + 1):
+            page = pages.get(first + i)
+            if page is None or page.base is not slab or \
+                    page.ctypes.data != start + i * PAGE_SIZE:
+                return None
+        row = (start - slab.ctypes.data) >> PAGE_BITS
+        offset = row * PAGE_SIZE + (addr & PAGE_MASK)
+        view = slab.reshape(-1)[offset: offset + size]
+        view.flags.writeable = False
+        return view
+
     def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
         """The bytes a partial write keeps (a write DMA's gaps): not an input of the layer."""
         self.check(addr, size, what, "write")
@@ -276,6 +313,28 @@ class Memory:
                 dst[off : off + n] = buf[pos : pos + n]
         if self._listening:
             self.listeners.wrote(self, addr, size)
+
+    def hold(self, ranges) -> None:
+        """Make the missing pages of ``ranges`` ((addr, size) pairs) now, in address order
+        in one slab of their own, for writes of those ranges about to follow in another
+        order (a loadable's blobs): :meth:`read_view` then hands out any run of them
+        without a copy.  The memory reads the same (a new page is zeros); nothing is made
+        unless every range is valid and every page fits the resident limit, so the writes
+        meet the errors they would have met."""
+        pages: set[int] = set()
+        for addr, size in ranges:
+            if size <= 0:
+                continue
+            try:
+                self.check(addr, size)
+            except MemoryFault:
+                return
+            pages.update(range(addr >> PAGE_BITS, ((addr + size - 1) >> PAGE_BITS) + 1))
+        missing = sorted(pages.difference(self._pages))
+        if missing and self._room_for(len(missing)):
+            slab = np.zeros((len(missing), PAGE_SIZE), dtype=np.uint8)
+            for row, page in enumerate(missing):
+                self._pages[page] = slab[row]
 
     def _new_page(self) -> np.ndarray:
         """A page of zeros, the next of the current slab (a new one when it is used up)."""

@@ -206,19 +206,72 @@ _POOL = None  # threads kept between layers: starting them per layer cost millis
 _IN_POOL = threading.local()
 
 
-def _pool(threads: int):
+class _Call:
+    """A call handed to the helper threads; :meth:`result` waits for it and raises what it
+    raised."""
+
+    __slots__ = ("_body", "_done", "_error")
+
+    def __init__(self, body: Callable[[], object]):
+        self._body = body
+        self._error = None
+        self._done = threading.Lock()
+        self._done.acquire()  # released when the call has run
+
+    def run(self) -> None:
+        try:
+            self._body()
+        except BaseException as exc:  # noqa: BLE001 - raised by result(), in the caller
+            self._error = exc
+        finally:
+            self._done.release()
+
+    def result(self) -> None:
+        with self._done:
+            pass
+        if self._error is not None:
+            raise self._error
+
+
+class _Helpers:
+    """Helper threads taking calls from one queue: what run_split needs of a pool (a
+    concurrent.futures pool costs its import, milliseconds at a process's first large layer,
+    and a Future and a condition per call)."""
+
+    def __init__(self, threads: int):
+        try:  # queue's own SimpleQueue without the rest of queue (heapq...)
+            from _queue import SimpleQueue
+        except ImportError:
+            from queue import SimpleQueue
+
+        self.threads = threads
+        self._calls = SimpleQueue()
+        for i in range(threads):
+            threading.Thread(target=self._serve, name=f"nvdla-sim_{i}", daemon=True).start()
+
+    def _serve(self) -> None:
+        _IN_POOL.active = True
+        while (call := self._calls.get()) is not None:
+            call.run()
+
+    def submit(self, body: Callable[[], object]) -> _Call:
+        call = _Call(body)
+        self._calls.put(call)
+        return call
+
+    def shutdown(self) -> None:
+        """The threads end once the calls already handed to them have run."""
+        for _ in range(self.threads):
+            self._calls.put(None)
+
+
+def _pool(threads: int) -> _Helpers:
     """The process's helper threads (at least ``threads`` of them), made on first use."""
     global _POOL
-    if _POOL is None or _POOL._max_workers < threads:
-        from concurrent.futures import ThreadPoolExecutor  # loads only where a layer is large
-
-        def mark():
-            _IN_POOL.active = True
-
+    if _POOL is None or _POOL.threads < threads:
         if _POOL is not None:
-            _POOL.shutdown(wait=False)
-        _POOL = ThreadPoolExecutor(threads, thread_name_prefix="nvdla-sim",
-                                   initializer=mark)
+            _POOL.shutdown()
+        _POOL = _Helpers(threads)
     return _POOL
 
 

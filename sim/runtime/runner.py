@@ -58,6 +58,7 @@ from .loadable import (
     FLAG_ALLOC,
     INTERFACE_DLA1,
     INTERFACE_EMU1,
+    Blob,
     Loadable,
     read_loadable,
 )
@@ -167,17 +168,30 @@ def place_memories(loadable: Loadable, machine: Machine, inputs: dict[int, bytes
             machine.memory(ram).write(base, data, f"input tensor {mem.bind_id}")
         if bindable:
             continue
-        if len(mem.contents) != len(mem.offsets):
-            raise SimError(f"loadable memory {mem.id}: {len(mem.contents)} contents but "
-                           f"{len(mem.offsets)} offsets")
-        for name, offset in zip(mem.contents, mem.offsets, strict=True):
-            blob = loadable.blobs.get(name)
-            if blob is None:
-                raise SimError(f"loadable memory {mem.id}: content blob {name!r} is missing")
-            if offset + len(blob.data) > size:
-                raise SimError(f"loadable memory {mem.id}: blob {name!r} does not fit")
-            machine.memory(ram).write(base + offset, blob.data, f"blob {name}")
+        contents = _contents(loadable, mem, size)
+        memory = machine.memory(ram)
+        # the blobs' pages in address order (the blobs come in another): a layer's weights
+        # are then read as a view of them (sim.dram.Memory.read_view), not copied
+        memory.hold([(base + offset, len(blob.data)) for _, offset, blob in contents])
+        for name, offset, blob in contents:
+            memory.write(base + offset, blob.data, f"blob {name}")
     return place
+
+
+def _contents(loadable: Loadable, mem, size: int) -> list[tuple[str, int, Blob]]:
+    """(name, offset, blob) of each content blob of a memory of ``size`` bytes, checked."""
+    if len(mem.contents) != len(mem.offsets):
+        raise SimError(f"loadable memory {mem.id}: {len(mem.contents)} contents but "
+                       f"{len(mem.offsets)} offsets")
+    out = []
+    for name, offset in zip(mem.contents, mem.offsets, strict=True):
+        blob = loadable.blobs.get(name)
+        if blob is None:
+            raise SimError(f"loadable memory {mem.id}: content blob {name!r} is missing")
+        if offset + len(blob.data) > size:
+            raise SimError(f"loadable memory {mem.id}: blob {name!r} does not fit")
+        out.append((name, offset, blob))
+    return out
 
 
 def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str, int, int]]:

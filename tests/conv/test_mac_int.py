@@ -263,3 +263,85 @@ def test_a_layer_reading_no_pad_element_sums_its_cube_uncopied(stride):
     layer.clip_truncate = 0
     got, _ = mac_int.conv_cacc(cube, weights, layer)
     assert np.array_equal(got, conv_sum(cube, weights, layer))
+
+
+# (data dtype, data magnitude, weight magnitude, C*R*S, pad): around the float32 edge
+# 2**24 of dtype max * max|w| * C*R*S, where data_sum_types decides without the data
+DATA_TYPE_CASES = [
+    (np.int8, 128, 127, 1033, 0),  # 128*127*1033 > 2**24: looks at the data
+    (np.int8, 128, 127, 1032, -128),  # below: float32 whole, data unseen
+    (np.int8, 3, 127, 4608, 0),  # small data: float32 by the data's own magnitude
+    (np.int8, 128, 128, 1024, 5),  # 2**24 exactly is not below it: looks, chunks
+    (np.int8, 100, 100, 1000, 0),
+    (np.int16, 32768, 127, 4, -32768),
+    (np.int16, 32768, 127, 5, 0),  # 32768*127*5 > 2**24
+    (np.int16, 200, 30000, 64, 7),
+    (np.int64, 128, 127, 64, 0),  # no dtype bound of use: the data's
+]
+
+
+@pytest.mark.parametrize("case", DATA_TYPE_CASES)
+def test_data_sum_types_is_sum_types_of_the_data_magnitude(case):
+    dtype, xmax, wmax, crs, pad = case
+    rng = np.random.default_rng(crs + xmax)
+    xp = rng.integers(-xmax + 1, xmax, (1, 3, 37, 41)).astype(dtype)
+    xp[0, 0, 0, 0] = -xmax
+    wmat = rng.integers(-wmax + 1, wmax, (5, crs)).astype(np.int16)
+    wmat[2, crs - 1] = -wmax
+    pixels = 4096
+    expect = sum_types(wmat, max(magnitude(xp), abs(pad)), pixels)
+    assert mac_int.data_sum_types(wmat, xp, pad, pixels) == expect
+    prep = mac_int.WeightPrep(wmat.reshape(5, crs, 1, 1), float32=False)
+    assert mac_int.data_sum_types(prep.wmat, xp, pad, pixels, prep) == expect
+
+
+def test_data_sum_types_skips_the_data_only_when_its_dtype_settles_it(monkeypatch):
+    seen = []
+    monkeypatch.setattr(mac_int, "magnitude", lambda a: seen.append(a.shape) or 127)
+    wmat = np.ones((2, 1032), np.int8)
+    xp = np.zeros((1, 1, 4, 4), np.int8)
+    assert mac_int.data_sum_types(wmat, xp, 0, 16) == (np.float32, [(0, 1032)])
+    assert seen == [(2, 1032)]  # the weights' only
+    mac_int.data_sum_types(np.ones((2, 1033), np.int8), xp, 0, 16)
+    assert (1, 1, 4, 4) in seen[1:]
+
+
+# (piece bytes, least piece pixels, output rows of a float32 piece of the layer below:
+# its columns take 300*9*40*4 = 432000 bytes a row)
+PIECE_CASES = [(1, 1, 1), (1, 40, 1), (1, 100, 3), (432000 * 3, 1, 3), (432000 * 3 - 1, 1, 2),
+               (1 << 40, 1, None)]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("piece", PIECE_CASES, ids=["row", "row-by-pixels", "3-rows",
+                                                    "3-rows-by-bytes", "2-rows", "whole"])
+def test_output_rows_in_pieces_sum_alike(piece, threads, monkeypatch):
+    """The threads' output rows made a piece of columns at a time: the same sums and
+    saturation for whole float32, chunked float32 and float64 products."""
+    from sim.num.mac import cacc_round_int32
+
+    piece_bytes, piece_pixels, rows = piece
+    monkeypatch.setattr(mac_int, "PARALLEL_MACS", 1)
+    monkeypatch.setattr(mac_int, "ROW_SPLIT_PIXELS", 16)
+    monkeypatch.setattr(mac_int, "COLUMN_PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(mac_int, "MIN_PIECE_PIXELS", piece_pixels)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    pixels = []  # of each product
+    plain = mac_int._kernel_sums
+    monkeypatch.setattr(mac_int, "_kernel_sums",
+                        lambda wf, col, chunks, out: pixels.append(out.shape[1]) or
+                        plain(wf, col, chunks, out))
+    rng = np.random.default_rng(piece_bytes % 1000 + threads)
+    for xr, wr in ((128, 128), (128, 2), (1 << 12, 1 << 12)):  # f32 chunks, f32, f64
+        dtype = np.int8 if xr == 128 else np.int16
+        cube = rng.integers(-xr, xr, (1, 300, 40, 40)).astype(dtype)
+        weights = rng.integers(-wr, wr, (6, 300, 3, 3)).astype(dtype)
+        layer = _layer(40, 40, 3, 3, 1, 1, 1, pad_value=3, element_bytes=dtype().itemsize)
+        layer.clip_truncate = 2
+        want = cacc_round_int32(_exact_int64(cube, weights, layer), 2)
+        pixels.clear()
+        got = mac_int.conv_cacc(cube, weights, layer, mac_int.WeightPrep(weights))
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1]
+        assert sum(pixels) == 1600
+        if wr == 2 and rows is not None:  # float32 whole: pieces of ``rows`` rows
+            assert max(pixels) == rows * 40

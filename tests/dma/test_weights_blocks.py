@@ -161,3 +161,29 @@ def test_compressed_dc_blocks_match_the_gather(precision):
     np.testing.assert_array_equal(unpack_weight_dc(plain, shape, precision, cfg),
                                   scatter_weights(plain, shape, order, precision))
     np.testing.assert_array_equal(unpack_weight_dc(plain, shape, precision, cfg), w)
+
+
+# (dtype, run of the last axis, last axis contiguous in both) -> the word copies move
+WORD_CASES = [
+    (np.int8, 8, True, "<u8"),  # nv_small's int8 atomic-C runs
+    (np.int8, 64, True, "<u8"),
+    (np.uint16, 8, True, "<u8"),  # fp16/int16 runs of 8: two words each
+    (np.int8, 12, True, "<u4"),
+    (np.int16, 3, True, np.int16),  # 6 bytes: no wider word divides it
+    (np.int8, 1, True, np.int8),
+    (np.int8, 8, False, np.int8),  # a strided last axis keeps its elements
+]
+
+
+@pytest.mark.parametrize("dtype, run, contiguous, word", WORD_CASES)
+def test_block_copies_move_words_where_runs_allow(dtype, run, contiguous, word):
+    from sim.dma.weights import _as_words
+
+    rng = np.random.default_rng(run)
+    wide = rng.integers(0, 100, (3, 5, 2 * run)).astype(dtype)
+    a = wide[:, :, :run] if contiguous else wide[:, :, ::2]  # (3, 5, run) either way
+    b = np.zeros((5, 3, run), dtype).transpose(1, 0, 2)
+    wa, wb = _as_words(a, b)
+    assert wa.dtype == np.dtype(word) and wb.dtype == np.dtype(word)
+    wb[...] = wa
+    np.testing.assert_array_equal(b, a)

@@ -342,3 +342,76 @@ def test_a_zero_fill_leaves_what_a_write_of_zeros_leaves():
                     outcomes.append((error, sorted(mem._pages), ear.heard, mem.layer_writes,
                                      mem.read(max(addr - 16, 0), size + 32)))
                 assert outcomes[0] == outcomes[1], (addr, size, held, setting)
+
+
+PAGE = 1 << 16
+
+
+# (pages made in address order first, range read): whether it is a view of a slab
+VIEW_CASES = [
+    (True, (0x30004, 3 * PAGE)),  # pages 3-6 of the 4-page slab made by hold
+    (True, (0x30000, 4 * PAGE)),
+    (True, (0x3FFF0, 0x20)),  # two pages
+    (False, (0x30004, 3 * PAGE)),  # pages made as the writes met them: backwards
+    (True, (0x31000, 0x100)),  # one page: a copy
+    (True, (0x30000, 9 * PAGE)),  # past the pages written: missing pages, a copy
+]
+
+
+@pytest.mark.parametrize("ordered, window", VIEW_CASES)
+def test_read_view_reads_what_read_array_reads(ordered, window):
+    mem = Memory()
+    mem.write(0, b"\x01")  # other pages, made before
+    mem.write(20 * PAGE, bytes(2 * PAGE))
+    if ordered:
+        mem.hold([(3 * PAGE, 4 * PAGE), (0x30000, 5)])
+    rng = np.random.default_rng(window[1])
+    for page in (6, 5, 4, 3):  # written backwards, as a loadable's blobs may come
+        mem.write(page * PAGE, rng.integers(0, 256, PAGE, dtype=np.uint8))
+    addr, size = window
+    view = mem.read_view(addr, size)
+    np.testing.assert_array_equal(view, mem.read_array(addr, size))
+    is_view = not view.flags.writeable
+    first, last = addr // PAGE, (addr + size - 1) // PAGE
+    assert is_view == (ordered and first != last and 3 <= first and last <= 6)
+    if is_view:
+        with pytest.raises(ValueError):
+            view[0] = 1
+
+
+def test_hold_makes_only_missing_pages_in_order_and_changes_no_byte():
+    mem = Memory()
+    mem.write(2 * PAGE + 7, b"\x05\x06")
+    mem.hold([(PAGE, 3 * PAGE), (9 * PAGE, 1), (0, 0)])
+    assert sorted(mem._pages) == [1, 2, 3, 9]
+    assert mem.read(2 * PAGE + 7, 2) == b"\x05\x06"
+    assert not mem.read_array(PAGE, 3 * PAGE)[np.r_[0:PAGE + 7, PAGE + 9:3 * PAGE]].any()
+    # page 2 in the first slab; 1, 3 and 9 in address order in a slab of their own
+    assert mem._pages[3].ctypes.data == mem._pages[1].ctypes.data + PAGE
+    assert mem._pages[9].ctypes.data == mem._pages[3].ctypes.data + PAGE
+
+
+def test_pages_held_together_are_one_view_however_many():
+    """More pages than the doubling slabs would give in one (1, 2, 4...): one slab."""
+    mem = Memory()
+    mem.hold([(0, 40 * PAGE)])
+    data = np.random.default_rng(3).integers(0, 256, 40 * PAGE, dtype=np.uint8)
+    for page in reversed(range(40)):
+        mem.write(page * PAGE, data[page * PAGE: (page + 1) * PAGE])
+    view = mem.read_view(5, 40 * PAGE - 9)
+    assert not view.flags.writeable
+    np.testing.assert_array_equal(view, data[5: 40 * PAGE - 4])
+
+
+@pytest.mark.parametrize("ranges", [[(0, 3 * PAGE)], [(0, PAGE), (1 << 40, PAGE)]],
+                         ids=["over the limit", "outside the memory"])
+def test_hold_makes_nothing_unless_every_page_may_be_made(ranges):
+    from sim.errors import MemoryFault
+    from sim.limits import MemoryLimits
+
+    mem = Memory(address_bits=32, limits=MemoryLimits(resident=2 * PAGE))
+    mem.hold(ranges)
+    assert not mem._pages
+    with pytest.raises(MemoryFault):  # what the writes meet, as before
+        for addr, size in ranges:
+            mem.write(addr, bytes(size))

@@ -95,6 +95,54 @@ def test_run_split_keeps_its_threads_and_covers_every_index():
     assert jit._POOL is first or jit.cores() == 1  # the same helper threads, not new ones
 
 
+def test_run_split_raises_what_a_helper_thread_raised(monkeypatch):
+    """A share that fails on a helper thread fails run_split in the caller, after every
+    share has run."""
+    monkeypatch.setattr(jit, "cores", lambda: 2)
+    ran = []
+
+    def body(start, stop):
+        ran.append(start)
+        if start:
+            raise KeyError("helper share")
+
+    with pytest.raises(KeyError, match="helper share"):
+        jit.run_split(body, 10)
+    assert sorted(ran) == [0, 5]
+    jit.run_split(lambda a, b: ran.append(a), 10)  # the helpers still serve
+    assert sorted(ran[2:]) == [0, 5]
+
+
+def test_the_helper_threads_grow_and_the_old_ones_end(monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setattr(jit, "cores", lambda: 2)
+    jit.run_split(lambda a, b: None, 2)
+    small = jit._POOL
+    monkeypatch.setattr(jit, "cores", lambda: small.threads + 2)
+    helpers = set()
+    lock = threading.Lock()
+    barrier = threading.Barrier(small.threads + 2)  # every share at once: all threads differ
+
+    def body(start, stop):
+        barrier.wait(timeout=30)
+        with lock:
+            helpers.add(threading.get_ident())
+
+    jit.run_split(body, small.threads + 2)
+    assert jit._POOL is not small and jit._POOL.threads == small.threads + 1
+    assert len(helpers) == small.threads + 2
+
+    def helper_threads():
+        return sum(t.name.startswith("nvdla-sim_") for t in threading.enumerate())
+
+    deadline = time.monotonic() + 30
+    while helper_threads() > jit._POOL.threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert helper_threads() == jit._POOL.threads  # the small pool's threads ended
+
+
 def _array_args_marked_noalias(kernel) -> int:
     """How many pointer arguments of the compiled kernel carry ``noalias`` (the return and
     exception slots of numba's calling convention always do)."""
