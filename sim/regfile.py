@@ -114,6 +114,22 @@ class Block:
             self._all = values
         return values
 
+    def values(self, names: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The fields ``names`` (a decoder's constant tuple) as :meth:`__getattr__` reads
+        them, by a plan kept per unit and map (each field's register, mask and lsb, found
+        once): for a decoder that reads a few fields of a fresh snapshot, no dict of every
+        field (:meth:`fields`) and no lookup per field.  None when a name is not one that
+        :meth:`fields` decodes (the caller's general path says why)."""
+        plans = self._regmap.memo(("field plans", self._unit, self._address_map))
+        plan = plans.get(names, False)
+        if plan is False:
+            plan = plans[names] = _values_plan(self._regmap, self._unit, self._address_map,
+                                               names)
+        if plan is None:
+            return None
+        words = self._words
+        return tuple([(words[reg] & mask) >> lsb for reg, mask, lsb in plan])
+
     def words_key(self) -> tuple:
         """The block's register names and words as a hashable value:
         equal keys of one unit and map are equal programming, for a decoder's memo."""
@@ -156,6 +172,16 @@ def _field_plan(regmap, unit: str, address_map: str) -> tuple:
             (name, *entry) for name, entry in regmap.field_decoders(unit, address_map).items()
             if entry and name not in taken and name[:1] != "_")
     return plan
+
+
+def _values_plan(regmap, unit: str, address_map: str, names: tuple) -> tuple | None:
+    """(register name, stored mask, lsb) of each of ``names`` for :meth:`Block.values`,
+    None unless every one is a field :meth:`Block.fields` decodes."""
+    decodes = {name: (reg, mask, lsb)
+               for name, reg, mask, lsb in _field_plan(regmap, unit, address_map)}
+    if not all(name in decodes for name in names):
+        return None
+    return tuple(decodes[name] for name in names)
 
 
 class _ResetCopies(dict):
