@@ -293,6 +293,8 @@ class Firmware:
         if not frames:
             return pos
         write, cached = self._register_write, self._cached_read
+        if self.recorder is None:  # nothing to record: the machine's own write, a call less
+            write = self.machine.write_reg
         t0 = time.perf_counter()
         try:
             for kind, size, addr, value in WRITE.iter_unpack(frames):
