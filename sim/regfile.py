@@ -27,25 +27,25 @@ STATUS = 3  # what a CSB read of a register does besides masking its word: S_STA
 class RegView:
     """One register's decoded fields: ``view.field_name`` (lower case).
 
-    Made per use (layer decoders read a dozen registers of every layer this way), so
-    it only holds the word and the register's field decoders (made once per register
-    and address map: :meth:`regs.Register.field_decoders`).
+    Made per use (layer decoders read a dozen registers of every layer this way): its
+    few fields are decoded at once into plain attributes (by the register's
+    :meth:`regs.Register.field_plan`), so a read is an attribute, not a
+    ``__getattr__`` call; ``register``, ``word`` and ``address_map`` come first.
     """
 
-    __slots__ = ("register", "word", "address_map", "_decoders")
-
     def __init__(self, register: regtable.Register, word: int, address_map: str):
+        values = self.__dict__
+        for name, mask, lsb in register.field_plan(address_map):
+            values[name] = (word & mask) >> lsb  # as Field.decode computes it
         self.register = register
         self.word = word
         self.address_map = address_map
-        self._decoders = register.field_decoders(address_map)
 
-    def __getattr__(self, name: str) -> int:
-        entry = self._decoders.get(name) if name[:1] != "_" else None
-        if entry is None:
-            raise AttributeError(f"{self.register.full_name} has no field {name.upper()}")
-        mask, lsb = entry  # as Field.decode computes it
-        return (self.word & mask) >> lsb
+    def __getattr__(self, name: str) -> int:  # not a field (every field is an attribute)
+        register = self.__dict__.get("register")
+        if register is None:  # not made by __init__ (a copy being made)
+            raise AttributeError(name)
+        raise AttributeError(f"{register.full_name} has no field {name.upper()}")
 
     def __repr__(self) -> str:
         return (f"RegView(register={self.register.full_name}, word={self.word:#x}, "

@@ -94,3 +94,26 @@ def test_values_of_a_name_fields_does_not_decode_is_none(name):
         some = tuple(block.fields())[:2]
         assert block.values((*some, name)) is None
         assert block.values(some) is not None
+
+
+@pytest.mark.parametrize("address_map", MAPS)
+def test_register_views_read_what_field_decode_computes(address_map):
+    rf = _random_file(address_map, seed=5)
+    for unit in rf.units:
+        block = rf.snapshot(unit, 0)
+        for reg in rf.regmap.units[unit].registers:
+            view = block.reg(reg.name)
+            word = block._words[reg.name]
+            assert (view.register, view.word, view.address_map) == (reg, word, address_map)
+            for f in reg.fields:
+                name = f.name.lower()
+                if name not in ("register", "word", "address_map") and name[:1] != "_":
+                    assert getattr(view, name) == f.decode(word, address_map), (reg, name)
+
+
+def test_a_register_view_names_a_field_it_lacks():
+    view = RegisterFile("nvdlav1").snapshot("NVDLA_CDMA", 0).reg("D_LINE_STRIDE_0")
+    for name in ("no_such_field", "_hidden"):
+        with pytest.raises(AttributeError, match=f"NVDLA_CDMA.D_LINE_STRIDE_0 has no field "
+                                                 f"{name.upper()}"):
+            getattr(view, name)
