@@ -132,6 +132,16 @@ class Register(Record):
                 f.name.lower(): (f.stored_mask(address_map), f.lsb) for f in self.fields}
         return table
 
+    def field_plan(self, address_map: str) -> tuple[tuple[str, int, int], ...]:
+        """(field name, stored mask, lsb) of the :meth:`field_decoders` whose name does not
+        start with '_': what a register view decodes at once (made once per map)."""
+        plan = self._decoders.get(("plan", address_map))
+        if plan is None:
+            plan = self._decoders["plan", address_map] = tuple(
+                (name, mask, lsb) for name, (mask, lsb) in self.field_decoders(address_map).items()
+                if name[:1] != "_")
+        return plan
+
     @property
     def software_owned(self) -> bool:
         """Only software changes it: what a read returns never depends on the timing

@@ -27,25 +27,25 @@ STATUS = 3  # what a CSB read of a register does besides masking its word: S_STA
 class RegView:
     """One register's decoded fields: ``view.field_name`` (lower case).
 
-    Made per use (layer decoders read a dozen registers of every layer this way), so
-    it only holds the word and the register's field decoders (made once per register
-    and address map: :meth:`regs.Register.field_decoders`).
+    Made per use (layer decoders read a dozen registers of every layer this way): its
+    few fields are decoded at once into plain attributes (by the register's
+    :meth:`regs.Register.field_plan`), so a read is an attribute, not a
+    ``__getattr__`` call; ``register``, ``word`` and ``address_map`` come first.
     """
 
-    __slots__ = ("register", "word", "address_map", "_decoders")
-
     def __init__(self, register: regtable.Register, word: int, address_map: str):
+        values = self.__dict__
+        for name, mask, lsb in register.field_plan(address_map):
+            values[name] = (word & mask) >> lsb  # as Field.decode computes it
         self.register = register
         self.word = word
         self.address_map = address_map
-        self._decoders = register.field_decoders(address_map)
 
-    def __getattr__(self, name: str) -> int:
-        entry = self._decoders.get(name) if name[:1] != "_" else None
-        if entry is None:
-            raise AttributeError(f"{self.register.full_name} has no field {name.upper()}")
-        mask, lsb = entry  # as Field.decode computes it
-        return (self.word & mask) >> lsb
+    def __getattr__(self, name: str) -> int:  # not a field (every field is an attribute)
+        register = self.__dict__.get("register")
+        if register is None:  # not made by __init__ (a copy being made)
+            raise AttributeError(name)
+        raise AttributeError(f"{register.full_name} has no field {name.upper()}")
 
     def __repr__(self) -> str:
         return (f"RegView(register={self.register.full_name}, word={self.word:#x}, "
@@ -114,6 +114,22 @@ class Block:
             self._all = values
         return values
 
+    def values(self, names: tuple[str, ...]) -> tuple[int, ...] | None:
+        """The fields ``names`` (a decoder's constant tuple) as :meth:`__getattr__` reads
+        them, by a plan kept per unit and map (each field's register, mask and lsb, found
+        once): for a decoder that reads a few fields of a fresh snapshot, no dict of every
+        field (:meth:`fields`) and no lookup per field.  None when a name is not one that
+        :meth:`fields` decodes (the caller's general path says why)."""
+        plans = self._regmap.memo(("field plans", self._unit, self._address_map))
+        plan = plans.get(names, False)
+        if plan is False:
+            plan = plans[names] = _values_plan(self._regmap, self._unit, self._address_map,
+                                               names)
+        if plan is None:
+            return None
+        words = self._words
+        return tuple([(words[reg] & mask) >> lsb for reg, mask, lsb in plan])
+
     def words_key(self) -> tuple:
         """The block's register names and words as a hashable value:
         equal keys of one unit and map are equal programming, for a decoder's memo."""
@@ -156,6 +172,16 @@ def _field_plan(regmap, unit: str, address_map: str) -> tuple:
             (name, *entry) for name, entry in regmap.field_decoders(unit, address_map).items()
             if entry and name not in taken and name[:1] != "_")
     return plan
+
+
+def _values_plan(regmap, unit: str, address_map: str, names: tuple) -> tuple | None:
+    """(register name, stored mask, lsb) of each of ``names`` for :meth:`Block.values`,
+    None unless every one is a field :meth:`Block.fields` decodes."""
+    decodes = {name: (reg, mask, lsb)
+               for name, reg, mask, lsb in _field_plan(regmap, unit, address_map)}
+    if not all(name in decodes for name in names):
+        return None
+    return tuple(decodes[name] for name in names)
 
 
 class _ResetCopies(dict):

@@ -101,6 +101,7 @@ class Firmware:
         self._valid: list[object] = []  # snapshots sent in this call: they learn its reads
         self._pure: dict[int, bool] = {}  # register address -> reading it changes nothing
         self._write_rules: dict[int, tuple] = {}  # register address -> its snapshot rules
+        self._snapshot_plans: dict[object, tuple] = {}  # before -> _snapshot_plan's
         self._held = HeldSegments(machine.pri_mem)  # the memory the firmware keeps
         self.call_seconds = 0.0  # in the firmware's calls: its code, the pipe, our answers
         self.serve_seconds = 0.0  # of which answering its requests (the simulator's work)
@@ -292,6 +293,8 @@ class Firmware:
         if not frames:
             return pos
         write, cached = self._register_write, self._cached_read
+        if self.recorder is None:  # nothing to record: the machine's own write, a call less
+            write = self.machine.write_reg
         t0 = time.perf_counter()
         try:
             for kind, size, addr, value in WRITE.iter_unpack(frames):
@@ -414,10 +417,26 @@ class Firmware:
         follow = self._follow.get(before)
         if not follow:
             return b""
-        read, rules = self.machine.read_reg, self._write_rules
-        return b"".join([ENTRY.pack(addr, read(addr) & 0xFFFFFFFF, *(
-            rules.get(addr) or rules.setdefault(addr, write_rules(self.machine, addr))))
-                         for addr in follow])
+        plan = self._snapshot_plans.get(before)
+        if plan is None or plan[0] != len(follow):  # it learnt a read since: anew
+            plan = self._snapshot_plans[before] = self._snapshot_plan(follow)
+        _, registers, entries, frame = plan
+        read = self.machine.read_register
+        entries[1::6] = [read(reg) & 0xFFFFFFFF for reg in registers]
+        return frame.pack(*entries)
+
+    def _snapshot_plan(self, follow: dict[int, None]) -> tuple:
+        """What :meth:`_snapshot` sends for the registers ``follow`` (a snapshot is sent
+        with every call and read answer): (how many, their registers, the entries as one
+        flat list whose values it fills in, the struct of them all)."""
+        rules, machine = self._write_rules, self.machine
+        entries = []
+        for addr in follow:
+            rule = rules.get(addr) or rules.setdefault(addr, write_rules(machine, addr))
+            entries += [addr, 0, *rule]
+        registers = [machine.regfile.register_at(addr) for addr in follow]
+        frame = struct.Struct("<" + ENTRY.format.lstrip("<") * len(follow))
+        return len(follow), registers, entries, frame
 
     def _read_ahead(self, addr: int, size: int) -> bytes:
         """``size`` bytes at ``addr`` and the bytes after them, which the firmware's next

@@ -267,18 +267,29 @@ _DMA_KEYS = {(name, prefix): tuple(f"{name.lower()}_{field}" for field in (
     "disable", "data_use", "data_size", "data_mode", "ram_type")) + tuple(
     f"{prefix.lower()}_{field}" for field in ("line_stride", "surface_stride", "batch_stride"))
     for name, prefix in (("BRDMA", "BS"), ("NRDMA", "BN"), ("ERDMA", "EW"))}
+# with the base address's two halves, read in the same pass
+_DMA_PLAN_KEYS = {key: fields + tuple(f"{key[1].lower()}_base_addr_{half}"
+                                      for half in ("low", "high"))
+                  for key, fields in _DMA_KEYS.items()}
 
 
 def operand_dma(r, name: str, prefix: str) -> OperandDma:
-    """One operand DMA of SDP_RDMA block ``r`` (None: no RDMA, the DMA disabled)."""
+    """One operand DMA of SDP_RDMA block ``r`` (None: no RDMA, the DMA disabled).
+
+    Asked at each SDP_RDMA OP_EN (its prefetch) of a fresh snapshot, then again by the
+    layer's decode: its fields are read by a plan (:meth:`Block.values`), not by
+    decoding the whole block."""
     if r is None:
         return OperandDma(name, prefix, False, 0, 1, False, 1, 0, 0, 0, 0)
-    f = r.fields()
-    keys = _DMA_KEYS[name, prefix]
-    disable, use, size, mode, ram, line, surface, batch = [f[k] for k in keys]
+    values = r.values(_DMA_PLAN_KEYS[name, prefix])
+    if values is None:  # a field the plan cannot read: the general path
+        f = r.fields()
+        values = (*[f[k] for k in _DMA_KEYS[name, prefix]],
+                  r.address(f"{prefix.lower()}_base_addr"), 0)
+    disable, use, size, mode, ram, line, surface, batch, low, high = values
     return OperandDma(
         name=name, prefix=prefix, enabled=not disable, use=use, data_size=2 if size else 1,
-        per_element=bool(mode), ram_type=ram, address=r.address(f"{prefix.lower()}_base_addr"),
+        per_element=bool(mode), ram_type=ram, address=(high << 32) | low,
         line_stride=line, surface_stride=surface, batch_stride=batch,
     )
 

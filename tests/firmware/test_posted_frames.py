@@ -59,17 +59,18 @@ def _cached(addr, value):
     return _frame(b"c", PAIR.pack(addr, value))
 
 
-def _serve(buf: bytes, fast: bool, monkeypatch):
+def _serve(buf: bytes, fast: bool, monkeypatch, recorded: bool = True):
     fw = Firmware.__new__(Firmware)
     fw._unread_log, fw._log_lines, fw.error_lines = [], [], []
-    fw._error, fw.serve_seconds, fw.recorder = None, 0.0, Recorder()
+    fw._error, fw.serve_seconds = None, 0.0
+    fw.recorder = Recorder() if recorded else None
     fw._pure, fw._follow, fw._valid = {}, {}, ["interrupt"]
     fw.kmd_dir, fw.machine = "kmd", Machine()
     with monkeypatch.context() as patch:
         if not fast:
             patch.setattr(driver, "POSTED_KINDS", b"")  # never matches: frame by frame
         pos, kind, reply = fw._serve(bytearray(buf), 0)
-    return (pos, kind, reply, fw.machine.log, fw.recorder.log, fw._follow,
+    return (pos, kind, reply, fw.machine.log, fw.recorder and fw.recorder.log, fw._follow,
             None if fw._error is None else str(fw._error))
 
 
@@ -91,6 +92,9 @@ def test_posted_runs_serve_what_frame_by_frame_serves(stream, error, monkeypatch
     buf = b"".join(stream)
     fast, slow = _serve(buf, True, monkeypatch), _serve(buf, False, monkeypatch)
     assert fast == slow
+    # with no recorder (writes go straight to the machine): the same, the trace aside
+    unrecorded = _serve(buf, True, monkeypatch, recorded=False)
+    assert unrecorded[4] is None and unrecorded[:4] + unrecorded[5:] == fast[:4] + fast[5:]
     pos, kind, _, accesses, trace, follow, raised = fast
     assert ("write", 0x1C, 3) in accesses and ("R", 0x14, 0xFFFFFFFF) in trace
     assert follow == {"interrupt": {0x10: None, 0x14: None, 0x18: None}}

@@ -72,3 +72,48 @@ def test_words_key_tells_programs_apart():
     b2 = Block("NVDLA_CDP", 0, {**a._words, name: a._words[name] ^ 1}, rf.regmap, "nvdlav1")
     assert b2.words_key() != a.words_key()
     assert a.memo("x") is b.memo("x") and a.memo("x") is not rf.snapshot("NVDLA_PDP", 0).memo("x")
+
+
+@pytest.mark.parametrize("address_map", MAPS)
+def test_values_equal_per_field_reads(address_map):
+    rf = _random_file(address_map, seed=11)
+    for unit in rf.units:
+        fast = rf.snapshot(unit, 1)
+        slow = Block(unit, 1, dict(fast._words), rf.regmap, address_map)
+        names = tuple(slow.fields())
+        for picked in (names, names[::-3], names[:1]):
+            assert fast.values(picked) == tuple(getattr(slow, n) for n in picked), unit
+            assert fast.values(picked) == fast.values(picked)  # by the plan kept
+
+
+@pytest.mark.parametrize("name", ["no_such_field", "group", "unit", "_words"])
+def test_values_of_a_name_fields_does_not_decode_is_none(name):
+    rf = _random_file("nvdlav1", seed=3)
+    for unit in rf.units:
+        block = rf.snapshot(unit, 0)
+        some = tuple(block.fields())[:2]
+        assert block.values((*some, name)) is None
+        assert block.values(some) is not None
+
+
+@pytest.mark.parametrize("address_map", MAPS)
+def test_register_views_read_what_field_decode_computes(address_map):
+    rf = _random_file(address_map, seed=5)
+    for unit in rf.units:
+        block = rf.snapshot(unit, 0)
+        for reg in rf.regmap.units[unit].registers:
+            view = block.reg(reg.name)
+            word = block._words[reg.name]
+            assert (view.register, view.word, view.address_map) == (reg, word, address_map)
+            for f in reg.fields:
+                name = f.name.lower()
+                if name not in ("register", "word", "address_map") and name[:1] != "_":
+                    assert getattr(view, name) == f.decode(word, address_map), (reg, name)
+
+
+def test_a_register_view_names_a_field_it_lacks():
+    view = RegisterFile("nvdlav1").snapshot("NVDLA_CDMA", 0).reg("D_LINE_STRIDE_0")
+    for name in ("no_such_field", "_hidden"):
+        with pytest.raises(AttributeError, match=f"NVDLA_CDMA.D_LINE_STRIDE_0 has no field "
+                                                 f"{name.upper()}"):
+            getattr(view, name)

@@ -125,3 +125,17 @@ def test_errors_are_not_remembered():
     for _ in range(2):
         with pytest.raises(ConfigurationError, match="PROC_PRECISION"):
             config.decode(ctx.regs(SDP), ctx.regs(SDP_RDMA), m.config)
+
+
+@pytest.mark.parametrize("address_map", ["nvdlav1", "master"])
+def test_operand_dma_by_plan_matches_its_general_path(address_map, monkeypatch):
+    rf = RegisterFile(address_map)
+    rng = np.random.default_rng(4)
+    for reg in rf.regmap.units[SDP_RDMA].registers:
+        rf.poke(reg, int(rng.integers(0, 1 << 32)), 0 if reg.double_buffered else None)
+    r = rf.snapshot(SDP_RDMA, 0)
+    names = (("BRDMA", "BS"), ("NRDMA", "BN"), ("ERDMA", "EW"))
+    by_plan = [config.operand_dma(r, n, p) for n, p in names]
+    assert any(d.address >> 32 for d in by_plan)  # the high half is read too
+    monkeypatch.setattr(type(r), "values", lambda self, names: None)
+    assert [config.operand_dma(_fresh(r), n, p) for n, p in names] == by_plan
