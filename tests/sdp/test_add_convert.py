@@ -127,7 +127,7 @@ def test_pipeline_takes_the_adding_form(monkeypatch):
     """A bias layer on CACC's cube: add_convert_plan's path gives the general layer path's
     output and counters, in one block and in many."""
     from sim.sdp.engine import padded_channels
-    from tests.sdp.test_int_layer_path import LAYERS, _cacc_cube, _captured_layer
+    from .test_int_layer_path import LAYERS, _cacc_cube, _captured_layer
 
     rng = np.random.default_rng(RNG_SEED)
     for name in ("bias per channel, relu, int8 out", "sum without relu: both signs round",
