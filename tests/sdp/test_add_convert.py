@@ -15,7 +15,7 @@ import pytest
 from sim.num import sdp as num_sdp
 from sim.num import sdp_add
 from sim.num.widths import INT32_MIN
-from sim.sdp import pipeline, stages
+from sim.sdp import pipeline
 
 RNG_SEED = 20261127
 CHANNELS, PIXELS = 4, 150
@@ -127,7 +127,13 @@ def test_pipeline_takes_the_adding_form(monkeypatch):
     """A bias layer on CACC's cube: add_convert_plan's path gives the general layer path's
     output and counters, in one block and in many."""
     from sim.sdp.engine import padded_channels
-    from .test_int_layer_path import LAYERS, _cacc_cube, _captured_layer
+
+    from .test_int_layer_path import (
+        LAYERS,
+        _cacc_cube,
+        _captured_layer,
+        assert_shortcut_matches,
+    )
 
     rng = np.random.default_rng(RNG_SEED)
     for name in ("bias per channel, relu, int8 out", "sum without relu: both signs round",
@@ -138,14 +144,7 @@ def test_pipeline_takes_the_adding_form(monkeypatch):
         cube[0, :, 1:] = rng.integers(-60000, 60000, cube[0, :, 1:].shape)  # mostly windowed
         path = pipeline.datapath(layer, operands, lut, False, *cube.shape[1:])
         assert path.add_convert is not None, name
-        for block in (pipeline.BLOCK, 37):
-            monkeypatch.setattr(pipeline, "BLOCK", block)
-            fast = pipeline.run_pipeline(layer, cube, operands, lut, from_memory=False)
-            with monkeypatch.context() as patch:
-                patch.setattr(stages, "add_convert_plan", lambda *args: None)
-                rules = pipeline.run_pipeline(layer, cube, operands, lut, from_memory=False)
-            np.testing.assert_array_equal(fast[0], rules[0])
-            assert fast[1] == rules[1]
+        assert_shortcut_matches(monkeypatch, layer, cube, operands, lut, "add_convert_plan", None)
 
 
 def test_long_rows_add_unbuffered_and_match():

@@ -156,11 +156,18 @@ def test_layer_path_on_cacc_cubes(name, monkeypatch):
     seen = _captured_layer(monkeypatch, LAYERS[name], rng)
     layer, operands, lut = seen["layer"], seen["operands"], seen["lut"]
     cube = _cacc_cube(rng, padded_channels(layer, NV_FULL_ATOM))
+    assert_shortcut_matches(monkeypatch, layer, cube, operands, lut, "int_path_applies", False)
+
+
+def assert_shortcut_matches(monkeypatch, layer, cube, operands, lut, chooser: str, refusal):
+    """The pipeline's output and counters on CACC's ``cube`` are the same with its shortcut
+    and with the general path (the shortcut refused: ``sim.sdp.stages.<chooser>`` made to
+    return ``refusal``), in one block and in many."""
     for block in (pipeline.BLOCK, 37):
         monkeypatch.setattr(pipeline, "BLOCK", block)
         fast = pipeline.run_pipeline(layer, cube, operands, lut, from_memory=False)
         with monkeypatch.context() as patch:
-            patch.setattr(stages, "int_path_applies", lambda *args: False)
+            patch.setattr(stages, chooser, lambda *args: refusal)
             rules = pipeline.run_pipeline(layer, cube, operands, lut, from_memory=False)
         np.testing.assert_array_equal(fast[0], rules[0])
         assert fast[1] == rules[1]
