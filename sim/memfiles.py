@@ -142,8 +142,9 @@ def read_record_file(path: str | Path) -> RecordFile:
 
 def _raw_record_file(path: Path) -> RecordFile:
     """A ``.bin`` memory file (``nvdla-sim loadable --trace-memory bin``): the bytes to load
-    from the mem_load's address on, as they are (NVIDIA's benches read only ``.dat``)."""
-    data = _file_bytes(path)
+    from the mem_load's address on, as they are (NVIDIA's benches read only ``.dat``).  One
+    load may not pass the per-access limit: a larger file is refused before it is read."""
+    data = _read_bytes(path)
     if not data:
         raise SimError(f"{path}: holds no bytes to load")
     return RecordFile([(0, data)], len(data))

@@ -74,3 +74,16 @@ def test_an_empty_binary_memory_file_is_an_error(tmp_path):
     (tmp_path / "m.bin").write_bytes(b"")
     with pytest.raises(SimError, match=r"m\.bin: holds no bytes to load"):
         read_record_file(tmp_path / "m.bin")
+
+
+def test_a_binary_memory_file_past_the_access_limit_is_refused_unread(tmp_path):
+    """A load may not pass the per-access limit: the file's size says so before a byte of
+    it is read (a sparse file here, so the test costs no disk)."""
+    from sim.limits import DEFAULT_LIMITS
+    from sim.memfiles import read_record_file
+
+    path = tmp_path / "m.bin"
+    with open(path, "wb") as f:
+        f.truncate(DEFAULT_LIMITS.access + 1)
+    with pytest.raises(SimError, match=r"m\.bin.*exceed the simulator's limit"):
+        read_record_file(path)
