@@ -438,16 +438,28 @@ def fp17_to_fp16(a):
 
 
 def fp32_to_fp16(a):
-    """Nearest even; IEEE's narrowing agrees on zeros and normal (non-boundary) results."""
+    """Nearest even (:func:`fp_narrow`): IEEE's narrowing but for NaNs (:func:`_narrow32`)."""
     u = np.asarray(_masked(a, *FP32))
     shape, u = u.shape, u.reshape(-1).astype(np.uint32)
-    h, agrees = ieee_fp32_to_fp16(u)
-    out = h.astype(np.int64)
-    if not agrees.all():
-        rare = ~agrees
-        out[rare] = fp_narrow(u[rare].astype(np.int64), FP32_EXP, FP32_FRAC, FP16_EXP,
-                              FP16_FRAC, True)
+    out = _narrow32(u)
+    nan = _magnitude32(u) > np.uint32(0x7F800000)
+    if nan.any():
+        out[nan] = fp_narrow(u[nan].astype(np.int64), FP32_EXP, FP32_FRAC, FP16_EXP,
+                             FP16_FRAC, True)
     return out.reshape(shape)
+
+
+def _narrow32(u):
+    """NVDLA's fp32 -> fp16 narrowing of uint32 patterns that are not NaN (int64): IEEE's
+    nearest even with an Inf result saturated.  With denormals kept, NVDLA rounds a small
+    value onto fp16's denormal grid, flushes it to a signed zero below half its step, and
+    reads an fp32 denormal (implied 1) as far below that: IEEE does the same, so only its
+    overflow differs (the same inputs round to Inf, NVDLA keeps the largest finite value).
+    :func:`ieee_fp32_to_fp16` (the fused paths' test) stays the narrower rule."""
+    with np.errstate(all="ignore"):
+        out = u.view(np.float32).astype(np.float16).view(np.uint16).astype(np.int64)
+    out -= (out & 0x7FFF) == 0x7C00  # +-Inf -> +-0x7BFF
+    return out
 
 
 def fp32_to_fp17(a):

@@ -42,3 +42,27 @@ def test_conversion_table_matches_general(name):
 def test_arithmetic_value_table_matches_fields(fmt):
     for x in _inputs(1 + sum(fmt)):
         _same(fp.arithmetic_value(x, *fmt), fp.arithmetic_value_fields(x, *fmt))
+
+
+def _fp32_patterns() -> np.ndarray:
+    """Every sign and exponent with the mantissas that decide a narrowing: each of the
+    top 11 bits alone and every low pattern around the rounding points of every shift
+    (halves, ties, one either side), plus random mantissas."""
+    rng = np.random.default_rng(32)
+    low = np.arange(1 << 11, dtype=np.int64)
+    ties = np.array([(1 << k) + d for k in range(24) for d in (-1, 0, 1)], np.int64)
+    mants = np.unique(np.concatenate([
+        low, low << 12, ties, ties | (1 << 12), (1 << 23) - 1 - low,
+        rng.integers(0, 1 << 23, 4000)]) & ((1 << 23) - 1))
+    expos = np.arange(256, dtype=np.int64)
+    words = (expos[:, None] << 23 | mants[None, :]).ravel()
+    return np.concatenate([words, words | (1 << 31)])
+
+
+def test_fp32_to_fp16_matches_fp_narrow():
+    x = _fp32_patterns()
+    _same(fp.fp32_to_fp16(x), fp.fp_narrow(x, *FP32, *FP16, True))
+    stray = x | (np.int64(0x5A) << 32)  # bits above the pattern are ignored
+    _same(fp.fp32_to_fp16(stray.reshape(2, -1)), fp.fp_narrow(x, *FP32, *FP16, True)
+          .reshape(2, -1))
+    _same(fp.fp32_to_fp16(np.int64(0x7F800001)), fp.fp_narrow(0x7F800001, *FP32, *FP16, True))
