@@ -16,6 +16,8 @@ denormals, overflow, underflow, a zero sum) go through the rules.
 vectors.
 """
 
+from functools import cache
+
 import numpy as np
 
 from sim.num.vector_int import bit_length, i64, round_nearest_even, shift_right_round
@@ -58,10 +60,50 @@ def significand(expo, mant, M):
 
 def arithmetic_value(x, E, M):
     """The exact double that arithmetic reads from each pattern (rules 1 and 4)."""
+    if (E, M) in _TABLED:
+        return _by_table(_value_table(E, M), x)
+    return arithmetic_value_fields(x, E, M)
+
+
+def arithmetic_value_fields(x, E, M):
+    """:func:`arithmetic_value` from the fields (any width; the tables are made with it)."""
     sign, expo, mant = unpack(x, E, M)
     bits = (sign << 63) | ((expo + 1024 - (1 << (E - 1))) << 52) | (mant << (52 - M))
     bits = np.where((expo == 0) & (mant == 0), sign << 63, bits)
     return bits.view(np.float64)
+
+
+# --- whole-format tables -------------------------------------------------------
+# fp16 and fp17 have 2**16 and 2**17 patterns, so a function of one such pattern is a
+# table made once from the field-by-field function (on every pattern): one gather then
+# replaces its dozen or more whole-array numpy steps, a fixed cost of every small layer.
+_TABLED = (FP16, FP17)
+
+
+def _by_table(table, x):
+    """``table`` at each pattern of ``x`` (bits above the table's width ignored, as the
+    field-by-field functions ignore them); int arrays keep their shape, 0-d included."""
+    x = np.asarray(x, dtype=np.int64)
+    return table[(x & (len(table) - 1)).reshape(-1)].reshape(x.shape)
+
+
+def _all_patterns(E, M):
+    return np.arange(1 << (1 + E + M), dtype=np.int64)
+
+
+@cache
+def _value_table(E, M):
+    return arithmetic_value_fields(_all_patterns(E, M), E, M)
+
+
+@cache
+def _widen_table(iE, iM, oE, oM, keep_denormals):
+    return fp_widen(_all_patterns(iE, iM), iE, iM, oE, oM, keep_denormals)
+
+
+@cache
+def _narrow_table(iE, iM, oE, oM, keep_denormals):
+    return fp_narrow(_all_patterns(iE, iM), iE, iM, oE, oM, keep_denormals)
 
 
 def saturated(sign, E, M):
@@ -361,11 +403,21 @@ def float_to_int(x, width, E, M):
 
 # --- named conversions (the formats of sim.num.ops) -------------------------------
 def fp16_to_fp17(a):
-    return fp_widen(a, FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, True)
+    return _by_table(_widen_table(FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, True), a)
 
 
 def fp16_to_fp32(a):
     """Exact; IEEE's widening agrees except on Inf (saturates) and NaN (payload kept)."""
+    return _by_table(_fp16_to_fp32_table(), a)
+
+
+@cache
+def _fp16_to_fp32_table():
+    return fp16_to_fp32_by_ieee(_all_patterns(*FP16))
+
+
+def fp16_to_fp32_by_ieee(a):
+    """:func:`fp16_to_fp32` by the processor's IEEE widening (its table is made with it)."""
     u = np.asarray(i64(a) & 0xFFFF)
     shape, u = u.shape, u.reshape(-1).astype(np.uint16)
     widened, agrees = ieee_fp16_to_fp32(u)
@@ -378,24 +430,36 @@ def fp16_to_fp32(a):
 
 
 def fp17_to_fp32(a):
-    return fp_widen(a, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False)
+    return _by_table(_widen_table(FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False), a)
 
 
 def fp17_to_fp16(a):
-    return fp_narrow(a, FP17_EXP, FP17_FRAC, FP16_EXP, FP16_FRAC, True)
+    return _by_table(_narrow_table(FP17_EXP, FP17_FRAC, FP16_EXP, FP16_FRAC, True), a)
 
 
 def fp32_to_fp16(a):
-    """Nearest even; IEEE's narrowing agrees on zeros and normal (non-boundary) results."""
+    """Nearest even (:func:`fp_narrow`): IEEE's narrowing but for NaNs (:func:`_narrow32`)."""
     u = np.asarray(_masked(a, *FP32))
     shape, u = u.shape, u.reshape(-1).astype(np.uint32)
-    h, agrees = ieee_fp32_to_fp16(u)
-    out = h.astype(np.int64)
-    if not agrees.all():
-        rare = ~agrees
-        out[rare] = fp_narrow(u[rare].astype(np.int64), FP32_EXP, FP32_FRAC, FP16_EXP,
-                              FP16_FRAC, True)
+    out = _narrow32(u)
+    nan = _magnitude32(u) > np.uint32(0x7F800000)
+    if nan.any():
+        out[nan] = fp_narrow(u[nan].astype(np.int64), FP32_EXP, FP32_FRAC, FP16_EXP,
+                             FP16_FRAC, True)
     return out.reshape(shape)
+
+
+def _narrow32(u):
+    """NVDLA's fp32 -> fp16 narrowing of uint32 patterns that are not NaN (int64): IEEE's
+    nearest even with an Inf result saturated.  With denormals kept, NVDLA rounds a small
+    value onto fp16's denormal grid, flushes it to a signed zero below half its step, and
+    reads an fp32 denormal (implied 1) as far below that: IEEE does the same, so only its
+    overflow differs (the same inputs round to Inf, NVDLA keeps the largest finite value).
+    :func:`ieee_fp32_to_fp16` (the fused paths' test) stays the narrower rule."""
+    with np.errstate(all="ignore"):
+        out = u.view(np.float32).astype(np.float16).view(np.uint16).astype(np.int64)
+    out -= (out & 0x7FFF) == 0x7C00  # +-Inf -> +-0x7BFF
+    return out
 
 
 def fp32_to_fp17(a):
