@@ -16,7 +16,7 @@ denormals, overflow, underflow, a zero sum) go through the rules.
 vectors.
 """
 
-from functools import cache
+import functools
 
 import numpy as np
 
@@ -60,9 +60,8 @@ def significand(expo, mant, M):
 
 def arithmetic_value(x, E, M):
     """The exact double that arithmetic reads from each pattern (rules 1 and 4)."""
-    if (E, M) in _TABLED:
-        return _by_table(_value_table(E, M), x)
-    return arithmetic_value_fields(x, E, M)
+    tabled = _VALUE_TABLES.get((E, M))
+    return arithmetic_value_fields(x, E, M) if tabled is None else tabled(x)
 
 
 def arithmetic_value_fields(x, E, M):
@@ -74,10 +73,31 @@ def arithmetic_value_fields(x, E, M):
 
 
 # --- whole-format tables -------------------------------------------------------
-# fp16 and fp17 have 2**16 and 2**17 patterns, so a function of one such pattern is a
-# table made once from the field-by-field function (on every pattern): one gather then
+# fp16 and fp17 have 2**16 and 2**17 patterns, so a function of one such pattern can be
+# a table made once from the field-by-field function (on every pattern): one gather then
 # replaces its dozen or more whole-array numpy steps, a fixed cost of every small layer.
-_TABLED = (FP16, FP17)
+
+class _TableWhenItPays:
+    """A function of one pattern of ``width`` bits: ``general`` until the elements it was
+    given add up to the table's size, then a lookup in the table of every pattern made
+    with ``general``.  Making a table costs about as much as converting its size in
+    elements (1-14 ms), so a process that converts a few small cubes never pays for it
+    and one that converts many pays at most twice what it needed (the rent-or-buy rule)."""
+
+    def __init__(self, width: int, general):
+        self.size = 1 << width
+        self.general = general
+        self.table = None
+        self.seen = 0
+
+    def __call__(self, x):
+        table = self.table
+        if table is None:
+            self.seen += np.size(x)
+            if self.seen < self.size:
+                return self.general(x)
+            table = self.table = self.general(np.arange(self.size, dtype=np.int64))
+        return _by_table(table, x)
 
 
 def _by_table(table, x):
@@ -87,23 +107,8 @@ def _by_table(table, x):
     return table[(x & (len(table) - 1)).reshape(-1)].reshape(x.shape)
 
 
-def _all_patterns(E, M):
-    return np.arange(1 << (1 + E + M), dtype=np.int64)
-
-
-@cache
-def _value_table(E, M):
-    return arithmetic_value_fields(_all_patterns(E, M), E, M)
-
-
-@cache
-def _widen_table(iE, iM, oE, oM, keep_denormals):
-    return fp_widen(_all_patterns(iE, iM), iE, iM, oE, oM, keep_denormals)
-
-
-@cache
-def _narrow_table(iE, iM, oE, oM, keep_denormals):
-    return fp_narrow(_all_patterns(iE, iM), iE, iM, oE, oM, keep_denormals)
+_VALUE_TABLES = {fmt: _TableWhenItPays(1 + sum(fmt), functools.partial(
+    arithmetic_value_fields, E=fmt[0], M=fmt[1])) for fmt in (FP16, FP17)}
 
 
 def saturated(sign, E, M):
@@ -403,17 +408,12 @@ def float_to_int(x, width, E, M):
 
 # --- named conversions (the formats of sim.num.ops) -------------------------------
 def fp16_to_fp17(a):
-    return _by_table(_widen_table(FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, True), a)
+    return _FP16_TO_FP17(a)
 
 
 def fp16_to_fp32(a):
     """Exact; IEEE's widening agrees except on Inf (saturates) and NaN (payload kept)."""
-    return _by_table(_fp16_to_fp32_table(), a)
-
-
-@cache
-def _fp16_to_fp32_table():
-    return fp16_to_fp32_by_ieee(_all_patterns(*FP16))
+    return _FP16_TO_FP32(a)
 
 
 def fp16_to_fp32_by_ieee(a):
@@ -430,11 +430,17 @@ def fp16_to_fp32_by_ieee(a):
 
 
 def fp17_to_fp32(a):
-    return _by_table(_widen_table(FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False), a)
+    return _FP17_TO_FP32(a)
 
 
 def fp17_to_fp16(a):
-    return _by_table(_narrow_table(FP17_EXP, FP17_FRAC, FP16_EXP, FP16_FRAC, True), a)
+    return _FP17_TO_FP16(a)
+
+
+_FP16_TO_FP17 = _TableWhenItPays(16, lambda a: fp_widen(a, *FP16, *FP17, True))
+_FP16_TO_FP32 = _TableWhenItPays(16, fp16_to_fp32_by_ieee)
+_FP17_TO_FP32 = _TableWhenItPays(17, lambda a: fp_widen(a, *FP17, *FP32, False))
+_FP17_TO_FP16 = _TableWhenItPays(17, lambda a: fp_narrow(a, *FP17, *FP16, True))
 
 
 def fp32_to_fp16(a):

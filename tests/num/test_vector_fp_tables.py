@@ -66,3 +66,22 @@ def test_fp32_to_fp16_matches_fp_narrow():
     _same(fp.fp32_to_fp16(stray.reshape(2, -1)), fp.fp_narrow(x, *FP32, *FP16, True)
           .reshape(2, -1))
     _same(fp.fp32_to_fp16(np.int64(0x7F800001)), fp.fp_narrow(0x7F800001, *FP32, *FP16, True))
+
+
+def test_a_table_is_made_once_the_elements_converted_add_up_to_its_size():
+    """Rent or buy: the general function converts until the elements given add up to the
+    table's size; then the table (made once, with the general function) answers the same."""
+    calls = []
+
+    def general(x):
+        calls.append(np.size(x))
+        return fp.fp_widen(x, *FP16, *FP17, True)
+
+    tabled = fp._TableWhenItPays(16, general)
+    rng = np.random.default_rng(16)
+    sizes = [1, 5000, 30000, 30535, 4000, 7]  # the fourth reaches 65536 in all
+    for i, n in enumerate(sizes):
+        x = rng.integers(0, 1 << 16, n)
+        _same(tabled(x), fp.fp_widen(x, *FP16, *FP17, True))
+        assert (tabled.table is None) == (i < 3)
+    assert calls == [1, 5000, 30000, 1 << 16]  # then only the table answers
