@@ -26,9 +26,9 @@ import functools
 
 import numpy as np
 
-from sim.num.sdp import _C_OUT_RANGE, _c_window, _product_bounds, _windowed
+from sim.num.sdp import _C_OUT_RANGE, _c_window, _product_bounds, _windowed, _work_dtype
 from sim.num.vector_int import clip_into, round_bound
-from sim.num.widths import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN
+from sim.num.widths import INT32_MAX, INT32_MIN
 from sim.regs.enums import Precision
 
 INTEGER_OUTPUTS = (Precision.INT8.code, Precision.INT16.code)
@@ -65,16 +65,6 @@ def _fits(bounds: tuple[int, int], low: int, high: int) -> bool:
     return low <= bounds[0] and bounds[1] <= high
 
 
-def _sum_dtype(x: np.ndarray, addend, bounds: tuple[int, int]):
-    """int16 for int8/int16 values and addend whose sum stays in it, else int32 (None: past
-    int32)."""
-    narrow_addend = addend.dtype.itemsize <= 2 if isinstance(addend, np.ndarray) \
-        and addend.ndim else INT16_MIN <= int(addend) <= INT16_MAX
-    if x.dtype.itemsize <= 2 and narrow_addend and _fits(bounds, INT16_MIN, INT16_MAX):
-        return np.int16
-    return np.int32 if _fits(bounds, INT32_MIN, INT32_MAX) else None
-
-
 def add_convert_block(x: np.ndarray, x_bounds: tuple[int, int], addend, addend_bounds,
                       low: int, offset: int, scale: int, shift: int, code: int, out
                       ) -> bool:
@@ -96,10 +86,11 @@ def add_convert_block(x: np.ndarray, x_bounds: tuple[int, int], addend, addend_b
         return False
     lo, hi = (v - offset for v in clip_limits(low, offset, scale, shift, code))
     kept = (min(max(sums[0], lo), hi), min(max(sums[1], lo), hi))
-    dtype = _sum_dtype(x, addend, (min(sums[0], kept[0]), max(sums[1], kept[1])))
+    dtype = _work_dtype(x, (min(sums[0], kept[0]), max(sums[1], kept[1])), addend)
     product = _product_bounds(kept, (scale, scale))
     half = 1 << shift >> 1
-    if dtype is None or not _fits((product[0] - half, product[1] + half), INT32_MIN, INT32_MAX):
+    if dtype is np.int64 or not _fits((product[0] - half, product[1] + half), INT32_MIN,
+                                      INT32_MAX):
         return False
     v = _add(x, addend, dtype)
     if kept != sums:

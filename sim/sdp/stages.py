@@ -79,12 +79,9 @@ class Datapath:
     def _add_converted(self, v: np.ndarray, channels: slice, pixels: slice,
                        dest: np.ndarray) -> bool:
         """The block through :func:`sim.num.sdp_add.add_convert_block`, if its bounds allow."""
-        if v.dtype in (np.int8, np.int16):
-            bounds = dtype_bounds(v)
-        elif v.dtype == np.int32 and v.size:
-            bounds = array_bounds(v)
-        else:
+        if v.dtype not in (np.int8, np.int16, np.int32) or not v.size:
             return False
+        _, bounds, _ = _int_input(v)
         plan = self.add_convert
         addend = plan.addend
         if isinstance(addend, np.ndarray):
