@@ -257,7 +257,7 @@ def pixel_components(raw: np.ndarray, fmt: PixelFormat) -> tuple[np.ndarray, int
             out[ch] = comp.astype(np.int64) << (16 - field.bits)
         else:
             out[ch] = comp.astype(np.int64) & ((1 << (8 * field.size)) - 1)
-    return out, 16 if fmt.packed else 8 * fmt.fields[0].size
+    return out, fmt.container_bits
 
 
 def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: ImageLayer
@@ -295,7 +295,7 @@ def convert_pixels(values: np.ndarray, bits: int, fmt: PixelFormat, layer: Image
 
 def byte_components(fmt: PixelFormat) -> bool:
     """Whether every component of ``fmt`` is a whole byte (8-bit container values)."""
-    return all(field.size == 1 and not field.bits for field in fmt.fields)
+    return fmt.container_bits == 8
 
 
 def convert_byte_pixels(raw: np.ndarray, fmt: PixelFormat, layer: ImageLayer) -> np.ndarray:

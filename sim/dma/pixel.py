@@ -71,6 +71,13 @@ class PixelFormat:
         """True for the 10:10:10:2 formats packed in 32-bit words."""
         return any(f.bits for f in self.fields)
 
+    @property
+    def container_bits(self) -> int:
+        """The width of a component's container value: 16 for the packed formats (a
+        component's bits at the top of 16), else its bytes (every component of a format is
+        as wide)."""
+        return 16 if self.packed else 8 * self.fields[0].size
+
 
 def _bytes_fields(size: int, order) -> tuple[Field, ...]:
     """Channels taken from whole containers; ``order[i]`` = container index of channel i."""
