@@ -243,29 +243,18 @@ def x_int_block(x, bounds, alu, mul, alu_bypass, alu_algo, mul_bypass, mul_shift
     """
     algo = AluAlgo.SUM if alu_algo == AluAlgo.EQL else int(alu_algo)
     low = 0 if not relu_bypass else INT32_MIN
-    result = _x_result_bounds(bounds, alu, mul, alu_bypass, algo, mul_bypass, int(mul_shift),
-                              low)
-    if result is not None and result[0] == result[1]:
-        return np.array(result[0], np.int64), result
+    # each step's bounds (None stays None), worked out before any pass over x
+    alu_bounds = bounds if alu_bypass else _alu_bounds(algo, bounds, alu[1])
+    mul_bounds = alu_bounds if mul_bypass else _product_bounds(alu_bounds, mul[1])
+    if mul_bounds is not None:
+        result = converted_bounds(mul_bounds, int(mul_shift), low, INT32_MAX)
+        if result[0] == result[1]:
+            return np.array(result[0], np.int64), result
     if not alu_bypass:
-        bounds = _alu_bounds(algo, bounds, alu[1])
-        x, owned = _apply(_INT_ALU[algo], x, alu[0], owned, bounds), True
+        x, owned = _apply(_INT_ALU[algo], x, alu[0], owned, alu_bounds), True
     if not mul_bypass:
-        bounds = _product_bounds(bounds, mul[1])
-        x, owned = _apply(np.multiply, x, mul[0], owned, bounds), True
-    return _convert(x, int(mul_shift), low, INT32_MAX, bounds, owned)
-
-
-def _x_result_bounds(bounds, alu, mul, alu_bypass, algo: int, mul_bypass, shift: int,
-                     low: int) -> tuple | None:
-    """The bounds :func:`x_int_block` gives its result (None when ``bounds`` is)."""
-    if bounds is None:
-        return None
-    if not alu_bypass:
-        bounds = _alu_bounds(algo, bounds, alu[1])
-    if not mul_bypass:
-        bounds = _product_bounds(bounds, mul[1])
-    return converted_bounds(bounds, shift, low, INT32_MAX)
+        x, owned = _apply(np.multiply, x, mul[0], owned, mul_bounds), True
+    return _convert(x, int(mul_shift), low, INT32_MAX, mul_bounds, owned)
 
 
 def _x_int_layer(x, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, mul_shift,
