@@ -47,6 +47,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before 
 HEADER = struct.Struct("<cI")  # the frames of host.c: kind, payload length
 PAIR = struct.Struct("<II")  # register write, cached read: address, value; segment cut
 ENTRY = struct.Struct("<IIIIII")  # snapshot entry: address, value, and what a write does
+ENTRY_WORDS = len(ENTRY.format.lstrip("<"))  # an entry's words: the value is the second
 WRITE = struct.Struct("<cIII")  # a register write's whole frame: kind, 8, address, value
 POSTED_KINDS = b"Wc"  # frames of that shape: register writes, reads answered from a snapshot
 POSTED_RUN = 256  # such frames looked at at once (a 64 KiB buffer holds 5000)
@@ -422,7 +423,7 @@ class Firmware:
             plan = self._snapshot_plans[before] = self._snapshot_plan(follow)
         _, registers, entries, frame = plan
         read = self.machine.read_register
-        entries[1::6] = [read(reg) & 0xFFFFFFFF for reg in registers]
+        entries[1::ENTRY_WORDS] = [read(reg) & 0xFFFFFFFF for reg in registers]
         return frame.pack(*entries)
 
     def _snapshot_plan(self, follow: dict[int, None]) -> tuple:
