@@ -133,7 +133,7 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
 
 def test_region_files_of_one_shape_read_as_record_by_record(tmp_path):
     """Region files from one offset with one record size share the text of their lines'
-    heads (``_region_lines``, grown as longer files come): files shorter and longer than
+    heads (``_region_template``, grown as longer files come): files shorter and longer than
     the last, and ones whose offsets differ from it in one digit, read as the plain parse."""
     rng = random.Random(7)
     for lines in (5, 40, 3, 40, 700, 2, 90):
