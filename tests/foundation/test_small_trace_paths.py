@@ -14,12 +14,15 @@
 * a cube's atoms are viewed in a contiguous buffer without ``as_strided``: the same view
   (values, strides, write permission) as ``as_strided`` makes;
 * a trace folder's file is found from one listing of the folder, as the globbing
-  search found it.
+  search found it;
+* a memory file's plain name is joined to the trace's folder as text, and a memory file
+  named as text is read without a Path: the same path, bytes, or error, as pathlib's.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +31,8 @@ import sim.memfiles as memfiles
 from sim.dma import feature
 from sim.errors import SimError
 from sim.trace import cfg, txn
-from sim.trace.player import find_trace_file
+from sim.trace.ops import Op
+from sim.trace.player import TracePlayer, find_trace_file
 
 # -- record .dat ---------------------------------------------------------------------------
 
@@ -365,6 +369,61 @@ def test_a_trace_file_or_nothing_is_found_as_before(tmp_path):
     assert find_trace_file(trace) == trace
     with pytest.raises(SimError, match="no such trace file or folder"):
         find_trace_file(tmp_path / "missing")
+
+
+# a memory file's name as a trace line gives it: plain, with folders, odd, missing, a folder
+FILE_NAMES = ["m.dat", "./m.dat", "sub/m.dat", "sub//m.dat", "..", ".", "", "missing.dat",
+              "sub", "m.bin", "a\0b.dat"]
+
+
+def _found(player, name):
+    try:
+        return str(player._file(Op(where="t.cfg:3"), name))
+    except Exception as exc:  # noqa: BLE001 -- the error is the result compared
+        return type(exc).__name__, str(exc)
+
+
+def _pathlib_found(folder, name):
+    """What the player's _file gave before: the pathlib join and Path.is_file."""
+    path = folder / name
+    if not path.is_file():
+        return "SimError", f"t.cfg:3: memory file {name!r} not found next to the trace"
+    return str(path)
+
+
+@pytest.mark.parametrize("trace", ["t.cfg", "./t.cfg", "/abs"])
+def test_memory_files_are_found_as_pathlib_finds_them(tmp_path, monkeypatch, trace):
+    """A plain name is joined as text: the same path (as text), or the same error."""
+    (tmp_path / "m.dat").write_bytes(b"{\n}\n")
+    (tmp_path / "m.bin").write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "m.dat").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    trace_file = tmp_path / "t.cfg" if trace == "/abs" else Path(trace)
+    player = TracePlayer(trace_file, "nv_full")
+    for name in FILE_NAMES:
+        assert _found(player, name) == _pathlib_found(trace_file.parent, name), name
+
+
+def _loaded(read, path):
+    try:
+        return read(path)
+    except Exception as exc:  # noqa: BLE001 -- the error is the result compared
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("name", ["m.dat", "m.bin", "x.bin/", "x.bin/.", "..bin", "gone.dat",
+                                  "sub", "sub/", "bad.dat", "hex.dat", "a\0b.dat"])
+def test_memory_files_named_as_text_read_as_paths(tmp_path, monkeypatch, name):
+    """read_record_file and read_hex_dat of a name as text: what they give its Path."""
+    monkeypatch.chdir(tmp_path)
+    Path("m.dat").write_bytes(memfiles.record_dat_bytes(bytes(range(40)), 32))
+    Path("m.bin").write_bytes(b"\1\2")
+    Path("sub").mkdir()
+    Path("bad.dat").write_bytes(b"{\n{offset:0x0, size:2, payload:0x01} ,\n}\n")
+    Path("hex.dat").write_bytes(b"start_address = 0x0\n0x01 0x02\n\x01\x02\n")
+    for read in (memfiles.read_record_file, memfiles.read_hex_dat):
+        assert _loaded(read, name) == _loaded(read, Path(name)), (read.__name__, name)
 
 
 # -- feature layouts -------------------------------------------------------------------------
