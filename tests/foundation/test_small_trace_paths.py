@@ -8,7 +8,8 @@
 * a ``.cfg`` text is split and matched in one pass (``_numbered_lines``): every op, its
   ``file:line`` and every error are what the line-by-line parse gives, whatever the
   line breaks;
-* an ``input.txn`` write_reg line is read as ``parse_int`` reads its two numbers;
+* an ``input.txn`` write_reg (read_reg) line is read as ``parse_int`` reads its two
+  (three) numbers;
 * a feature layout is made once per set of arguments (and its line offsets once per
   layout): the same layout, or the same error naming the same register, as made anew;
 * a cube's atoms are viewed in a contiguous buffer without ``as_strided``: the same view
@@ -337,6 +338,30 @@ def test_txn_write_reg_reads_its_numbers_as_parse_int(args, note):
     line = f"write_reg {args}" + (f" # {note}" if note else "")
     assert _outcome(lambda text, _c: txn.parse(text, "input.txn"), line, False) == \
         _outcome(lambda _text, _c: [_plain_write(args, "input.txn:1", note)], line, False)
+
+
+TXN_POLLS = ["0xffff1234 0xff 0x5", "0XFFFF1234 0XFF 0X5", "0xffff1234 0xffffffff 0xffffffff",
+             "0xffff1234 0x1ffffffff 0x1", "0xffff1234 0x1 0x100000000", "0x1ffffffff 0x1 0x1",
+             "-1 0x1 0x1", "0x1 -0x1 0x1", "0x1 0x1 0xzz", "12 010 3", "0b101 0o7 0x1_0",
+             "٣ 0x1 0x1", "0x1 0x2", "0x1 0x2 0x3 0x4", ""]
+
+
+def _plain_poll(args: str, where: str, note: str):
+    """What the general path makes of ``read_reg ARGS``: each number through parse_int."""
+    words = args.split()
+    if len(words) != 3:
+        raise SimError(f"read_reg takes 3 arguments, got {len(words)}", where=where)
+    reg = txn.csb_to_byte(cfg.parse_int(words[0], where, "address", 32))
+    return cfg.PollReg(reg, cfg.parse_int(words[1], where, "mask", 32),
+                       cfg.parse_int(words[2], where, "value", 32), where=where, note=note)
+
+
+@pytest.mark.parametrize("args", TXN_POLLS)
+@pytest.mark.parametrize("note", ["", "a note"])
+def test_txn_read_reg_reads_its_numbers_as_parse_int(args, note):
+    line = f"read_reg {args}" + (f" # {note}" if note else "")
+    assert _outcome(lambda text, _c: txn.parse(text, "input.txn"), line, False) == \
+        _outcome(lambda _text, _c: [_plain_poll(args, "input.txn:1", note)], line, False)
 
 
 # -- trace folders ---------------------------------------------------------------------------
