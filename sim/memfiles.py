@@ -272,7 +272,7 @@ def _one_region(raw: bytes) -> RecordFile | None:
     """The one run of a record file as gen writes a whole region: canonical lines
     (:data:`_CANONICAL_RECORD`) of the first line's size, each at the offset where the
     previous one ended, in lower-case hex without leading zeros, then a last line of any
-    size at the offset that follows.  Such lines are known but for their payload digits,
+    size at the offset that follows (a file of one record line: that line's record).  Such lines are known but for their payload digits,
     so all of them are checked in one pass, their payload digits masked out, against the
     text such lines have (made once per region start and record size:
     :func:`_region_template`), and the payload digits of each block of equally long
@@ -284,8 +284,11 @@ def _one_region(raw: bytes) -> RecordFile | None:
     if stop is None:
         return None
     first_end = raw.find(b"\n", 2, stop) + 1
+    if first_end == stop:  # one record line: the file's one run
+        end = _record_line(raw, 2, stop)
+        return None if end is None else RecordFile([(end[0], end[2])], end[0] + end[1])
     if not 0 < first_end < stop:
-        return None  # no record line, or only one: _canonical_records reads it
+        return None  # no record line: _canonical_records reads it
     first = _CANONICAL_RECORD.fullmatch(raw, 2, first_end)
     if first is None:
         return None

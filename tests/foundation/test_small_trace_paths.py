@@ -97,9 +97,8 @@ FAULT_CHARS = "0123456789abcdefABCDEFxXgG ,:{}\n\r\t-"
 def test_gen_record_files_take_the_array_path(size, record, skip_zero):
     raw = _gen_file(random.Random(size), size, record, skip_zero)
     assert memfiles._canonical_records(raw) is not None
-    # a region with no records left out, of two lines or more, takes the region path
-    region = not skip_zero and size > record
-    assert (memfiles._one_region(raw) is not None) == region
+    # a region with no records left out (one line or more) takes the region path
+    assert (memfiles._one_region(raw) is not None) == (not skip_zero)
 
 
 @pytest.mark.parametrize("size,record,skip_zero", FILES)
