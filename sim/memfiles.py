@@ -272,14 +272,15 @@ def _one_region(raw: bytes) -> RecordFile | None:
     """The one run of a record file as gen writes a whole region: canonical lines
     (:data:`_CANONICAL_RECORD`) of the first line's size, each at the offset where the
     previous one ended, in lower-case hex without leading zeros, then a last line of any
-    size at the offset that follows (a file of one record line: that line's record).  Such lines are known but for their payload digits,
-    so all of them are checked in one pass, their payload digits masked out, against the
-    text such lines have (made once per region start and record size:
-    :func:`_region_template`), and the payload digits of each block of equally long
-    lines (offsets of one digit count) are read through one strided view: a few calls,
-    where :func:`_canonical_records` makes a few dozen over the file (a small trace loads
-    one or two small files).  None for any other file (:func:`_canonical_records` then reads
-    it; whatever this accepts, it accepts as well and reads as the same run)."""
+    size at the offset that follows (a file of one record line: that line's record).
+    Such lines are known but for their payload digits, so all of them are checked in one
+    pass, their payload digits masked out, against the text such lines have (made once
+    per region start and record size: :func:`_region_template`), and the payload digits
+    of each block of equally long lines (offsets of one digit count) are read through one
+    strided view: a few calls, where :func:`_canonical_records` makes a few dozen over the
+    file (a small trace loads one or two small files).  None for any other file
+    (:func:`_canonical_records` then reads it; whatever this accepts, it accepts as well
+    and reads as the same run)."""
     stop = _records_end(raw)
     if stop is None:
         return None
