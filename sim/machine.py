@@ -165,6 +165,10 @@ class Machine:
         # name or byte address -> its register (every poll looks one up), shared by the
         # machines of this address map
         self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
+        # (unit, register name) -> the register of a counter a layer stores (_finish), shared
+        # likewise: every layer stores a few, by the same names
+        self._counter_registers: dict = self.regfile.regmap.memo(
+            ("counter registers", self.config.address_map))
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -450,9 +454,12 @@ class Machine:
 
     def _finish(self, engine: Engine, ctx: LayerContext) -> None:
         rf = self.regfile
-        for (unit, name), value in ctx.counters.items():
-            reg = rf.register(f"{unit}.{name}")
-            rf.poke(reg, value, ctx.groups.get(unit))
+        registers = self._counter_registers
+        for key, value in ctx.counters.items():
+            reg = registers.get(key)
+            if reg is None:
+                reg = registers[key] = rf.register(f"{key[0]}.{key[1]}")
+            rf.poke(reg, value, ctx.groups.get(key[0]))
         for unit in ctx.groups:
             if unit in rf.armed:
                 rf.complete(unit)

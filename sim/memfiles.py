@@ -29,11 +29,14 @@ def _read_text(path: Path) -> str:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _file_bytes(path: Path) -> bytes:
+def _file_bytes(path: Path | str) -> bytes:
+    """The bytes of a file, as ``Path(path).read_bytes()`` reads them (a name as text is
+    opened as it is: pathlib's parse costs more than reading a small file)."""
     try:
-        return path.read_bytes()
+        with open(path, "rb") as file:
+            return file.read()
     except OSError as exc:
-        raise SimError(f"{path}: cannot read ({exc.strerror})") from None
+        raise SimError(f"{Path(path)}: cannot read ({exc.strerror})") from None
 
 
 def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
@@ -60,12 +63,12 @@ def _is_data_line(line: str) -> bool:
     return line.lstrip()[:2].lower() == "0x" and "=" not in line
 
 
-def _check_header(path: Path, lineno: int, line: str) -> None:
+def _check_header(path: Path | str, lineno: int, line: str) -> None:
     """Besides data, a memory file holds text: headers (``key = value``, ``memory
     type:dram``), comments, rules, braces; anything else (binary) is no memory file."""
     text = line.strip()
     if not (text.isprintable() and text.isascii()):
-        raise SimError(f"{path}:{lineno}: binary data, neither hex bytes (0xHH ...) nor a "
+        raise SimError(f"{Path(path)}:{lineno}: binary data, neither hex bytes (0xHH ...) nor a "
                        f"header line")
 
 
@@ -117,15 +120,18 @@ class RecordFile:
 def read_record_file(path: str | Path) -> RecordFile:
     """The runs and extent of a record ``.dat`` file (:func:`read_record_dat`'s records,
     joined without making an object per record)."""
-    # Path(a Path) parses it again: a few microseconds a file
-    path = path if isinstance(path, Path) else Path(path)
-    if path.suffix == ".bin":
-        return _raw_record_file(path)
+    # a name as text is read as such (pathlib's parse costs a few microseconds a file):
+    # one that pathlib would give the suffix .bin (a trailing "/" or "." is dropped) is
+    # made a Path, and so is any once it is read, for the messages naming it
+    if not isinstance(path, str) or path.endswith((".bin", "/", ".")):
+        path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
+        if path.suffix == ".bin":
+            return _raw_record_file(path)
     raw = _file_bytes(path)
     region = _one_region(raw) if len(raw) <= ONE_REGION_BYTES else None
     if region is not None:
         return region
-    parsed = _parse_record_dat(path, raw)
+    parsed = _parse_record_dat(path if isinstance(path, Path) else Path(path), raw)
     if isinstance(parsed, list):
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
@@ -266,20 +272,24 @@ def _one_region(raw: bytes) -> RecordFile | None:
     """The one run of a record file as gen writes a whole region: canonical lines
     (:data:`_CANONICAL_RECORD`) of the first line's size, each at the offset where the
     previous one ended, in lower-case hex without leading zeros, then a last line of any
-    size at the offset that follows.  Such lines are known but for their payload digits,
-    so each block of equally long lines (offsets of one digit count) is checked as one
-    array, its payload digits masked out, against the text such lines have (made once
-    per region start and record size: :func:`_region_lines`), and its payload digits
-    are read through one strided view: a few calls a block, where
-    :func:`_canonical_records` makes a few dozen over the file (a small trace loads one
-    or two small files).  None for any other file (:func:`_canonical_records` then reads
-    it; whatever this accepts, it accepts as well and reads as the same run)."""
+    size at the offset that follows (a file of one record line: that line's record).
+    Such lines are known but for their payload digits, so all of them are checked in one
+    pass, their payload digits masked out, against the text such lines have (made once
+    per region start and record size: :func:`_region_template`), and the payload digits
+    of each block of equally long lines (offsets of one digit count) are read through one
+    strided view: a few calls, where :func:`_canonical_records` makes a few dozen over the
+    file (a small trace loads one or two small files).  None for any other file
+    (:func:`_canonical_records` then reads it; whatever this accepts, it accepts as well
+    and reads as the same run)."""
     stop = _records_end(raw)
     if stop is None:
         return None
     first_end = raw.find(b"\n", 2, stop) + 1
+    if first_end == stop:  # one record line: the file's one run
+        end = _record_line(raw, 2, stop)
+        return None if end is None else RecordFile([(end[0], end[2])], end[0] + end[1])
     if not 0 < first_end < stop:
-        return None  # no record line, or only one: _canonical_records reads it
+        return None  # no record line: _canonical_records reads it
     first = _CANONICAL_RECORD.fullmatch(raw, 2, first_end)
     if first is None:
         return None
@@ -296,15 +306,14 @@ def _one_region(raw: bytes) -> RecordFile | None:
         return None
     tail = raw[first.end(1):first_end]
     payload = first.start(3) - first.end(1)  # where the payload starts in the tail
+    if widths[-1][0] > 15:  # the widest offsets come last
+        return None
+    text, mask = _region_template(start, size, tail, payload, last - 2)
+    if not text.startswith((np.ndarray(last - 2, np.uint8, raw, 2) & mask[:last - 2]).tobytes()):
+        return None
     offset, pos, digits = start, 2, []
     for width, lines in widths:
         line = len(_OFFSET_HEAD) + width + len(tail)
-        if width > 15:
-            return None
-        block = np.ndarray((lines, line), np.uint8, raw, pos)
-        if not _region_lines(offset, size, tail, payload, lines).startswith(
-                (block & _line_mask(width, len(tail), payload, size)).tobytes()):
-            return None
         digits.append(np.ndarray((lines, size), "S2", raw,
                                  pos + len(_OFFSET_HEAD) + width + payload + 2,
                                  (line, 5)).tobytes())
@@ -339,34 +348,39 @@ def _one_region_widths(raw: bytes, last: int, start: int, size: int, tail: int
     return widths if total == last - 2 else None
 
 
-#: (first offset, record size, line tail, payload) -> the lines of records from that
-#: offset on (:func:`_region_lines`), as many as a file has asked for yet
-_REGION_LINES: dict[tuple, bytes] = {}
-_REGION_LINES_KEPT = 32  # keys kept (files of one record size from one offset share one)
+#: (first offset, record size, line tail, payload) -> the text and mask of the lines of
+#: records from that offset on (:func:`_region_template`), as many as a file has asked for yet
+_REGION_TEMPLATES: dict[tuple, tuple[bytes, np.ndarray]] = {}
+_REGION_TEMPLATES_KEPT = 32  # keys kept (files of one record size from one offset share one)
 
 
-def _region_lines(offset: int, size: int, tail: bytes, payload: int, lines: int) -> bytes:
-    """The record lines of offsets ``offset``, ``offset + size`` ... (all of the hex digit
-    count of ``offset``), each ``{offset:0x<hex>`` and ``tail`` with its payload's hex
-    digits zero (what :func:`_line_mask` leaves of a canonical line; ``tail`` is such a
-    line's, its payload ``0xHH 0xHH ..`` from ``payload`` on): ``lines`` of them or more
-    (a block of lines is checked as a prefix of them).  Files of one shape (region start,
-    record size) share them, so the heads' text is made once, not per file."""
+def _region_template(offset: int, size: int, tail: bytes, payload: int, length: int
+                     ) -> tuple[bytes, np.ndarray]:
+    """(text, mask) of the record lines of offsets ``offset``, ``offset + size`` ... : each
+    line ``{offset:0x<hex>`` and ``tail`` (a canonical line's, its payload ``0xHH 0xHH ..``
+    from ``payload`` on) with its payload's hex digits zero, and the mask (read-only) that
+    zeroes those digits of such lines (:func:`_line_mask` of each line's offset width):
+    ``length`` bytes of them or more (a file's lines are checked as a prefix of them, all
+    in one pass whatever their offsets' widths).  Files of one shape (region start, record
+    size) share them, so the heads' text is made once, not per file."""
     after = payload + 5 * size - 1  # just past the payload
     key = (offset, size, tail[:payload], tail[after:])
-    text = _REGION_LINES.get(key)
-    line = len(b"{offset:0x%x" % offset) + len(tail)
-    if text is not None and len(text) >= lines * line:
-        return text
-    have = 0 if text is None else len(text) // line
-    lines = max(lines, 2 * have)  # a longer file next: made again at most log2 times
+    made = _REGION_TEMPLATES.get(key)
+    if made is not None and len(made[0]) >= length:
+        return made
+    have = 0 if made is None else len(made[0])
+    length = max(length, 2 * have)  # a longer file next: made again at most log2 times
+    lines = -(-length // (len(_OFFSET_HEAD) + 1 + len(tail)))  # enough: offsets of a digit
     masked = b"%s%s0x\0\0%s" % (key[2], b"0x\0\0 " * (size - 1), key[3])
-    text = b"".join([b"{offset:0x%x%s" % (o, masked)
-                     for o in range(offset, offset + lines * size, size)])
-    if len(_REGION_LINES) >= _REGION_LINES_KEPT:
-        _REGION_LINES.clear()
-    _REGION_LINES[key] = text
-    return text
+    end = offset + lines * size
+    text = b"".join([b"{offset:0x%x%s" % (o, masked) for o in range(offset, end, size)])
+    mask = np.frombuffer(b"".join([_line_mask(width, len(tail), payload, size).tobytes() * count
+                                   for width, count in _offset_widths(offset, end, size)]),
+                         np.uint8)
+    if len(_REGION_TEMPLATES) >= _REGION_TEMPLATES_KEPT:
+        _REGION_TEMPLATES.clear()
+    made = _REGION_TEMPLATES[key] = text, mask
+    return made
 
 
 @functools.lru_cache(maxsize=256)
@@ -617,8 +631,7 @@ def read_hex_dat(path: str | Path) -> bytes:
     well-formed files (every token ``0xHH``) in one call; anything else goes
     token by token to find the line to blame.
     """
-    path = Path(path)
-    raw = _file_bytes(path)
+    raw = _file_bytes(path)  # a name as text stays text unless a message names it
     start, lineno = 0, 1  # skip the header lines at the top; any later ones take the slow path
     while start < len(raw):
         end = raw.find(b"\n", start)
@@ -632,9 +645,9 @@ def read_hex_dat(path: str | Path) -> bytes:
     if data is None:
         data = _hex_bytes(raw[start:].decode("latin-1"))
     if data is None:
-        data = _read_hex_tokens(path)
+        data = _read_hex_tokens(Path(path))
     if not data:
-        raise SimError(f"{path}: holds no data (expected lines of hex bytes, 0xHH ...)")
+        raise SimError(f"{Path(path)}: holds no data (expected lines of hex bytes, 0xHH ...)")
     return data
 
 

@@ -29,6 +29,7 @@ from .ops import (
     Sync,
     format_text,
     parse_int,
+    poll_reg_op,
     read_trace,
     reg_write_op,
 )
@@ -141,7 +142,7 @@ def _parse_text(text: str, source: str, comments: bool, bare: bool = False) -> l
                 append((reg, value, lineno) if bare
                        else reg_write_op(reg, value, f"{source}:{lineno}", ""))
             else:
-                append(PollReg(reg, ALL_BITS, value, where=f"{source}:{lineno}"))
+                append(poll_reg_op(reg, ALL_BITS, value, f"{source}:{lineno}", ""))
             continue
         if not raw or (raw[:2] == "//" and not comments):  # nothing to do (_parse_line's)
             continue

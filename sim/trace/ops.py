@@ -259,4 +259,14 @@ def reg_write_op(reg: str | int, value: int, where: str, note: str) -> RegWrite:
     return op
 
 
+def poll_reg_op(reg: str | int, mask: int, value: int, where: str, note: str) -> PollReg:
+    """``PollReg(reg, mask, value, where=where, note=note)``, made for the parsers (polls
+    come dozens to a trace) as :func:`reg_write_op` makes a RegWrite."""
+    op = _new_op(PollReg)
+    fields = op.__dict__
+    fields["where"], fields["note"] = where, note
+    fields["reg"], fields["mask"], fields["value"] = reg, mask, value
+    return op
+
+
 _new_op = object.__new__

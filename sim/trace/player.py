@@ -100,8 +100,10 @@ def find_trace_file(path: Path) -> Path:
             return txn
     if names is None:
         cfgs = sorted(path.glob("*.cfg"))
-    else:
-        cfgs = sorted(path / name for name in names if name.endswith(".cfg"))
+    else:  # names, made a path only when one is the answer
+        cfgs = [name for name in names if name.endswith(".cfg")]
+        if len(cfgs) == 1:
+            return path / cfgs[0]
     if len(cfgs) == 1:
         return cfgs[0]
     if not cfgs:
@@ -169,17 +171,27 @@ class TracePlayer:
         self.before_op = before_op
         self.trace_file = trace_file
         self.folder = trace_file.parent
+        # what str(self.folder / name) starts with for a plain file name (_file): the
+        # trace's own path without its name
+        self._folder_prefix = str(trace_file)[:len(str(trace_file)) - len(trace_file.name)]
         self.machine = Machine(config, limits)
         self.dump_dir = dump_dir
         self.dump_format = dump_format  # sim.dram.MEMORY_FILE_FORMATS
         self.word_bytes = word_bytes
         self.checks = 0
-        self._parsed: dict[Path, RecordFile] = {}
+        self._parsed: dict[str, RecordFile] = {}  # by the file's path as text
 
     # -- helpers --------------------------------------------------------------
-    def _file(self, op: Op, name: str) -> Path:
+    def _file(self, op: Op, name: str) -> Path | str:
+        """The memory file ``name`` next to the trace.  A plain file name (the usual one)
+        is joined as text, as pathlib would join it: a trace loads each of its files
+        once, and pathlib's parse and stat cost more than reading a small file."""
+        if name and name != "." and "/" not in name:
+            path = self._folder_prefix + name
+            if os.path.isfile(path):
+                return path
         path = self.folder / name
-        if not path.is_file():
+        if not path.is_file():  # pathlib's own answer (and errors) when it is not one
             raise op.fail(f"memory file {name!r} not found next to the trace")
         return path
 
@@ -283,17 +295,22 @@ class TracePlayer:
 
     def _op_poll_reg(self, op: PollReg) -> None:
         mask, want = op.mask, op.value
+        want &= mask
         r = self._register(op, op.reg)
         read = self.machine.read_register
-
-        def matches():
-            return read(r) & mask == want & mask
-
-        if self._advance_until(matches):
-            return self._held(op)
+        # _advance_until's reads and steps, in its order, written out (most polls hold at
+        # the first read): a read may change state (a LUT port steps its address)
         got = read(r) & mask
+        while got != want:
+            if not self.machine.step():
+                got = read(r) & mask
+                break
+            got = read(r) & mask
+        if got == want:
+            return self._held(op)
+        got = read(r) & mask  # what it reads now, for the message
         self._judge(Check(op, f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
-                              f"expected {want & mask:#x}"))
+                              f"expected {want:#x}"))
 
     def _interrupt(self, op: Op, text: str) -> tuple[str, int]:
         """``SDP_0``, ``cdma_dat_0`` ... -> (source as S_INTR_STATUS_0 names it, group).
@@ -342,9 +359,10 @@ class TracePlayer:
         """A record file's runs and extent, parsed once per trace (mem_init sizes by the file
         that mem_load then loads)."""
         path = self._file(op, name)
-        if path not in self._parsed:
-            self._parsed[path] = read_record_file(path)
-        return self._parsed[path]
+        key = str(path)
+        if key not in self._parsed:
+            self._parsed[key] = read_record_file(path)
+        return self._parsed[key]
 
     def _op_load_hex(self, op: LoadMem) -> None:
         addr, size = op.addr, op.size

@@ -25,6 +25,7 @@ from .ops import (
     numbered_lines,
     numbered_text,
     parse_int,
+    poll_reg_op,
     reg_write_op,
 )
 
@@ -63,6 +64,11 @@ def _parse_lines(lines: Iterable[tuple[str, str]], comments: bool) -> list[Op]:
             addr, value = _word(args[0]), _word(args[1])
             if addr is not None and value is not None:
                 ops.append(reg_write_op(csb_to_byte(addr), value, where, note))
+                continue
+        elif cmd == "read_reg":  # a poll (many in a row): its three words likewise
+            addr, mask, value = _word(args[0]), _word(args[1]), _word(args[2])
+            if addr is not None and mask is not None and value is not None:
+                ops.append(poll_reg_op(csb_to_byte(addr), mask, value, where, note))
                 continue
 
         def num(i, what):

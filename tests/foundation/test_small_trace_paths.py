@@ -8,18 +8,22 @@
 * a ``.cfg`` text is split and matched in one pass (``_numbered_lines``): every op, its
   ``file:line`` and every error are what the line-by-line parse gives, whatever the
   line breaks;
-* an ``input.txn`` write_reg line is read as ``parse_int`` reads its two numbers;
+* an ``input.txn`` write_reg (read_reg) line is read as ``parse_int`` reads its two
+  (three) numbers;
 * a feature layout is made once per set of arguments (and its line offsets once per
   layout): the same layout, or the same error naming the same register, as made anew;
 * a cube's atoms are viewed in a contiguous buffer without ``as_strided``: the same view
   (values, strides, write permission) as ``as_strided`` makes;
 * a trace folder's file is found from one listing of the folder, as the globbing
-  search found it.
+  search found it;
+* a memory file's plain name is joined to the trace's folder as text, and a memory file
+  named as text is read without a Path: the same path, bytes, or error, as pathlib's.
 """
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,7 +32,8 @@ import sim.memfiles as memfiles
 from sim.dma import feature
 from sim.errors import SimError
 from sim.trace import cfg, txn
-from sim.trace.player import find_trace_file
+from sim.trace.ops import Op
+from sim.trace.player import TracePlayer, find_trace_file
 
 # -- record .dat ---------------------------------------------------------------------------
 
@@ -92,9 +97,8 @@ FAULT_CHARS = "0123456789abcdefABCDEFxXgG ,:{}\n\r\t-"
 def test_gen_record_files_take_the_array_path(size, record, skip_zero):
     raw = _gen_file(random.Random(size), size, record, skip_zero)
     assert memfiles._canonical_records(raw) is not None
-    # a region with no records left out, of two lines or more, takes the region path
-    region = not skip_zero and size > record
-    assert (memfiles._one_region(raw) is not None) == region
+    # a region with no records left out (one line or more) takes the region path
+    assert (memfiles._one_region(raw) is not None) == (not skip_zero)
 
 
 @pytest.mark.parametrize("size,record,skip_zero", FILES)
@@ -133,7 +137,7 @@ def test_record_files_decode_as_record_by_record(tmp_path, size, record, skip_ze
 
 def test_region_files_of_one_shape_read_as_record_by_record(tmp_path):
     """Region files from one offset with one record size share the text of their lines'
-    heads (``_region_lines``, grown as longer files come): files shorter and longer than
+    heads (``_region_template``, grown as longer files come): files shorter and longer than
     the last, and ones whose offsets differ from it in one digit, read as the plain parse."""
     rng = random.Random(7)
     for lines in (5, 40, 3, 40, 700, 2, 90):
@@ -335,6 +339,30 @@ def test_txn_write_reg_reads_its_numbers_as_parse_int(args, note):
         _outcome(lambda _text, _c: [_plain_write(args, "input.txn:1", note)], line, False)
 
 
+TXN_POLLS = ["0xffff1234 0xff 0x5", "0XFFFF1234 0XFF 0X5", "0xffff1234 0xffffffff 0xffffffff",
+             "0xffff1234 0x1ffffffff 0x1", "0xffff1234 0x1 0x100000000", "0x1ffffffff 0x1 0x1",
+             "-1 0x1 0x1", "0x1 -0x1 0x1", "0x1 0x1 0xzz", "12 010 3", "0b101 0o7 0x1_0",
+             "٣ 0x1 0x1", "0x1 0x2", "0x1 0x2 0x3 0x4", ""]
+
+
+def _plain_poll(args: str, where: str, note: str):
+    """What the general path makes of ``read_reg ARGS``: each number through parse_int."""
+    words = args.split()
+    if len(words) != 3:
+        raise SimError(f"read_reg takes 3 arguments, got {len(words)}", where=where)
+    reg = txn.csb_to_byte(cfg.parse_int(words[0], where, "address", 32))
+    return cfg.PollReg(reg, cfg.parse_int(words[1], where, "mask", 32),
+                       cfg.parse_int(words[2], where, "value", 32), where=where, note=note)
+
+
+@pytest.mark.parametrize("args", TXN_POLLS)
+@pytest.mark.parametrize("note", ["", "a note"])
+def test_txn_read_reg_reads_its_numbers_as_parse_int(args, note):
+    line = f"read_reg {args}" + (f" # {note}" if note else "")
+    assert _outcome(lambda text, _c: txn.parse(text, "input.txn"), line, False) == \
+        _outcome(lambda _text, _c: [_plain_poll(args, "input.txn:1", note)], line, False)
+
+
 # -- trace folders ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("files,dirs,want", [
@@ -365,6 +393,61 @@ def test_a_trace_file_or_nothing_is_found_as_before(tmp_path):
     assert find_trace_file(trace) == trace
     with pytest.raises(SimError, match="no such trace file or folder"):
         find_trace_file(tmp_path / "missing")
+
+
+# a memory file's name as a trace line gives it: plain, with folders, odd, missing, a folder
+FILE_NAMES = ["m.dat", "./m.dat", "sub/m.dat", "sub//m.dat", "..", ".", "", "missing.dat",
+              "sub", "m.bin", "a\0b.dat"]
+
+
+def _found(player, name):
+    try:
+        return str(player._file(Op(where="t.cfg:3"), name))
+    except Exception as exc:  # noqa: BLE001 -- the error is the result compared
+        return type(exc).__name__, str(exc)
+
+
+def _pathlib_found(folder, name):
+    """What the player's _file gave before: the pathlib join and Path.is_file."""
+    path = folder / name
+    if not path.is_file():
+        return "SimError", f"t.cfg:3: memory file {name!r} not found next to the trace"
+    return str(path)
+
+
+@pytest.mark.parametrize("trace", ["t.cfg", "./t.cfg", "/abs"])
+def test_memory_files_are_found_as_pathlib_finds_them(tmp_path, monkeypatch, trace):
+    """A plain name is joined as text: the same path (as text), or the same error."""
+    (tmp_path / "m.dat").write_bytes(b"{\n}\n")
+    (tmp_path / "m.bin").write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "m.dat").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    trace_file = tmp_path / "t.cfg" if trace == "/abs" else Path(trace)
+    player = TracePlayer(trace_file, "nv_full")
+    for name in FILE_NAMES:
+        assert _found(player, name) == _pathlib_found(trace_file.parent, name), name
+
+
+def _loaded(read, path):
+    try:
+        return read(path)
+    except Exception as exc:  # noqa: BLE001 -- the error is the result compared
+        return type(exc).__name__, str(exc)
+
+
+@pytest.mark.parametrize("name", ["m.dat", "m.bin", "x.bin/", "x.bin/.", "..bin", "gone.dat",
+                                  "sub", "sub/", "bad.dat", "hex.dat", "a\0b.dat"])
+def test_memory_files_named_as_text_read_as_paths(tmp_path, monkeypatch, name):
+    """read_record_file and read_hex_dat of a name as text: what they give its Path."""
+    monkeypatch.chdir(tmp_path)
+    Path("m.dat").write_bytes(memfiles.record_dat_bytes(bytes(range(40)), 32))
+    Path("m.bin").write_bytes(b"\1\2")
+    Path("sub").mkdir()
+    Path("bad.dat").write_bytes(b"{\n{offset:0x0, size:2, payload:0x01} ,\n}\n")
+    Path("hex.dat").write_bytes(b"start_address = 0x0\n0x01 0x02\n\x01\x02\n")
+    for read in (memfiles.read_record_file, memfiles.read_hex_dat):
+        assert _loaded(read, name) == _loaded(read, Path(name)), (read.__name__, name)
 
 
 # -- feature layouts -------------------------------------------------------------------------
