@@ -218,6 +218,9 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     out_h, out_w = out.shape[2], out.shape[3]
     count = out.shape[0] * out_h * out_w
     scratch = fc_scratch(max(block * n_pos, CHUNK))
+    data_nan = np.zeros(count, np.bool_)
+    for p in range(count):
+        data_nan[p] = (d_nan[p] >= 0).any()
     block_exp4 = np.zeros(groups * n_pos, np.int32)
     sums = np.zeros(groups * n_pos, np.int64)
     for k in range(kernels[0], kernels[1]):
@@ -226,21 +229,36 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
             w_nan = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p], d_low[p]), w, block, n_pos,
                                    scratch, block_exp4, sums)
             acc_e, acc_m = np.int64(0), np.int64(0)
-            for g in range(groups):
-                m0, m1 = lanes[g] * n_pos, lanes[g + 1] * n_pos
-                for pos in range(n_pos):
-                    nan_bits = _first_nan_at(w[m0:m1], pos, n_pos) if w_nan else -1
-                    if nan_bits < 0:  # weights are scanned before data
-                        nan_bits = d_nan[p, pos, g]
-                    if nan_bits >= 0:
-                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP,
-                                                       mac_nan_block(nan_bits))
-                    else:
-                        b = g * n_pos + pos
-                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4[b],
-                                                       sign_extend(sums[b], 38))
+            if not w_nan and not data_nan[p]:  # no NaN block: CACC without branches
+                for b in range(groups * n_pos):
+                    acc_e, acc_m = cacc_accumulate_finite(acc_e, acc_m, block_exp4[b],
+                                                          sign_extend(sums[b], 38))
+            else:
+                acc_e, acc_m = _cacc_blocks_with_nans(w, w_nan, d_nan[p], lanes, n_pos,
+                                                      block_exp4, sums)
             out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
                 acc_e, acc_m)
+
+
+@njit
+def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums):
+    """CACC of a pixel's blocks (group by group, position by position) where a weight or a
+    data value is a NaN: a NaN block (weights scanned before data) makes the accumulator
+    NaN.  Returns the accumulator (exponent, mantissa)."""
+    acc_e, acc_m = np.int64(0), np.int64(0)
+    for g in range(lanes.size - 1):
+        m0, m1 = lanes[g] * n_pos, lanes[g + 1] * n_pos
+        for pos in range(n_pos):
+            nan_bits = _first_nan_at(w_bits[m0:m1], pos, n_pos) if w_nan else -1
+            if nan_bits < 0:
+                nan_bits = d_nan[pos, g]
+            if nan_bits >= 0:
+                acc_e, acc_m = cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP, mac_nan_block(nan_bits))
+            else:
+                b = g * n_pos + pos
+                acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4[b],
+                                               sign_extend(sums[b], 38))
+    return acc_e, acc_m
 
 
 @njit

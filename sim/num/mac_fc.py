@@ -28,12 +28,13 @@ import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low8, booth_sum_low16
+from sim.num.compress import COMPRESS_LANES, compress_flagged
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
 )
 from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
-from sim.num.word32 import add32, and32, leading_zeros64, sar32, shl32, sub32, word32
+from sim.num.word32 import add32, and32, sar32, shl32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
@@ -44,6 +45,8 @@ LOW_SHIFT, NEAR_SHIFT = 8, 16
 #: Lanes a pass runs over at most (a layer with one kernel position: whole blocks): the
 #: scratch stays in the first-level cache.
 CHUNK = 2048
+#: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
+MID_VECTOR = 32
 
 
 @njit
@@ -55,10 +58,12 @@ def fc_scratch(lanes):
             np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # sign, weight's low byte
             np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
             np.zeros(lanes, np.uint8),  # carries
-            np.zeros(lanes + 8, np.uint8),  # flags: shifts of 12 or 16 (whole 64-bit words)
-            # those lanes gathered: sign, significands, shift, block, carry
-            (np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint16), np.zeros(lanes, np.uint16),
-             np.zeros(lanes, np.uint16), np.zeros(lanes, np.int64), np.zeros(lanes, np.uint8)),
+            np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
+            # those lanes gathered: index, sign, significands, shift, block, carry
+            (np.zeros(lanes + COMPRESS_LANES, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
+             np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16),
+             np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes, np.int64),
+             np.zeros(lanes + MID_VECTOR, np.uint8)),
             np.zeros(lanes, np.uint16))  # each lane's block exponent
 
 
@@ -117,16 +122,14 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     block_exp = scratch[10][:lanes]
     _spread(tops, block, positions, block_exp)
-    some_mid, some_far = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign,
-                                           w_low, p_low, mask, mid)
+    some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
+                                 p_low, mask, mid)
     _low_carries(sign, w_low, d_low, mask, p_low, carry)
     block_sums = sums[first:first + n_blocks]
     _block_sums(shifted, carry, block, positions, block_sums)
     if some_mid:
         _mid_carries(d_sig, w, block, positions, lane_exp, tops, sign, mid, scratch[9],
                      block_sums)
-    if some_far:
-        _far_products(d_sig, w, block, positions, lane_exp, tops, sign, block_sums)
     return nan
 
 
@@ -193,11 +196,11 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
                       mask, mid):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
     low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
-    mask (0 otherwise: no carry); flags the lanes shifted by 12 or 16.  Returns whether
-    some are, and whether some lane is shifted by 17 to 31.  One loop over the lanes,
+    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31.  Returns whether
+    some are.  One loop over the lanes,
     each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
-    some_mid, some_far = False, False
+    some_mid = False
     for i in range(shifted.size):
         negative, sig, _, _ = fp16_weight_operand(word32(w_bits[i]))
         negative = and32(add32(negative, d_sign[i]), 1)
@@ -212,11 +215,10 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
         w_low[i] = word8(sig)
         mask[i] = word8(low)
         p_low[i] = word8(and32(product, low))
-        is_mid = near & (shift > LOW_SHIFT)
+        is_mid = (shift > LOW_SHIFT) & (shift < 32)
         mid[i] = word8(is_mid)
         some_mid |= is_mid
-        some_far |= (shift > NEAR_SHIFT) & (shift < 32)
-    return some_mid, some_far
+    return some_mid
 
 
 @njit(distinct_arrays=True)
@@ -251,49 +253,64 @@ def _block_sums(shifted, carry, block, positions, sums):
 
 
 @njit(inline="always")
-def _block_of(i, block, positions):
-    """The block (of the chunk) of lane ``i`` of a chunk."""
-    return i // block if positions == 1 else i % positions
+def _block_of(i, block, positions, reciprocal):
+    """The block (of the chunk) of lane ``i`` (< 2**16) of a chunk: ``i // block`` of one
+    position, else ``i % positions``, the quotient by :func:`_reciprocal` (a division took
+    ten times as long as the rest of a lane's gathering)."""
+    divisor = block if positions == 1 else positions
+    quotient = (np.int64(i) * reciprocal) >> 32
+    return quotient if positions == 1 else np.int64(i) - quotient * divisor
+
+
+@njit(inline="always")
+def _reciprocal(block, positions):
+    """``2**32 // d + 1`` for the divisor ``d`` of :func:`_block_of`: ``(i * it) >> 32`` is
+    ``i // d`` for every ``i < 2**16`` (the error, below ``i / 2**32``, never reaches the
+    next multiple)."""
+    return (np.int64(1) << 32) // (block if positions == 1 else positions) + 1
 
 
 @njit(distinct_arrays=True)
 def _mid_carries(d_sig, w_bits, block, positions, lane_exp, tops, sign, mid, compact, sums):
-    """The carries of the lanes shifted by 12 or 16, from the 16-bit tree, off their blocks'
-    sums: the flagged lanes are gathered into ``compact`` (their flags read eight at a
-    time: most such words are 0), then their carries computed in one vectorised loop."""
+    """The lanes flagged in pass 2 (shifts of 12 to 31): their indices gathered with the
+    compressing store (:func:`sim.num.compress.compress_flagged`); shifts of 12 or 16
+    take their carries off their blocks' sums, from the 16-bit tree in one vectorised
+    loop; longer ones (rarer still) add their products from the whole tree."""
     prefer_wide_vectors()
     lanes = lane_exp.size
-    whole = (lanes + 7) // 8 * 8
+    whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     mid[lanes:whole] = 0
-    words = mid[:whole].view(np.uint64)
-    c_sign, c_sig, c_dat, c_shift, c_block, c_carry = compact
+    flagged, c_sign, c_sig, c_dat, c_shift, c_block, c_carry = compact
     n = 0
-    for k in range(words.size):
-        flags = words[k]  # a 1 in each flagged lane's byte
-        while flags:
-            i = 8 * k + (63 - leading_zeros64(flags & -flags)) // 8
-            flags &= flags - np.uint64(1)
-            b = _block_of(i, block, positions)
-            c_sign[n], c_dat[n], c_block[n] = sign[i], d_sig[i], b
-            c_sig[n] = fp16_weight_operand(word32(w_bits[i]))[1]
-            c_shift[n] = sub16(tops[b], lane_exp[i])
-            n += 1
+    for i in range(0, whole, COMPRESS_LANES):
+        n = compress_flagged(mid, i, flagged, n)
+    k = 0
+    reciprocal = _reciprocal(block, positions)
     for j in range(n):
-        product = signed_product(word32(c_sign[j]), c_sig[j], c_dat[j])
-        low = sub32(shl32(1, c_shift[j]), 1)
-        c_carry[j] = word8(and32(booth_sum_low16(c_sign[j], c_sig[j], c_dat[j]), low)
-                           > and32(product, low))
-    for j in range(n):
-        sums[c_block[j]] -= c_carry[j]
-
-
-@njit(distinct_arrays=True)
-def _far_products(d_sig, w_bits, block, positions, lane_exp, tops, sign, sums):
-    """The products of the lanes shifted by 17 to 31 bits, from the whole tree."""
-    for i in range(lane_exp.size):
-        b = _block_of(i, block, positions)
+        i = flagged[j]
+        b = _block_of(i, block, positions, reciprocal)
         shift = word32(sub16(tops[b], lane_exp[i]))
-        if (shift > NEAR_SHIFT) & (shift < 32):
-            v = booth_lane(sign[i], fp16_weight_operand(word32(w_bits[i]))[1], d_sig[i], shift)
-            sums[b] += np.int64(np.int32(v))
-
+        sig = fp16_weight_operand(word32(w_bits[i]))[1]
+        if shift > NEAR_SHIFT:
+            sums[b] += np.int64(np.int32(booth_lane(sign[i], sig, d_sig[i], shift)))
+            continue
+        c_sign[k], c_sig[k], c_dat[k], c_shift[k], c_block[k] = sign[i], sig, d_sig[i], shift, b
+        k += 1
+    # whole vectors (the lanes past k: zero operands, no carry): a loop's scalar remainder
+    # took as long as its vectors
+    width = np.uint64(MID_VECTOR)
+    rows = (np.uint64(k) + width - np.uint64(1)) // width
+    c_sign[k:rows * width] = 0
+    c_sig[k:rows * width] = 0
+    c_dat[k:rows * width] = 0
+    c_shift[k:rows * width] = 0
+    for row in range(rows):
+        base = row * width
+        for j in range(width):
+            i = base + j
+            product = signed_product(word32(c_sign[i]), c_sig[i], c_dat[i])
+            low = sub32(shl32(1, c_shift[i]), 1)
+            c_carry[i] = word8(and32(booth_sum_low16(c_sign[i], c_sig[i], c_dat[i]), low)
+                               > and32(product, low))
+    for j in range(k):
+        sums[c_block[j]] -= c_carry[j]
