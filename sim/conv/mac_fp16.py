@@ -262,12 +262,6 @@ def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums)
 
 
 @njit
-def _csc_data(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes):
-    """:func:`_csc_in_weight_order` compiled on its own (a layer calls it once)."""
-    return _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes)
-
-
-@njit(inline="always")
 def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes):
     """The CSC's data (:func:`_csc_block`) for ``count`` pixels and every kernel position,
     in the order a layer stores its weights (lane ``c * R * S + pos``): signs and
@@ -369,9 +363,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         x, x_nans = _data_operands(cube, np.arange(c), block)
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
-        d_sign, d_sig, d_exp4, d_nan = _csc_data(fp16_data_operands(x), x_nans, pad_ops,
-                                                 pad_nan, lanes, geometry, count,
-                                                 c * n_r * n_s)
+        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(fp16_data_operands(x), x_nans, pad_ops,
+                                                            pad_nan, lanes, geometry, count,
+                                                            c * n_r * n_s)
         operands = (fc_data(d_sign, d_sig, d_exp4), d_nan,
                     np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s), lanes,
                     n_r * n_s, out)
