@@ -34,7 +34,7 @@ from sim.num.mac import (
     signed_product,
 )
 from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
-from sim.num.word32 import add32, and32, sar32, shl32, sub32, word32
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
@@ -59,12 +59,10 @@ def fc_scratch(lanes):
             np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
             np.zeros(lanes, np.uint8),  # carries
             np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
-            # those lanes gathered: index, sign, significands, shift, block, carry
-            (np.zeros(lanes + COMPRESS_LANES, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
-             np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16),
-             np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes, np.int64),
-             np.zeros(lanes + MID_VECTOR, np.uint8)),
-            np.zeros(lanes, np.uint16))  # each lane's block exponent
+            # those lanes' indices, and their carries
+            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8)),
+            np.zeros(lanes, np.uint16),  # each lane's block exponent
+            np.zeros(lanes, np.uint32))  # each lane's packed operands (_unpack)
 
 
 def fc_data(sign, sig, exp4):
@@ -122,14 +120,13 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     block_exp = scratch[10][:lanes]
     _spread(tops, block, positions, block_exp)
+    packed = scratch[11][:lanes]
     some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
-                                 p_low, mask, mid)
+                                 p_low, mask, mid, packed)
     _low_carries(sign, w_low, d_low, mask, p_low, carry)
-    block_sums = sums[first:first + n_blocks]
-    _block_sums(shifted, carry, block, positions, block_sums)
     if some_mid:
-        _mid_carries(d_sig, w, block, positions, lane_exp, tops, sign, mid, scratch[9],
-                     block_sums)
+        _mid_lanes(packed, mid, scratch[9], shifted, carry)
+    _block_sums(shifted, carry, block, positions, sums[first:first + n_blocks])
     return nan
 
 
@@ -193,11 +190,11 @@ def _spread(tops, block, positions, block_exp):
 
 @njit(distinct_arrays=True)
 def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign, w_low, p_low,
-                      mask, mid):
+                      mask, mid, packed):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
     low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
-    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31.  Returns whether
-    some are.  One loop over the lanes,
+    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
+    need into one word each (:func:`_unpack`).  Returns whether some are.  One loop over the lanes,
     each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
@@ -217,6 +214,8 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
         p_low[i] = word8(and32(product, low))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
         mid[i] = word8(is_mid)
+        packed[i] = or32(or32(sig, shl32(d_sig[i], 14)),
+                         or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
         some_mid |= is_mid
     return some_mid
 
@@ -253,64 +252,49 @@ def _block_sums(shifted, carry, block, positions, sums):
 
 
 @njit(inline="always")
-def _block_of(i, block, positions, reciprocal):
-    """The block (of the chunk) of lane ``i`` (< 2**16) of a chunk: ``i // block`` of one
-    position, else ``i % positions``, the quotient by :func:`_reciprocal` (a division took
-    ten times as long as the rest of a lane's gathering)."""
-    divisor = block if positions == 1 else positions
-    quotient = (np.int64(i) * reciprocal) >> 32
-    return quotient if positions == 1 else np.int64(i) - quotient * divisor
-
-
-@njit(inline="always")
-def _reciprocal(block, positions):
-    """``2**32 // d + 1`` for the divisor ``d`` of :func:`_block_of`: ``(i * it) >> 32`` is
-    ``i // d`` for every ``i < 2**16`` (the error, below ``i / 2**32``, never reaches the
-    next multiple)."""
-    return (np.int64(1) << 32) // (block if positions == 1 else positions) + 1
+def _unpack(word):
+    """A flagged lane's (sign, weight and data significands, shift) from its packed word:
+    the significands (14 bits each) at bits 0 and 14, the sign at 28, the shift (12 to 28)
+    as ``shift / 4 - 3`` at 29-31."""
+    return (and32(shr32(word, 28), 1), and32(word, 0x3FFF), and32(shr32(word, 14), 0x3FFF),
+            shl32(add32(shr32(word, 29), 3), 2))
 
 
 @njit(distinct_arrays=True)
-def _mid_carries(d_sig, w_bits, block, positions, lane_exp, tops, sign, mid, compact, sums):
-    """The lanes flagged in pass 2 (shifts of 12 to 31): their indices gathered with the
-    compressing store (:func:`sim.num.compress.compress_flagged`); shifts of 12 or 16
-    take their carries off their blocks' sums, from the 16-bit tree in one vectorised
-    loop; longer ones (rarer still) add their products from the whole tree."""
+def _mid_lanes(packed, mid, compact, shifted, carry):
+    """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
+    compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
+    their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
+    words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
     prefer_wide_vectors()
-    lanes = lane_exp.size
+    lanes = packed.size
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     mid[lanes:whole] = 0
-    flagged, c_sign, c_sig, c_dat, c_shift, c_block, c_carry = compact
+    flagged, carries = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
         n = compress_flagged(mid, i, flagged, n)
-    k = 0
-    reciprocal = _reciprocal(block, positions)
-    for j in range(n):
-        i = flagged[j]
-        b = _block_of(i, block, positions, reciprocal)
-        shift = word32(sub16(tops[b], lane_exp[i]))
-        sig = fp16_weight_operand(word32(w_bits[i]))[1]
-        if shift > NEAR_SHIFT:
-            sums[b] += np.int64(np.int32(booth_lane(sign[i], sig, d_sig[i], shift)))
-            continue
-        c_sign[k], c_sig[k], c_dat[k], c_shift[k], c_block[k] = sign[i], sig, d_sig[i], shift, b
-        k += 1
-    # whole vectors (the lanes past k: zero operands, no carry): a loop's scalar remainder
-    # took as long as its vectors
+    # whole vectors (the lanes past n repeat lane 0, never stored back): a loop's scalar
+    # remainder took as long as its vectors
     width = np.uint64(MID_VECTOR)
-    rows = (np.uint64(k) + width - np.uint64(1)) // width
-    c_sign[k:rows * width] = 0
-    c_sig[k:rows * width] = 0
-    c_dat[k:rows * width] = 0
-    c_shift[k:rows * width] = 0
+    rows = (np.uint64(n) + width - np.uint64(1)) // width
+    flagged[n:rows * width] = 0
+    far = False
     for row in range(rows):
         base = row * width
         for j in range(width):
-            i = base + j
-            product = signed_product(word32(c_sign[i]), c_sig[i], c_dat[i])
-            low = sub32(shl32(1, c_shift[i]), 1)
-            c_carry[i] = word8(and32(booth_sum_low16(c_sign[i], c_sig[i], c_dat[i]), low)
-                               > and32(product, low))
-    for j in range(k):
-        sums[c_block[j]] -= c_carry[j]
+            negative, wt, dat, shift = _unpack(packed[flagged[base + j]])
+            low = sub32(shl32(1, min(shift, word32(NEAR_SHIFT))), 1)
+            near = shift <= NEAR_SHIFT
+            product = signed_product(negative, wt, dat)
+            carries[base + j] = word8(near & (and32(booth_sum_low16(negative, wt, dat), low)
+                                              > and32(product, low)))
+            far |= ~near
+    for j in range(n):
+        carry[flagged[j]] = carries[j]
+    if far:
+        for j in range(n):
+            i = flagged[j]
+            negative, wt, dat, shift = _unpack(packed[i])
+            if shift > NEAR_SHIFT:
+                shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))
