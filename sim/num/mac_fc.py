@@ -289,7 +289,7 @@ def _mid_lanes(packed, mid, compact, shifted, carry):
             product = signed_product(negative, wt, dat)
             carries[base + j] = word8(near & (and32(booth_sum_low16(negative, wt, dat), low)
                                               > and32(product, low)))
-            far |= ~near
+            far |= shift > NEAR_SHIFT
     for j in range(n):
         carry[flagged[j]] = carries[j]
     if far:
