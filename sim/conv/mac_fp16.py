@@ -358,8 +358,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
     if n * layer.out_height * layer.out_width < MIN_TILE:
-        # too few pixels for vectors over them: vectors over a block's lanes, the weights
-        # as they are (each meets at most a few data values), the threads splitting kernels
+        # too few pixels for vectors over them: vectors over a kernel's lanes, the weights
+        # as the layer stores them (each meets at most a few data values: the data are put
+        # in their order instead), the threads splitting kernels
         x, x_nans = _data_operands(cube, np.arange(c), block)
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
