@@ -32,12 +32,12 @@ from ..num.mac import (
     data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
-    fp16_lane_dot,
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
     weight_rows_bytes,
 )
+from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
 from ..num.rounding import sign_extend
 from ..num.specials import nan_mask
 from .layer import ConvLayer
@@ -204,26 +204,79 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
 
 
 @njit
-def _conv_fp16_kernels(x, x_nan, weights, pad, pad_nan, lanes, geometry, out, kernels):
+def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     """:func:`_conv_fp16_tiles` of a layer of fewer than ``MIN_TILE`` output pixels, every
-    pixel for kernels ``kernels[0]:kernels[1]``: the weights ``weights`` (K, C, R*S) as
-    the layer gives them, fp16 bits (each meets at most a few data values: nothing is
-    computed ahead), one kernel at a time, the products running over a block's lanes
-    (:func:`fp16_lane_dot`).  ``lanes`` are all the channels' blocks."""
-    prefer_wide_vectors()
-    n_r, n_s = geometry[8], geometry[9]
-    n_c = weights.shape[1]
+    pixel for kernels ``kernels[0]:kernels[1]``: the weights ``weights`` (K, C * R * S) as
+    the layer stores them, fp16 bits (each meets at most a few data values: nothing is
+    computed ahead, and nothing moves them), one kernel at a time
+    (:func:`sim.num.mac_fc.fp16_fc_blocks`).  ``data`` (:func:`sim.num.mac_fc.fc_data`
+    of :func:`_csc_in_weight_order`'s operands) and ``d_nan`` are the CSC's, every pixel's
+    in a row in the weights' order; ``lanes`` are all the channels' blocks."""
+    d_exp, d_sign, d_sig, d_low = data
     groups = lanes.size - 1
+    block = lanes[1] - lanes[0]
     out_h, out_w = out.shape[2], out.shape[3]
     count = out.shape[0] * out_h * out_w
+    scratch = fc_scratch(max(block * n_pos, CHUNK))
+    data_nan = np.zeros(count, np.bool_)
+    for p in range(count):
+        data_nan[p] = (d_nan[p] >= 0).any()
+    block_exp4 = np.zeros(groups * n_pos, np.int32)
+    sums = np.zeros(groups * n_pos, np.int64)
+    for k in range(kernels[0], kernels[1]):
+        w = weights[k]
+        for p in range(count):
+            w_nan = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p], d_low[p]), w, block, n_pos,
+                                   scratch, block_exp4, sums)
+            acc_e, acc_m = np.int64(0), np.int64(0)
+            if not w_nan and not data_nan[p]:  # no NaN block: CACC without branches
+                for b in range(groups * n_pos):
+                    acc_e, acc_m = cacc_accumulate_finite(acc_e, acc_m, block_exp4[b],
+                                                          sign_extend(sums[b], 38))
+            else:
+                acc_e, acc_m = _cacc_blocks_with_nans(w, w_nan, d_nan[p], lanes, n_pos,
+                                                      block_exp4, sums)
+            out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
+                acc_e, acc_m)
+
+
+@njit
+def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums):
+    """CACC of a pixel's blocks (group by group, position by position) where a weight or a
+    data value is a NaN: a NaN block (weights scanned before data) makes the accumulator
+    NaN.  Returns the accumulator (exponent, mantissa)."""
+    acc_e, acc_m = np.int64(0), np.int64(0)
+    for g in range(lanes.size - 1):
+        m0, m1 = lanes[g] * n_pos, lanes[g + 1] * n_pos
+        for pos in range(n_pos):
+            nan_bits = _first_nan_at(w_bits[m0:m1], pos, n_pos) if w_nan else -1
+            if nan_bits < 0:
+                nan_bits = d_nan[pos, g]
+            if nan_bits >= 0:
+                acc_e, acc_m = cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP, mac_nan_block(nan_bits))
+            else:
+                b = g * n_pos + pos
+                acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4[b],
+                                               sign_extend(sums[b], 38))
+    return acc_e, acc_m
+
+
+@njit
+def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes):
+    """The CSC's data (:func:`_csc_block`) for ``count`` pixels and every kernel position,
+    in the order a layer stores its weights (lane ``c * R * S + pos``): signs and
+    significands (count, n_lanes) uint16, four times the exponents int32, and the first
+    NaN of every block (count, R * S, groups), -1 if none."""
+    n_r, n_s = geometry[8], geometry[9]
+    n_pos = n_r * n_s
+    groups = lanes.size - 1
     width = 0
     for g in range(groups):
         width = max(width, lanes[g + 1] - lanes[g])
-    # the CSC's data for every pixel and kernel position, lanes innermost
-    d_sign = np.zeros((count, n_r * n_s, n_c), np.uint32)
-    d_sig = np.zeros((count, n_r * n_s, n_c), np.uint32)
-    d_exp4 = np.zeros((count, n_r * n_s, n_c), np.int32)
-    d_nan = np.zeros((count, n_r * n_s, groups), np.int64)
+    d_sign = np.zeros((count, n_lanes), np.uint16)
+    d_sig = np.zeros((count, n_lanes), np.uint16)
+    d_exp4 = np.zeros((count, n_lanes), np.int32)
+    d_nan = np.zeros((count, n_pos, groups), np.int64)
     b_sign = np.zeros((width, count), np.uint32)
     b_sig = np.zeros((width, count), np.uint32)
     b_exp4 = np.zeros((width, count), np.int32)
@@ -234,39 +287,24 @@ def _conv_fp16_kernels(x, x_nan, weights, pad, pad_nan, lanes, geometry, out, ke
             for s in range(n_s):
                 _csc_block(x, x_nan, pad, pad_nan, geometry, 0, count, g, r, s, c0, c1,
                            b_sign, b_sig, b_exp4, b_nan)
+                pos = r * n_s + s
                 for p in range(count):
-                    d_nan[p, r * n_s + s, g] = b_nan[p]
+                    d_nan[p, pos, g] = b_nan[p]
                     for j in range(c1 - c0):
-                        d_sign[p, r * n_s + s, c0 + j] = b_sign[j, p]
-                        d_sig[p, r * n_s + s, c0 + j] = b_sig[j, p]
-                        d_exp4[p, r * n_s + s, c0 + j] = b_exp4[j, p]
-    local = np.zeros((n_r * n_s, n_c), np.uint16)
-    for k in range(kernels[0], kernels[1]):
-        w = weights[k]
-        if n_r * n_s == 1:  # one position: the lanes are in a row already
-            local = w.reshape((1, n_c))
-        else:  # the kernel's weights position by position, lanes in a row
-            for pos in range(n_r * n_s):
-                for c in range(n_c):
-                    local[pos, c] = w[c, pos]
-        for p in range(count):
-            acc_e, acc_m = np.int64(0), np.int64(0)
-            for g in range(groups):
-                c0, c1 = lanes[g], lanes[g + 1]
-                for pos in range(n_r * n_s):
-                    block_exp4, high, low, nan_bits = fp16_lane_dot(
-                        d_sign[p, pos, c0:c1], d_sig[p, pos, c0:c1], d_exp4[p, pos, c0:c1],
-                        local[pos, c0:c1])
-                    if nan_bits < 0:  # weights are scanned before data
-                        nan_bits = d_nan[p, pos, g]
-                    if nan_bits >= 0:
-                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, MAC_NAN_EXP,
-                                                       mac_nan_block(nan_bits))
-                    else:
-                        acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4,
-                                                       sign_extend(block_sum(high, low), 38))
-            out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
-                acc_e, acc_m)
+                        m = (c0 + j) * n_pos + pos
+                        d_sign[p, m] = b_sign[j, p]
+                        d_sig[p, m] = b_sig[j, p]
+                        d_exp4[p, m] = b_exp4[j, p]
+    return d_sign, d_sig, d_exp4, d_nan
+
+
+@njit(inline="always")
+def _first_nan_at(w_bits, pos, positions):
+    """The first NaN among lanes ``pos, pos + positions, ...`` of ``w_bits``, -1 if none."""
+    for m in range(pos, w_bits.size, positions):
+        if (w_bits[m] & 0x7FFF) > 0x7C00:
+            return np.int64(w_bits[m])
+    return np.int64(-1)
 
 
 #: The weights are transposed in squares of this many kernels by as many (channel,
@@ -320,12 +358,18 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
     pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
     if n * layer.out_height * layer.out_width < MIN_TILE:
-        # too few pixels for vectors over them: vectors over a block's lanes, the weights
-        # as they are (each meets at most a few data values), the threads splitting kernels
+        # too few pixels for vectors over them: vectors over a kernel's lanes, the weights
+        # as the layer stores them (each meets at most a few data values: the data are put
+        # in their order instead), the threads splitting kernels
         x, x_nans = _data_operands(cube, np.arange(c), block)
-        src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
-        operands = (fp16_data_operands(x), x_nans, src, pad_ops, pad_nan,
-                    np.minimum(np.arange(groups + 1) * block, c), geometry, out)
+        lanes = np.minimum(np.arange(groups + 1) * block, c)
+        count = n * layer.out_height * layer.out_width
+        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(fp16_data_operands(x), x_nans, pad_ops,
+                                                            pad_nan, lanes, geometry, count,
+                                                            c * n_r * n_s)
+        operands = (fc_data(d_sign, d_sig, d_exp4), d_nan,
+                    np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s), lanes,
+                    n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
     with _scratch("transposed", 2 * weights.size) as t_buf, \

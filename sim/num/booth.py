@@ -22,6 +22,21 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit
+from sim.num.narrow import (
+    and8,
+    and16,
+    or8,
+    or16,
+    sar16,
+    shl8,
+    shl16,
+    shr8,
+    shr16,
+    sub8,
+    sub16,
+    xor8,
+    xor16,
+)
 from sim.num.word32 import add32, and32, or32, shl32, shr32, sub32, word32, xor32
 
 M32 = 0xFFFFFFFF
@@ -333,3 +348,106 @@ def booth_lane_table(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, shift):
     a, b = _reduce_words(w0, w1, shl32(w2, 2), shl32(w3, 4), w4,
                          w5, w6, shl32(w7, 2), shl32(w8, 4), w9, 8)
     return _shifted_sum32(a, b, shift)
+
+
+# --- the low half of the tree's sum word, in 16-bit words -------------------------
+# The shifted product depends on the tree only through the low ``shift`` bits of the sum
+# word (:func:`sim.num.mac.aligned_product_from_sum`).  A carry-save adder carries only
+# upward, so the low 16 bits of its outputs depend only on the low 16 bits of its
+# inputs: the tree run on 16-bit words (32 lanes a 512-bit vector instead of 16; each
+# row's leading one at bit 16 drops out) gives them exactly.
+
+@njit(inline="always")
+def booth_sum_low16(negative, wt, dat):
+    """The low 16 bits of the carry-save tree's sum word (the first of
+    :func:`_booth_tree32`'s two) for magnitudes ``wt``, ``dat`` (< 2**14) and product sign
+    ``negative`` (0 or 1), as a uint16, computed in 16-bit words."""
+    neg_word = sub16(0, negative)
+    # the recoding of booth_masks: bits 2i of x, x >> 1, x >> 2 make row i's window.
+    # Row 7's reaches bit 16 of x (wt << 1, inverted for a negative product), which a
+    # 16-bit word lacks: it is the sign (the magnitude is below 2**14)
+    x = xor16(shl16(wt, 1), neg_word)
+    x1 = shr16(x, 1)
+    x2 = or16(shr16(x, 2), shl16(negative, 14))
+    one = xor16(x, x1)
+    two = and16(xor16(one, 0xFFFF), xor16(x1, x2))
+    neg = and16(x2, xor16(and16(x, x1), 0xFFFF))
+    dat2 = shl16(dat, 1)
+    w0, n0 = _row16(one, two, neg, 0, dat, dat2)
+    w1, n1 = _row16(one, two, neg, 1, dat, dat2)
+    w2, n2 = _row16(one, two, neg, 2, dat, dat2)
+    w3, n3 = _row16(one, two, neg, 3, dat, dat2)
+    w4, n4 = _row16(one, two, neg, 4, dat, dat2)
+    w5, n5 = _row16(one, two, neg, 5, dat, dat2)
+    w6, n6 = _row16(one, two, neg, 6, dat, dat2)
+    w7, n7 = _row16(one, two, neg, 7, dat, dat2)
+    # the ten words of _reduce32 (row i at bit 2i, the negate bit of row i - 1 below it)
+    a, b = _csa16(w0, or16(w1, n0), or16(w2, n1))
+    a, b = _csa16(a, b, or16(w3, n2))
+    a, b = _csa16(a, b, n3)
+    c, d = _csa16(w4, or16(w5, n4), or16(w6, n5))
+    c, d = _csa16(c, d, or16(w7, n6))
+    c, d = _csa16(c, d, n7)
+    a, b = _csa16(a, b, c)
+    return xor16(xor16(a, b), d)  # the last adder's sum word
+
+
+@njit(inline="always")
+def _row16(one, two, neg, i, dat, dat2):
+    """Row ``i`` of the tree at its place (bit ``2 i``) in a 16-bit word, and its negate
+    bit at the same place (the next row's word takes it, as in :func:`_reduce32`)."""
+    top = 15 - 2 * i  # bit 2i of the masks to the sign bit, spread over the word
+    o = sar16(shl16(one, top), 15)
+    t = sar16(shl16(two, top), 15)
+    n = sar16(shl16(neg, top), 15)
+    row = shl16(xor16(or16(and16(dat, o), and16(dat2, t)), n), 2 * i)
+    return row, shl16(and16(n, 1), 2 * i)
+
+
+@njit(inline="always")
+def _csa16(a, b, c):
+    """:func:`_csa32` on 16-bit words."""
+    return xor16(xor16(a, b), c), shl16(xor16(and16(xor16(a, c), xor16(b, c)), c), 1)
+
+
+@njit(inline="always")
+def booth_sum_low8(negative, wt_low, dat_low):
+    """The low 8 bits of the carry-save tree's sum word (:func:`booth_sum_low16`'s low
+    byte) from the low bytes of the magnitudes and the product sign ``negative`` (0 or 1),
+    as a uint8, computed in 8-bit words (64 lanes a 512-bit vector).
+
+    Bits 0-7 of the tree's words hold rows 0-3 only (row ``i`` starts at bit ``2 i``), and
+    rows 4-7 reduce to two words that are 0 there, so the last two adders add only the
+    first half's sum ``a`` and carry ``b``: the sum word's low byte is ``a ^ b ^ (a & b) <<
+    1``.  Row 3's window reaches bit 8 of ``wt << 1``, which is bit 7 of ``wt_low``."""
+    x = xor8(shl8(wt_low, 1), sub8(0, negative))
+    x1 = shr8(x, 1)
+    x2 = or8(shr8(x, 2), shl8(xor8(shr8(wt_low, 7), negative), 6))
+    one = xor8(x, x1)
+    two = and8(xor8(one, 0xFF), xor8(x1, x2))
+    neg = and8(x2, xor8(and8(x, x1), 0xFF))
+    dat2 = shl8(dat_low, 1)
+    w0, n0 = _row8(one, two, neg, 0, dat_low, dat2)
+    w1, n1 = _row8(one, two, neg, 1, dat_low, dat2)
+    w2, n2 = _row8(one, two, neg, 2, dat_low, dat2)
+    w3, n3 = _row8(one, two, neg, 3, dat_low, dat2)
+    a, b = _csa8(w0, or8(w1, n0), or8(w2, n1))
+    a, b = _csa8(a, b, or8(w3, n2))
+    a, b = _csa8(a, b, n3)
+    return xor8(xor8(a, b), shl8(and8(a, b), 1))
+
+
+@njit(inline="always")
+def _row8(one, two, neg, i, dat, dat2):
+    """:func:`_row16` in an 8-bit word (rows 0-3)."""
+    o = sub8(0, and8(shr8(one, 2 * i), 1))
+    t = sub8(0, and8(shr8(two, 2 * i), 1))
+    n = and8(shr8(neg, 2 * i), 1)
+    row = shl8(xor8(or8(and8(dat, o), and8(dat2, t)), sub8(0, n)), 2 * i)
+    return row, shl8(n, 2 * i)
+
+
+@njit(inline="always")
+def _csa8(a, b, c):
+    """:func:`_csa32` on 8-bit words."""
+    return xor8(xor8(a, b), c), shl8(xor8(and8(xor8(a, c), xor8(b, c)), c), 1)

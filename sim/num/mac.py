@@ -97,6 +97,7 @@ from sim.num.booth import (
     booth_lane_table,
     booth_row_words,
 )
+from sim.num.narrow import mul32
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
 from sim.num.widths import INT32_MAX, INT32_MIN
@@ -578,3 +579,33 @@ def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
         return acc.astype(np.int32), 0  # the usual case: nothing to saturate
     sat = int(np.count_nonzero((acc > INT32_MAX) | (acc < INT32_MIN)))
     return np.clip(acc, INT32_MIN, INT32_MAX).astype(np.int32), sat
+
+
+# --- products from the tree's sum word: the fully connected layers' form ----------------
+# Let P be a lane's exact signed product (|P| < 2**28) and K = 0x55550000 the sign
+# compensation.  The carry-save tree's two words add up to P + K exactly (no carry out of
+# bit 31), so the two words shifted right by s separately and added with the compensation
+# give ((P + K) >> s) - (K >> s) - c, c the carry out of the low s bits of the words'
+# sum: c = 1 exactly when the sum word's low s bits exceed those of P + K.  For s <= 16, K
+# is a multiple of 2**s, so the shifted product is (P >> s) - c, c comparing low bits of
+# P and of the sum word: the tree matters only through its low 16 bits, which a tree on
+# 16-bit words gives (:func:`sim.num.booth.booth_sum_low16`) at twice the lanes a vector.
+
+@njit(inline="always")
+def signed_product(negative, wt, dat):
+    """The exact product of magnitudes ``wt``, ``dat`` (< 2**14) with sign ``negative``
+    (0 or 1), as a uint32 word (read it as int32)."""
+    minus = sub32(0, negative)
+    return add32(xor32(mul32(wt, dat), minus), and32(negative, 1))
+
+
+@njit(inline="always")
+def aligned_product_from_sum(product, sum_low16, shift):
+    """:func:`sim.num.booth.booth_lane` for shifts up to 16 from the exact signed product
+    (:func:`signed_product`) and the low 16 bits of the tree's sum word
+    (:func:`sim.num.booth.booth_sum_low16`): ``(product >> shift) - c``, ``c`` whether the
+    sum word's low ``shift`` bits exceed the product's.  A uint32 word (read it as int32)."""
+    low = sub32(shl32(1, shift), 1)
+    carry = word32(and32(sum_low16, low) > and32(product, low))
+    return sub32(sar32(product, shift), carry)
+

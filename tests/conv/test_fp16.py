@@ -305,3 +305,33 @@ def test_fp16_few_pixels_are_the_definition(case):
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
     assert ((got & 0x7F800000) == 0x7F800000).any() == (case not in ("one_position",
                                                                      "padded"))
+
+
+def network_bits(rng, shape, scale, zeros):
+    """fp16 bits of a trained layer's values: a few exponents, a fraction zero (ReLU)."""
+    bits = np.asarray(rng.standard_normal(shape) * scale, np.float16).view(np.uint16).copy()
+    bits[rng.random(shape) < zeros] = 0
+    return bits
+
+
+@pytest.mark.parametrize("size,c,k,block,nans", [(1, 300, 70, 64, False), (6, 40, 9, 64, True),
+                                                 (3, 45, 17, 32, False), (2, 21, 65, 8, True)])
+def test_fully_connected_layers_are_the_definition(size, c, k, block, nans):
+    """Fully connected layers (one output pixel, the kernel the input's size) of trained-like
+    values (most lanes a few exponents apart, some 12 to 28 bits) and random patterns, the
+    channels not a multiple of the block (64, 32 or 8), dead data lanes, against the
+    definition; NaNs in a weight (one kernel's block) and in the data (every kernel's)."""
+    rng = np.random.default_rng(size * 1000 + c)
+    for trial in range(2):
+        if trial == 0:
+            x = network_bits(rng, (1, c, size, size), 1.0, 0.4)
+            wt = network_bits(rng, (k, c, size, size), 0.02, 0.0)
+        else:
+            x, wt = random_bits(rng, (1, c, size, size)), random_bits(rng, (k, c, size, size))
+        if nans:
+            wt[k // 2, c // 3, 0, 0] = 0x7E05
+            if trial:
+                x[0, c - 1, size - 1, 0] = 0xFD11
+        layer = make_layer((1, 1))
+        got = conv_fp16(x, wt, layer, block)
+        np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))

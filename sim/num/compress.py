@@ -1,0 +1,52 @@
+"""Vector compression for numba kernels: the indices of the flagged lanes, in order.
+
+A loop that gathers a few flagged lanes out of thousands mispredicts a branch on nearly
+every flag it finds; the processors' compressing store (``vpcompressd``, through LLVM's
+``llvm.masked.compressstore``) writes the indices of 16 lanes' flagged ones at once, with
+no branch.  LLVM lowers it to a loop of scalar stores where the processor lacks it.
+"""
+
+from __future__ import annotations
+
+from sim.jit import intrinsic
+
+#: Lanes :func:`compress_flagged` looks at a call.
+COMPRESS_LANES = 16
+
+
+@intrinsic
+def compress_flagged(typingctx, flags, start, out, count):
+    """Of the ``COMPRESS_LANES`` lanes ``start`` on, the indices (int32) of those whose flag
+    (``flags``, uint8, readable up to ``start + COMPRESS_LANES``) is not 0, stored in
+    order at ``out[count:]`` (room for all 16 needed); returns the new count (int64)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        flags_ary = context.make_array(sig.args[0])(context, builder, args[0])
+        out_ary = context.make_array(sig.args[2])(context, builder, args[2])
+        start_v = context.cast(builder, args[1], sig.args[1], types.int64)
+        count_v = context.cast(builder, args[3], sig.args[3], types.int64)
+        i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+        lanes = COMPRESS_LANES
+        bytes_t, words_t = ir.VectorType(i8, lanes), ir.VectorType(i32, lanes)
+        mask_t = ir.VectorType(i1, lanes)
+        flag_ptr = builder.bitcast(builder.gep(flags_ary.data, [start_v]), bytes_t.as_pointer())
+        mask = builder.icmp_unsigned("!=", builder.load(flag_ptr, align=1),
+                                     ir.Constant(bytes_t, [0] * lanes))
+        first = builder.insert_element(ir.Constant(words_t, ir.Undefined),
+                                       builder.trunc(start_v, i32), ir.Constant(i32, 0))
+        splat = builder.shuffle_vector(first, ir.Constant(words_t, ir.Undefined),
+                                       ir.Constant(words_t, [0] * lanes))
+        indices = builder.add(splat, ir.Constant(words_t, list(range(lanes))))
+        store = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [words_t, i32.as_pointer(), mask_t]),
+            f"llvm.masked.compressstore.v{lanes}i32")
+        builder.call(store, [indices, builder.gep(out_ary.data, [count_v]), mask])
+        found = builder.ctpop(builder.bitcast(mask, ir.IntType(lanes)))
+        return builder.add(count_v, builder.zext(found, i64))
+
+    if not (isinstance(flags, types.Array) and flags.dtype == types.uint8
+            and isinstance(out, types.Array) and out.dtype == types.int32):
+        return None
+    return types.int64(flags, start, out, count), codegen

@@ -1,0 +1,300 @@
+"""The CMAC blocks of a fully connected fp16 layer: every weight meets one data value.
+
+The same numbers as :func:`sim.num.mac.fp16_lane_dot` (the definition:
+``tests/num/mac_reference.py``), by a route that needs the Booth tree only in its low
+bits.  Let ``P`` be a lane's exact signed product (``|P| < 2**28``) and ``s`` its shift
+(a multiple of 4).  The tree's two words add up to ``P + 0x55550000`` without a carry out
+of bit 31, so for ``s <= 16`` the shifted product is ``(P >> s) - c``, ``c`` whether the
+low ``s`` bits of the tree's sum word exceed those of ``P``
+(:func:`sim.num.mac.aligned_product_from_sum`).  Shifts of 32 or more give 0.  So a block
+is, in passes over a kernel's lanes (each a vectorised loop over hundreds of lanes):
+
+1. the lane exponents in 16-bit words, and the block exponents (their maximum);
+2. ``P >> s`` in 32-bit words, and what the next pass needs in bytes;
+3. ``c`` for shifts up to 8 from the tree's low byte, in 8-bit words
+   (:func:`sim.num.booth.booth_sum_low8`: rows 0-3 only, 64 lanes a vector);
+4. the block sums, less the carries.
+
+Lanes shifted by 12 or 16 (a few in a hundred) take ``c`` from the 16-bit tree
+(:func:`sim.num.booth.booth_sum_low16`), lanes shifted by 17 to 31 (rarer still) their
+product from the whole tree (:func:`sim.num.booth.booth_lane`), each in a pass over the
+lanes flagged.  Weights are decoded twice (exponents, then significands): a few word
+operations, cheaper than storing and loading them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.jit import njit, prefer_wide_vectors
+from sim.num.booth import booth_lane, booth_sum_low8, booth_sum_low16
+from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.mac import (
+    fp16_weight_operand,
+    signed_product,
+)
+from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
+
+#: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
+#: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
+EXP_BIAS = 512
+#: Shifts up to this take their carries from the tree's low byte, up to ``NEAR_SHIFT``
+#: from its low 16 bits; longer ones, below 32, their products from the whole tree.
+LOW_SHIFT, NEAR_SHIFT = 8, 16
+#: Lanes a pass runs over at most (a layer with one kernel position: whole blocks): the
+#: scratch stays in the first-level cache.
+CHUNK = 2048
+#: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
+MID_VECTOR = 32
+
+
+@njit
+def fc_scratch(lanes):
+    """Scratch for :func:`fp16_fc_blocks` of chunks of up to ``lanes`` lanes (each pass's
+    results, kept for the next)."""
+    return (np.zeros(lanes, np.uint16), np.zeros(lanes, np.uint16),  # lane, block exponents
+            np.zeros(lanes, np.int32),  # P >> s
+            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # sign, weight's low byte
+            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
+            np.zeros(lanes, np.uint8),  # carries
+            np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
+            # those lanes' indices, and their carries
+            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8)),
+            np.zeros(lanes, np.uint16),  # each lane's block exponent
+            np.zeros(lanes, np.uint32))  # each lane's packed operands (_unpack)
+
+
+def fc_data(sign, sig, exp4):
+    """A pixel's data operands as :func:`fp16_fc_blocks` takes them (numpy arrays in the
+    weights' lane order): (biased exponents uint16, signs uint8, significands uint16,
+    their low bytes uint8)."""
+    return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
+            np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
+            (np.asarray(sig) & 0xFF).astype(np.uint8))
+
+
+@njit(inline="always")
+def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
+    """Every CMAC block of one data vector against one kernel's weights ``w_bits`` (lanes,)
+    fp16 bits, in the order a layer stores them: lane ``c * positions + pos`` is channel
+    ``c`` at kernel position ``pos``; block ``g * positions + pos`` (CACC's order) takes
+    channels ``g * block`` up to ``(g + 1) * block`` (fewer in the last group) at ``pos``.
+
+    ``data`` is :func:`fc_data` of the data (lanes,), ``scratch`` :func:`fc_scratch`.
+    Writes each block's exponent (times four) to ``block_exp4`` (int32) and its exact sum
+    to ``sums`` (int64): ``block_sum`` of :func:`sim.num.mac.fp16_lane_dot`'s words.
+    Returns whether a weight is a NaN (the block sums then mean nothing: the caller
+    decides the NaN blocks)."""
+    n = w_bits.size
+    nan = False
+    if positions == 1:
+        chunk = max(block, CHUNK // block * block)
+        for m0 in range(0, n, chunk):
+            lanes = min(chunk, n - m0)
+            nan |= _chunk(data, w_bits, m0, lanes, block, 1, m0 // block, scratch,
+                          block_exp4, sums)
+    else:
+        for m0 in range(0, n, block * positions):
+            lanes = min(block * positions, n - m0)
+            nan |= _chunk(data, w_bits, m0, lanes, block, positions,
+                          m0 // block, scratch, block_exp4, sums)
+    return nan
+
+
+@njit(inline="always")
+def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4, sums):
+    """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
+    (``positions`` 1), or one channel group at every position; their blocks are
+    ``first`` on.  The passes index with unsigned integers or slices from index 0:
+    numba's fix-ups of negative indices kept LLVM from vectorising."""
+    end = m0 + lanes
+    d_exp, d_sign, d_sig, d_low = data[0][m0:end], data[1][m0:end], data[2][m0:end], data[3][m0:end]
+    w = w_bits[m0:end]
+    lane_exp, tops, shifted = scratch[0][:lanes], scratch[1], scratch[2][:lanes]
+    sign, w_low, p_low = scratch[3][:lanes], scratch[4][:lanes], scratch[5][:lanes]
+    mask, carry, mid = scratch[6][:lanes], scratch[7][:lanes], scratch[8]  # mid: whole words
+    nan = _lane_exponents(d_exp, w, lane_exp)
+    n_blocks = _block_exponents(lane_exp, block, positions, tops)
+    for b in range(n_blocks):
+        block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
+    block_exp = scratch[10][:lanes]
+    _spread(tops, block, positions, block_exp)
+    packed = scratch[11][:lanes]
+    some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
+                                 p_low, mask, mid, packed)
+    _low_carries(sign, w_low, d_low, mask, p_low, carry)
+    if some_mid:
+        _mid_lanes(packed, mid, scratch[9], shifted, carry)
+    _block_sums(shifted, carry, block, positions, sums[first:first + n_blocks])
+    return nan
+
+
+@njit(distinct_arrays=True)
+def _lane_exponents(d_exp, w_bits, lane_exp):
+    """Pass 1: each lane's exponent (biased, 0 for a zero weight); whether a weight is NaN."""
+    prefer_wide_vectors()
+    nan = False
+    for i in range(lane_exp.size):
+        w = word16(w_bits[i])
+        live = sub16(0, word16(and16(w, 0x7FFF) != 0))
+        lane_exp[i] = and16(add16(d_exp[i], and16(shr16(w, 10), 0x1C)), live)
+        nan |= and16(w, 0x7FFF) > 0x7C00
+    return nan
+
+
+@njit(distinct_arrays=True)
+def _block_exponents(lane_exp, block, positions, tops):
+    """The block exponents (biased; at least the bias: a block's exponent is at least 0)
+    into ``tops``: of one position, block ``b``'s at ``b``; of one group, position
+    ``pos``'s at ``pos``.  Returns the number of blocks."""
+    prefer_wide_vectors()
+    lanes = np.uint64(lane_exp.size)
+    if positions == 1:
+        width = np.uint64(block)
+        n_blocks = (lanes + width - np.uint64(1)) // width
+        for b in range(n_blocks):
+            base = b * width
+            top = word16(EXP_BIAS)
+            for j in range(min(width, lanes - base)):
+                top = max(top, lane_exp[base + j])
+            tops[b] = top
+        return np.int64(n_blocks)
+    width = np.uint64(positions)
+    tops[:positions] = EXP_BIAS
+    for row in range(lanes // width):
+        base = row * width
+        for pos in range(width):
+            tops[pos] = max(tops[pos], lane_exp[base + pos])
+    return positions
+
+
+@njit(distinct_arrays=True)
+def _spread(tops, block, positions, block_exp):
+    """Every lane's block exponent into ``block_exp[lane]``."""
+    prefer_wide_vectors()
+    lanes = np.uint64(block_exp.size)
+    if positions == 1:
+        width = np.uint64(block)
+        for b in range((lanes + width - np.uint64(1)) // width):
+            base, top = b * width, tops[b]
+            for j in range(min(width, lanes - base)):
+                block_exp[base + j] = top
+        return
+    width = np.uint64(positions)
+    for row in range(lanes // width):
+        base = row * width
+        for pos in range(width):
+            block_exp[base + pos] = tops[pos]
+
+
+@njit(distinct_arrays=True)
+def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign, w_low, p_low,
+                      mask, mid, packed):
+    """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
+    low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
+    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
+    need into one word each (:func:`_unpack`).  Returns whether some are.  One loop over the lanes,
+    each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
+    prefer_wide_vectors()
+    some_mid = False
+    for i in range(shifted.size):
+        negative, sig, _, _ = fp16_weight_operand(word32(w_bits[i]))
+        negative = and32(add32(negative, d_sign[i]), 1)
+        product = signed_product(negative, sig, d_sig[i])
+        shift = word32(sub16(block_exp[i], lane_exp[i]))
+        near = shift <= NEAR_SHIFT
+        shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                                    sub32(0, word32(near))))
+        low = and32(sub32(shl32(1, min(shift, word32(LOW_SHIFT))), 1),
+                    sub32(0, word32(shift <= LOW_SHIFT)))
+        sign[i] = word8(negative)
+        w_low[i] = word8(sig)
+        mask[i] = word8(low)
+        p_low[i] = word8(and32(product, low))
+        is_mid = (shift > LOW_SHIFT) & (shift < 32)
+        mid[i] = word8(is_mid)
+        packed[i] = or32(or32(sig, shl32(d_sig[i], 14)),
+                         or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
+        some_mid |= is_mid
+    return some_mid
+
+
+@njit(distinct_arrays=True)
+def _low_carries(sign, w_low, d_low, mask, p_low, carry):
+    """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
+    byte (0 for the others: their masks are 0)."""
+    prefer_wide_vectors()
+    for i in range(carry.size):
+        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[i]), mask[i]) > p_low[i])
+
+
+@njit(distinct_arrays=True)
+def _block_sums(shifted, carry, block, positions, sums):
+    """Pass 4: each block's sum of ``P >> s`` less its carries."""
+    prefer_wide_vectors()
+    lanes = np.uint64(shifted.size)
+    if positions == 1:
+        width = np.uint64(block)
+        for b in range(np.uint64(sums.size)):
+            base = b * width
+            total = np.int64(0)
+            for j in range(min(width, lanes - base)):
+                total += np.int64(shifted[base + j]) - np.int64(carry[base + j])
+            sums[b] = total
+        return
+    width = np.uint64(positions)
+    sums[:] = 0
+    for row in range(lanes // width):
+        base = row * width
+        for pos in range(width):
+            sums[pos] += np.int64(shifted[base + pos]) - np.int64(carry[base + pos])
+
+
+@njit(inline="always")
+def _unpack(word):
+    """A flagged lane's (sign, weight and data significands, shift) from its packed word:
+    the significands (14 bits each) at bits 0 and 14, the sign at 28, the shift (12 to 28)
+    as ``shift / 4 - 3`` at 29-31."""
+    return (and32(shr32(word, 28), 1), and32(word, 0x3FFF), and32(shr32(word, 14), 0x3FFF),
+            shl32(add32(shr32(word, 29), 3), 2))
+
+
+@njit(distinct_arrays=True)
+def _mid_lanes(packed, mid, compact, shifted, carry):
+    """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
+    compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
+    their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
+    words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
+    prefer_wide_vectors()
+    lanes = packed.size
+    whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
+    mid[lanes:whole] = 0
+    flagged, carries = compact
+    n = 0
+    for i in range(0, whole, COMPRESS_LANES):
+        n = compress_flagged(mid, i, flagged, n)
+    # whole vectors (the lanes past n repeat lane 0, never stored back): a loop's scalar
+    # remainder took as long as its vectors
+    width = np.uint64(MID_VECTOR)
+    rows = (np.uint64(n) + width - np.uint64(1)) // width
+    flagged[n:rows * width] = 0
+    far = False
+    for row in range(rows):
+        base = row * width
+        for j in range(width):
+            negative, wt, dat, shift = _unpack(packed[flagged[base + j]])
+            low = sub32(shl32(1, min(shift, word32(NEAR_SHIFT))), 1)
+            near = shift <= NEAR_SHIFT
+            product = signed_product(negative, wt, dat)
+            carries[base + j] = word8(near & (and32(booth_sum_low16(negative, wt, dat), low)
+                                              > and32(product, low)))
+            far |= shift > NEAR_SHIFT
+    for j in range(n):
+        carry[flagged[j]] = carries[j]
+    if far:
+        for j in range(n):
+            i = flagged[j]
+            negative, wt, dat, shift = _unpack(packed[i])
+            if shift > NEAR_SHIFT:
+                shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))

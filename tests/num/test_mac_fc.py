@@ -1,0 +1,193 @@
+"""The fully connected layers' CMAC blocks (sim.num.mac_fc) and the shortcuts they rest on.
+
+Every shortcut is held to the definitional multiplier (``booth.booth_lane``, itself held
+to the C-model's table in test_mac.py) exhaustively, in numba: the tree's two words add up
+to the exact product plus the sign compensation with no carry out; a shifted product (every
+shift up to 16) is the exact product shifted, less the carry out of the sum word's low bits;
+the 16-bit and 8-bit trees give the low bits of the 32-bit tree's sum word.  Then whole
+kernels' blocks (one position and several, lane counts not multiples of the block, shifts
+of every range, zeros, denormals, Inf, NaN) against ``fp16_lane_dot`` and the definition.
+"""
+
+import numpy as np
+import pytest
+
+from num.mac_reference import block_dot
+from sim.jit import njit
+from sim.num.booth import _booth_tree32, booth_lane, booth_sum_low8, booth_sum_low16
+from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.mac import (
+    aligned_product_from_sum,
+    block_sum,
+    fp16_lane_dot,
+    fp16_mac_operands,
+    signed_product,
+)
+from sim.num.mac_fc import fc_data, fc_scratch, fp16_fc_blocks
+from sim.num.word32 import word32
+
+COMPENSATION = 0x55550000
+MAGNITUDES = 1 << 14  # every CMAC significand (0x3FF8, Inf's 0x2000, ...) is below
+
+
+@njit
+def _formula_mismatches(negative):
+    """Over every pair of magnitudes of one product sign: (tree sums that differ from the
+    exact product plus the compensation, shifted products (shifts 0-16) that differ from
+    the formula, 16-bit tree sums that differ from the 32-bit one's low bits, 8-bit ones
+    that differ from its low byte)."""
+    not_exact, formula, low16, low8 = 0, 0, 0, 0
+    for wt in range(MAGNITUDES):
+        for dat in range(MAGNITUDES):
+            a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
+            exact = np.int64(wt * dat) * (1 - 2 * negative)
+            not_exact += np.int64(a) + np.int64(b) != exact + COMPENSATION
+            sum16 = booth_sum_low16(negative, wt, dat)
+            low16 += np.int64(sum16) != (np.int64(a) & 0xFFFF)
+            sum8 = booth_sum_low8(negative, wt & 0xFF, dat & 0xFF)
+            low8 += np.int64(sum8) != (np.int64(a) & 0xFF)
+            product = signed_product(word32(negative), word32(wt), word32(dat))
+            for shift in range(0, 17, 4):
+                got = aligned_product_from_sum(product, sum16, word32(shift))
+                formula += got != booth_lane(word32(negative), word32(wt), word32(dat),
+                                             word32(shift))
+    return not_exact, formula, low16, low8
+
+
+@pytest.mark.parametrize("negative", [0, 1])
+def test_products_from_the_low_bits_of_the_sum_word(negative):
+    """Exhaustive over both magnitudes (every CMAC significand: zero, one, denormals, Inf's
+    0x2000, the largest 0x3FF8, powers of two, all-ones patterns) for one product sign."""
+    assert _formula_mismatches(negative) == (0, 0, 0, 0)
+
+
+@njit
+def _wrong_carries(negative):
+    """Shifted products (shift 12) that differ from the formula's with the sum word's low
+    bits inverted, over a sample of magnitudes."""
+    wrong = 0
+    for wt in range(0, MAGNITUDES, 97):
+        for dat in range(0, MAGNITUDES, 89):
+            inverted = booth_sum_low16(negative, wt, dat) ^ 0xFFFF
+            product = signed_product(word32(negative), word32(wt), word32(dat))
+            wrong += aligned_product_from_sum(product, inverted, word32(12)) != booth_lane(
+                word32(negative), word32(wt), word32(dat), word32(12))
+    return wrong
+
+
+def test_the_formula_can_fail():
+    """The comparison above sees a wrong carry: with other low bits, products differ."""
+    assert _wrong_carries(0) > 0 and _wrong_carries(1) > 0
+
+
+@njit
+def _compressed(flags, out):
+    n = 0
+    for i in range(0, flags.size - COMPRESS_LANES + 1, COMPRESS_LANES):
+        n = compress_flagged(flags, i, out, n)
+    return n
+
+
+@pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 1.0])
+def test_compress_flagged_gathers_the_flagged_lanes_in_order(density):
+    rng = np.random.default_rng(int(density * 100))
+    flags = (rng.random(4096) < density) * rng.integers(1, 256, 4096)
+    out = np.full(4096 + COMPRESS_LANES, -1, np.int32)
+    n = _compressed(flags.astype(np.uint8), out)
+    np.testing.assert_array_equal(out[:n], np.flatnonzero(flags))
+
+
+# --- whole kernels' blocks ---------------------------------------------------------
+
+def _bits(rng, kind, shape):
+    """fp16 bits of a kind of operand: shifts of every range, or few."""
+    if kind == "random":  # every exponent: shifts far beyond 32, zeros, Inf
+        bits = rng.integers(0, 1 << 16, shape)
+    elif kind == "network":  # a trained layer's: a few exponents around 2**-6
+        bits = np.asarray(rng.standard_normal(shape) * 0.02, np.float16).view(np.uint16)
+    elif kind == "spread":  # exponents 0..20 apart: every shift 0..28 occurs
+        bits = ((rng.integers(0, 2, shape) << 15) | (rng.integers(5, 26, shape) << 10)
+                | rng.integers(0, 1024, shape))
+    else:  # "edges": zeros, denormals, Inf, the largest, powers of two
+        bits = rng.choice([0x0000, 0x8000, 0x0001, 0x83FF, 0x7C00, 0xFC00, 0x7BFF, 0x0400,
+                           0x3C00, 0xBFFF, 0x03FF, 0x4000], shape)
+    bits = np.asarray(bits).astype(np.uint16)
+    bits[((bits >> 10) & 31 == 31) & (bits & 0x3FF != 0)] = 0x7C00  # NaNs: separately
+    return bits
+
+
+@njit
+def _fc_blocks(data, weights, block, positions, n_blocks):
+    scratch = fc_scratch(max(block * positions, 2048))
+    exps = np.zeros((weights.shape[0], n_blocks), np.int32)
+    sums = np.zeros((weights.shape[0], n_blocks), np.int64)
+    nans = np.zeros(weights.shape[0], np.bool_)
+    for k in range(weights.shape[0]):
+        nans[k] = fp16_fc_blocks(data, weights[k], block, positions, scratch, exps[k], sums[k])
+    return exps, sums, nans
+
+
+@njit
+def _lane_dots(d_sign, d_sig, d_exp4, weights, block, positions, n_blocks):
+    """fp16_lane_dot of every block, its lanes taken at a stride of ``positions``."""
+    n_k, lanes = weights.shape
+    exps = np.zeros((n_k, n_blocks), np.int32)
+    sums = np.zeros((n_k, n_blocks), np.int64)
+    for k in range(n_k):
+        for g in range((lanes // positions + block - 1) // block):
+            for pos in range(positions):
+                start = g * block * positions + pos
+                stop = min(lanes, (g + 1) * block * positions)
+                e4, high, low, _ = fp16_lane_dot(d_sign[start:stop:positions].copy(),
+                                                 d_sig[start:stop:positions].copy(),
+                                                 d_exp4[start:stop:positions].copy(),
+                                                 weights[k, start:stop:positions].copy())
+                exps[k, g * positions + pos] = e4
+                sums[k, g * positions + pos] = block_sum(high, low)
+    return exps, sums
+
+
+CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels)
+    ("network", "network", 256, 1, 64, 9),
+    ("random", "random", 150, 1, 64, 5),
+    ("spread", "spread", 4100, 1, 64, 3),  # two chunks, a partial last block
+    ("spread", "network", 64, 36, 64, 4),
+    ("edges", "spread", 70, 9, 64, 6),
+    ("network", "edges", 37, 4, 32, 7),
+    ("spread", "random", 20, 3, 8, 11),
+    ("edges", "edges", 8, 1, 8, 2),
+]
+
+
+@pytest.mark.parametrize("d_kind,w_kind,channels,positions,block,kernels", CASES)
+def test_fc_blocks_are_the_lane_dots(d_kind, w_kind, channels, positions, block, kernels):
+    """Every block's exponent and sum as fp16_lane_dot gives them (lanes in the weights'
+    order: channel-major, the blocks over channels at each position), a zero data lane and
+    a zero weight lane included; the NaN flag says whether a weight is a NaN."""
+    rng = np.random.default_rng(channels * 31 + positions)
+    lanes = channels * positions
+    x = _bits(rng, d_kind, lanes)
+    w = _bits(rng, w_kind, (kernels, lanes))
+    x[rng.integers(0, lanes)] &= 0x8000
+    w[:, rng.integers(0, lanes)] &= 0x8000
+    sign, sig, exp = fp16_mac_operands(x)
+    n_blocks = -(-channels // block) * positions
+    exps, sums, nans = _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)
+    want_exps, want_sums = _lane_dots(sign, sig, 4 * exp, w, block, positions, n_blocks)
+    np.testing.assert_array_equal(exps, want_exps)
+    np.testing.assert_array_equal(sums, want_sums)
+    assert not nans.any()
+    w[-1, rng.integers(0, lanes)] = 0xFE01
+    assert _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)[2][-1]
+
+
+def test_fc_blocks_of_one_position_are_the_definition():
+    """A kernel's blocks against the definition of a block (mac_reference.block_dot)."""
+    rng = np.random.default_rng(5)
+    x, w = _bits(rng, "spread", 200), _bits(rng, "network", (3, 200))
+    sign, sig, exp = fp16_mac_operands(x)
+    exps, sums, _ = _fc_blocks(fc_data(sign, sig, 4 * exp), w, 64, 1, 4)
+    for k in range(3):
+        for b in range(4):
+            e, total = block_dot(x[64 * b:64 * b + 64], w[k, 64 * b:64 * b + 64])
+            assert (exps[k, b], sums[k, b]) == (4 * e, total)
