@@ -464,7 +464,10 @@ def read_feature(mem, addr: int, shape, precision: str, atom_bytes: int, line_st
     check_alignment("feature", atom_bytes, what, start=addr)
     layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
                             batch_stride, batch, what)
-    window = mem.read_array(addr, layout.extent, what, lines=layout.lines(), mode=mode)
+    # the gather copies the elements out: a memory that can lend its bytes
+    # (sim.dram.Memory.read_view) spares a copy of the window
+    read = getattr(mem, "read_view", None) or mem.read_array
+    window = read(addr, layout.extent, what, lines=layout.lines(), mode=mode)
     return gather_feature(window, 0, layout, precision)
 
 
