@@ -47,6 +47,7 @@ CASES = [
     ("nv_full", "fp16", 16, 2, 3, ADD_ELEMENTS, "element",
      dict(bypass=0, alu_bypass=1, mul_bypass=0, mul_operand=0x7BFF, relu_bypass=1), None,
      (0, 1, 0), True),  # fp16 infinities out
+    ("nv_large", "int8", 96, 4, 5, ADD_RELU, "element16", None, None, (0, 1, 0), True),
     ("nv_large", "int8", 64, 5, 5, ADD_ELEMENTS, "channel", None, None, (0, 1, 0), False),
     ("nv_large", "int8", 64, 5, 5, ADD_ELEMENTS, "element", ADD_ELEMENTS, "channel",
      (0, 1, 0), False),
@@ -65,6 +66,8 @@ def _run(case, in_atoms: bool, monkeypatch):
             spec = _operand(rng, c, h, w, dtype, "both")
             spec["array"] = np.stack([spec["array"], _operand(rng, c, h, w, dtype)["array"]])
             operands[name] = spec
+        elif kind == "element16":  # two-byte values for an int8 layer
+            operands[name] = dict(_operand(rng, c, h, w, np.int16), size=2)
         elif kind is not None:
             operands[name] = _operand(rng, c, h, w, dtype, per_element=kind == "element")
     decided = []
