@@ -151,9 +151,11 @@ class Memory:
         if not size:
             return
         if not self._room_for(len(self._missing_pages(addr, size))):
-            raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more than "
-                              f"the simulator's limit of {self.limits.resident:#x} bytes",
-                              where=what)
+            self._refuse(addr, size, what)
+
+    def _refuse(self, addr: int, size: int, what: str) -> None:
+        raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more than "
+                          f"the simulator's limit of {self.limits.resident:#x} bytes", where=what)
 
     # -- a layer's reads, so that an output overlapping its own input stops -----
     def begin_layer(self) -> None:
@@ -220,28 +222,36 @@ class Memory:
         self._record_read(LayerAccess(addr, size, what, lines, mode))
         return self._copy_out(addr, size)
 
-    def read_view(self, addr: int, size: int, what: str = "", *, mode: str = STREAMED
-                  ) -> np.ndarray:
-        """:meth:`read_array` without its copy where the range lies in consecutive pages of
-        one slab (a loadable's weights, written in one go): a read-only view of the slab.
+    def read_view(self, addr: int, size: int, what: str = "", *, lines=None,
+                  mode: str = STREAMED) -> np.ndarray:
+        """:meth:`read_array` without its copy where the range lies in one page or in
+        consecutive pages of one slab (a loadable's weights, written in one go; a feature
+        cube a layer wrote): a read-only view of the page or slab.
 
         For a reader done with the bytes before anything writes the memory (the CDMA
-        unpacking a layer's weights into an array of its own): a later write shows through
-        the view.  Anything else (missing pages, a slab boundary, one page) is a copy.
+        unpacking a layer's weights into an array of its own, a DMA gathering a cube's
+        elements): a later write shows through the view.  Anything else (missing pages,
+        a slab boundary) is a copy.
         """
         self.check(addr, size, what, "read")
-        self._record_read(LayerAccess(addr, size, what, None, mode))
+        self._record_read(LayerAccess(addr, size, what, lines, mode))
         view = self._slab_view(addr, size)
         return self._copy_out(addr, size) if view is None else view
 
     def _slab_view(self, addr: int, size: int) -> np.ndarray | None:
-        """``[addr, addr + size)`` as a read-only view of the slab holding all its pages in
-        order, or None."""
+        """``[addr, addr + size)`` as a read-only view of the page or of the slab holding
+        all its pages in order, or None."""
         first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
-        if size <= 0 or first == last:
+        if size <= 0:
             return None
         pages = self._pages
         head = pages.get(first)
+        if first == last:
+            if head is None:
+                return None
+            view = head[addr & PAGE_MASK: (addr & PAGE_MASK) + size]
+            view.flags.writeable = False
+            return view
         slab = None if head is None else head.base
         if slab is None or slab.ndim != 2 or slab.shape[1] != PAGE_SIZE:
             return None
@@ -297,8 +307,11 @@ class Memory:
         off = addr & PAGE_MASK
         # the usual write, inside one page already held, needs no room
         held = self._pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
-        if held is None:
-            self._reserve(addr, size, what)
+        missing = None
+        if held is None and size:
+            missing = self._missing_pages(addr, size)
+            if not self._room_for(len(missing)):
+                self._refuse(addr, size, what)
         if self._layer_reads is not None:
             self.layer_writes += 1
             if self._write_log is not None:
@@ -306,6 +319,8 @@ class Memory:
         if held is not None:
             held[off : off + size] = buf
         else:
+            if missing and len(missing) > 1:
+                self._make_pages(missing)
             for page, off, pos, n in self._chunks(addr, size):
                 dst = self._pages.get(page)
                 if dst is None:
@@ -335,6 +350,21 @@ class Memory:
             slab = np.zeros((len(missing), PAGE_SIZE), dtype=np.uint8)
             for row, page in enumerate(missing):
                 self._pages[page] = slab[row]
+
+    def _make_pages(self, pages: list[int]) -> None:
+        """Make ``pages`` (missing, in address order) consecutive rows of one slab: the cube
+        a DMA writes over them is then read back as a view (:meth:`read_view`).  The rest of
+        the current slab, if too short for them, is left unused."""
+        with self._slab_lock:
+            pages = [page for page in pages if page not in self._pages]  # another thread's?
+            if len(self._slab) - self._slab_used < len(pages):
+                size = min(max(2 * len(self._slab), FIRST_SLAB_PAGES), LAST_SLAB_PAGES)
+                self._slab = np.zeros((max(size, len(pages)), PAGE_SIZE), dtype=np.uint8)
+                self._slab_used = 0
+            start = self._slab_used
+            self._slab_used += len(pages)
+            for row, page in enumerate(pages, start):
+                self._pages[page] = self._slab[row]
 
     def _new_page(self) -> np.ndarray:
         """A page of zeros, the next of the current slab (a new one when it is used up)."""

@@ -461,11 +461,36 @@ def read_feature(mem, addr: int, shape, precision: str, atom_bytes: int, line_st
     Returns (C, H, W) elements, or (N, C, H, W) when ``batch`` > 1.  ``mode``
     says how the read relates to the layer's own writes (:mod:`sim.dram`).
     """
+    layout, window = _read_window(mem, addr, shape, precision, atom_bytes, line_stride,
+                                  surface_stride, batch_stride, batch, what, mode)
+    return gather_feature(window, 0, layout, precision)
+
+
+def read_feature_atoms(mem, addr: int, shape, precision: str, atom_bytes: int,
+                       line_stride: int, surface_stride: int, what: str = "",
+                       mode: str = STREAMED) -> np.ndarray:
+    """:func:`read_feature` of one cube, its elements in the order of its atoms: (S, H*W,
+    G), S surfaces of G elements (the channels of ``shape`` whole atoms).  For a unit that
+    computes each element alone (an elementwise SDP layer), which may take them in any
+    order: no transpose to (C, H, W).  The array may be a read-only view of the memory's
+    bytes, for a reader done with it before anything writes the memory."""
+    layout, window = _read_window(mem, addr, shape, precision, atom_bytes, line_stride,
+                                  surface_stride, 0, 1, what, mode)
+    atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(window), 0, layout, False))
+    return from_bytes(atoms.reshape(layout.surfaces, layout.height * layout.width,
+                                    layout.group, layout.element_bytes), precision)
+
+
+def _read_window(mem, addr: int, shape, precision: str, atom_bytes: int, line_stride: int,
+                 surface_stride: int, batch_stride: int, batch: int, what: str, mode: str):
+    """(layout, bytes of its window) of a feature cube read through ``mem``."""
     check_alignment("feature", atom_bytes, what, start=addr)
     layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
                             batch_stride, batch, what)
-    window = mem.read_array(addr, layout.extent, what, lines=layout.lines(), mode=mode)
-    return gather_feature(window, 0, layout, precision)
+    # the gather copies the elements out: a memory that can lend its bytes
+    # (sim.dram.Memory.read_view) spares a copy of the window
+    read = getattr(mem, "read_view", None) or mem.read_array
+    return layout, read(addr, layout.extent, what, lines=layout.lines(), mode=mode)
 
 
 def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_stride: int,
@@ -483,14 +508,45 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
                             batch_stride, batch, what)
     layout.check_disjoint(what)
     raw = _padded_raw(array, layout, precision, pad_value)
+    _write_window(mem, addr, layout, precision, what,
+                  lambda window: scatter_atoms(window, 0, layout, raw))
+    return layout
+
+
+def write_feature_atoms(mem, addr: int, atoms: np.ndarray, shape, precision: str,
+                        atom_bytes: int, line_stride: int, surface_stride: int,
+                        batch_stride: int = 0, what: str = "") -> FeatureLayout:
+    """:func:`write_feature` of one cube of ``shape`` (C, H, W) whose elements come in the
+    order of its atoms (:func:`read_feature_atoms`' order, any shape of as many elements):
+    the bytes, checks and notices of ``write_feature``, with no transpose."""
+    check_alignment("feature", atom_bytes, what, start=addr)
+    layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
+                            batch_stride, 1, what)
+    layout.check_disjoint(what)
+    elements = to_elements(np.asarray(atoms), precision)
+    if elements.size != layout.surfaces * layout.height * layout.width * layout.group:
+        raise LayoutError(f"{elements.size} elements do not fill the atoms of {tuple(shape)}")
+    raw = as_bytes(elements).reshape(1, layout.surfaces, layout.height, layout.width,
+                                     layout.atom_bytes)
+
+    def fill(window: np.ndarray) -> None:
+        _atom_view(window, 0, layout, True)[...] = raw
+
+    _write_window(mem, addr, layout, precision, what, fill)
+    return layout
+
+
+def _write_window(mem, addr: int, layout: FeatureLayout, precision: str, what: str,
+                  fill) -> None:
+    """Write the window of ``layout`` at ``addr`` through ``mem.write``, ``fill(window)``
+    storing its atoms (the gaps keep the bytes memory holds)."""
     if layout.is_packed:  # every byte written: the window is scratch (mem.write copies it)
         window = scratch_bytes(layout.extent, "write_feature")
     else:
         window = mem.read_for_update(addr, layout.extent, what)
-    scatter_atoms(window, 0, layout, raw)
+    fill(window)
     mem.write(addr, window, what, lines=layout.lines())
     mem.notify_feature(addr, layout, precision, what)  # which elements these bytes hold
-    return layout
 
 
 def fold_1x1(array, precision: str | None = None, atom_bytes: int = 32) -> np.ndarray:

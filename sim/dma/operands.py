@@ -38,7 +38,14 @@ from ..records import record
 from ..regs.enums import Precision
 from .align import LayoutError, check_alignment
 from .elements import check_precision_name, elements_per_atom
-from .feature import FeatureLayout, _as_flat_u8, gather_atoms, resolve_atom, scatter_atoms
+from .feature import (
+    FeatureLayout,
+    _as_flat_u8,
+    _atom_view,
+    gather_atoms,
+    resolve_atom,
+    scatter_atoms,
+)
 
 USES = {"bias": 1, "prelu": 1, "bn": 2, "ew": 1}
 _ALIGN_KIND = {"bias": "bias", "prelu": "prelu", "bn": "bn", "ew": "ew"}
@@ -213,7 +220,8 @@ def read_operand(mem, addr: int, fmt: OperandFormat, channels: int, height: int 
 def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, components: int,
                      per_element: bool, channels: int, height: int, width: int,
                      atom_bytes: int, line_stride: int = 0, surface_stride: int = 0,
-                     what: str = "", use: str = "bias", narrow: bool = False) -> np.ndarray:
+                     what: str = "", use: str = "bias", narrow: bool = False,
+                     atom_order: bool = False) -> np.ndarray:
     """What an SDP RDMA (BRDMA/NRDMA/ERDMA) fetches, as signed int64 components.
 
     Returns (components, C, H', W'), H' = W' = 1 for per-channel data.
@@ -221,6 +229,9 @@ def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, componen
     int16 (fp16 bit patterns included).  Accepts every register combination
     (``strict=False`` formats); ``use`` only selects the alignment rule.
     ``narrow``: the components as read, int8 or int16 (the same values), not int64.
+    ``atom_order``: per-element data of one component and whole atoms of channels, its
+    elements in the order of its atoms, (1, S, H*W, G) (see
+    :func:`sim.dma.feature.read_feature_atoms`): no transpose.
     """
     fmt = operand_format(use, precision, data_size, components, per_element, strict=False)
     check_alignment(_ALIGN_KIND[use], atom_bytes, what, start=addr)
@@ -229,8 +240,14 @@ def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, componen
                             line_stride if per_element else None,
                             surface_stride if per_element else None, what)
     window = mem.read_array(addr, layout.extent, what, lines=layout.lines())
-    raw = gather_atoms(window, 0, layout)[0, :channels]  # (C, H, W, element bytes)
     signed = np.int8 if data_size == 1 else np.dtype("<i2")
+    if atom_order:
+        if not per_element or components != 1 or layout.surfaces * layout.group != channels:
+            raise ValueError("atom order: per-element data of one component, whole atoms")
+        atoms = np.ascontiguousarray(_atom_view(window, 0, layout, False))
+        values = atoms.view(signed).reshape(1, layout.surfaces, height * width, layout.group)
+        return values if narrow else values.astype(np.int64)
+    raw = gather_atoms(window, 0, layout)[0, :channels]  # (C, H, W, element bytes)
     c, h, w = raw.shape[:3]
     values = np.ascontiguousarray(raw).view(signed).reshape(c, h, w, components)
     values = values.transpose(3, 0, 1, 2)

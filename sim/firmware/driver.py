@@ -296,12 +296,13 @@ class Firmware:
         write, cached = self._register_write, self._cached_read
         if self.recorder is None:  # nothing to record: the machine's own write, a call less
             write = self.machine.write_reg
+        step, pair = WRITE.size, PAIR.size  # looked up once: thousands of frames a task
         t0 = time.perf_counter()
         try:
             for kind, size, addr, value in WRITE.iter_unpack(frames):
-                if size != PAIR.size:
+                if size != pair:
                     break  # not a frame of host.c's: the frame-by-frame path says so
-                pos += WRITE.size
+                pos += step
                 if kind == b"W":
                     write(addr, value)
                 else:  # b"c"

@@ -313,6 +313,10 @@ def _mapped(path: Path):
 
     try:
         with path.open("rb") as f:
+            populate = getattr(mmap, "MAP_POPULATE", 0)  # Linux
+            if populate:  # its pages mapped in one go: the blobs' copy meets no page faults
+                return mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | populate,
+                                 prot=mmap.PROT_READ)
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):  # a pipe, a special file, a file system without mmap
         return None

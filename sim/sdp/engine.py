@@ -24,7 +24,12 @@ from ..chains import PDP, SDP, SDP_RDMA, sdp_chain, sdp_input_on_the_fly
 from ..configs import FP16
 from ..dma.align import align_up
 from ..dma.elements import elements_per_atom
-from ..dma.feature import read_feature, write_feature
+from ..dma.feature import (
+    read_feature,
+    read_feature_atoms,
+    write_feature,
+    write_feature_atoms,
+)
 from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
@@ -65,16 +70,41 @@ def layer_of(ctx):
     return decode(ctx.regs(SDP), rdma, ctx.config)
 
 
-def _read_input(ctx, layer, cp: int) -> np.ndarray:
+def _read_input(ctx, layer, cp: int, in_atoms: bool = False) -> np.ndarray:
+    """The input cube (1, Cp, H, W) in its element dtype (the datapath widens it block by
+    block); ``in_atoms``: its elements in the order of its atoms (:func:`in_atom_order`)."""
     mem = ctx.memory(layer.src_ram_type, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
     atom = ctx.config.atom_bytes
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.in_precision, atom), atom,
                                       layer.src_line_stride, layer.src_surface_stride)
-    cube = read_feature(mem, layer.src_address, (cp, layer.height, layer.width),
-                        layer.in_precision, atom, line, surface,
-                        what=f"{SDP_RDMA}.D_SRC_BASE_ADDR", mode=ELEMENTWISE)
-    return cube[None]  # in the element dtype: the datapath widens it block by block
+    shape = (cp, layer.height, layer.width)
+    what = f"{SDP_RDMA}.D_SRC_BASE_ADDR"
+    if in_atoms:
+        return read_feature_atoms(mem, layer.src_address, shape, layer.in_precision, atom,
+                                  line, surface, what, mode=ELEMENTWISE).reshape(1, *shape)
+    cube = read_feature(mem, layer.src_address, shape, layer.in_precision, atom, line, surface,
+                        what=what, mode=ELEMENTWISE)
+    return cube[None]
+
+
+def in_atom_order(layer, cp: int, atom_bytes: int) -> bool:
+    """Whether a standalone layer computes on its elements in the order of their atoms
+    (:func:`sim.dma.feature.read_feature_atoms`), sparing the transposes to (C, H, W) and
+    back: its input, its per-element operands and its output group as many elements in an
+    atom, no stage takes an operand per channel, and one cube goes to memory.  Every
+    element then meets its own operands and computes as in (C, H, W) order, and the
+    counters add up the same elements."""
+    from .config import USE_BOTH  # loaded with the layer's decoding
+
+    group = elements_per_atom(layer.in_precision, atom_bytes)
+    if layer.flying or not layer.writes_memory or layer.batch != 1 or cp % group or any(
+            elements_per_atom(p, atom_bytes) != group
+            for p in (layer.proc_precision, layer.out_precision)):
+        return False
+    return all(not (stage.needs_alu_mem or stage.needs_mul_mem)
+               or (dma.enabled and dma.per_element and dma.use != USE_BOTH)
+               for stage, dma in zip((layer.x1, layer.x2, layer.y), layer.dmas, strict=True))
 
 
 def _from_cacc(layer, cube, cp: int) -> np.ndarray:
@@ -185,9 +215,10 @@ def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
         raise prepared.error
     layer, cp = prepared.layer, prepared.cp
     atom = ctx.config.atom_bytes
+    in_atoms = cube is None and in_atom_order(layer, cp, atom)
     if cube is None:
-        data = _read_input(ctx, layer, cp)
-        operands = read_operands(ctx, layer, cp, prepared.fetched)
+        data = _read_input(ctx, layer, cp, in_atoms)
+        operands = read_operands(ctx, layer, cp, prepared.fetched, in_atoms)
     else:
         data = _from_cacc(layer, cube, cp)
         if prepared.operand_error is not None:
@@ -213,9 +244,13 @@ def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
     line, surface = effective_strides(layer.height, layer.width,
                                       cp // elements_per_atom(layer.out_precision, atom), atom,
                                       layer.dst_line_stride, layer.dst_surface_stride)
+    what = f"{SDP}.D_DST_BASE_ADDR"
+    if in_atoms:
+        write_feature_atoms(mem, layer.dst_address, out, out.shape[1:], layer.out_precision,
+                            atom, line, surface, layer.dst_batch_stride, what)
+        return
     write_feature(mem, layer.dst_address, out if layer.batch > 1 else out[0],
-                  layer.out_precision, atom, line, surface, layer.dst_batch_stride,
-                  what=f"{SDP}.D_DST_BASE_ADDR")
+                  layer.out_precision, atom, line, surface, layer.dst_batch_stride, what=what)
 
 
 def _store_counters(ctx, layer, stats: dict) -> None:

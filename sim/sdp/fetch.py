@@ -93,6 +93,13 @@ class _FetchedView:
                 out[lo - addr : hi - addr] = w.data[lo - w.address : hi - w.address]
         return out
 
+    def read_view(self, addr: int, size: int, what: str = "", **kw) -> np.ndarray:
+        """:meth:`read_array`, a view of the memory's bytes where no window covers them."""
+        if any(addr < w.address + w.data.size and w.address < addr + size
+               for w in self._windows):
+            return self.read_array(addr, size, what, **kw)
+        return self._memory.read_view(addr, size, what, **kw)
+
     def __getattr__(self, name):
         return getattr(self._memory, name)
 

@@ -56,12 +56,13 @@ def stream_layout(geometry: dict):
                           None if one else g["line_stride"], None if one else g["surface_stride"])
 
 
-def _stream(ctx, layer, dma, cp: int, fetched=None) -> np.ndarray:
+def _stream(ctx, layer, dma, cp: int, fetched=None, atom_order: bool = False) -> np.ndarray:
     """The DMA's components: (components, Cp, 1, 1) per channel, (components, Cp, H, W),
     int8/int16 as read (:mod:`sim.sdp.pipeline` widens what its path needs widened).
 
     ``fetched``: the bytes the RDMA layer read when it started
     (:class:`sim.sdp.fetch.Fetched`), or None to read the memory as it is now.
+    ``atom_order``: per-element data in the order of its atoms (read_sdp_operand's).
     """
     what = f"{RDMA}.D_{dma.prefix}_BASE_ADDR"
     mem = ctx.memory(dma.ram_type, f"NVDLA_SDP_RDMA.D_{dma.prefix}_CFG_0.{dma.prefix}_RAM_TYPE")
@@ -69,10 +70,12 @@ def _stream(ctx, layer, dma, cp: int, fetched=None) -> np.ndarray:
         mem = fetched.view(mem)
     geometry = stream_geometry(dma, layer.proc_precision, cp, layer.height, layer.width,
                                ctx.config.atom_bytes)
-    return read_sdp_operand(mem, dma.address, what=what, narrow=True, **geometry)
+    return read_sdp_operand(mem, dma.address, what=what, narrow=True,
+                            atom_order=atom_order and dma.per_element, **geometry)
 
 
-def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int, fetched=None):
+def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int, fetched=None,
+                    atom_order: bool = False):
     """((alu values, mode), (mul values, mode)) of one stage (modes: see stages.OP_*)."""
     alu = (np.array([reg_alu], dtype=np.int64), OP_REGISTER)
     mul = (np.array([reg_mul], dtype=np.int64), OP_REGISTER)
@@ -82,7 +85,7 @@ def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int,
     if not dma.enabled:
         raise ConfigurationError(f"{cfg}: {dma.name} is disabled but the {dma.prefix} stage reads "
                                  "an operand from memory (*_SRC=MEM)")
-    stream = _stream(ctx, layer, dma, cp, fetched)
+    stream = _stream(ctx, layer, dma, cp, fetched, atom_order)
     mode = OP_ELEMENT if dma.per_element else OP_CHANNEL
 
     def flat(component):
@@ -101,15 +104,16 @@ def _stage_operands(ctx, layer, stage, dma, cp: int, reg_alu: int, reg_mul: int,
     return alu, mul
 
 
-def read_operands(ctx, layer, cp: int, fetched=None) -> dict:
+def read_operands(ctx, layer, cp: int, fetched=None, atom_order: bool = False) -> dict:
     """``{"x1": (alu, mul), "x2": ..., "y": ...}``, each operand a (values, mode) pair.
 
     Mode OP_REGISTER: one value; OP_CHANNEL: one per channel (Cp values);
-    OP_ELEMENT: one per element of a (Cp, H, W) cube, shared by the batches.
+    OP_ELEMENT: one per element of a (Cp, H, W) cube, shared by the batches (``atom_order``:
+    in the order of the cube's atoms, :func:`sim.dma.feature.read_feature_atoms`).
     ``fetched``: what the RDMA layer read when it started (:mod:`sim.sdp.fetch`).
     """
     stages = (layer.x1, layer.x2, layer.y)
     names = ("x1", "x2", "y")
     return {name: _stage_operands(ctx, layer, stage, dma, cp, stage.alu_operand,
-                                  stage.mul_operand, fetched)
+                                  stage.mul_operand, fetched, atom_order)
             for name, stage, dma in zip(names, stages, layer.dmas, strict=True)}

@@ -16,15 +16,25 @@ def _summary(lo):
             {name: (b.size, b.interface, b.version, bytes(b.data)) for name, b in lo.blobs.items()})
 
 
-@pytest.mark.parametrize("mapped", [True, False])
+@pytest.mark.parametrize("mapped", ["populated", "plain", "read"])
 def test_read_loadable_is_parse_loadable_of_the_file(tmp_path, monkeypatch, mapped):
+    """Mapped with its pages populated (Linux), mapped plainly (elsewhere) or read."""
+    import mmap
+
     data = tiny_loadable(bytes(range(64)) * 4, 256)
     path = tmp_path / "tiny.nvdla"
     path.write_bytes(data)
-    if not mapped:
+    if mapped == "read":
         monkeypatch.setattr(loadable_module, "_mapped", lambda path: None)
     else:
-        assert loadable_module._mapped(path) is not None
+        if mapped == "plain":
+            monkeypatch.delattr(mmap, "MAP_POPULATE", raising=False)
+        elif not hasattr(mmap, "MAP_POPULATE"):
+            pytest.skip("no MAP_POPULATE here")
+        mapping = loadable_module._mapped(path)
+        assert mapping is not None and bytes(mapping) == data
+        with pytest.raises(TypeError):  # read-only, however it was mapped
+            mapping[0] = 1
     assert _summary(read_loadable(path)) == _summary(parse_loadable(data))
 
 

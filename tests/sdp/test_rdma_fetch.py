@@ -132,3 +132,27 @@ def test_rdma_waits_while_the_layer_before_fills_the_fifos(side, fits):
     operand = old if fits else new
     want = (cube.astype(np.float32) + operand.astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(output(m, 0x8b00_0000, small), want)
+
+
+@pytest.mark.parametrize("window", [(0x1000, 0x40), (0x1020, 0x40), (0x2000, 0x40)],
+                         ids=["covered", "overlapping", "apart"])
+def test_fetched_view_lends_memory_only_where_no_window_covers_it(window):
+    """A read through what a layer fetched (Fetched.view): the fetched bytes over memory's,
+    whether it copies (read_array) or lends memory's own bytes (read_view); it lends
+    only reads no fetched window meets."""
+    from sim.dram import Memory
+    from sim.sdp.fetch import Fetched, Window
+
+    mem = Memory()
+    mem.write(0x1000, np.arange(0x100, dtype=np.uint8))
+    fetched = np.full(0x40, 0xAB, np.uint8)  # what memory held when the layer started
+    view = Fetched((Window(mem, 0x1000, fetched),)).view(mem)
+    addr, size = window
+    lent = view.read_view(addr, size)
+    np.testing.assert_array_equal(lent, view.read_array(addr, size))
+    expected = mem.read_array(addr, size)
+    lo, hi = max(addr, 0x1000), min(addr + size, 0x1040)
+    if lo < hi:
+        expected[lo - addr: hi - addr] = 0xAB
+    np.testing.assert_array_equal(lent, expected)
+    assert np.shares_memory(lent, mem._pages[addr >> 16]) == (lo >= hi)
