@@ -11,10 +11,10 @@ the exact one; that is why the tree is emulated gate by gate.
 :func:`booth_lane` is the definition, branch-free and table-free in 32-bit words
 (:mod:`sim.num.word32`), so a loop over lanes vectorises; the tests hold it to the
 C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution runs it
-with one operand decoded ahead: :func:`booth_lane_masked` recodes the weight in a
-few word operations (a loop over a block's lanes, the fully connected layers), and
-:func:`booth_lane_table` takes the data's possible tree words tabulated and the
-weight as ten indices into them (a loop over pixels: the convolution's fast form).
+with the data's possible tree words tabulated and the weight as ten indices into them
+(:func:`booth_lane_table`: a loop over pixels, the convolution's fast form); the fully
+connected layers need only the low bits of the tree's sum word
+(:func:`booth_sum_low16`, :func:`booth_sum_low8`: :mod:`sim.num.mac_fc`).
 """
 
 from __future__ import annotations
@@ -144,49 +144,6 @@ def booth_lane(negative, wt, dat, shift):
     ``wt`` and ``dat``, each of its carry-save words shifted right by ``shift`` (a multiple
     of 4) before they are added with the sign compensation; 0 for shifts of 32 or more."""
     a, b = _booth_tree32(word32(negative), word32(wt), word32(dat))
-    return _shifted_sum32(a, b, shift)
-
-
-# --- the multiplier with its weight recoded on the fly ----------------------------
-
-@njit(inline="always")
-def booth_masks(negative, wt):
-    """The Booth recoding of a weight magnitude ``wt`` for product sign ``negative``, computed
-    for all eight digits at once: three words whose bit ``2 * i`` says whether row ``i``
-    selects the data, twice the data, and is negated (the other bits are meaningless).
-    The recoding of :func:`booth_digits`, in a few word operations, so a loop over
-    weights decoded on the fly vectorises."""
-    # digit i is bits 2i..2i+2 of wt << 1, all inverted for a negative product
-    x = xor32(shl32(wt, 1), and32(sub32(0, negative), 0x1FFFF))
-    x1, x2 = shr32(x, 1), shr32(x, 2)
-    one = xor32(x, x1)
-    two = and32(xor32(one, M32), xor32(x1, x2))
-    neg = and32(x2, xor32(and32(x, x1), M32))
-    return one, two, neg
-
-
-@njit(inline="always")
-def _masked_row(one, two, neg, i, dat, dat2):
-    """Row ``i`` of the tree (as :func:`_booth_row32`) from :func:`booth_masks`."""
-    o = sub32(0, and32(shr32(one, 2 * i), 1))
-    t = sub32(0, and32(shr32(two, 2 * i), 1))
-    n = and32(shr32(neg, 2 * i), 1)
-    return xor32(or32(and32(dat, o), and32(dat2, t)), sub32(0x10000, n)), n
-
-
-@njit(inline="always")
-def booth_lane_masked(negative, wt, dat, dat2, shift):
-    """:func:`booth_lane` recoding the weight with :func:`booth_masks`; ``dat2`` = ``dat << 1``."""
-    one, two, neg = booth_masks(negative, wt)
-    p0, i0 = _masked_row(one, two, neg, 0, dat, dat2)
-    p1, i1 = _masked_row(one, two, neg, 1, dat, dat2)
-    p2, i2 = _masked_row(one, two, neg, 2, dat, dat2)
-    p3, i3 = _masked_row(one, two, neg, 3, dat, dat2)
-    p4, i4 = _masked_row(one, two, neg, 4, dat, dat2)
-    p5, i5 = _masked_row(one, two, neg, 5, dat, dat2)
-    p6, i6 = _masked_row(one, two, neg, 6, dat, dat2)
-    p7, i7 = _masked_row(one, two, neg, 7, dat, dat2)
-    a, b = _reduce32(p0, p1, p2, p3, p4, p5, p6, p7, i0, i1, i2, i3, i4, i5, i6, i7)
     return _shifted_sum32(a, b, shift)
 
 
@@ -363,9 +320,11 @@ def booth_sum_low16(negative, wt, dat):
     :func:`_booth_tree32`'s two) for magnitudes ``wt``, ``dat`` (< 2**14) and product sign
     ``negative`` (0 or 1), as a uint16, computed in 16-bit words."""
     neg_word = sub16(0, negative)
-    # the recoding of booth_masks: bits 2i of x, x >> 1, x >> 2 make row i's window.
-    # Row 7's reaches bit 16 of x (wt << 1, inverted for a negative product), which a
-    # 16-bit word lacks: it is the sign (the magnitude is below 2**14)
+    # the Booth recoding of all eight digits at once (booth_digits' windows): bit 2i of
+    # x, x >> 1 and x >> 2 make row i's window, and of one, two and neg whether row i
+    # selects the data, twice the data, and is negated.  Row 7's window reaches bit 16
+    # of x (wt << 1, inverted for a negative product), which a 16-bit word lacks: it is
+    # the sign (the magnitude is below 2**14)
     x = xor16(shl16(wt, 1), neg_word)
     x1 = shr16(x, 1)
     x2 = or16(shr16(x, 2), shl16(negative, 14))

@@ -26,8 +26,8 @@ CMAC, per block (one atomic operation: up to ``mac_atomic_c`` lanes):
   (:func:`aligned_product` at :func:`block_exponent`) with the 6-bit exponent
   ``4*E``: value ``sum * 2**(4E - 50)``.  ``tests/num/mac_reference.py`` states a
   block lane by lane (``block_dot``, ``cmac_block``); the convolution's kernels
-  (:func:`fp16_tile_dots`, :func:`fp16_lane_dot`) take faster routes to the same
-  sums and are tested against it.
+  (:func:`fp16_tile_dots`; :mod:`sim.num.mac_fc` for the fully connected layers) take
+  faster routes to the same sums and are tested against it.
 
 CACC keeps one 48-bit float per output; its arithmetic is written from the
 description below (design note), not from NVIDIA's code.
@@ -93,11 +93,9 @@ from sim.num.booth import (
     ROW_BYTES,
     booth_data_table,
     booth_lane,
-    booth_lane_masked,
     booth_lane_table,
     booth_row_words,
 )
-from sim.num.narrow import mul32
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
 from sim.num.widths import INT32_MAX, INT32_MIN
@@ -105,6 +103,7 @@ from sim.num.word32 import (
     add32,
     and32,
     leading_zeros64,
+    mul32,
     or32,
     sar32,
     shl32,
@@ -431,42 +430,6 @@ def fp16_weight_operand(bits):
     sig = shl32(or32(and32(bits, 0x3FF), shl32(xor32(subnormal, 1), 10)),
                 or32(and32(e, 3), subnormal))
     return shr32(bits, 15), sig, and32(e, 0x1C), word32(and32(bits, 0x7FFF) == 0)
-
-
-@njit(inline="always")
-def fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits):
-    """One CMAC block of one data vector against one kernel's weights, given as their fp16
-    bits (lanes,) and decoded on the fly: a weight of a fully connected layer meets one
-    data value, so nothing per weight is worth computing ahead.
-
-    ``d_*`` (lanes,) as in :func:`fp16_tile_dots` (``d_exp4`` four times the exponent).
-    Returns (four times the block exponent, ``high``, ``low``, the first NaN among the
-    weights in lane order or -1), the sum as in :func:`fp16_tile_dots`, bit for bit.
-    The loops run over the lanes (two passes: the block exponent, then the products);
-    zero operands give no product (a shift of 32 or more) and raise no exponent.
-    """
-    block_exp4 = np.int32(0)
-    nan = False
-    for j in range(w_bits.size):
-        _, _, we, dead = fp16_weight_operand(word32(w_bits[j]))
-        # a zero weight's lane is masked; a zero data value's exponent is far below 0
-        block_exp4 = max(block_exp4, np.int32(and32(add32(d_exp4[j], we), sub32(dead, 1))))
-        nan |= and32(w_bits[j], 0x7FFF) > 0x7C00
-    high, low = word32(0), word32(0)
-    for j in range(w_bits.size):
-        sign, sig, we, dead = fp16_weight_operand(word32(w_bits[j]))
-        dat = word32(d_sig[j])
-        shift = or32(sub32(block_exp4, add32(d_exp4[j], we)), shl32(dead, 5))
-        p = booth_lane_masked(xor32(sign, d_sign[j]), sig, dat, shl32(dat, 1), shift)
-        high = add32(high, sar32(p, 16))
-        low = add32(low, p)
-    first = -1
-    if nan:
-        for j in range(w_bits.size):
-            if and32(w_bits[j], 0x7FFF) > 0x7C00:
-                first = np.int64(w_bits[j])
-                break
-    return block_exp4, high, low, first
 
 
 @njit(distinct_arrays=True)

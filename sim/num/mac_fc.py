@@ -1,13 +1,13 @@
 """The CMAC blocks of a fully connected fp16 layer: every weight meets one data value.
 
-The same numbers as :func:`sim.num.mac.fp16_lane_dot` (the definition:
-``tests/num/mac_reference.py``), by a route that needs the Booth tree only in its low
-bits.  Let ``P`` be a lane's exact signed product (``|P| < 2**28``) and ``s`` its shift
-(a multiple of 4).  The tree's two words add up to ``P + 0x55550000`` without a carry out
-of bit 31, so for ``s <= 16`` the shifted product is ``(P >> s) - c``, ``c`` whether the
-low ``s`` bits of the tree's sum word exceed those of ``P``
-(:func:`sim.num.mac.aligned_product_from_sum`).  Shifts of 32 or more give 0.  So a block
-is, in passes over a kernel's lanes (each a vectorised loop over hundreds of lanes):
+The numbers of the definition of a block (``tests/num/mac_reference.py``), by a route
+that needs the Booth tree only in its low bits. Let ``P`` be a lane's exact signed
+product (``|P| < 2**28``) and ``s`` its shift (a multiple of 4). The tree's two words
+add up to ``P + 0x55550000`` without a carry out of bit 31, so for ``s <= 16`` the
+shifted product is ``(P >> s) - c``, ``c`` whether the low ``s`` bits of the tree's sum
+word exceed those of ``P`` (:func:`sim.num.mac.aligned_product_from_sum`). Shifts of 32
+or more give 0. So a block is, in passes over a kernel's lanes (each a vectorised loop
+over hundreds of lanes):
 
 1. the lane exponents in 16-bit words, and the block exponents (their maximum);
 2. ``P >> s`` in 32-bit words, and what the next pass needs in bytes;
@@ -83,7 +83,7 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
 
     ``data`` is :func:`fc_data` of the data (lanes,), ``scratch`` :func:`fc_scratch`.
     Writes each block's exponent (times four) to ``block_exp4`` (int32) and its exact sum
-    to ``sums`` (int64): ``block_sum`` of :func:`sim.num.mac.fp16_lane_dot`'s words.
+    to ``sums`` (int64).
     Returns whether a weight is a NaN (the block sums then mean nothing: the caller
     decides the NaN blocks)."""
     n = w_bits.size

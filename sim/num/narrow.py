@@ -1,11 +1,10 @@
-"""8- and 16-bit machine words for numba kernels (wrap-around, as in C), and the 32-bit product.
+"""8- and 16-bit machine words for numba kernels (wrap-around, as in C).
 
 As :mod:`sim.num.word32`: numba widens every integer operation to 64 bits, so these
 intrinsics keep each operation at 8 or 16 bits (operands of any integer type truncated,
 the result a ``uint8`` or ``uint16``) and a loop over them vectorises at 64 or 32 words a
 512-bit vector.  The fully connected layers' Booth trees run on them
-(:func:`sim.num.booth.booth_sum_low8`, :func:`sim.num.booth.booth_sum_low16`).  ``mul32``
-is the 32-bit product :mod:`sim.num.word32` lacks (numba would multiply in 64 bits).
+(:func:`sim.num.booth.booth_sum_low8`, :func:`sim.num.booth.booth_sum_low16`).
 
 Shift counts must stay below the word's width.
 """
@@ -13,26 +12,7 @@ Shift counts must stay below the word's width.
 from __future__ import annotations
 
 from sim.jit import intrinsic
-
-
-def _word_op(name: str, bits: int, doc: str):
-    """An intrinsic ``f(a, b) -> uint<bits>`` applying the LLVM instruction ``name``."""
-
-    def typer(typingctx, a, b):
-        from numba.core import types
-
-        word = {8: types.uint8, 16: types.uint16, 32: types.uint32}[bits]
-
-        def codegen(context, builder, sig, args):
-            x = context.cast(builder, args[0], sig.args[0], word)
-            y = context.cast(builder, args[1], sig.args[1], word)
-            return getattr(builder, name)(x, y)
-
-        return word(a, b), codegen
-
-    typer.__name__ = typer.__qualname__ = f"{name.rstrip('_')}{bits}"
-    typer.__doc__ = doc
-    return intrinsic(typer)
+from sim.num.word32 import word_op
 
 
 def _word_cast(bits: int, doc: str):
@@ -53,22 +33,20 @@ def _word_cast(bits: int, doc: str):
     return intrinsic(typer)
 
 
-xor8 = _word_op("xor", 8, "a ^ b")
-and8 = _word_op("and_", 8, "a & b")
-or8 = _word_op("or_", 8, "a | b")
-sub8 = _word_op("sub", 8, "a - b modulo 2**8")
-shl8 = _word_op("shl", 8, "a << b modulo 2**8 (b < 8)")
-shr8 = _word_op("lshr", 8, "a >> b, logical (b < 8)")
+xor8 = word_op("xor", 8, "a ^ b")
+and8 = word_op("and_", 8, "a & b")
+or8 = word_op("or_", 8, "a | b")
+sub8 = word_op("sub", 8, "a - b modulo 2**8")
+shl8 = word_op("shl", 8, "a << b modulo 2**8 (b < 8)")
+shr8 = word_op("lshr", 8, "a >> b, logical (b < 8)")
 word8 = _word_cast(8, "The low 8 bits of an integer (or 0/1 of a bool) as a uint8.")
 
-xor16 = _word_op("xor", 16, "a ^ b")
-and16 = _word_op("and_", 16, "a & b")
-or16 = _word_op("or_", 16, "a | b")
-add16 = _word_op("add", 16, "a + b modulo 2**16")
-sub16 = _word_op("sub", 16, "a - b modulo 2**16")
-shl16 = _word_op("shl", 16, "a << b modulo 2**16 (b < 16)")
-shr16 = _word_op("lshr", 16, "a >> b, logical (b < 16)")
-sar16 = _word_op("ashr", 16, "a >> b, arithmetic: a read as int16 (b < 16)")
+xor16 = word_op("xor", 16, "a ^ b")
+and16 = word_op("and_", 16, "a & b")
+or16 = word_op("or_", 16, "a | b")
+add16 = word_op("add", 16, "a + b modulo 2**16")
+sub16 = word_op("sub", 16, "a - b modulo 2**16")
+shl16 = word_op("shl", 16, "a << b modulo 2**16 (b < 16)")
+shr16 = word_op("lshr", 16, "a >> b, logical (b < 16)")
+sar16 = word_op("ashr", 16, "a >> b, arithmetic: a read as int16 (b < 16)")
 word16 = _word_cast(16, "The low 16 bits of an integer (or 0/1 of a bool) as a uint16.")
-
-mul32 = _word_op("mul", 32, "a * b modulo 2**32")

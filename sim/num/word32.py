@@ -15,13 +15,15 @@ from __future__ import annotations
 from sim.jit import intrinsic
 
 
-def _word_op(name: str, doc: str):
-    """An intrinsic ``f(a, b) -> uint32`` applying the LLVM instruction ``name`` to 32-bit words."""
+def word_op(name: str, bits: int, doc: str):
+    """An intrinsic ``f(a, b) -> uint<bits>`` applying the LLVM instruction ``name`` to words
+    of ``bits`` bits (operands of any integer type truncated to them): 32 here, 8 and 16 in
+    :mod:`sim.num.narrow`."""
 
     def typer(typingctx, a, b):
         from numba.core import types
 
-        word = types.uint32
+        word = {8: types.uint8, 16: types.uint16, 32: types.uint32}[bits]
 
         def codegen(context, builder, sig, args):
             x = context.cast(builder, args[0], sig.args[0], word)
@@ -30,19 +32,20 @@ def _word_op(name: str, doc: str):
 
         return word(a, b), codegen
 
-    typer.__name__ = typer.__qualname__ = f"{name.rstrip('_')}32"
+    typer.__name__ = typer.__qualname__ = f"{name.rstrip('_')}{bits}"
     typer.__doc__ = doc
     return intrinsic(typer)
 
 
-xor32 = _word_op("xor", "a ^ b")
-and32 = _word_op("and_", "a & b")
-or32 = _word_op("or_", "a | b")
-add32 = _word_op("add", "a + b modulo 2**32")
-sub32 = _word_op("sub", "a - b modulo 2**32")
-shl32 = _word_op("shl", "a << b (b < 32)")
-shr32 = _word_op("lshr", "a >> b, logical (b < 32)")
-sar32 = _word_op("ashr", "a >> b, arithmetic: a read as int32 (b < 32)")
+xor32 = word_op("xor", 32, "a ^ b")
+and32 = word_op("and_", 32, "a & b")
+or32 = word_op("or_", 32, "a | b")
+add32 = word_op("add", 32, "a + b modulo 2**32")
+sub32 = word_op("sub", 32, "a - b modulo 2**32")
+shl32 = word_op("shl", 32, "a << b (b < 32)")
+shr32 = word_op("lshr", 32, "a >> b, logical (b < 32)")
+sar32 = word_op("ashr", 32, "a >> b, arithmetic: a read as int32 (b < 32)")
+mul32 = word_op("mul", 32, "a * b modulo 2**32 (numba would multiply in 64 bits)")
 
 
 @intrinsic

@@ -4,8 +4,8 @@ The design note of :mod:`sim.num.mac` in code, lane by lane: each fp16 operand a
 the CMAC sees it (:func:`cmac_operand`), the block exponent and the sum of the
 lanes' Booth products aligned to it (:func:`block_dot`, on the definitional
 :func:`sim.num.booth.booth_lane`), and the block CACC receives, NaNs first
-(:func:`cmac_block`).  The simulator's kernels (``fp16_tile_dots`` and
-``fp16_lane_dot`` of :mod:`sim.num.mac`, ``conv_fp16`` of :mod:`sim.conv.mac_fp16`)
+(:func:`cmac_block`).  The simulator's kernels (``fp16_tile_dots`` of :mod:`sim.num.mac`,
+``fp16_fc_blocks`` of :mod:`sim.num.mac_fc`, ``conv_fp16`` of :mod:`sim.conv.mac_fp16`)
 compute the same numbers by other routes; tests hold them to these.
 
 Also the multiplier in the C-model's form, with its sign compensation table

@@ -4,8 +4,8 @@ No golden vectors cover the MAC, so each primitive is checked against exact
 integer arithmetic: the Booth multiplier per product (exact unshifted, within
 one unit of the floor when shifted, exhaustive over small operands), the block
 dot product and the 48-bit accumulator on values whose fp32 result is exact.
-The fast block kernels (``fp16_tile_dots``, ``fp16_lane_dot``) are held to the
-plain definition of a block (``mac_reference.block_dot``).
+The fast block kernels (``fp16_tile_dots``; ``sim.num.mac_fc``'s, the fully connected
+layers') are held to the plain definition of a block (``mac_reference.block_dot``).
 """
 
 import math
@@ -22,7 +22,6 @@ from sim.num.booth import (
     booth_digits,
     booth_lane,
     booth_lane_table,
-    booth_masks,
     booth_row_indices,
     booth_row_words,
 )
@@ -39,13 +38,13 @@ from sim.num.mac import (
     data_operands_bytes,
     first_nan_per_block,
     fp16_data_operands,
-    fp16_lane_dot,
     fp16_mac_operands,
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
     weight_rows_bytes,
 )
+from sim.num.mac_fc import fc_data, fc_scratch, fp16_fc_blocks
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
 from sim.num.word32 import word32
 
@@ -144,12 +143,12 @@ def _edge_block(rng, kind: str, lanes: int) -> np.ndarray:
 
 
 # --- the fast forms: data rows tabulated, pixels vectorised (fp16_tile_dots), or
-# weights recoded on the fly (fp16_lane_dot) ---------------------------------------
+# weights decoded on the fly (sim.num.mac_fc) --------------------------------------
 # Every shortcut is held to the C-model's table-driven multiplier (booth_product) or
 # to the definition of a block (mac_reference.block_dot): the data table and the
 # weights' row indices (every sign pair, exhaustive over small magnitudes and every
 # shift, random over all), the sign compensation written as a shift, the window lookup
-# of the Booth digits and the word-wide recoding (all 2 x 2**16 weights), the skipped
+# of the Booth digits (all 2 x 2**16 weights), the skipped
 # zero lanes and the two-word sums.
 
 
@@ -196,27 +195,13 @@ def test_tabulated_booth_is_the_c_model_multiplier(case):
                              rows, table, SIGN_COMPENSATION) == 0
 
 
-@njit
-def _mask_digits(neg, wt):
-    """The digit values booth_masks' three words give (one + 2 * two, negated), (n, 8)."""
-    out = np.zeros((wt.size, 8), np.int64)
-    for j in range(wt.size):
-        one, two, sub = booth_masks(word32(neg[j]), word32(wt[j]))
-        for i in range(8):
-            out[j, i] = (((one >> 2 * i) & 1) + 2 * ((two >> 2 * i) & 1)) * (
-                1 - 2 * ((sub >> 2 * i) & 1))
-    return out
-
-
 def test_booth_digits_recode_every_weight():
     """For all 2 x 2**16 weights the eight digits are worth the weight (read as int16), negated
-    for a negative product, and the word-wide recoding (booth_masks, fp16_lane_dot's) selects
-    the same rows."""
+    for a negative product."""
     neg, wt = _grid(np.arange(2), np.arange(1 << 16))
     digits = booth_digits(neg, wt).astype(np.int64)
     signed = wt - ((wt >> 15) << 16)
     np.testing.assert_array_equal(digits @ (4 ** np.arange(8)), np.where(neg, -signed, signed))
-    np.testing.assert_array_equal(_mask_digits(neg, wt), digits)
 
 
 def test_row_indices_are_the_recoding_of_every_weight():
@@ -342,27 +327,29 @@ def test_tile_dots_are_the_block_definition(kind, lanes, kernels, pixels):
 
 
 @njit
-def _lane_dots(d_sign, d_sig, d_exp4, w_bits):
+def _fc_dots(data, w_bits, lanes):
     n_k = w_bits.shape[0]
-    exps, sums, nans = np.zeros(n_k, np.int64), np.zeros(n_k, np.int64), np.zeros(n_k, np.int64)
+    scratch = fc_scratch(max(lanes, 2048))
+    exps, sums = np.zeros((n_k, 1), np.int32), np.zeros((n_k, 1), np.int64)
+    nans = np.zeros(n_k, np.bool_)
     for k in range(n_k):
-        block_exp4, high, low, nans[k] = fp16_lane_dot(d_sign, d_sig, d_exp4, w_bits[k])
-        exps[k], sums[k] = block_exp4 // 4, block_sum(high, low)
-    return exps, sums, nans
+        nans[k] = fp16_fc_blocks(data, w_bits[k], lanes, 1, scratch, exps[k], sums[k])
+    return exps[:, 0] // 4, sums[:, 0], nans
 
 
 def lane_dots(data, weights):
-    """fp16_lane_dot of one data vector (lanes,) against each kernel's weights (K, lanes),
-    given as fp16 bits: (exponents, sums, first weight NaNs) (K,)."""
+    """The fully connected layers' blocks (sim.num.mac_fc) of one data vector (lanes,)
+    against each kernel's weights (K, lanes), all lanes one block, given as fp16 bits:
+    (exponents, sums, whether a weight is a NaN) (K,)."""
     d_sign, d_sig, d_exp = fp16_mac_operands(data)
-    return _lane_dots(d_sign, d_sig, 4 * d_exp, np.ascontiguousarray(weights))
+    return _fc_dots(fc_data(d_sign, d_sig, 4 * d_exp), np.ascontiguousarray(weights), data.size)
 
 
 @pytest.mark.parametrize("kind", ["random", "same_exponent", "widest_spread", "denormal"])
 @pytest.mark.parametrize("lanes,kernels", [(1, 3), (8, 1), (12, 40), (64, 17), (200, 2)])
 def test_lane_dots_are_the_block_definition(kind, lanes, kernels):
-    """Weights decoded on the fly (fp16_lane_dot, the fully connected layers' form) give the
-    exponents and sums of the block's definition, zero data lanes and zero weights
+    """Weights decoded on the fly (the fully connected layers' form, sim.num.mac_fc) give
+    the exponents and sums of the block's definition, zero data lanes and zero weights
     included."""
     rng = np.random.default_rng(lanes * 11 + kernels)
     for trial in range(6):
@@ -375,7 +362,7 @@ def test_lane_dots_are_the_block_definition(kind, lanes, kernels):
         want = block_dots(d[:, None], w)
         np.testing.assert_array_equal(exps, want[0][:, 0])
         np.testing.assert_array_equal(sums, want[1][:, 0])
-        assert (nans == -1).all()
+        assert not nans.any()
 
 
 def test_lane_dots_decode_every_weight_pattern():
@@ -391,14 +378,15 @@ def test_lane_dots_decode_every_weight_pattern():
         np.testing.assert_array_equal(sums, want[1][:, 0])
 
 
-def test_lane_dot_finds_the_first_weight_nan():
-    """The first NaN among the weights in lane order (the block's result when it has one)."""
+def test_lane_dots_flag_a_nan_weight():
+    """A NaN among a kernel's weights is flagged (the layer then makes the block the first
+    NaN in lane order, weights before data: tests/conv/test_fp16.py); a data NaN is not."""
     d = np.full(10, 0x3C00, np.uint16)
-    d[2] = 0x7C11  # a data NaN: the weights' comes first
+    d[2] = 0x7C11
     w = np.full((3, 10), 0x3C00, np.uint16)
     w[1, [4, 7]] = [0xFE05, 0x7E01]
     w[2, 9] = 0x7C01
-    assert lane_dots(d, w)[2].tolist() == [-1, 0xFE05, 0x7C01]
+    assert lane_dots(d, w)[2].tolist() == [False, True, True]
     assert [cmac_block(d, wk) for wk in w] == [
         (MAC_NAN_EXP, mac_nan_block(nan)) for nan in (0x7C11, 0xFE05, 0x7C01)]
 

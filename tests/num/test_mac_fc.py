@@ -6,7 +6,7 @@ to the exact product plus the sign compensation with no carry out; a shifted pro
 shift up to 16) is the exact product shifted, less the carry out of the sum word's low bits;
 the 16-bit and 8-bit trees give the low bits of the 32-bit tree's sum word.  Then whole
 kernels' blocks (one position and several, lane counts not multiples of the block, shifts
-of every range, zeros, denormals, Inf, NaN) against ``fp16_lane_dot`` and the definition.
+of every range, zeros, denormals, Inf, NaN) against the definition.
 """
 
 import numpy as np
@@ -18,8 +18,6 @@ from sim.num.booth import _booth_tree32, booth_lane, booth_sum_low8, booth_sum_l
 from sim.num.compress import COMPRESS_LANES, compress_flagged
 from sim.num.mac import (
     aligned_product_from_sum,
-    block_sum,
-    fp16_lane_dot,
     fp16_mac_operands,
     signed_product,
 )
@@ -128,8 +126,9 @@ def _fc_blocks(data, weights, block, positions, n_blocks):
 
 
 @njit
-def _lane_dots(d_sign, d_sig, d_exp4, weights, block, positions, n_blocks):
-    """fp16_lane_dot of every block, its lanes taken at a stride of ``positions``."""
+def _definition_blocks(x, weights, block, positions, n_blocks):
+    """mac_reference.block_dot of every block (exponents times four, sums), its lanes
+    taken at a stride of ``positions``."""
     n_k, lanes = weights.shape
     exps = np.zeros((n_k, n_blocks), np.int32)
     sums = np.zeros((n_k, n_blocks), np.int64)
@@ -138,12 +137,10 @@ def _lane_dots(d_sign, d_sig, d_exp4, weights, block, positions, n_blocks):
             for pos in range(positions):
                 start = g * block * positions + pos
                 stop = min(lanes, (g + 1) * block * positions)
-                e4, high, low, _ = fp16_lane_dot(d_sign[start:stop:positions].copy(),
-                                                 d_sig[start:stop:positions].copy(),
-                                                 d_exp4[start:stop:positions].copy(),
-                                                 weights[k, start:stop:positions].copy())
-                exps[k, g * positions + pos] = e4
-                sums[k, g * positions + pos] = block_sum(high, low)
+                e, total = block_dot(x[start:stop:positions].copy(),
+                                     weights[k, start:stop:positions].copy())
+                exps[k, g * positions + pos] = 4 * e
+                sums[k, g * positions + pos] = total
     return exps, sums
 
 
@@ -160,8 +157,8 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
 
 
 @pytest.mark.parametrize("d_kind,w_kind,channels,positions,block,kernels", CASES)
-def test_fc_blocks_are_the_lane_dots(d_kind, w_kind, channels, positions, block, kernels):
-    """Every block's exponent and sum as fp16_lane_dot gives them (lanes in the weights'
+def test_fc_blocks_are_the_definition(d_kind, w_kind, channels, positions, block, kernels):
+    """Every block's exponent and sum as the definition gives them (lanes in the weights'
     order: channel-major, the blocks over channels at each position), a zero data lane and
     a zero weight lane included; the NaN flag says whether a weight is a NaN."""
     rng = np.random.default_rng(channels * 31 + positions)
@@ -173,21 +170,9 @@ def test_fc_blocks_are_the_lane_dots(d_kind, w_kind, channels, positions, block,
     sign, sig, exp = fp16_mac_operands(x)
     n_blocks = -(-channels // block) * positions
     exps, sums, nans = _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)
-    want_exps, want_sums = _lane_dots(sign, sig, 4 * exp, w, block, positions, n_blocks)
+    want_exps, want_sums = _definition_blocks(x, w, block, positions, n_blocks)
     np.testing.assert_array_equal(exps, want_exps)
     np.testing.assert_array_equal(sums, want_sums)
     assert not nans.any()
     w[-1, rng.integers(0, lanes)] = 0xFE01
     assert _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)[2][-1]
-
-
-def test_fc_blocks_of_one_position_are_the_definition():
-    """A kernel's blocks against the definition of a block (mac_reference.block_dot)."""
-    rng = np.random.default_rng(5)
-    x, w = _bits(rng, "spread", 200), _bits(rng, "network", (3, 200))
-    sign, sig, exp = fp16_mac_operands(x)
-    exps, sums, _ = _fc_blocks(fc_data(sign, sig, 4 * exp), w, 64, 1, 4)
-    for k in range(3):
-        for b in range(4):
-            e, total = block_dot(x[64 * b:64 * b + 64], w[k, 64 * b:64 * b + 64])
-            assert (exps[k, b], sums[k, b]) == (4 * e, total)
