@@ -146,16 +146,17 @@ class Memory:
             yield page, off, done, n
             done += n
 
-    def _reserve(self, addr: int, size: int, what: str) -> None:
-        """Refuse a write that would make the memory hold more than its resident limit."""
+    def _reserve(self, addr: int, size: int, what: str) -> list[int]:
+        """The pages a write of ``[addr, addr + size)`` would make (in address order);
+        refuse it if they would make the memory hold more than its resident limit."""
         if not size:
-            return
-        if not self._room_for(len(self._missing_pages(addr, size))):
-            self._refuse(addr, size, what)
-
-    def _refuse(self, addr: int, size: int, what: str) -> None:
-        raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more than "
-                          f"the simulator's limit of {self.limits.resident:#x} bytes", where=what)
+            return []
+        missing = self._missing_pages(addr, size)
+        if not self._room_for(len(missing)):
+            raise MemoryFault(f"write {addr:#x}+{size:#x} would make {self.name} hold more "
+                              f"than the simulator's limit of {self.limits.resident:#x} bytes",
+                              where=what)
+        return missing
 
     # -- a layer's reads, so that an output overlapping its own input stops -----
     def begin_layer(self) -> None:
@@ -307,11 +308,7 @@ class Memory:
         off = addr & PAGE_MASK
         # the usual write, inside one page already held, needs no room
         held = self._pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
-        missing = None
-        if held is None and size:
-            missing = self._missing_pages(addr, size)
-            if not self._room_for(len(missing)):
-                self._refuse(addr, size, what)
+        missing = None if held is not None else self._reserve(addr, size, what)
         if self._layer_reads is not None:
             self.layer_writes += 1
             if self._write_log is not None:
@@ -357,24 +354,23 @@ class Memory:
         the current slab, if too short for them, is left unused."""
         with self._slab_lock:
             pages = [page for page in pages if page not in self._pages]  # another thread's?
-            if len(self._slab) - self._slab_used < len(pages):
-                size = min(max(2 * len(self._slab), FIRST_SLAB_PAGES), LAST_SLAB_PAGES)
-                self._slab = np.zeros((max(size, len(pages)), PAGE_SIZE), dtype=np.uint8)
-                self._slab_used = 0
-            start = self._slab_used
-            self._slab_used += len(pages)
-            for row, page in enumerate(pages, start):
-                self._pages[page] = self._slab[row]
+            for page, row in zip(pages, self._take_rows(len(pages)), strict=True):
+                self._pages[page] = row
 
     def _new_page(self) -> np.ndarray:
         """A page of zeros, the next of the current slab (a new one when it is used up)."""
         with self._slab_lock:  # never the same page twice, whichever thread asks
-            if self._slab_used == len(self._slab):
-                size = min(max(2 * len(self._slab), FIRST_SLAB_PAGES), LAST_SLAB_PAGES)
-                self._slab = np.zeros((size, PAGE_SIZE), dtype=np.uint8)
-                self._slab_used = 0
-            self._slab_used += 1
-            return self._slab[self._slab_used - 1]
+            return self._take_rows(1)[0]
+
+    def _take_rows(self, n: int) -> np.ndarray:
+        """The next ``n`` rows (pages of zeros) of the current slab, or of a new one (twice
+        the last, at least ``n`` rows) when too few are left; the caller holds the lock."""
+        if len(self._slab) - self._slab_used < n:
+            size = min(max(2 * len(self._slab), FIRST_SLAB_PAGES), LAST_SLAB_PAGES)
+            self._slab = np.zeros((max(size, n), PAGE_SIZE), dtype=np.uint8)
+            self._slab_used = 0
+        self._slab_used += n
+        return self._slab[self._slab_used - n:self._slab_used]
 
     def window_write_ok(self, addr: int, size: int, lines: tuple[np.ndarray, int]) -> bool:
         """Would one :meth:`write` of the window ``[addr, addr + size)`` with ``lines`` =

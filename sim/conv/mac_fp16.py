@@ -31,6 +31,7 @@ from ..num.mac import (
     cacc_to_fp32,
     data_operands_bytes,
     first_nan_per_block,
+    first_nan_strided,
     fp16_data_operands,
     fp16_tile_dots,
     fp16_weight_rows,
@@ -249,7 +250,7 @@ def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums)
     for g in range(lanes.size - 1):
         m0, m1 = lanes[g] * n_pos, lanes[g + 1] * n_pos
         for pos in range(n_pos):
-            nan_bits = _first_nan_at(w_bits[m0:m1], pos, n_pos) if w_nan else -1
+            nan_bits = first_nan_strided(w_bits[m0:m1], pos, n_pos) if w_nan else -1
             if nan_bits < 0:
                 nan_bits = d_nan[pos, g]
             if nan_bits >= 0:
@@ -296,15 +297,6 @@ def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes
                         d_sig[p, m] = b_sig[j, p]
                         d_exp4[p, m] = b_exp4[j, p]
     return d_sign, d_sig, d_exp4, d_nan
-
-
-@njit(inline="always")
-def _first_nan_at(w_bits, pos, positions):
-    """The first NaN among lanes ``pos, pos + positions, ...`` of ``w_bits``, -1 if none."""
-    for m in range(pos, w_bits.size, positions):
-        if (w_bits[m] & 0x7FFF) > 0x7C00:
-            return np.int64(w_bits[m])
-    return np.int64(-1)
 
 
 #: The weights are transposed in squares of this many kernels by as many (channel,

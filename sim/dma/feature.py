@@ -348,12 +348,19 @@ def _swap_by_words(src: np.ndarray, dst: np.ndarray) -> None:
     dst[:, main:] = src[:, :, main:].transpose(0, 2, 1)
 
 
+def atoms_in_order(buf, base: int, layout: FeatureLayout) -> np.ndarray:
+    """The atoms of ``layout`` in ``buf`` (from ``base``) in the order they lie, gaps left
+    out: contiguous uint8 (N*S, H*W, atom bytes), surface by surface."""
+    atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(buf), base, layout, False))
+    return atoms.reshape(layout.batch * layout.surfaces, layout.height * layout.width,
+                         layout.atom_bytes)
+
+
 def gather_atoms(buf, base: int, layout: FeatureLayout) -> np.ndarray:
     """Raw element bytes, shape (N, C_padded, H, W, element_bytes) (C padded to surfaces*C')."""
-    atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(buf), base, layout, False))
-    n, s, h, w, _ = atoms.shape
+    n, s, h, w = layout.batch, layout.surfaces, layout.height, layout.width
     eb, group = layout.element_bytes, layout.group
-    words = atoms.view(f"<u{eb}").reshape(n * s, h * w, group)  # whole elements move
+    words = atoms_in_order(buf, base, layout).view(f"<u{eb}")  # whole elements move
     planar = np.empty((n * s, group, h * w), words.dtype)
     swap_last_axes(words, planar)
     return planar.view(np.uint8).reshape(n, s * group, h, w, eb)
@@ -476,9 +483,9 @@ def read_feature_atoms(mem, addr: int, shape, precision: str, atom_bytes: int,
     bytes, for a reader done with it before anything writes the memory."""
     layout, window = _read_window(mem, addr, shape, precision, atom_bytes, line_stride,
                                   surface_stride, 0, 1, what, mode)
-    atoms = np.ascontiguousarray(_atom_view(_as_flat_u8(window), 0, layout, False))
-    return from_bytes(atoms.reshape(layout.surfaces, layout.height * layout.width,
-                                    layout.group, layout.element_bytes), precision)
+    atoms = atoms_in_order(window, 0, layout)
+    return from_bytes(atoms.reshape(*atoms.shape[:2], layout.group, layout.element_bytes),
+                      precision)
 
 
 def _read_window(mem, addr: int, shape, precision: str, atom_bytes: int, line_stride: int,

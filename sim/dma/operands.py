@@ -41,7 +41,7 @@ from .elements import check_precision_name, elements_per_atom
 from .feature import (
     FeatureLayout,
     _as_flat_u8,
-    _atom_view,
+    atoms_in_order,
     gather_atoms,
     resolve_atom,
     scatter_atoms,
@@ -244,8 +244,7 @@ def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, componen
     if atom_order:
         if not per_element or components != 1 or layout.surfaces * layout.group != channels:
             raise ValueError("atom order: per-element data of one component, whole atoms")
-        atoms = np.ascontiguousarray(_atom_view(window, 0, layout, False))
-        values = atoms.view(signed).reshape(1, layout.surfaces, height * width, layout.group)
+        values = atoms_in_order(window, 0, layout).view(signed)[None]  # (1, S, H*W, G)
         return values if narrow else values.astype(np.int64)
     raw = gather_atoms(window, 0, layout)[0, :channels]  # (C, H, W, element bytes)
     c, h, w = raw.shape[:3]

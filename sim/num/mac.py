@@ -395,6 +395,17 @@ def first_nan_per_block(bits: np.ndarray, nan: np.ndarray, block: int) -> np.nda
     return np.where(nan.any(axis=-1), np.take_along_axis(bits, first, -1)[..., 0], -1)
 
 
+@njit(inline="always")
+def first_nan_strided(bits, start, step):
+    """The first NaN among fp16 patterns ``bits[start::step]`` (a block's lanes in a layer's
+    weight order: one kernel position's channels), -1 if none: :func:`first_nan_per_block`
+    for one block, in a kernel."""
+    for m in range(start, bits.size, step):
+        if (bits[m] & 0x7FFF) > 0x7C00:
+            return np.int64(bits[m])
+    return np.int64(-1)
+
+
 @njit
 def mac_nan_block(bits):
     """The CMAC block result for a NaN input: its sign and fraction, 38-bit mantissa.
@@ -568,7 +579,13 @@ def aligned_product_from_sum(product, sum_low16, shift):
     (:func:`signed_product`) and the low 16 bits of the tree's sum word
     (:func:`sim.num.booth.booth_sum_low16`): ``(product >> shift) - c``, ``c`` whether the
     sum word's low ``shift`` bits exceed the product's.  A uint32 word (read it as int32)."""
+    return sub32(sar32(product, shift), word32(sum_word_carry(product, sum_low16, shift)))
+
+
+@njit(inline="always")
+def sum_word_carry(product, sum_low16, shift):
+    """The carry :func:`aligned_product_from_sum` subtracts: whether the low ``shift`` bits
+    (``shift`` <= 16) of the tree's sum word exceed those of the exact product (a bool)."""
     low = sub32(shl32(1, shift), 1)
-    carry = word32(and32(sum_low16, low) > and32(product, low))
-    return sub32(sar32(product, shift), carry)
+    return and32(sum_low16, low) > and32(product, low)
 

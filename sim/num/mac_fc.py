@@ -32,6 +32,7 @@ from sim.num.compress import COMPRESS_LANES, compress_flagged
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
+    sum_word_carry,
 )
 from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
 from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
@@ -284,11 +285,10 @@ def _mid_lanes(packed, mid, compact, shifted, carry):
         base = row * width
         for j in range(width):
             negative, wt, dat, shift = _unpack(packed[flagged[base + j]])
-            low = sub32(shl32(1, min(shift, word32(NEAR_SHIFT))), 1)
             near = shift <= NEAR_SHIFT
-            product = signed_product(negative, wt, dat)
-            carries[base + j] = word8(near & (and32(booth_sum_low16(negative, wt, dat), low)
-                                              > and32(product, low)))
+            carries[base + j] = word8(near & sum_word_carry(
+                signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
+                min(shift, word32(NEAR_SHIFT))))
             far |= shift > NEAR_SHIFT
     for j in range(n):
         carry[flagged[j]] = carries[j]

@@ -11,27 +11,7 @@ Shift counts must stay below the word's width.
 
 from __future__ import annotations
 
-from sim.jit import intrinsic
-from sim.num.word32 import word_op
-
-
-def _word_cast(bits: int, doc: str):
-    """An intrinsic ``f(a) -> uint<bits>``: the low bits of an integer (0/1 of a bool)."""
-
-    def typer(typingctx, a):
-        from numba.core import types
-
-        word = {8: types.uint8, 16: types.uint16}[bits]
-
-        def codegen(context, builder, sig, args):
-            return context.cast(builder, args[0], sig.args[0], word)
-
-        return word(a), codegen
-
-    typer.__name__ = typer.__qualname__ = f"word{bits}"
-    typer.__doc__ = doc
-    return intrinsic(typer)
-
+from sim.num.word32 import word_cast, word_op
 
 xor8 = word_op("xor", 8, "a ^ b")
 and8 = word_op("and_", 8, "a & b")
@@ -39,7 +19,7 @@ or8 = word_op("or_", 8, "a | b")
 sub8 = word_op("sub", 8, "a - b modulo 2**8")
 shl8 = word_op("shl", 8, "a << b modulo 2**8 (b < 8)")
 shr8 = word_op("lshr", 8, "a >> b, logical (b < 8)")
-word8 = _word_cast(8, "The low 8 bits of an integer (or 0/1 of a bool) as a uint8.")
+word8 = word_cast(8, "The low 8 bits of an integer (or 0/1 of a bool) as a uint8.")
 
 xor16 = word_op("xor", 16, "a ^ b")
 and16 = word_op("and_", 16, "a & b")
@@ -49,4 +29,4 @@ sub16 = word_op("sub", 16, "a - b modulo 2**16")
 shl16 = word_op("shl", 16, "a << b modulo 2**16 (b < 16)")
 shr16 = word_op("lshr", 16, "a >> b, logical (b < 16)")
 sar16 = word_op("ashr", 16, "a >> b, arithmetic: a read as int16 (b < 16)")
-word16 = _word_cast(16, "The low 16 bits of an integer (or 0/1 of a bool) as a uint16.")
+word16 = word_cast(16, "The low 16 bits of an integer (or 0/1 of a bool) as a uint16.")

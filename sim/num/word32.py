@@ -48,15 +48,26 @@ sar32 = word_op("ashr", 32, "a >> b, arithmetic: a read as int32 (b < 32)")
 mul32 = word_op("mul", 32, "a * b modulo 2**32 (numba would multiply in 64 bits)")
 
 
-@intrinsic
-def word32(typingctx, a):
-    """The low 32 bits of an integer (or 0/1 of a bool) as a uint32."""
-    from numba.core import types
+def word_cast(bits: int, doc: str):
+    """An intrinsic ``f(a) -> uint<bits>``: the low ``bits`` bits of an integer (0/1 of a
+    bool): 32 here, 8 and 16 in :mod:`sim.num.narrow`."""
 
-    def codegen(context, builder, sig, args):
-        return context.cast(builder, args[0], sig.args[0], types.uint32)
+    def typer(typingctx, a):
+        from numba.core import types
 
-    return types.uint32(a), codegen
+        word = {8: types.uint8, 16: types.uint16, 32: types.uint32}[bits]
+
+        def codegen(context, builder, sig, args):
+            return context.cast(builder, args[0], sig.args[0], word)
+
+        return word(a), codegen
+
+    typer.__name__ = typer.__qualname__ = f"word{bits}"
+    typer.__doc__ = doc
+    return intrinsic(typer)
+
+
+word32 = word_cast(32, "The low 32 bits of an integer (or 0/1 of a bool) as a uint32.")
 
 
 @intrinsic

@@ -16,6 +16,7 @@ from sim.regs.enums import FP16
 from sim.chains import SDP, SDP_RDMA
 from sim.dma import pack_feature, read_feature
 from sim.dma.operands import operand_format, pack_operand
+from sim.dram import PAGE_BITS
 from sim.machine import LayerContext, Machine
 from sim.program.sdp import program_operand, program_x, program_y, put
 from sim.sdp.engine import process_sdp
@@ -155,4 +156,4 @@ def test_fetched_view_lends_memory_only_where_no_window_covers_it(window):
     if lo < hi:
         expected[lo - addr: hi - addr] = 0xAB
     np.testing.assert_array_equal(lent, expected)
-    assert np.shares_memory(lent, mem._pages[addr >> 16]) == (lo >= hi)
+    assert np.shares_memory(lent, mem._pages[addr >> PAGE_BITS]) == (lo >= hi)
