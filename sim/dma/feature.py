@@ -509,11 +509,9 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
     lines and surfaces are left as they were.
     """
     array = np.asarray(array)
-    check_alignment("feature", atom_bytes, what, start=addr)
-    batch = array.shape[0] if array.ndim == 4 else 1
-    layout = feature_layout(array.shape, precision, atom_bytes, line_stride, surface_stride,
-                            batch_stride, batch, what)
-    layout.check_disjoint(what)
+    layout = _write_layout(addr, array.shape, precision, atom_bytes, line_stride,
+                           surface_stride, batch_stride, array.shape[0] if array.ndim == 4 else 1,
+                           what)
     raw = _padded_raw(array, layout, precision, pad_value)
     _write_window(mem, addr, layout, precision, what,
                   lambda window: scatter_atoms(window, 0, layout, raw))
@@ -526,10 +524,8 @@ def write_feature_atoms(mem, addr: int, atoms: np.ndarray, shape, precision: str
     """:func:`write_feature` of one cube of ``shape`` (C, H, W) whose elements come in the
     order of its atoms (:func:`read_feature_atoms`' order, any shape of as many elements):
     the bytes, checks and notices of ``write_feature``, with no transpose."""
-    check_alignment("feature", atom_bytes, what, start=addr)
-    layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
-                            batch_stride, 1, what)
-    layout.check_disjoint(what)
+    layout = _write_layout(addr, shape, precision, atom_bytes, line_stride, surface_stride,
+                           batch_stride, 1, what)
     elements = to_elements(np.asarray(atoms), precision)
     if elements.size != layout.surfaces * layout.height * layout.width * layout.group:
         raise LayoutError(f"{elements.size} elements do not fill the atoms of {tuple(shape)}")
@@ -540,6 +536,18 @@ def write_feature_atoms(mem, addr: int, atoms: np.ndarray, shape, precision: str
         _atom_view(window, 0, layout, True)[...] = raw
 
     _write_window(mem, addr, layout, precision, what, fill)
+    return layout
+
+
+def _write_layout(addr: int, shape, precision: str, atom_bytes: int, line_stride: int,
+                  surface_stride: int, batch_stride: int, batch: int, what: str
+                  ) -> FeatureLayout:
+    """The layout a feature write of ``shape`` at ``addr`` covers, after the checks every
+    such write makes (the start on an atom, the strides, no two atoms on one address)."""
+    check_alignment("feature", atom_bytes, what, start=addr)
+    layout = feature_layout(shape, precision, atom_bytes, line_stride, surface_stride,
+                            batch_stride, batch, what)
+    layout.check_disjoint(what)
     return layout
 
 
