@@ -134,19 +134,29 @@ def lookup_int_one(x, le, lo, p):
 
 @njit
 def _f32(bits):
-    """The IEEE value of an fp32 bit pattern, as float64."""
-    return np.float64(np.array([bits & 0xFFFFFFFF], np.uint32).view(np.float32)[0])
+    """The IEEE value of an fp32 bit pattern, as float64 (from its fields: a bit cast
+    through a one-element array allocated on every call, the lookup's largest cost)."""
+    b = bits & 0xFFFFFFFF
+    exp, frac = (b >> 23) & 0xFF, b & 0x7FFFFF
+    if exp == 0xFF:
+        magnitude = math.inf if frac == 0 else math.nan
+    elif exp == 0:
+        magnitude = math.ldexp(np.float64(frac), -149)
+    else:
+        magnitude = math.ldexp(np.float64(frac | 0x800000), exp - 150)
+    return -magnitude if b >> 31 else magnitude
 
 
 @njit
-def _f32_bits(value):
-    return np.int64(np.array([value], np.float32).view(np.uint32)[0])
+def _power_of_two_bits(exponent):
+    """The fp32 bit pattern of ``2.0 ** exponent``, ``exponent`` from -126 to 127."""
+    return np.int64(exponent + 127) << 23
 
 
 @njit
-def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
-                     uscale, oscale):
-    """(fp17 value, kind) of one table for the fp32 square sum ``x``."""
+def _fp_table_place(x, size, exponent, start, offset, select):
+    """Where the fp32 square sum ``x`` falls in one table: (kind, index, 16-bit fraction,
+    ``x - start`` as fp32 bits)."""
     d = fp_sub(x, start, FP32_EXP, FP32_FRAC)
     dv = _f32(d)
     kind = 2
@@ -168,35 +178,48 @@ def _fp_table_lookup(x, table, size, exponent, start, end, offset, select,
         else:
             index = np.int64(shifted)
             frac = np.int64((shifted - np.float64(index)) * 65536.0) & 0xFFFF
+    return kind, index, frac, d
+
+
+@njit
+def _fp_table_value(place, x, table, size, exponent, start, end, offset, uscale, oscale):
+    """The fp17 value of one table of ``size`` entries at ``place`` (:func:`_fp_table_place`
+    of ``x``): extrapolated below or above it, or interpolated."""
+    kind, index, frac, d = place
     if kind == 0:
         if exponent:
-            bias = 0.0 if offset <= -127 else 2.0 ** offset
-            d = fp_sub(x, fp_add(start, _f32_bits(bias), FP32_EXP, FP32_FRAC), FP32_EXP, FP32_FRAC)
+            bias = 0 if offset <= -127 else _power_of_two_bits(offset)
+            d = fp_sub(x, fp_add(start, bias, FP32_EXP, FP32_FRAC), FP32_EXP, FP32_FRAC)
         slope = fp16_to_fp17_bits(uscale & 0xFFFF)
         term = fp_mul(fp32_to_fp17_bits(d), slope, FP17_EXP, FP17_FRAC)
-        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), FP17_EXP, FP17_FRAC), 0
+        return fp_add(term, fp16_to_fp17_bits(table[0] & 0xFFFF), FP17_EXP, FP17_FRAC)
     if kind == 1:
         d = fp_sub(x, end, FP32_EXP, FP32_FRAC)
         slope = fp16_to_fp17_bits(oscale & 0xFFFF)
         term = fp_mul(fp32_to_fp17_bits(d), slope, FP17_EXP, FP17_FRAC)
-        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), FP17_EXP, FP17_FRAC), 1
+        return fp_add(term, fp16_to_fp17_bits(table[size - 1] & 0xFFFF), FP17_EXP, FP17_FRAC)
     y0 = table[index] & 0xFFFF
     y1 = table[index + 1] & 0xFFFF
     diff = fp_sub(fp16_to_fp32_bits(y1), fp16_to_fp32_bits(y0), FP32_EXP, FP32_FRAC)
     term = fp_mul(fp32_to_fp17_bits(diff), uint16_to_fp17_bits(frac), FP17_EXP, FP17_FRAC)
-    return fp_add(term, fp16_to_fp17_bits(y0), FP17_EXP, FP17_FRAC), 2
+    return fp_add(term, fp16_to_fp17_bits(y0), FP17_EXP, FP17_FRAC)
 
 
 @njit
 def lookup_fp(x, le, lo, p):
-    """LUT value (fp17 bits) for the fp32 square sum ``x``; returns (value, counter index)."""
-    le_val, le_kind = _fp_table_lookup(x, le, lut.LE_ENTRIES, p[lut.P_EXPONENT] != 0,
-                                       p[lut.P_LE_START], p[lut.P_LE_END], p[lut.P_LE_OFFSET],
-                                       p[lut.P_LE_SELECT], p[lut.P_LE_USCALE],
-                                       p[lut.P_LE_OSCALE])
-    lo_val, lo_kind = _fp_table_lookup(x, lo, lut.LO_ENTRIES, False, p[lut.P_LO_START],
-                                       p[lut.P_LO_END], 0, p[lut.P_LO_SELECT],
-                                       p[lut.P_LO_USCALE], p[lut.P_LO_OSCALE])
-    use_lo, outcome = choose_table(le_kind, lo_kind, p[lut.P_UFLOW_PRI], p[lut.P_OFLOW_PRI],
-                                   p[lut.P_HYBRID_PRI])
-    return (lo_val if use_lo else le_val), outcome
+    """LUT value (fp17 bits) for the fp32 square sum ``x``; returns (value, counter index).
+    Both tables place ``x``; only the chosen one's value is computed."""
+    exponent = p[lut.P_EXPONENT] != 0
+    le_place = _fp_table_place(x, lut.LE_ENTRIES, exponent, p[lut.P_LE_START],
+                               p[lut.P_LE_OFFSET], p[lut.P_LE_SELECT])
+    lo_place = _fp_table_place(x, lut.LO_ENTRIES, False, p[lut.P_LO_START], 0,
+                               p[lut.P_LO_SELECT])
+    use_lo, outcome = choose_table(le_place[0], lo_place[0], p[lut.P_UFLOW_PRI],
+                                   p[lut.P_OFLOW_PRI], p[lut.P_HYBRID_PRI])
+    if use_lo:
+        return _fp_table_value(lo_place, x, lo, lut.LO_ENTRIES, False, p[lut.P_LO_START],
+                               p[lut.P_LO_END], 0, p[lut.P_LO_USCALE],
+                               p[lut.P_LO_OSCALE]), outcome
+    return _fp_table_value(le_place, x, le, lut.LE_ENTRIES, exponent, p[lut.P_LE_START],
+                           p[lut.P_LE_END], p[lut.P_LE_OFFSET], p[lut.P_LE_USCALE],
+                           p[lut.P_LE_OSCALE]), outcome

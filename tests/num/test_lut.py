@@ -18,7 +18,7 @@ from sim.num.lut import (
     LutRam,
     choose_tables,
 )
-from sim.num.lut_cdp import choose_table
+from sim.num.lut_cdp import _f32, _power_of_two_bits, choose_table
 
 WRITE, LO_TABLE = 1 << 17, 1 << 16
 U, O, H = KIND_UFLOW, KIND_OFLOW, KIND_HIT
@@ -81,3 +81,24 @@ def test_register_ports():
     ram.on_write("S_LUT_ACCESS_CFG_0", 1)
     assert ram.on_read("S_LUT_ACCESS_DATA_0") == 0x1234
     assert ram.on_read("S_LUT_ACCESS_DATA_0") == 0  # the next entry, never written
+
+
+# fp32 patterns of every kind, both signs: zeros, subnormals, normals, Inf, NaNs
+FP32_PATTERNS = [sign | bits for sign in (0, 1 << 31) for bits in (
+    0, 1, 0x7FFFFF, 0x800000, 0x3F800000, 0x3FFFFFFF, 0x4B000001, 0x7F7FFFFF, 0x7F800000,
+    0x7F800001, 0x7FC00000, 0x7FFFFFFF)]
+
+
+@pytest.mark.parametrize("bits", FP32_PATTERNS)
+def test_the_cdp_lookup_reads_fp32_patterns_as_ieee_does(bits):
+    """``_f32`` builds the value from the fields (no bit cast through an array)."""
+    want = float(np.array([bits], np.uint32).view(np.float32)[0])
+    got = _f32(bits)
+    assert (np.isnan(got) and np.isnan(want)) or (got == want and
+                                                     np.signbit(got) == np.signbit(want))
+
+
+@pytest.mark.parametrize("exponent", [-126, -125, -1, 0, 1, 64, 127])
+def test_powers_of_two_as_fp32_patterns(exponent):
+    want = int(np.array([2.0 ** exponent], np.float32).view(np.uint32)[0])
+    assert _power_of_two_bits(exponent) == want
