@@ -15,12 +15,13 @@ denormals, overflow, underflow, a zero sum) go through the rules.
 ``tests/num`` checks every function against its scalar twin and the golden
 vectors.
 
-Once numba is loaded (a kernel ran: no import is ever paid for this), add, sub,
-mul, max/min, widening and narrowing go through those scalar twins in one compiled
-loop instead (:func:`_compiled_binary`, :func:`_compiled_conversion`): the same bits,
-without the numpy steps' fixed costs (a few dozen calls, 40-200 us: most of a small
-layer's arithmetic) and faster on any size, but for fp32 sums and fp32 -> fp16 on
-more than :data:`KERNEL_ELEMENTS` elements, where numpy's IEEE path is faster.
+Once numba is loaded (a kernel ran: no import is ever paid for this) and a process
+has made :data:`LOOPS_AFTER_CALLS` calls of them, add, sub, mul, max/min, widening and
+narrowing go through those scalar twins in one compiled loop instead
+(:func:`_compiled_binary`, :func:`_compiled_conversion`): the same bits, without the
+numpy steps' fixed costs (a few dozen calls, 40-200 us: most of a small layer's
+arithmetic) and faster on any size, but for fp32 sums and fp32 -> fp16 on more than
+:data:`KERNEL_ELEMENTS` elements, where numpy's IEEE path is faster.
 """
 
 import functools
@@ -511,6 +512,12 @@ def uint16_to_fp17(a):
 #: against 170); below it its fixed costs dominate (of 900: 40-160 us against 9).  The
 #: other operations' loops are faster on any size (fp16 and fp17 sums 3-5 times).
 KERNEL_ELEMENTS = 4096
+#: The loops come from numba's cache in 10-16 ms, once per process: they are taken only
+#: after this many calls were made in numpy with numba loaded (about as long), so a
+#: process with a few fp layers never pays for them, and one with many pays at most
+#: twice what it needed (the rent-or-buy rule, as :class:`_TableWhenItPays`)
+LOOPS_AFTER_CALLS = 200
+_calls_before_loops = LOOPS_AFTER_CALLS  # counted down by _use_loops
 _ADD, _MUL, _MAX, _MIN = 0, 1, 2, 3  # _binary_elements' operations
 _WIDEN, _NARROW = 0, 1  # _conversion_elements'
 
@@ -545,11 +552,23 @@ def _flat_int64(x, shape) -> np.ndarray:
     return np.array(x, np.int64).reshape(-1)
 
 
+def _use_loops() -> bool:
+    """Whether the compiled loops compute (numba loaded, and LOOPS_AFTER_CALLS calls made
+    in numpy with it loaded); else one such call more is counted.  (Threads may race on
+    the count: it only decides a little earlier or later.)"""
+    global _calls_before_loops
+    if _calls_before_loops <= 0:
+        return True  # counted down only while numba was loaded
+    if numba_loaded():
+        _calls_before_loops -= 1
+    return False
+
+
 def _compiled_binary(op, a, b, E, M, limit=None):
-    """The :func:`_binary_elements` result (int64, the operands' broadcast shape) when
-    numba is loaded and the result has at most ``limit`` elements (None: any number),
-    else None (numpy computes it)."""
-    if not numba_loaded():
+    """The :func:`_binary_elements` result (int64, the operands' broadcast shape) when the
+    loops compute (:func:`_use_loops`) and the result has at most ``limit`` elements (None:
+    any number), else None (numpy computes it)."""
+    if not _use_loops():
         return None
     a, b = i64(a), i64(b)
     shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
@@ -563,7 +582,7 @@ def _compiled_binary(op, a, b, E, M, limit=None):
 def _compiled_conversion(op, x, widths, limit=None):
     """The :func:`_conversion_elements` result (int64, ``x``'s shape) for ``widths`` =
     (iE, iM, oE, oM, keep_denormals), or None as :func:`_compiled_binary`."""
-    if not numba_loaded():
+    if not _use_loops():
         return None
     x = i64(x)
     if limit is not None and x.size > limit:

@@ -30,14 +30,16 @@ CONVERSIONS = {  # name: (input width, function)
 
 
 @pytest.fixture(autouse=True)
-def numba_in():
-    jit._import_numba()  # the compiled loops run only once numba is loaded
+def loops_on(monkeypatch):
+    """The compiled loops compute (numba loaded, the calls before them made)."""
+    jit._import_numba()
+    monkeypatch.setattr(fp, "_calls_before_loops", 0)
 
 
 def _numpy(monkeypatch, function, *args):
     """``function(*args)`` by the numpy steps alone."""
     with monkeypatch.context() as patch:
-        patch.setattr(fp, "numba_loaded", lambda: False)
+        patch.setattr(fp, "_use_loops", lambda: False)
         return function(*args)
 
 
@@ -117,3 +119,15 @@ def test_compiled_loops_are_taken():
     assert fp._compiled_binary(fp._ADD, large, large, *FP32, fp.KERNEL_ELEMENTS) is None
     assert fp._compiled_binary(fp._MUL, large, large, *FP32) is not None
     assert fp._compiled_conversion(fp._NARROW, small, (*FP32, *FP16, True)) is not None
+
+
+def test_loops_come_after_calls_made_with_numba_loaded(monkeypatch):
+    """Rent or buy: LOOPS_AFTER_CALLS calls in numpy with numba loaded, then the loops; a
+    call while numba is not loaded is not counted."""
+    monkeypatch.setattr(fp, "_calls_before_loops", 2)
+    with monkeypatch.context() as patch:
+        patch.setattr(fp, "numba_loaded", lambda: False)
+        assert not fp._use_loops() and fp._calls_before_loops == 2
+    assert not fp._use_loops() and not fp._use_loops()
+    assert fp._use_loops() and fp._use_loops() and fp._calls_before_loops == 0
+    assert fp.LOOPS_AFTER_CALLS > 0

@@ -18,7 +18,7 @@ FORMATS = {"fp16": (5, 10), "fp17": (6, 10), "fp32": (8, 23)}
 def numpy_steps(monkeypatch):
     """vector_fp's numpy steps, not its compiled loops of the very fpcore functions they
     are compared with (tests/num/test_vector_fp_compiled.py holds the loops to them)."""
-    monkeypatch.setattr(vector_fp, "numba_loaded", lambda: False)
+    monkeypatch.setattr(vector_fp, "_use_loops", lambda: False)
 
 
 @njit
