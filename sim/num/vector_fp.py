@@ -14,12 +14,23 @@ result clear of the underflow boundary.  Only the other elements (NaN, Inf,
 denormals, overflow, underflow, a zero sum) go through the rules.
 ``tests/num`` checks every function against its scalar twin and the golden
 vectors.
+
+Once numba is loaded (a kernel ran: no import is ever paid for this) and a process
+has made :data:`LOOPS_AFTER_CALLS` calls of them, add, sub, mul, max/min, widening and
+narrowing go through those scalar twins in one compiled loop instead
+(:func:`_compiled_binary`, :func:`_compiled_conversion`): the same bits, without the
+numpy steps' fixed costs (a few dozen calls, 40-200 us: most of a small layer's
+arithmetic) and faster on any size, but for fp32 sums and fp32 -> fp16 on more than
+:data:`KERNEL_ELEMENTS` elements, where numpy's IEEE path is faster.
 """
 
 import functools
+import math
 
 import numpy as np
 
+from sim.jit import njit, numba_loaded
+from sim.num import fpcore
 from sim.num.vector_int import bit_length, i64, round_nearest_even, shift_right_round
 from sim.num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 
@@ -184,6 +195,9 @@ def fp_add_window(a, b, E, M):
 
 def fp_add(a, b, E, M):
     """a + b, nearest even, NVDLA rules (arrays broadcast together)."""
+    compiled = _compiled_binary(_ADD, a, b, E, M, KERNEL_ELEMENTS if (E, M) == FP32 else None)
+    if compiled is not None:
+        return compiled
     if (E, M) == FP32:
         return _fp32_in_hardware(a, b, ieee_fp32_add, fp_add_rules)
     return fp_add_rules(a, b, E, M)
@@ -205,6 +219,9 @@ def fp_sub(a, b, E, M):
 
 def fp_mul(a, b, E, M):
     """a * b, nearest even; underflow flushes, overflow saturates."""
+    compiled = _compiled_binary(_MUL, a, b, E, M)
+    if compiled is not None:
+        return compiled
     if (E, M) == FP32:
         return _fp32_in_hardware(a, b, ieee_fp32_mul, fp_mul_rules)
     return fp_mul_rules(a, b, E, M)
@@ -226,6 +243,10 @@ def fp_mul_rules(a, b, E, M):
 
 def fp_max(a, b, want_max, E, M):
     """max (``want_max``) or min by sign, then by (exponent, mantissa); NaNs propagate."""
+    if np.ndim(want_max) == 0:  # one choice for all (an array of them: numpy's)
+        compiled = _compiled_binary(_MAX if want_max else _MIN, a, b, E, M)
+        if compiled is not None:
+            return compiled
     a, b = _masked(a, E, M), _masked(b, E, M)
     magnitude = (1 << (E + M)) - 1
     sa, sb = a >> (E + M), b >> (E + M)
@@ -330,6 +351,9 @@ def _fp32_in_hardware(a, b, ieee_op, rules):
 # --- conversions ----------------------------------------------------------------
 def fp_widen(x, iE, iM, oE, oM, keep_denormals):
     """Exact widening; Inf becomes the largest finite value (``fpcore.fp_widen``)."""
+    compiled = _compiled_conversion(_WIDEN, x, (iE, iM, oE, oM, keep_denormals))
+    if compiled is not None:
+        return compiled
     s, e, m = unpack(_masked(x, iE, iM), iE, iM)
     delta = (1 << (oE - 1)) - (1 << (iE - 1))
     out = pack(s, e + delta, m << (oM - iM), oE, oM)
@@ -345,6 +369,9 @@ def fp_widen(x, iE, iM, oE, oM, keep_denormals):
 
 def fp_narrow(x, iE, iM, oE, oM, keep_denormals):
     """Narrowing with nearest even (``fpcore.fp_narrow``)."""
+    compiled = _compiled_conversion(_NARROW, x, (iE, iM, oE, oM, keep_denormals))
+    if compiled is not None:
+        return compiled
     s, e, m = unpack(_masked(x, iE, iM), iE, iM)
     delta = (1 << (iE - 1)) - (1 << (oE - 1))
     emax = (1 << oE) - 1
@@ -445,6 +472,9 @@ _FP17_TO_FP16 = _TableWhenItPays(17, lambda a: fp_narrow(a, *FP17, *FP16, True))
 
 def fp32_to_fp16(a):
     """Nearest even (:func:`fp_narrow`): IEEE's narrowing but for NaNs (:func:`_narrow32`)."""
+    compiled = _compiled_conversion(_NARROW, a, (*FP32, *FP16, True), KERNEL_ELEMENTS)
+    if compiled is not None:
+        return compiled
     u = np.asarray(_masked(a, *FP32))
     shape, u = u.shape, u.reshape(-1).astype(np.uint32)
     out = _narrow32(u)
@@ -474,3 +504,91 @@ def fp32_to_fp17(a):
 
 def uint16_to_fp17(a):
     return fraction_to_float(i64(a) & 0xFFFF, 16, FP17_EXP, FP17_FRAC)
+
+
+# --- the scalar twins in one compiled loop, once numba is loaded ----------------------
+#: fp32 sums and fp32 -> fp16 narrowing take the compiled loops up to this many elements:
+#: beyond it numpy's IEEE path is faster (an fp32 sum of 16384 ordinary numbers: 100 us
+#: against 170); below it its fixed costs dominate (of 900: 40-160 us against 9).  The
+#: other operations' loops are faster on any size (fp16 and fp17 sums 3-5 times).
+KERNEL_ELEMENTS = 4096
+#: The loops come from numba's cache in 10-16 ms, once per process: they are taken only
+#: after this many calls were made in numpy with numba loaded (about as long), so a
+#: process with a few fp layers never pays for them, and one with many pays at most
+#: twice what it needed (the rent-or-buy rule, as :class:`_TableWhenItPays`)
+LOOPS_AFTER_CALLS = 200
+_calls_before_loops = LOOPS_AFTER_CALLS  # counted down by _use_loops
+_ADD, _MUL, _MAX, _MIN = 0, 1, 2, 3  # _binary_elements' operations
+_WIDEN, _NARROW = 0, 1  # _conversion_elements'
+
+
+@njit
+def _binary_elements(op, a, b, E, M, out):
+    """``out[i]`` = the ``fpcore`` operation ``op`` of ``a[i]`` and ``b[i]``."""
+    for i in range(out.size):
+        if op == _ADD:
+            out[i] = fpcore.fp_add(a[i], b[i], E, M)
+        elif op == _MUL:
+            out[i] = fpcore.fp_mul(a[i], b[i], E, M)
+        else:
+            out[i] = fpcore.fp_max(a[i], b[i], op == _MAX, E, M)
+
+
+@njit
+def _conversion_elements(op, x, iE, iM, oE, oM, keep_denormals, out):
+    """``out[i]`` = ``fpcore.fp_widen`` (``op`` _WIDEN) or ``fp_narrow`` of ``x[i]``."""
+    for i in range(out.size):
+        if op == _WIDEN:
+            out[i] = fpcore.fp_widen(x[i], iE, iM, oE, oM, keep_denormals)
+        else:
+            out[i] = fpcore.fp_narrow(x[i], iE, iM, oE, oM, keep_denormals)
+
+
+def _flat_int64(x, shape) -> np.ndarray:
+    """``x`` broadcast to ``shape`` as a new C-ordered int64 array, flattened (one kernel
+    signature: never a read-only or strided view)."""
+    if np.shape(x) != shape:
+        x = np.broadcast_to(x, shape)
+    return np.array(x, np.int64).reshape(-1)
+
+
+def _use_loops() -> bool:
+    """Whether the compiled loops compute (numba loaded, and LOOPS_AFTER_CALLS calls made
+    in numpy with it loaded); else one such call more is counted.  (Threads may race on
+    the count: it only decides a little earlier or later.)"""
+    global _calls_before_loops
+    if _calls_before_loops <= 0:
+        return True  # counted down only while numba was loaded
+    if numba_loaded():
+        _calls_before_loops -= 1
+    return False
+
+
+def _compiled_binary(op, a, b, E, M, limit=None):
+    """The :func:`_binary_elements` result (int64, the operands' broadcast shape) when the
+    loops compute (:func:`_use_loops`) and the result has at most ``limit`` elements (None:
+    any number), else None (numpy computes it)."""
+    if not _use_loops():
+        return None
+    a, b = i64(a), i64(b)
+    shape = a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)
+    if limit is not None and math.prod(shape) > limit:
+        return None
+    out = np.empty(shape, np.int64)
+    _binary_elements(op, _flat_int64(a, shape), _flat_int64(b, shape), E, M, out.reshape(-1))
+    return out
+
+
+def _compiled_conversion(op, x, widths, limit=None):
+    """The :func:`_conversion_elements` result (int64, ``x``'s shape) for ``widths`` =
+    (iE, iM, oE, oM, keep_denormals), or None as :func:`_compiled_binary`."""
+    if not _use_loops():
+        return None
+    x = i64(x)
+    if limit is not None and x.size > limit:
+        return None
+    iE, iM, oE, oM, keep_denormals = widths
+    out = np.empty(x.shape, np.int64)
+    _conversion_elements(op, _flat_int64(x, x.shape), iE, iM, oE, oM, bool(keep_denormals),
+                         out.reshape(-1))
+    return out

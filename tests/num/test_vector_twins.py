@@ -14,6 +14,13 @@ from sim.num import fpcore, rounding, vector_fp, vector_int
 FORMATS = {"fp16": (5, 10), "fp17": (6, 10), "fp32": (8, 23)}
 
 
+@pytest.fixture(autouse=True)
+def numpy_steps(monkeypatch):
+    """vector_fp's numpy steps, not its compiled loops of the very fpcore functions they
+    are compared with (tests/num/test_vector_fp_compiled.py holds the loops to them)."""
+    monkeypatch.setattr(vector_fp, "_use_loops", lambda: False)
+
+
 @njit
 def _binary_scalar(op, a, b, E, M, out):
     for i in range(out.size):
