@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +43,16 @@ ELEMENTWISE = "elementwise"  # each element written exactly where it was read is
 
 class LayerAccess:
     """A DMA window of one layer: ``lines`` = (line offsets, line bytes) are the bytes
-    it really moves (None: the whole window).  Made for every DMA access of a layer: a
+    it really moves (None: the whole window), or a function returning them: called only
+    if a write of the layer meets the window (most never do, and the offsets of a small
+    operand took longer to make than its read).  Made for every DMA access of a layer: a
     plain class with slots (a frozen dataclass took longer to make than the access)."""
 
     __slots__ = ("addr", "size", "what", "lines", "mode", "_sorted")
 
     def __init__(self, addr: int, size: int, what: str = "",
-                 lines: tuple[np.ndarray, int] | None = None, mode: str = STREAMED):
+                 lines: tuple[np.ndarray, int] | Callable[[], tuple[np.ndarray, int]] | None
+                 = None, mode: str = STREAMED):
         self.addr, self.size, self.what, self.lines, self.mode = addr, size, what, lines, mode
         self._sorted = None
 
@@ -64,7 +68,7 @@ class LayerAccess:
             if self.lines is None:
                 self._sorted = np.array([0], np.int64), np.array([self.size], np.int64)
             else:
-                offsets, length = self.lines
+                offsets, length = self.lines() if callable(self.lines) else self.lines
                 starts = np.sort(np.asarray(offsets, np.int64).ravel())
                 self._sorted = starts, starts + int(length)
         return self._sorted
@@ -216,7 +220,8 @@ class Memory:
         """A copy of ``size`` bytes at ``addr`` as a uint8 array (never-written bytes read 0).
 
         ``lines`` = (line offsets, line bytes): the bytes the DMA really moves
-        inside the window (None: all of it); ``mode``: STREAMED, HELD or
+        inside the window (None: all of it), or a function returning them (called only
+        if a write of the layer meets the window); ``mode``: STREAMED, HELD or
         ELEMENTWISE (see :meth:`_check_overlap`).
         """
         self.check(addr, size, what, "read")
@@ -297,8 +302,9 @@ class Memory:
     def write(self, addr: int, data, what: str = "", *, lines=None) -> None:
         """Write bytes (``bytes``, ``bytearray`` or a uint8-viewable numpy array).
 
-        ``lines`` = (line offsets, line bytes): the bytes a DMA writes; the rest
-        of the window is written back unchanged.
+        ``lines`` = (line offsets, line bytes): the bytes a DMA writes (or a function
+        returning them, as for :meth:`read_array`); the rest of the window is written
+        back unchanged.
         """
         buf = _as_u8(data)
         size = buf.size

@@ -24,8 +24,8 @@ Public API (names other units rely on):
   ``read_array(addr, size, what, lines=, mode=)``, ``read_for_update(addr,
   size, what)`` (the bytes a strided write keeps) and ``write(addr, data, what,
   lines=)`` (e.g. ``sim.dram.Memory``; ``what`` names the register in errors,
-  ``lines`` the bytes the DMA really moves, ``mode`` how a read relates to the
-  layer's own writes)
+  ``lines`` a function returning the bytes the DMA really moves, ``mode`` how a
+  read relates to the layer's own writes)
 * :func:`fold_1x1` -- the 1x1xC surface-packed special case
 * :func:`padded_channels` -- channels rounded up to whole atoms
 """
@@ -497,7 +497,7 @@ def _read_window(mem, addr: int, shape, precision: str, atom_bytes: int, line_st
     # the gather copies the elements out: a memory that can lend its bytes
     # (sim.dram.Memory.read_view) spares a copy of the window
     read = getattr(mem, "read_view", None) or mem.read_array
-    return layout, read(addr, layout.extent, what, lines=layout.lines(), mode=mode)
+    return layout, read(addr, layout.extent, what, lines=layout.lines, mode=mode)
 
 
 def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_stride: int,
@@ -560,7 +560,7 @@ def _write_window(mem, addr: int, layout: FeatureLayout, precision: str, what: s
     else:
         window = mem.read_for_update(addr, layout.extent, what)
     fill(window)
-    mem.write(addr, window, what, lines=layout.lines())
+    mem.write(addr, window, what, lines=layout.lines)
     mem.notify_feature(addr, layout, precision, what)  # which elements these bytes hold
 
 

@@ -213,7 +213,7 @@ def read_operand(mem, addr: int, fmt: OperandFormat, channels: int, height: int 
     check_alignment(_ALIGN_KIND[fmt.use], atom_bytes, what, start=addr)
     layout = operand_layout(fmt, channels, height, width, atom_bytes, line_stride,
                             surface_stride, what)
-    window = mem.read_array(addr, layout.extent, what, lines=layout.lines())
+    window = mem.read_array(addr, layout.extent, what, lines=layout.lines)
     return gather_operand(window, 0, fmt, layout)
 
 
@@ -239,7 +239,7 @@ def read_sdp_operand(mem, addr: int, *, precision: str, data_size: int, componen
                             width if per_element else 1, atom_bytes,
                             line_stride if per_element else None,
                             surface_stride if per_element else None, what)
-    window = mem.read_array(addr, layout.extent, what, lines=layout.lines())
+    window = mem.read_array(addr, layout.extent, what, lines=layout.lines)
     signed = np.int8 if data_size == 1 else np.dtype("<i2")
     if atom_order:
         if not per_element or components != 1 or layout.surfaces * layout.group != channels:

@@ -96,6 +96,28 @@ def test_bytes_really_moved_decide_overlap_even_at_the_top_of_64_bits(write, ove
     assert read.intersects(LayerAccess(top + offset, size, "write")) is overlaps
 
 
+@pytest.mark.parametrize("write, overlaps", [
+    ((0x100, 0x100), False),  # the gap between the two lines read
+    ((0x0F0, 0x20), True),  # across the end of the first line
+    ((0x2FF, 0x02), True),  # the last byte read
+    ((0x300, 0x10), None),  # past the window: the lines are never asked for
+])
+def test_lines_given_as_a_function_are_made_only_when_the_windows_meet(write, overlaps):
+    from sim.dram import LayerAccess
+
+    calls = []
+
+    def lines():
+        calls.append(1)
+        return np.array([0x200, 0x000]), 0x100
+
+    read = LayerAccess(0x1000, 0x300, "read", lines)
+    offset, size = write
+    writes = [LayerAccess(0x1000 + offset, size, "write") for _ in range(2)]
+    assert [read.intersects(w) for w in writes] == [bool(overlaps)] * 2
+    assert len(calls) == (0 if overlaps is None else 1)  # made once, then kept
+
+
 @pytest.mark.parametrize("base", [0x8000_0000, (1 << 64) - (1 << 20)])
 def test_reads_near_a_write_are_exactly_those_whose_windows_meet_it(base):
     """Many reads (a unit moving lines): the array test picks what a pairwise test picks."""
