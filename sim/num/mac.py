@@ -466,14 +466,14 @@ def tile_scratch(pixels):
     """Scratch for :func:`fp16_tile_dots` of tiles of up to ``pixels`` pixels: of the
     ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
     (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
-    the signed data significands, and the low bits of the tree's sum word for one kernel
-    (16 and 8 bits)."""
+    the signed data significands, the low bits of the tree's sum word for one kernel, and
+    the kernel's weight rows (:func:`_rows_of`)."""
     return (np.zeros((GROUP, TABLE_ROWS, pixels), np.uint32),
             np.zeros((GROUP, TABLE_ROWS, pixels), np.uint16),
             np.zeros((GROUP, TABLE_ROWS, pixels), np.uint8),
             np.zeros((GROUP, pixels), np.int16),
             np.zeros((GROUP, pixels), np.uint16),
-            np.zeros((GROUP, pixels), np.uint8))
+            np.zeros((GROUP, 11), np.int64))
 
 
 @njit(distinct_arrays=True)
@@ -542,21 +542,27 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
         for p in range(n_p):
             most = max(most, be[p])
         top[k] = most
+    tables, tables16, tables8, signed, sums16, rows = scratch
     for i in range(0, n_live, GROUP):
         n_g = min(GROUP, n_live - i)
-        _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, high, low,
-                    k0, k1, live[i:i + n_g], low_exp[i:i + n_g], top)
+        _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
+                    sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
+                    low_exp[i:i + n_g], top)
 
 
-@njit(inline="always")
-def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, high, low, k0, k1,
-                group, low_exp, top):
+@njit(distinct_arrays=True)
+def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
+                sums16, rows, block_exp4, high, low, k0, k1, group, low_exp, top):
     """:func:`fp16_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
-    as the first with a zero weight) for kernels ``k0:k1``.  The loop over kernels makes no
-    array views (each costs two atomic reference counts): rows are tuples of indices."""
+    as the first with a zero weight) for kernels ``k0:k1``.
+
+    One kernel (not inlined: its loops over pixels are written out in its body rather than
+    in inlined functions, whose array arguments cost atomic reference counts and whose
+    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) int64
+    holds a kernel's :func:`_rows_of` of the group's weights."""
+    prefer_wide_vectors()
     n_p = d_exp4.shape[1]
     zero = 4 * ZERO_LANE_EXP
-    tables, tables16, tables8, signed, sums16, sums8 = scratch
     n_g = group.size
     j0 = group[0]
     j1 = group[1] if n_g > 1 else j0
@@ -565,12 +571,10 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, high
     for m in range(n_g):
         j = group[m]
         booth_data_table_low(d_sign[j], d_sig[j], tables16[m], tables8[m])
-        sd = signed[m]
         for p in range(n_p):
             minus = sub32(0, d_sign[j, p])
-            sd[p] = np.int16(add32(xor32(d_sig[j, p], minus), and32(d_sign[j, p], 1)))
+            signed[m, p] = np.int16(add32(xor32(d_sig[j, p], minus), and32(d_sign[j, p], 1)))
     built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
-    lanes = (j0, j1, j2, j3)
     # the exponents bound the shifts loosely (by the tile's extremes): where they allow
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
     # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
@@ -582,41 +586,77 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, high
         we3 = w_exp4[j3, k] if n_g > 3 else zero
         if we0 == zero and we1 == zero and we2 == zero and we3 == zero:
             continue
-        r0 = _rows_of(w_rows, j0, k, True)
-        r1 = _rows_of(w_rows, j1, k, n_g > 1)
-        r2 = _rows_of(w_rows, j2, k, n_g > 2)
-        r3 = _rows_of(w_rows, j3, k, n_g > 3)
-        # the largest live shift the exponents allow
-        bound = np.int32(-1)
-        for m in range(n_g):
-            we = w_exp4[group[m], k]
-            if we != zero:
-                bound = max(bound, np.int32(top[k] - low_exp[m] - we))
-        sw0 = r0[10]
-        sw1, sw2, sw3 = r1[10], r2[10], r3[10]
-        we, sw = (we0, we1, we2, we3), (sw0, sw1, sw2, sw3)
-        if bound <= NARROW8:
-            _low_sums8(tables8, r0, r1, r2, r3, sums8, n_p)
-            _group_sums_within(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums8)
-        elif not wide:  # try the 8-bit tree, correct the lanes it does not reach
-            _low_sums8(tables8, r0, r1, r2, r3, sums8, n_p)
-            flags = _group_sums(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums8,
-                                NARROW8)
-            if flags:
-                _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4,
-                                 tables, built, signed, sums8, block_exp4, high, low)
+        bound = np.int32(-1)  # the largest live shift the exponents allow
+        for m in range(GROUP):
+            real = m < n_g
+            r = _rows_of(w_rows, group[m] if real else j0, k, real)
+            for i in range(11):
+                rows[m, i] = r[i]
+            if real and w_exp4[group[m], k] != zero:
+                bound = max(bound, np.int32(top[k] - low_exp[m] - w_exp4[group[m], k]))
+        narrow8 = bound <= NARROW8 or not wide
+        if narrow8:
+            for m in range(GROUP):
+                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                for p in range(n_p):
+                    sums16[m, p] = booth_sum_low8_table(
+                        tables8[m, i0, p], tables8[m, i1, p], tables8[m, i2, p],
+                        tables8[m, i3, p], tables8[m, i4, p])
+        else:
+            for m in range(GROUP):
+                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
+                for p in range(n_p):
+                    sums16[m, p] = booth_sum_low16_table(
+                        tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
+                        tables16[m, i3, p], tables16[m, i4, p], tables16[m, i5, p],
+                        tables16[m, i6, p], tables16[m, i7, p], tables16[m, i8, p],
+                        tables16[m, i9, p])
+        reach = NARROW8 if narrow8 else NARROW16
+        sw0, sw1 = np.int16(rows[0, 10]), np.int16(rows[1, 10])
+        sw2, sw3 = np.int16(rows[2, 10]), np.int16(rows[3, 10])
+        if bound <= reach:  # nothing to flag
+            for p in range(n_p):
+                be = block_exp4[k, p]
+                v0, _ = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
+                                      sums16[0, p])
+                v1, _ = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
+                                      sums16[1, p])
+                v2, _ = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
+                                      sums16[2, p])
+                v3, _ = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
+                                      sums16[3, p])
+                v = add32(add32(v0, v1), add32(v2, v3))
+                high[k, p] = add32(high[k, p], sar32(v, 16))
+                low[k, p] = add32(low[k, p], v)
+            continue
+        f0 = f1 = f2 = f3 = word32(0xFFFFFFFF)
+        for p in range(n_p):
+            be = block_exp4[k, p]
+            v0, h0 = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
+                                   sums16[0, p])
+            v1, h1 = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
+                                   sums16[1, p])
+            v2, h2 = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
+                                   sums16[2, p])
+            v3, h3 = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
+                                   sums16[3, p])
+            v = add32(add32(v0, v1), add32(v2, v3))
+            high[k, p] = add32(high[k, p], sar32(v, 16))
+            low[k, p] = add32(low[k, p], v)
+            f0 = min(f0, _beyond(h0, reach))
+            f1 = min(f1, _beyond(h1, reach))
+            f2 = min(f2, _beyond(h2, reach))
+            f3 = min(f3, _beyond(h3, reach))
+        limit = LIVE_SHIFTS - reach - 1
+        flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
+                 | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
+        if flags:
+            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables,
+                             built, signed, sums16, block_exp4, high, low)
+            if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
-        elif bound <= NARROW16:
-            _low_sums16(tables16, r0, r1, r2, r3, sums16, n_p)
-            _group_sums_within(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums16)
-        else:
-            _low_sums16(tables16, r0, r1, r2, r3, sums16, n_p)
-            flags = _group_sums(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums16,
-                                NARROW16)
-            if flags:
-                _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4,
-                                 tables, built, signed, sums16, block_exp4, high, low)
 
 
 @njit(inline="always")
@@ -672,44 +712,6 @@ NARROW8, NARROW16 = 8, 16
 WIDE_AFTER = 8
 
 
-@njit(distinct_arrays=True)
-def _low_sums16(tables16, r0, r1, r2, r3, sums16, n_p):
-    """The low 16 bits of the tree's sum word of each of the group's lanes (``tables16[m]``
-    the 16-bit table of lane ``m``, ``r0``-``r3`` its weight's :func:`_rows_of`) for every
-    pixel, into ``sums16[m]``.  Not inlined, nor are the other loops over pixels of a
-    kernel: inlined, each array they take cost two atomic reference counts a kernel."""
-    prefer_wide_vectors()
-    _lane_sums16(tables16, 0, r0, sums16, n_p)
-    _lane_sums16(tables16, 1, r1, sums16, n_p)
-    _lane_sums16(tables16, 2, r2, sums16, n_p)
-    _lane_sums16(tables16, 3, r3, sums16, n_p)
-
-
-@njit(inline="always")
-def _lane_sums16(t, m, r, sums16, n_p):
-    for p in range(n_p):
-        sums16[m, p] = booth_sum_low16_table(
-            t[m, r[0], p], t[m, r[1], p], t[m, r[2], p], t[m, r[3], p], t[m, r[4], p],
-            t[m, r[5], p], t[m, r[6], p], t[m, r[7], p], t[m, r[8], p], t[m, r[9], p])
-
-
-@njit(distinct_arrays=True)
-def _low_sums8(tables8, r0, r1, r2, r3, sums8, n_p):
-    """:func:`_low_sums16` in 8 bits: the first half's rows only."""
-    prefer_wide_vectors()
-    _lane_sums8(tables8, 0, r0, sums8, n_p)
-    _lane_sums8(tables8, 1, r1, sums8, n_p)
-    _lane_sums8(tables8, 2, r2, sums8, n_p)
-    _lane_sums8(tables8, 3, r3, sums8, n_p)
-
-
-@njit(inline="always")
-def _lane_sums8(t, m, r, sums8, n_p):
-    for p in range(n_p):
-        sums8[m, p] = booth_sum_low8_table(t[m, r[0], p], t[m, r[1], p], t[m, r[2], p],
-                                           t[m, r[3], p], t[m, r[4], p])
-
-
 @njit(inline="always")
 def _fast_product(top, de, sd, sw, sum_low):
     """A lane's shifted product ``(P - (a & (2**s - 1))) >> s``, as ``((P - a) >> s) + (a >>
@@ -728,48 +730,6 @@ def _beyond(shift, reach):
     """A live shift (below ``LIVE_SHIFTS``) beyond ``reach`` makes this below
     ``LIVE_SHIFTS - reach - 1`` (unsigned): the flags keep its least value."""
     return sub32(shift, reach + 1)
-
-
-@njit(distinct_arrays=True)
-def _group_sums(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums, reach):
-    """Add the shifted products of the group's ``lanes`` for kernel ``k`` (their weights'
-    exponents ``we`` and signed significands ``sw``, their sum words' low bits ``sums``) to
-    its two sum words; returns a bit per lane whose live shifts exceed ``reach`` somewhere."""
-    prefer_wide_vectors()
-    return _group_loop(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums, reach,
-                       True)
-
-
-@njit(distinct_arrays=True)
-def _group_sums_within(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums):
-    """:func:`_group_sums` where the exponents bound every live shift by the narrow tree's
-    reach: nothing to flag."""
-    prefer_wide_vectors()
-    _group_loop(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums, 0, False)
-
-
-@njit(inline="always")
-def _group_loop(block_exp4, high, low, k, d_exp4, lanes, signed, we, sw, sums, reach, check):
-    j0, j1, j2, j3 = lanes
-    w0, w1, w2, w3 = np.int16(sw[0]), np.int16(sw[1]), np.int16(sw[2]), np.int16(sw[3])
-    f0 = f1 = f2 = f3 = word32(0xFFFFFFFF)
-    for p in range(d_exp4.shape[1]):
-        be = block_exp4[k, p]
-        v0, h0 = _fast_product(sub32(be, we[0]), d_exp4[j0, p], signed[0, p], w0, sums[0, p])
-        v1, h1 = _fast_product(sub32(be, we[1]), d_exp4[j1, p], signed[1, p], w1, sums[1, p])
-        v2, h2 = _fast_product(sub32(be, we[2]), d_exp4[j2, p], signed[2, p], w2, sums[2, p])
-        v3, h3 = _fast_product(sub32(be, we[3]), d_exp4[j3, p], signed[3, p], w3, sums[3, p])
-        v = add32(add32(v0, v1), add32(v2, v3))
-        high[k, p] = add32(high[k, p], sar32(v, 16))
-        low[k, p] = add32(low[k, p], v)
-        if check:
-            f0 = min(f0, _beyond(h0, reach))
-            f1 = min(f1, _beyond(h1, reach))
-            f2 = min(f2, _beyond(h2, reach))
-            f3 = min(f3, _beyond(h3, reach))
-    limit = LIVE_SHIFTS - reach - 1
-    return (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1) | (np.int64(f2 < limit) << 2)
-            | (np.int64(f3 < limit) << 3))
 
 
 @njit(inline="always")
