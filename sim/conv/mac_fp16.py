@@ -128,7 +128,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     the last vector of the layer may be partial, and is filled up with zero data.
 
     ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
-    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, >= 10) from
+    :func:`fp16_data_operands` and ``w`` = (rows (R, S, C', K, ROW_BYTES) from
     :func:`fp16_weight_rows`, four times the exponents (R, S, C', K)), of the channels
     that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each

@@ -10,10 +10,12 @@ the exact one; that is why the tree is emulated gate by gate.
 
 :func:`booth_lane` is the definition, branch-free and table-free in 32-bit words
 (:mod:`sim.num.word32`), so a loop over lanes vectorises; the tests hold it to the
-C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution runs it
-with the data's possible tree words tabulated and the weight as ten indices into them
-(:func:`booth_lane_table`: a loop over pixels, the convolution's fast form); the fully
-connected layers need only the low bits of the tree's sum word
+C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution tabulates the
+data's possible tree words and takes the weight as ten indices into them
+(:func:`booth_lane_table`: a loop over pixels); it needs the tree only in the low 8 or 16
+bits of its sum word, from narrow copies of the table (:func:`booth_data_table_low`,
+:func:`booth_sum_low8_table`, :func:`booth_sum_low16_table`), but for the few products
+shifted further.  The fully connected layers need only those low bits too
 (:func:`booth_sum_low16`, :func:`booth_sum_low8`: :mod:`sim.num.mac_fc`).
 """
 

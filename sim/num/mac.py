@@ -500,10 +500,13 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     :func:`aligned_product_from_sum`: subtracting the low bits of ``a`` borrows from
     ``P >> s`` exactly when they exceed ``P``'s).  So for each kernel and ``GROUP`` lanes
     the innermost loops over the pixels are: the low bits of ``a`` from the data's table in
-    narrow words (8 bits when the exponents bound every live shift by 8, else 16), then
-    ``P`` (one multiply) and the sum of the group's shifted products in 32-bit words.  A
-    lane with a live shift beyond the narrow tree's is flagged on the way, and its products
-    are corrected from the whole tree (:func:`sim.num.booth.booth_lane_table`): rare.
+    narrow words (8 or 16 bits: :mod:`sim.num.booth`'s narrow tables), then
+    ``P`` (one multiply) and the sum of the group's shifted products in 32-bit words (four
+    products stay within int32), computed as ``((P - a) >> s) + (a >> s)``.  The 8-bit
+    tree serves where the tile's exponents bound every live shift by 8, and is tried
+    first elsewhere until it misses too often (:data:`WIDE_AFTER`).  A lane with a live
+    shift beyond the narrow tree's is flagged on the way, and its products are corrected
+    from the whole tree (:func:`sim.num.booth.booth_lane_table`).
     Lanes whose data are all zero are skipped, and kernels whose weights in a group's lanes
     are all zero: a zero operand's lane is far below every block (its shifted product is 0)
     and never raises an exponent.
