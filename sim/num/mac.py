@@ -578,6 +578,10 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
             minus = sub32(0, d_sign[j, p])
             signed[m, p] = np.int16(add32(xor32(d_sig[j, p], minus), and32(d_sign[j, p], 1)))
     built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
+    # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
+    # columns past n_p read stale table words; their sums are never read): a partial last
+    # vector ran element by element
+    n_narrow = min(-(-n_p // NARROW_VECTOR) * NARROW_VECTOR, tables8.shape[2])
     # the exponents bound the shifts loosely (by the tile's extremes): where they allow
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
     # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
@@ -601,7 +605,7 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
         if narrow8:
             for m in range(GROUP):
                 i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
-                for p in range(n_p):
+                for p in range(n_narrow):
                     sums16[m, p] = booth_sum_low8_table(
                         tables8[m, i0, p], tables8[m, i1, p], tables8[m, i2, p],
                         tables8[m, i3, p], tables8[m, i4, p])
@@ -609,7 +613,7 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
             for m in range(GROUP):
                 i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
                 i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
-                for p in range(n_p):
+                for p in range(n_narrow):
                     sums16[m, p] = booth_sum_low16_table(
                         tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
                         tables16[m, i3, p], tables16[m, i4, p], tables16[m, i5, p],
@@ -710,6 +714,8 @@ def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tab
 #: The narrow trees' reach: shifts up to these take their low bits from the 8-bit table
 #: (rows 0-3) or from the 16-bit one.
 NARROW8, NARROW16 = 8, 16
+#: 8-bit words in a 512-bit vector.
+NARROW_VECTOR = 64
 #: A group of lanes turns to the 16-bit tree when the 8-bit one has missed (some lane
 #: shifted beyond 8) in more than one kernel in this many.
 WIDE_AFTER = 8
