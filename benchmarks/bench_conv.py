@@ -38,8 +38,7 @@ from sim.dma.align import ceil_div
 from sim.jit import cores
 from sim.machine import LayerContext, Machine
 from sim.num import mac
-from sim.num.booth import TABLE_ROWS, booth_row_indices
-from sim.num.mac import fp16_mac_operands, fp16_tile_dots
+from sim.num.mac import fp16_mac_operands, fp16_tile_dots, fp16_weight_rows, tile_scratch
 from sim.program.conv import UNITS, program
 
 
@@ -132,12 +131,12 @@ def kernel_rate(x, w, repeat, pixels=128):
     channels) against every kernel's weights at position (0, 0)."""
     c, k = x.shape[0], w.shape[0]
     d_sign, d_sig, d_exp = fp16_mac_operands(x.reshape(c, -1)[:, :pixels])
-    w_sign, w_sig, w_exp = fp16_mac_operands(np.ascontiguousarray(w[:, :, 0, 0].T))
+    w_rows, w_exp4 = fp16_weight_rows(np.ascontiguousarray(w[:, :, 0, 0].T))
     n = d_sig.shape[1]
-    arrays = (d_sign, d_sig, 4 * d_exp, booth_row_indices(w_sign, w_sig), 4 * w_exp,
-              np.zeros((2, TABLE_ROWS, n), np.uint32), np.zeros((k, n), np.int32),
-              np.zeros((k, n), np.uint32), np.zeros((k, n), np.uint32))
-    args = (*map(on_cache_lines, arrays), (0, k))
+    arrays = (d_sign, d_sig, 4 * d_exp, w_rows, w_exp4)
+    sums = (np.zeros((k, n), np.int32), np.zeros((k, n), np.uint32), np.zeros((k, n), np.uint32))
+    args = (*map(on_cache_lines, arrays), tuple(map(on_cache_lines, tile_scratch(n))),
+            *map(on_cache_lines, sums), (0, k))
     fp16_tile_dots(*args)  # compile / warm up
     t = best_of(lambda: [fp16_tile_dots(*args) for _ in range(20)], repeat, warm_up=False) / 20
     rate = c * k * n / t / 1e6

@@ -21,7 +21,6 @@ import numpy as np
 
 from ..dma.align import ceil_div
 from ..jit import cores, njit, prefer_wide_vectors, run_split
-from ..num.booth import TABLE_ROWS
 from ..num.mac import (
     MAC_NAN_EXP,
     ZERO_LANE_EXP,
@@ -36,6 +35,7 @@ from ..num.mac import (
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
+    tile_scratch,
     weight_rows_bytes,
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
@@ -128,7 +128,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     the last vector of the layer may be partial, and is filled up with zero data.
 
     ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
-    :func:`fp16_data_operands` and ``w`` = (Booth table rows (R, S, C', K, >= 10) from
+    :func:`fp16_data_operands` and ``w`` = (rows (R, S, C', K, ROW_BYTES) from
     :func:`fp16_weight_rows`, four times the exponents (R, S, C', K)), of the channels
     that matter: block ``g`` is channels ``lanes[g]:lanes[g + 1]``.  ``x_nan`` (N,
     H, W, groups) and ``w_nan`` (K, R, S, groups) hold the first NaN of each
@@ -150,7 +150,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     sig_buf = np.zeros(width * TILE, np.uint32)
     exp_buf = np.zeros(width * TILE, np.int32)
     d_nan = np.zeros(TILE, np.int64)
-    tables = np.zeros((2, TABLE_ROWS, TILE), np.uint32)
+    scratch = tile_scratch(TILE)
     block_exp4 = np.zeros((n_k, TILE), np.int32)
     high = np.zeros((n_k, TILE), np.uint32)
     low = np.zeros((n_k, TILE), np.uint32)
@@ -183,7 +183,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                                           s, c0, c1, d_sign, d_sig, d_exp4, d_nan)
                     nan_here |= w_nan_any[r, s, g]
                     fp16_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], w_rows[r, s, c0:c1],
-                                   w_exp4[r, s, c0:c1], tables, block_exp4, high, low, kernels)
+                                   w_exp4[r, s, c0:c1], scratch, block_exp4, high, low, kernels)
                     if not nan_here and not nan_seen:
                         for k in range(k0, k1):  # no NaN anywhere: vectorised over pixels
                             for p in range(n_p):

@@ -10,10 +10,12 @@ the exact one; that is why the tree is emulated gate by gate.
 
 :func:`booth_lane` is the definition, branch-free and table-free in 32-bit words
 (:mod:`sim.num.word32`), so a loop over lanes vectorises; the tests hold it to the
-C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution runs it
-with the data's possible tree words tabulated and the weight as ten indices into them
-(:func:`booth_lane_table`: a loop over pixels, the convolution's fast form); the fully
-connected layers need only the low bits of the tree's sum word
+C-model's form (``tests/num/mac_reference.py``).  The fp16 convolution tabulates the
+data's possible tree words and takes the weight as ten indices into them
+(:func:`booth_lane_table`: a loop over pixels); it needs the tree only in the low 8 or 16
+bits of its sum word, from narrow copies of the table (:func:`booth_data_table_low`,
+:func:`booth_sum_low8_table`, :func:`booth_sum_low16_table`), but for the few products
+shifted further.  The fully connected layers need only those low bits too
 (:func:`booth_sum_low16`, :func:`booth_sum_low8`: :mod:`sim.num.mac_fc`).
 """
 
@@ -410,3 +412,64 @@ def _row8(one, two, neg, i, dat, dat2):
 def _csa8(a, b, c):
     """:func:`_csa32` on 8-bit words."""
     return xor8(xor8(a, b), c), shl8(xor8(and8(xor8(a, c), xor8(b, c)), c), 1)
+
+
+# --- the data's table in its low bits: the tile kernel's narrow trees ---------------
+# The tile kernel needs the tree only through the low 16 (or 8) bits of its sum word
+# (:func:`sim.num.mac.aligned_product_from_sum`), and a carry-save adder's low bits depend
+# only on its inputs' low bits: the same table in 16- and 8-bit words gives them at two and
+# four times the pixels a vector.  A zero data value's columns are 0 instead: its products
+# are 0 and so must be its carries (its words' low bits need not be, a negative row of 0
+# being 0xFFFF).
+
+@njit(inline="always")
+def booth_data_table_low(negative, dat, table16, table8):
+    """:func:`booth_data_table`'s words in their low 16 bits (``table16`` (TABLE_ROWS, >= n)
+    uint16) and low 8 bits (``table8``, uint8), the columns of zero magnitudes 0."""
+    n = dat.size
+    for t in range(DIGITS):
+        row16, neg16 = table16[_ROW + t], table16[_NEG6 + t]
+        row8, neg8 = table8[_ROW + t], table8[_NEG6 + t]
+        for p in range(n):
+            live = sub32(0, word32(dat[p] != 0))
+            neg = and32(and32(xor32(word32(t < 2), negative[p]), word32(t != 2)), live)
+            row = and32(xor32(word32(dat[p] * abs(t - 2)), sub32(0, neg)), live)
+            row16[p] = row
+            row8[p] = row
+            neg16[p] = shl32(neg, 6)
+            neg8[p] = shl32(neg, 6)
+    for t in range(DIGITS):
+        row16, row8 = table16[_ROW + t], table8[_ROW + t]
+        for u in range(DIGITS):
+            pair16, pair8 = table16[_PAIR + DIGITS * t + u], table8[_PAIR + DIGITS * t + u]
+            neg6 = table16[_NEG6 + u]
+            for p in range(n):
+                pair = or32(shl32(row16[p], 2), shr32(neg6[p], 6))
+                pair16[p] = pair
+                pair8[p] = pair
+
+
+@njit(inline="always")
+def booth_sum_low16_table(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9):
+    """The low 16 bits of the tree's sum word (:func:`booth_sum_low16`) from the ten words a
+    weight's rows pick of :func:`booth_data_table_low`'s 16-bit table (the second and third
+    pair words of each half go in unshifted, as to :func:`booth_lane_table`), a uint16."""
+    a, b = _csa16(w0, w1, shl16(w2, 2))
+    a, b = _csa16(a, b, shl16(w3, 4))
+    a, b = _csa16(a, b, w4)
+    c, d = _csa16(w5, w6, shl16(w7, 2))
+    c, d = _csa16(c, d, shl16(w8, 4))
+    c, d = _csa16(c, d, w9)
+    a, b = _csa16(a, b, shl16(c, 8))
+    return xor16(xor16(a, b), shl16(d, 8))  # the last adder's sum word
+
+
+@njit(inline="always")
+def booth_sum_low8_table(w0, w1, w2, w3, w4):
+    """The low 8 bits of the tree's sum word (:func:`booth_sum_low8`) from the first half's
+    five words of :func:`booth_data_table_low`'s 8-bit table (rows 4-7 are 0 there), a
+    uint8."""
+    a, b = _csa8(w0, w1, shl8(w2, 2))
+    a, b = _csa8(a, b, shl8(w3, 4))
+    a, b = _csa8(a, b, w4)
+    return xor8(xor8(a, b), shl8(and8(a, b), 1))

@@ -91,10 +91,14 @@ from sim.dma.align import ceil_div
 from sim.jit import njit, prefer_wide_vectors, run_split
 from sim.num.booth import (
     ROW_BYTES,
+    TABLE_ROWS,
     booth_data_table,
+    booth_data_table_low,
     booth_lane,
     booth_lane_table,
     booth_row_words,
+    booth_sum_low8_table,
+    booth_sum_low16_table,
 )
 from sim.num.rounding import sign_extend
 from sim.num.vector_int import shift_right_round
@@ -343,10 +347,11 @@ def _data_operands(bits, sign, sig, exp4):
 def fp16_weight_rows(bits: np.ndarray, scratch: np.ndarray | None = None
                      ) -> tuple[np.ndarray, np.ndarray]:
     """The Booth table rows (..., ROW_BYTES) uint8 (the first 10 bytes
-    :func:`sim.num.booth.booth_row_indices` of the weights' CMAC sign and significand, the
-    rest 0) and four times the exponents (...) int32 (``4 * ZERO_LANE_EXP`` for a zero) of
-    fp16 weights ``bits``: what the convolution's tile kernel reads for each weight, in one
-    compiled pass over the threads (a layer may have millions).
+    :func:`sim.num.booth.booth_row_indices` of the weights' CMAC sign and significand, bytes
+    10-11 the signed significand as a little-endian int16, the rest 0) and four times the
+    exponents (...) int32 (``4 * ZERO_LANE_EXP`` for a zero) of fp16 weights ``bits``: what
+    the convolution's tile kernel reads for each weight, in one compiled pass over the
+    threads (a layer may have millions).
 
     ``scratch``: a uint8 buffer of at least :func:`weight_rows_bytes` bytes, 8-aligned, to
     hold both results (a layer's fresh arrays cost as much in page faults as the pass)."""
@@ -375,7 +380,9 @@ def _weight_rows(bits, rows, exp4):
     prefer_wide_vectors()  # 64-bit words: eight weights a vector
     for i in range(bits.size):
         sign, sig, we, dead = fp16_weight_operand(word32(bits[i]))
-        rows[2 * i], rows[2 * i + 1] = booth_row_words(sign, sig)
+        rows[2 * i], high = booth_row_words(sign, sig)
+        signed = and32(add32(xor32(sig, sub32(0, sign)), sign), 0xFFFF)
+        rows[2 * i + 1] = high | (np.uint64(signed) << np.uint64(16))
         exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(we)
 
 
@@ -443,19 +450,44 @@ def fp16_weight_operand(bits):
     return shr32(bits, 15), sig, and32(e, 0x1C), word32(and32(bits, 0x7FFF) == 0)
 
 
+#: Lanes the tile kernel takes together: their aligned products are added before they go
+#: to a block's two sum words (four products of magnitude below 2**28 stay within int32).
+GROUP = 4
+#: A live lane's shift is at most 4 * 14 (two largest exponents, one lane at 0): a zero
+#: operand's lane is shifted by 200 or more (:data:`ZERO_LANE_EXP`).
+LIVE_SHIFTS = 64
+#: The rows and signed significand of a zero weight (:func:`_rows_of`: every Booth digit 0):
+#: all the words they pick are 0 in the low bits the narrow trees read.
+_ZERO_ROWS = (2, 17, 17, 17, 32, 2, 17, 17, 17, 32, 0)
+
+
+@njit
+def tile_scratch(pixels):
+    """Scratch for :func:`fp16_tile_dots` of tiles of up to ``pixels`` pixels: of the
+    ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
+    (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
+    the signed data significands, the low bits of the tree's sum word for one kernel, and
+    the kernel's weight rows (:func:`_rows_of`)."""
+    return (np.zeros((GROUP, TABLE_ROWS, pixels), np.uint32),
+            np.zeros((GROUP, TABLE_ROWS, pixels), np.uint16),
+            np.zeros((GROUP, TABLE_ROWS, pixels), np.uint8),
+            np.zeros((GROUP, pixels), np.int16),
+            np.zeros((GROUP, pixels), np.uint16),
+            np.zeros((GROUP, 11), np.int64))
+
+
 @njit(distinct_arrays=True)
-def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, high, low,
+def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, high, low,
                    kernels):
     """One CMAC block of a tile of data vectors against the same lanes of kernels
     ``kernels[0]:kernels[1]``.
 
     ``d_sign``, ``d_sig`` (lanes, P) are the CMAC operands of P data vectors
     (one column per output pixel) and ``d_exp4`` (lanes, P) int32 four times
-    their exponents; ``w_rows`` (lanes, K, >= 10) the weights' table rows
-    (:func:`sim.num.booth.booth_row_indices` of their sign and significand, bytes past
-    the tenth unread: :func:`fp16_weight_rows` pads them to 16) and
-    ``w_exp4`` (lanes, K) int32 four times their exponents; ``tables`` is scratch
-    (2, TABLE_ROWS, >= P) uint32; no two of the arrays may share memory (the kernel is
+    their exponents; ``w_rows`` (lanes, K, ROW_BYTES) the weights' rows from
+    :func:`fp16_weight_rows` (Booth table rows and the signed significand) and
+    ``w_exp4`` (lanes, K) int32 four times their exponents; ``scratch`` is
+    :func:`tile_scratch` (>= P pixels); no two of the arrays may share memory (the kernel is
     compiled with ``distinct_arrays``).  Kernel ``k``'s block exponent for pixel ``p``,
     times four (the 6-bit exponent CACC takes), goes to ``block_exp4[k, p]``
     (int32) and the exact sum of its aligned lane products to ``high[k, p]``,
@@ -463,13 +495,21 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, hi
     :func:`cacc_accumulate` as ``(block_exp4, sign_extend(sum, 38))``; a block
     with a NaN gives a meaningless sum (the caller knows the block is NaN).
 
-    The innermost loop runs over the pixels with the weights fixed, so a product is
-    ten reads of the data's Booth words (tabulated once per lane and reused by every
-    kernel) and the carry-save tree, vectorised over pixels.  It takes the lanes two at
-    a time, adding both products at once: each kernel's sums and exponents are read
-    and written half as often.  Lanes whose data are all zero are skipped, and kernels
-    whose weights in both lanes are zero: a zero operand's lane is far below every
-    block (its shifted product is 0) and never raises an exponent.
+    A lane's shifted product for shifts up to 16 is ``(P - (a & (2**s - 1))) >> s``, ``P``
+    the exact product and ``a`` the tree's sum word (``(P >> s) - c`` of
+    :func:`aligned_product_from_sum`: subtracting the low bits of ``a`` borrows from
+    ``P >> s`` exactly when they exceed ``P``'s).  So for each kernel and ``GROUP`` lanes
+    the innermost loops over the pixels are: the low bits of ``a`` from the data's table in
+    narrow words (8 or 16 bits: :mod:`sim.num.booth`'s narrow tables), then
+    ``P`` (one multiply) and the sum of the group's shifted products in 32-bit words (four
+    products stay within int32), computed as ``((P - a) >> s) + (a >> s)``.  The 8-bit
+    tree serves where the tile's exponents bound every live shift by 8, and is tried
+    first elsewhere until it misses too often (:data:`WIDE_AFTER`).  A lane with a live
+    shift beyond the narrow tree's is flagged on the way, and its products are corrected
+    from the whole tree (:func:`sim.num.booth.booth_lane_table`).
+    Lanes whose data are all zero are skipped, and kernels whose weights in a group's lanes
+    are all zero: a zero operand's lane is far below every block (its shifted product is 0)
+    and never raises an exponent.
     """
     prefer_wide_vectors()
     lanes, n_p = d_exp4.shape
@@ -479,15 +519,17 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, hi
     high[k0:k1, :n_p] = 0
     low[k0:k1, :n_p] = 0
     live = np.empty(lanes, np.int64)  # the lanes with some data, in order
+    low_exp = np.empty(lanes, np.int32)  # each one's smallest live data exponent
     n_live = 0
     for j in range(lanes):
         de = d_exp4[j]
-        some = False
+        least = np.int32(LIVE_SHIFTS * 8)
         for p in range(n_p):
-            some |= de[p] != zero
-        if not some:
+            least = min(least, np.int32(de[p] if de[p] != zero else LIVE_SHIFTS * 8))
+        if least == LIVE_SHIFTS * 8:
             continue
         live[n_live] = j
+        low_exp[n_live] = least
         n_live += 1
         for k in range(k0, k1):
             we = w_exp4[j, k]
@@ -496,35 +538,207 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, block_exp4, hi
             be = block_exp4[k]
             for p in range(n_p):
                 be[p] = max(be[p], np.int32(de[p] + we))
-    table, table2 = tables[0], tables[1]
-    for i in range(0, n_live, 2):
-        j = live[i]
-        alone = i + 1 == n_live  # an odd lane out: its partner's weights read as zero
-        j2 = j if alone else live[i + 1]
-        de, de2 = d_exp4[j], d_exp4[j2]
-        booth_data_table(d_sign[j], d_sig[j], table)
-        if not alone:
-            booth_data_table(d_sign[j2], d_sig[j2], table2)
-        for k in range(k0, k1):
-            we = w_exp4[j, k]
-            we2 = zero if alone else w_exp4[j2, k]
-            if we == zero and we2 == zero:
-                continue
-            r, q = w_rows[j, k], w_rows[j2, k]
-            t0, t1, t2, t3, t4 = table[r[0]], table[r[1]], table[r[2]], table[r[3]], table[r[4]]
-            t5, t6, t7, t8, t9 = table[r[5]], table[r[6]], table[r[7]], table[r[8]], table[r[9]]
-            u0, u1, u2, u3, u4 = (table2[q[0]], table2[q[1]], table2[q[2]], table2[q[3]],
-                                  table2[q[4]])
-            u5, u6, u7, u8, u9 = (table2[q[5]], table2[q[6]], table2[q[7]], table2[q[8]],
-                                  table2[q[9]])
-            be, hi, lo = block_exp4[k], high[k], low[k]
+    top = np.zeros(k1, np.int32)  # each kernel's largest block exponent in the tile
+    for k in range(k0, k1):
+        be = block_exp4[k]
+        most = np.int32(0)
+        for p in range(n_p):
+            most = max(most, be[p])
+        top[k] = most
+    tables, tables16, tables8, signed, sums16, rows = scratch
+    for i in range(0, n_live, GROUP):
+        n_g = min(GROUP, n_live - i)
+        _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
+                    sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
+                    low_exp[i:i + n_g], top)
+
+
+@njit(distinct_arrays=True)
+def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
+                sums16, rows, block_exp4, high, low, k0, k1, group, low_exp, top):
+    """:func:`fp16_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
+    as the first with a zero weight) for kernels ``k0:k1``.
+
+    One kernel (not inlined: its loops over pixels are written out in its body rather than
+    in inlined functions, whose array arguments cost atomic reference counts and whose
+    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) int64
+    holds a kernel's :func:`_rows_of` of the group's weights."""
+    prefer_wide_vectors()
+    n_p = d_exp4.shape[1]
+    zero = 4 * ZERO_LANE_EXP
+    n_g = group.size
+    j0 = group[0]
+    j1 = group[1] if n_g > 1 else j0
+    j2 = group[2] if n_g > 2 else j0
+    j3 = group[3] if n_g > 3 else j0
+    for m in range(n_g):
+        j = group[m]
+        booth_data_table_low(d_sign[j], d_sig[j], tables16[m], tables8[m])
+        for p in range(n_p):
+            minus = sub32(0, d_sign[j, p])
+            signed[m, p] = np.int16(add32(xor32(d_sig[j, p], minus), and32(d_sign[j, p], 1)))
+    built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
+    # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
+    # columns past n_p read stale table words; their sums are never read): a partial last
+    # vector ran element by element
+    n_narrow = min(-(-n_p // NARROW_VECTOR) * NARROW_VECTOR, tables8.shape[2])
+    # the exponents bound the shifts loosely (by the tile's extremes): where they allow
+    # more than 8, the 8-bit tree is tried first, until it has missed in more than one
+    # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
+    wide, misses = False, 0
+    for k in range(k0, k1):
+        we0 = w_exp4[j0, k]
+        we1 = w_exp4[j1, k] if n_g > 1 else zero
+        we2 = w_exp4[j2, k] if n_g > 2 else zero
+        we3 = w_exp4[j3, k] if n_g > 3 else zero
+        if we0 == zero and we1 == zero and we2 == zero and we3 == zero:
+            continue
+        bound = np.int32(-1)  # the largest live shift the exponents allow
+        for m in range(GROUP):
+            real = m < n_g
+            r = _rows_of(w_rows, group[m] if real else j0, k, real)
+            for i in range(11):
+                rows[m, i] = r[i]
+            if real and w_exp4[group[m], k] != zero:
+                bound = max(bound, np.int32(top[k] - low_exp[m] - w_exp4[group[m], k]))
+        narrow8 = bound <= NARROW8 or not wide
+        if narrow8:
+            for m in range(GROUP):
+                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                for p in range(n_narrow):
+                    sums16[m, p] = booth_sum_low8_table(
+                        tables8[m, i0, p], tables8[m, i1, p], tables8[m, i2, p],
+                        tables8[m, i3, p], tables8[m, i4, p])
+        else:
+            for m in range(GROUP):
+                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
+                for p in range(n_narrow):
+                    sums16[m, p] = booth_sum_low16_table(
+                        tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
+                        tables16[m, i3, p], tables16[m, i4, p], tables16[m, i5, p],
+                        tables16[m, i6, p], tables16[m, i7, p], tables16[m, i8, p],
+                        tables16[m, i9, p])
+        reach = NARROW8 if narrow8 else NARROW16
+        sw0, sw1 = np.int16(rows[0, 10]), np.int16(rows[1, 10])
+        sw2, sw3 = np.int16(rows[2, 10]), np.int16(rows[3, 10])
+        if bound <= reach:  # nothing to flag
             for p in range(n_p):
-                v = booth_lane_table(t0[p], t1[p], t2[p], t3[p], t4[p], t5[p], t6[p], t7[p],
-                                     t8[p], t9[p], sub32(be[p], add32(de[p], we)))
-                v2 = booth_lane_table(u0[p], u1[p], u2[p], u3[p], u4[p], u5[p], u6[p], u7[p],
-                                      u8[p], u9[p], sub32(be[p], add32(de2[p], we2)))
-                hi[p] = add32(hi[p], add32(sar32(v, 16), sar32(v2, 16)))
-                lo[p] = add32(lo[p], add32(v, v2))
+                be = block_exp4[k, p]
+                v0, _ = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
+                                      sums16[0, p])
+                v1, _ = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
+                                      sums16[1, p])
+                v2, _ = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
+                                      sums16[2, p])
+                v3, _ = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
+                                      sums16[3, p])
+                v = add32(add32(v0, v1), add32(v2, v3))
+                high[k, p] = add32(high[k, p], sar32(v, 16))
+                low[k, p] = add32(low[k, p], v)
+            continue
+        f0 = f1 = f2 = f3 = word32(0xFFFFFFFF)
+        for p in range(n_p):
+            be = block_exp4[k, p]
+            v0, h0 = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
+                                   sums16[0, p])
+            v1, h1 = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
+                                   sums16[1, p])
+            v2, h2 = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
+                                   sums16[2, p])
+            v3, h3 = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
+                                   sums16[3, p])
+            v = add32(add32(v0, v1), add32(v2, v3))
+            high[k, p] = add32(high[k, p], sar32(v, 16))
+            low[k, p] = add32(low[k, p], v)
+            f0 = min(f0, _beyond(h0, reach))
+            f1 = min(f1, _beyond(h1, reach))
+            f2 = min(f2, _beyond(h2, reach))
+            f3 = min(f3, _beyond(h3, reach))
+        limit = LIVE_SHIFTS - reach - 1
+        flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
+                 | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
+        if flags:
+            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables,
+                             built, signed, sums16, block_exp4, high, low)
+            if narrow8:
+                misses += 1
+                wide = misses > (k - k0) // WIDE_AFTER
+
+
+@njit(inline="always")
+def _rows_of(w_rows, j, k, real):
+    """Weight ``(j, k)``'s ten table rows and signed significand (:func:`fp16_weight_rows`)
+    as a tuple of int64, or a zero weight's (``real`` False: a group's missing lane)."""
+    if not real:
+        return _ZERO_ROWS
+    return (np.int64(w_rows[j, k, 0]), np.int64(w_rows[j, k, 1]), np.int64(w_rows[j, k, 2]),
+            np.int64(w_rows[j, k, 3]), np.int64(w_rows[j, k, 4]), np.int64(w_rows[j, k, 5]),
+            np.int64(w_rows[j, k, 6]), np.int64(w_rows[j, k, 7]), np.int64(w_rows[j, k, 8]),
+            np.int64(w_rows[j, k, 9]),
+            np.int64(np.int16(np.uint16(w_rows[j, k, 10])
+                              | (np.uint16(w_rows[j, k, 11]) << np.uint16(8)))))
+
+
+@njit(distinct_arrays=True)
+def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, built,
+                     signed, sums, block_exp4, high, low):
+    """Replace the shifted products :func:`_group_sums` added for kernel ``k`` of the
+    group's lanes flagged in ``flags`` (a bit each) by the whole tree's
+    (:func:`sim.num.booth.booth_lane_table` of their 32-bit tables, made on first need:
+    ``built``)."""
+    prefer_wide_vectors()
+    for m in range(group.size):
+        if not (flags >> m) & 1:
+            continue
+        j = group[m]
+        if not built[m]:
+            booth_data_table(d_sign[j], d_sig[j], tables[m])
+            built[m] = True
+        r = _rows_of(w_rows, j, k, True)
+        we = w_exp4[j, k]
+        for p in range(d_exp4.shape[1]):
+            be = block_exp4[k, p]
+            shift = sub32(be, add32(d_exp4[j, p], we))
+            t = tables
+            whole = booth_lane_table(t[m, r[0], p], t[m, r[1], p], t[m, r[2], p], t[m, r[3], p],
+                                     t[m, r[4], p], t[m, r[5], p], t[m, r[6], p], t[m, r[7], p],
+                                     t[m, r[8], p], t[m, r[9], p], shift)
+            fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], r[10],
+                                    sums[m, p])
+            d = sub32(whole, fast)
+            high[k, p] = add32(high[k, p], sar32(d, 16))
+            low[k, p] = add32(low[k, p], d)
+
+
+#: The narrow trees' reach: shifts up to these take their low bits from the 8-bit table
+#: (rows 0-3) or from the 16-bit one.
+NARROW8, NARROW16 = 8, 16
+#: 8-bit words in a 512-bit vector.
+NARROW_VECTOR = 64
+#: A group of lanes turns to the 16-bit tree when the 8-bit one has missed (some lane
+#: shifted beyond 8) in more than one kernel in this many.
+WIDE_AFTER = 8
+
+
+@njit(inline="always")
+def _fast_product(top, de, sd, sw, sum_low):
+    """A lane's shifted product ``(P - (a & (2**s - 1))) >> s``, as ``((P - a) >> s) + (a >>
+    s)`` (exact for shifts up to the narrow tree's width; 0 for a zero operand, whose ``P``
+    and ``a`` are 0), and its shift ``s`` (``top`` the block exponent less the weight's),
+    uint32 words.  Shifts of 32 or more (a zero operand's, or a flagged lane's) are taken as
+    31.  ``sd`` and ``sw`` are int16: their product is one multiply-add of 16-bit words."""
+    shift = sub32(top, de)
+    clamped = min(shift, word32(31))
+    return add32(sar32(sub32(mul32(np.int32(sd), np.int32(sw)), sum_low), clamped),
+                 shr32(sum_low, clamped)), shift
+
+
+@njit(inline="always")
+def _beyond(shift, reach):
+    """A live shift (below ``LIVE_SHIFTS``) beyond ``reach`` makes this below
+    ``LIVE_SHIFTS - reach - 1`` (unsigned): the flags keep its least value."""
+    return sub32(shift, reach + 1)
 
 
 @njit(inline="always")

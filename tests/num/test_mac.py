@@ -42,6 +42,7 @@ from sim.num.mac import (
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
+    tile_scratch,
     weight_rows_bytes,
 )
 from sim.num.mac_fc import fc_data, fc_scratch, fp16_fc_blocks
@@ -239,7 +240,9 @@ def test_weight_rows_of_every_fp16_pattern():
     for rows, exp4 in (fp16_weight_rows(bits), fp16_weight_rows(bits, scratch)):
         assert rows.shape == (256, 256, ROW_BYTES) and exp4.dtype == np.int32
         np.testing.assert_array_equal(rows[..., :10], booth_row_indices(sign, sig))
-        assert not rows[..., 10:].any()
+        signed = np.where(sign == 1, -sig.astype(np.int64), sig)
+        np.testing.assert_array_equal(rows[..., 10:12].copy().view(np.int16)[..., 0], signed)
+        assert not rows[..., 12:].any()
         np.testing.assert_array_equal(exp4, 4 * exp)
 
 
@@ -298,12 +301,12 @@ def tile_dots(data, weights, width=None):
     width = width or data.shape[1]
     d_sign, d_sig, d_exp = fp16_mac_operands(data)
     w = np.ascontiguousarray(weights.T)
-    w_sign, w_sig, w_exp = fp16_mac_operands(w)
+    w_rows, w_exp4 = fp16_weight_rows(w)
     n_k = w.shape[1]
     block_exp4 = np.full((n_k, width), -1, np.int32)
     high, low = np.full((n_k, width), 7, np.uint32), np.full((n_k, width), 7, np.uint32)
-    sums = _tiled(d_sign, d_sig, 4 * d_exp, booth_row_indices(w_sign, w_sig), 4 * w_exp,
-                  np.zeros((2, TABLE_ROWS, width), np.uint32), block_exp4, high, low)
+    sums = _tiled(d_sign, d_sig, 4 * d_exp, w_rows, w_exp4, tile_scratch(width), block_exp4,
+                  high, low)
     n_p = data.shape[1]
     return block_exp4[:, :n_p] // 4, sums[:, :n_p]
 
