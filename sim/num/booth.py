@@ -198,6 +198,9 @@ def _row_indices(negative, wt) -> np.ndarray:
     return rows
 
 
+#: The ten rows of a zero weight (every Booth digit 0, of either sign).
+ZERO_WEIGHT_ROWS = tuple(int(r) for r in _row_indices(0, 0))
+
 # Rows 0-3 (digits of bits -1..7 of the magnitude) and rows 4-7 (bits 7..15) are recoded
 # apart: the five indices of each half, by sign and those bits.
 _LOW_ROWS = _row_indices(np.arange(2)[:, None], np.arange(1 << 8)[None, :])[..., :5].reshape(-1, 5)
@@ -288,8 +291,7 @@ def booth_data_table(negative, dat, table):
     for t in range(DIGITS):
         row, neg6 = table[_ROW + t], table[_NEG6 + t]
         for p in range(n):
-            neg = and32(xor32(word32(t < 2), negative[p]), word32(t != 2))  # digit value < 0
-            row[p] = xor32(word32(dat[p] * abs(t - 2)), sub32(0x10000, neg))
+            row[p], neg = _row_word(t, negative[p], dat[p])
             neg6[p] = shl32(neg, 6)
     for t in range(DIGITS):
         row = table[_ROW + t]
@@ -297,7 +299,22 @@ def booth_data_table(negative, dat, table):
             neg6 = table[_NEG6 + u]
             pair = table[_PAIR + DIGITS * t + u]
             for p in range(n):
-                pair[p] = or32(shl32(row[p], 2), shr32(neg6[p], 6))
+                pair[p] = _pair_word(row[p], neg6[p])
+
+
+@njit(inline="always")
+def _row_word(t, negative, dat):
+    """The row of digit ``t - 2`` (``t`` 0..4) times the data ``dat`` of sign ``negative``,
+    and its negate bit (whether the digit's value is negative), as 32-bit words."""
+    neg = and32(xor32(word32(t < 2), negative), word32(t != 2))
+    return xor32(word32(dat * abs(t - 2)), sub32(0x10000, neg)), neg
+
+
+@njit(inline="always")
+def _pair_word(row, neg6):
+    """A pair word: a row shifted by 2 with the negate bit of the row below (``neg6``, the
+    bit at 6) at bit 0."""
+    return or32(shl32(row, 2), shr32(neg6, 6))
 
 
 @njit(inline="always")
@@ -432,19 +449,19 @@ def booth_data_table_low(negative, dat, table16, table8):
         row8, neg8 = table8[_ROW + t], table8[_NEG6 + t]
         for p in range(n):
             live = sub32(0, word32(dat[p] != 0))
-            neg = and32(and32(xor32(word32(t < 2), negative[p]), word32(t != 2)), live)
-            row = and32(xor32(word32(dat[p] * abs(t - 2)), sub32(0, neg)), live)
+            row, neg = _row_word(t, negative[p], dat[p])
+            row, neg6 = and32(row, live), shl32(and32(neg, live), 6)
             row16[p] = row
             row8[p] = row
-            neg16[p] = shl32(neg, 6)
-            neg8[p] = shl32(neg, 6)
+            neg16[p] = neg6
+            neg8[p] = neg6
     for t in range(DIGITS):
         row16, row8 = table16[_ROW + t], table8[_ROW + t]
         for u in range(DIGITS):
             pair16, pair8 = table16[_PAIR + DIGITS * t + u], table8[_PAIR + DIGITS * t + u]
             neg6 = table16[_NEG6 + u]
             for p in range(n):
-                pair = or32(shl32(row16[p], 2), shr32(neg6[p], 6))
+                pair = _pair_word(row16[p], neg6[p])
                 pair16[p] = pair
                 pair8[p] = pair
 

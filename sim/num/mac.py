@@ -92,6 +92,7 @@ from sim.jit import njit, prefer_wide_vectors, run_split
 from sim.num.booth import (
     ROW_BYTES,
     TABLE_ROWS,
+    ZERO_WEIGHT_ROWS,
     booth_data_table,
     booth_data_table_low,
     booth_lane,
@@ -381,7 +382,7 @@ def _weight_rows(bits, rows, exp4):
     for i in range(bits.size):
         sign, sig, we, dead = fp16_weight_operand(word32(bits[i]))
         rows[2 * i], high = booth_row_words(sign, sig)
-        signed = and32(add32(xor32(sig, sub32(0, sign)), sign), 0xFFFF)
+        signed = and32(signed_value(sign, sig), 0xFFFF)
         rows[2 * i + 1] = high | (np.uint64(signed) << np.uint64(16))
         exp4[i] = 4 * ZERO_LANE_EXP if dead else np.int32(we)
 
@@ -458,7 +459,7 @@ GROUP = 4
 LIVE_SHIFTS = 64
 #: The rows and signed significand of a zero weight (:func:`_rows_of`: every Booth digit 0):
 #: all the words they pick are 0 in the low bits the narrow trees read.
-_ZERO_ROWS = (2, 17, 17, 17, 32, 2, 17, 17, 17, 32, 0)
+_ZERO_ROWS = (*ZERO_WEIGHT_ROWS, 0)
 
 
 @njit
@@ -575,8 +576,7 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
         j = group[m]
         booth_data_table_low(d_sign[j], d_sig[j], tables16[m], tables8[m])
         for p in range(n_p):
-            minus = sub32(0, d_sign[j, p])
-            signed[m, p] = np.int16(add32(xor32(d_sig[j, p], minus), and32(d_sign[j, p], 1)))
+            signed[m, p] = np.int16(signed_value(d_sign[j, p], d_sig[j, p]))
     built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
     # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
     # columns past n_p read stale table words; their sums are never read): a partial last
@@ -683,7 +683,7 @@ def _rows_of(w_rows, j, k, real):
 @njit(distinct_arrays=True)
 def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, built,
                      signed, sums, block_exp4, high, low):
-    """Replace the shifted products :func:`_group_sums` added for kernel ``k`` of the
+    """Replace the shifted products :func:`_tile_group` added for kernel ``k`` of the
     group's lanes flagged in ``flags`` (a bit each) by the whole tree's
     (:func:`sim.num.booth.booth_lane_table` of their 32-bit tables, made on first need:
     ``built``)."""
@@ -723,15 +723,14 @@ WIDE_AFTER = 8
 
 @njit(inline="always")
 def _fast_product(top, de, sd, sw, sum_low):
-    """A lane's shifted product ``(P - (a & (2**s - 1))) >> s``, as ``((P - a) >> s) + (a >>
-    s)`` (exact for shifts up to the narrow tree's width; 0 for a zero operand, whose ``P``
-    and ``a`` are 0), and its shift ``s`` (``top`` the block exponent less the weight's),
-    uint32 words.  Shifts of 32 or more (a zero operand's, or a flagged lane's) are taken as
-    31.  ``sd`` and ``sw`` are int16: their product is one multiply-add of 16-bit words."""
+    """A lane's shifted product (:func:`aligned_product_from_sum`: exact for shifts up to the
+    narrow tree's width; 0 for a zero operand, whose ``P`` and ``a`` are 0) and its shift
+    ``s`` (``top`` the block exponent less the weight's), uint32 words.  Shifts of 32 or
+    more (a zero operand's, or a flagged lane's) are taken as 31.  ``sd`` and ``sw`` are the
+    signed significands, int16: their product is one multiply-add of 16-bit words."""
     shift = sub32(top, de)
-    clamped = min(shift, word32(31))
-    return add32(sar32(sub32(mul32(np.int32(sd), np.int32(sw)), sum_low), clamped),
-                 shr32(sum_low, clamped)), shift
+    return aligned_product_from_sum(mul32(np.int32(sd), np.int32(sw)), sum_low,
+                                    min(shift, word32(31))), shift
 
 
 @njit(inline="always")
@@ -780,11 +779,16 @@ def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
 # 16-bit words gives (:func:`sim.num.booth.booth_sum_low16`) at twice the lanes a vector.
 
 @njit(inline="always")
+def signed_value(negative, magnitude):
+    """``magnitude`` negated when ``negative`` (0 or 1), a uint32 word (read it as int32)."""
+    return add32(xor32(magnitude, sub32(0, negative)), and32(negative, 1))
+
+
+@njit(inline="always")
 def signed_product(negative, wt, dat):
     """The exact product of magnitudes ``wt``, ``dat`` (< 2**14) with sign ``negative``
     (0 or 1), as a uint32 word (read it as int32)."""
-    minus = sub32(0, negative)
-    return add32(xor32(mul32(wt, dat), minus), and32(negative, 1))
+    return signed_value(negative, mul32(wt, dat))
 
 
 @njit(inline="always")
@@ -792,8 +796,11 @@ def aligned_product_from_sum(product, sum_low16, shift):
     """:func:`sim.num.booth.booth_lane` for shifts up to 16 from the exact signed product
     (:func:`signed_product`) and the low 16 bits of the tree's sum word
     (:func:`sim.num.booth.booth_sum_low16`): ``(product >> shift) - c``, ``c`` whether the
-    sum word's low ``shift`` bits exceed the product's.  A uint32 word (read it as int32)."""
-    return sub32(sar32(product, shift), word32(sum_word_carry(product, sum_low16, shift)))
+    sum word's low ``shift`` bits exceed the product's (:func:`sum_word_carry`).  Computed
+    as ``((product - a) >> shift) + (a >> shift)``, ``a`` the sum word's low bits: the
+    difference borrows from ``product >> shift`` exactly when ``a``'s low ``shift`` bits
+    exceed the product's, and no compare is needed.  A uint32 word (read it as int32)."""
+    return add32(sar32(sub32(product, sum_low16), shift), shr32(sum_low16, shift))
 
 
 @njit(inline="always")

@@ -130,4 +130,3 @@ def test_loops_come_after_calls_made_with_numba_loaded(monkeypatch):
         assert not fp._use_loops() and fp._calls_before_loops == 2
     assert not fp._use_loops() and not fp._use_loops()
     assert fp._use_loops() and fp._use_loops() and fp._calls_before_loops == 0
-    assert fp.LOOPS_AFTER_CALLS > 0
