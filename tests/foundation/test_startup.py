@@ -83,6 +83,14 @@ def test_a_trace_loads_only_its_units(trace, unused):
     assert "numba" not in loaded  # no int8 layer of these runs a kernel
 
 
+def test_the_runtime_and_firmware_load_neither_logging_nor_ctypes_util():
+    """Their loggers wait for logging to be loaded by someone who may listen, and libm is
+    opened by its soname (ctypes.util's find_library only where that fails)."""
+    loaded = modules_after("import sim.runtime, sim.firmware, sim.num.host\n"
+                           "sim.num.host.expf([0.0])")
+    assert not loaded & {"logging", "ctypes.util"}
+
+
 def test_trace_formats_load_without_the_player():
     loaded = modules_after("import sim.trace.cfg, sim.trace.txn")
     assert "sim.machine" not in loaded and "sim.trace.player" not in loaded
