@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,20 @@ def test_the_command_runs_with_the_cycle_collector_rare():
     from sim.cli import RARE_COLLECTIONS
 
     assert int(done.stdout) == RARE_COLLECTIONS != 700
+
+
+def test_the_memory_files_patterns_compile_at_their_first_use():
+    """A process that reads no memory file compiles none of their patterns; one that does
+    gets re.compile's own pattern's answers."""
+    probe = subprocess.run([sys.executable, "-c", "import sim.memfiles as m\n"
+                            "print(sorted(vars(m._HEADER)), sorted(vars(m._CANONICAL_RECORD)))"],
+                           cwd=REPO, capture_output=True, text=True, check=True)
+    assert probe.stdout.split() == ["['_args']", "['_args']"]
+    from sim.memfiles import _LazyPattern
+    for args, text in [((r"size\s*=\s*(\d+)",), "a size = 12"),
+                       ((rb"\{offset:0x([0-9a-f]+)\}",), b"{offset:0x1f}"),
+                       ((r"[^\s{},]", 0), " { , x")]:
+        lazy, compiled = _LazyPattern(*args), re.compile(*args)
+        assert lazy.search(text).groups() == compiled.search(text).groups()
+        assert lazy.search(text).span() == compiled.search(text).span()
+        assert lazy.findall(text) == compiled.findall(text)
