@@ -158,6 +158,24 @@ def test_register_map_without_a_writable_cache(tmp_path, monkeypatch):
     assert same_map(regs.cached_map(text, lambda: regs.parse_table(text)), regs.load())
 
 
+def test_the_cached_map_holds_the_reset_words_a_fresh_map_works_out(tmp_path, monkeypatch):
+    """load() stores its map with every unit's reset words worked out (a machine reads
+    them at once); served from the cache file, they are those a fresh parse gives."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    regs.load.cache_clear()
+    try:
+        stored, served = regs.load(), (regs.load.cache_clear(), regs.load())[1]
+    finally:
+        regs.load.cache_clear()
+    assert list(tmp_path.glob("regmap-*.pickle")) and served is not stored
+    fresh = regs.parse_table(regs.TABLE.read_text())
+    for unit in fresh.units:
+        for double_buffered in (False, True):
+            key = (unit, double_buffered)
+            assert key in served._resets  # held, not worked out again
+            assert served._resets[key] == fresh.reset_words(unit, double_buffered), key
+
+
 def test_register_values_behave_as_frozen_records():
     a, b = regs.parse_table(regs.TABLE.read_text()), regs.load()
     reg = a.by_name("NVDLA_SDP.D_OP_ENABLE_0")
