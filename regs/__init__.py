@@ -373,7 +373,16 @@ def load() -> RegisterMap:
     """The project's register map (parsed once per process, and kept in a cache file:
     :func:`cached_map`)."""
     text = TABLE.read_text()
-    return cached_map(text, lambda: parse_table(text))
+    return cached_map(text, lambda: _with_reset_words(parse_table(text)))
+
+
+def _with_reset_words(regmap: RegisterMap) -> RegisterMap:
+    """``regmap`` with every unit's reset words worked out, so that its cache file holds
+    them: working them out took ~2 ms of every process's first machine."""
+    for unit in regmap.units:
+        for double_buffered in (False, True):
+            regmap.reset_words(unit, double_buffered)
+    return regmap
 
 
 def cache_folder() -> Path:

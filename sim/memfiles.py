@@ -58,6 +58,20 @@ def _hex_bytes(tokens: str) -> bytes | None:
     return data if len(data) == tokens.count("0x") else None
 
 
+class _LazyPattern:
+    """``re.compile(*args)``, compiled at the first use of one of its methods: the memory
+    files' patterns took ~1 ms of every process's start, most of which read no memory
+    file.  A method, once looked up, is kept as this object's attribute."""
+
+    def __init__(self, *args) -> None:
+        self._args = args
+
+    def __getattr__(self, name: str):
+        value = getattr(re.compile(*self._args), name)  # re keeps the compiled pattern
+        setattr(self, name, value)
+        return value
+
+
 def _is_data_line(line: str) -> bool:
     """A line of hex bytes, not a header (``key = value``, ``dumped memory,...``, rules)."""
     return line.lstrip()[:2].lower() == "0x" and "=" not in line
@@ -72,8 +86,8 @@ def _check_header(path: Path | str, lineno: int, line: str) -> None:
                        f"header line")
 
 
-_HEADER = re.compile(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
-_HEADER_SIZE = re.compile(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+_HEADER = _LazyPattern(r"start_address\s*=\s*(0x[0-9a-fA-F]+|\d+)")
+_HEADER_SIZE = _LazyPattern(r"size\s*=\s*(0x[0-9a-fA-F]+|\d+)")
 
 
 def _header_number(text: str) -> int:
@@ -83,13 +97,13 @@ def _header_number(text: str) -> int:
 
 # -- record .dat (nv_small traces) ------------------------------------------------
 
-_RECORD = re.compile(
+_RECORD = _LazyPattern(
     r"\{\s*offset\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0x[0-9a-fA-F]+|\d+)\s*,"
     r"\s*payload\s*:\s*([^{}]*)\}"  # a payload never holds a brace: scans stay linear
 )
 
 
-_STRAY = re.compile(r"[^\s{},]")
+_STRAY = _LazyPattern(r"[^\s{},]")
 
 
 def read_record_dat(path: str | Path) -> list[tuple[int, bytes]]:
@@ -207,7 +221,7 @@ def _parse_record_text(path: Path) -> list[tuple[int, bytes]]:
 
 
 # one record line as gen and NVIDIA's tools write it (offsets below 2**60, sizes below 10**6)
-_CANONICAL_RECORD = re.compile(
+_CANONICAL_RECORD = _LazyPattern(
     rb"\{offset:0x([0-9a-fA-F]{1,15}), size:([1-9][0-9]{0,5}), payload:"
     rb"((?:0x[0-9a-fA-F]{2} )*0x[0-9a-fA-F]{2})\} ,\n")
 _OFFSET_HEAD = b"{offset:0x"  # how a canonical record line starts

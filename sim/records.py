@@ -88,8 +88,8 @@ def _record(cls, frozen: bool):
 def _refuse_unsupported(cls, fields) -> None:
     """Keyword-only fields and ``InitVar`` pseudo-fields change ``__init__``'s shape beyond
     the template's: refused when the class is defined rather than built wrong."""
-    pseudo = [f for name, f in cls.__dataclass_fields__.items()
-              if name not in {g.name for g in fields}]
+    names = {g.name for g in fields}
+    pseudo = [f for name, f in cls.__dataclass_fields__.items() if name not in names]
     if any(getattr(f, "kw_only", False) is True for f in fields) or any(
             "InitVar" in str(f.type) for f in pseudo):
         raise TypeError(f"@record {cls.__qualname__}: keyword-only fields and InitVar "

@@ -24,7 +24,6 @@ so neither can go stale unseen; :file:`host.c` describes the frames).
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import select
 import signal
@@ -35,13 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import FirmwareCrashed, FirmwareError, FirmwareTaskFailed, SimError
+from ..logs import DEBUG, ERROR, INFO, WARNING, LazyLogger
 from ..records import record
 from ..regfile import POINTER
 from .build import build_firmware
 
-log = logging.getLogger("sim.firmware")
-log.addHandler(logging.NullHandler())  # quiet unless the user configures logging
-LOG_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR)
+log = LazyLogger("sim.firmware")  # quiet unless the user configures logging
+LOG_LEVELS = (DEBUG, INFO, WARNING, ERROR)
 MAX_INTERRUPTS = 1_000_000  # a task that needs more is treated as stuck
 DEFAULT_TIMEOUT = 60.0  # seconds the firmware may run without a request before it is hung
 HEADER = struct.Struct("<cI")  # the frames of host.c: kind, payload length

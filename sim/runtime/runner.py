@@ -39,7 +39,6 @@ is left as it is.
 
 from __future__ import annotations
 
-import logging
 import struct
 import time
 from dataclasses import field
@@ -48,6 +47,7 @@ import numpy as np
 
 from ..dma.align import align_up
 from ..errors import SimError
+from ..logs import LazyLogger
 from ..machine import Machine
 from ..records import record
 from .compat import needs_upgrade, operation_types, upgrade_task
@@ -74,8 +74,7 @@ NETWORK_DESC = 40  # bytes; dependency graph index (int16) at 4, num_rois/num_op
 DEP_ENTRY = 36  # index, roi, op type (byte 3), dependency count (byte 4), 6 consumers, fused parent
 CONSUMERS_AT, FUSED_AT, NUM_OP_TYPES = 8, 32, 6  # each consumer: int16 index, u8 event, u8 pad
 
-log = logging.getLogger("sim.runtime")
-log.addHandler(logging.NullHandler())
+log = LazyLogger("sim.runtime")
 
 
 @record(frozen=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,14 @@ def test_a_trace_loads_only_its_units(trace, unused):
     assert "numba" not in loaded  # no int8 layer of these runs a kernel
 
 
+def test_the_runtime_and_firmware_load_neither_logging_nor_ctypes_util():
+    """Their loggers wait for logging to be loaded by someone who may listen, and libm is
+    opened by its soname (ctypes.util's find_library only where that fails)."""
+    loaded = modules_after("import sim.runtime, sim.firmware, sim.num.host\n"
+                           "sim.num.host.expf([0.0])")
+    assert not loaded & {"logging", "ctypes.util"}
+
+
 def test_trace_formats_load_without_the_player():
     loaded = modules_after("import sim.trace.cfg, sim.trace.txn")
     assert "sim.machine" not in loaded and "sim.trace.player" not in loaded
@@ -147,6 +156,24 @@ def test_register_map_without_a_writable_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(blocked / "below"))  # cannot be a folder
     text = regs.TABLE.read_text()
     assert same_map(regs.cached_map(text, lambda: regs.parse_table(text)), regs.load())
+
+
+def test_the_cached_map_holds_the_reset_words_a_fresh_map_works_out(tmp_path, monkeypatch):
+    """load() stores its map with every unit's reset words worked out (a machine reads
+    them at once); served from the cache file, they are those a fresh parse gives."""
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    regs.load.cache_clear()
+    try:
+        stored, served = regs.load(), (regs.load.cache_clear(), regs.load())[1]
+    finally:
+        regs.load.cache_clear()
+    assert list(tmp_path.glob("regmap-*.pickle")) and served is not stored
+    fresh = regs.parse_table(regs.TABLE.read_text())
+    for unit in fresh.units:
+        for double_buffered in (False, True):
+            key = (unit, double_buffered)
+            assert key in served._resets  # held, not worked out again
+            assert served._resets[key] == fresh.reset_words(unit, double_buffered), key
 
 
 def test_register_values_behave_as_frozen_records():
@@ -218,3 +245,20 @@ def test_the_command_runs_with_the_cycle_collector_rare():
     from sim.cli import RARE_COLLECTIONS
 
     assert int(done.stdout) == RARE_COLLECTIONS != 700
+
+
+def test_the_memory_files_patterns_compile_at_their_first_use():
+    """A process that reads no memory file compiles none of their patterns; one that does
+    gets re.compile's own pattern's answers."""
+    probe = subprocess.run([sys.executable, "-c", "import sim.memfiles as m\n"
+                            "print(sorted(vars(m._HEADER)), sorted(vars(m._CANONICAL_RECORD)))"],
+                           cwd=REPO, capture_output=True, text=True, check=True)
+    assert probe.stdout.split() == ["['_args']", "['_args']"]
+    from sim.memfiles import _LazyPattern
+    for args, text in [((r"size\s*=\s*(\d+)",), "a size = 12"),
+                       ((rb"\{offset:0x([0-9a-f]+)\}",), b"{offset:0x1f}"),
+                       ((r"[^\s{},]", 0), " { , x")]:
+        lazy, compiled = _LazyPattern(*args), re.compile(*args)
+        assert lazy.search(text).groups() == compiled.search(text).groups()
+        assert lazy.search(text).span() == compiled.search(text).span()
+        assert lazy.findall(text) == compiled.findall(text)
