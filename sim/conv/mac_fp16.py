@@ -413,7 +413,8 @@ def _products(operands: tuple, n_k: int) -> None:
 
 #: The work arrays of :func:`_conv_fp16_tiles` start on cache lines: the kernel's 512-bit
 #: loads and stores from arrays that start elsewhere touch two lines (numba places arrays
-#: on 32 bytes: the 28x28x64 benchmark layer took about 10% longer).
+#: on 32 bytes, some on 64 by chance: with every array on 32 the 28x28x64 benchmark layer
+#: took about 15% longer than with every one on 64, one thread).
 LINE = 64
 
 
