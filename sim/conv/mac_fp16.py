@@ -35,7 +35,7 @@ from ..num.mac import (
     fp16_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
-    tile_scratch,
+    tile_scratch_layout,
     weight_rows_bytes,
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
@@ -69,6 +69,15 @@ MIN_GROUP_KERNELS = 8
 
 #: :func:`sim.dma.align.ceil_div` inside the kernels.
 _ceil_div = njit(inline="always")(ceil_div)
+
+
+@njit
+def _block_width(lanes):
+    """The most lanes of a block (``lanes[g]:lanes[g + 1]``)."""
+    width = 0
+    for g in range(lanes.size - 1):
+        width = max(width, lanes[g + 1] - lanes[g])
+    return width
 
 
 @njit(inline="always")
@@ -118,7 +127,7 @@ def _cacc_nan_block(acc_e, acc_m, w_nan, d_nan, block_exp4, high, low):
 
 @njit
 def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometry, out, tiles,
-                     span, kernels):
+                     span, kernels, buffers):
     """CACC's fp32 bit patterns into ``out`` (N, K, H', W'), tiles ``span[0]:span[1]`` of the
     layer's ``tiles`` (:func:`tile_plan`), kernels ``kernels[0]:kernels[1]``.
 
@@ -135,7 +144,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     block, -1 if none, and ``w_nan_any`` (R, S, groups) whether some kernel's
     block has one; ``pad`` the operands of the pad value (one block of lanes)
     and ``pad_nan`` its NaN, -1 if none; ``geometry`` (H', W', strides, dilations,
-    top and left padding, R, S).
+    top and left padding, R, S); ``buffers`` the work arrays (:func:`_tile_buffers`).
     """
     prefer_wide_vectors()
     w_rows, w_exp4 = w
@@ -143,19 +152,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     k0, k1 = kernels
     groups = w_nan.shape[3]
     out_h, out_w = out.shape[2], out.shape[3]
-    width = 0
-    for g in range(groups):
-        width = max(width, lanes[g + 1] - lanes[g])
-    sign_buf = np.zeros(width * TILE, np.uint32)
-    sig_buf = np.zeros(width * TILE, np.uint32)
-    exp_buf = np.zeros(width * TILE, np.int32)
-    d_nan = np.zeros(TILE, np.int64)
-    scratch = tile_scratch(TILE)
-    block_exp4 = np.zeros((n_k, TILE), np.int32)
-    high = np.zeros((n_k, TILE), np.uint32)
-    low = np.zeros((n_k, TILE), np.uint32)
-    acc_e = np.zeros((n_k, TILE), np.int64)
-    acc_m = np.zeros((n_k, TILE), np.int64)
+    width = _block_width(lanes)
+    scratch, (sign_buf, sig_buf, exp_buf, d_nan, block_exp4, high, low, acc_e, acc_m) = buffers
     total = out.shape[0] * out_h * out_w
     units = _ceil_div(total, VECTOR)
     for tile in range(span[0], span[1]):
@@ -271,9 +269,7 @@ def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes
     n_r, n_s = geometry[8], geometry[9]
     n_pos = n_r * n_s
     groups = lanes.size - 1
-    width = 0
-    for g in range(groups):
-        width = max(width, lanes[g + 1] - lanes[g])
+    width = _block_width(lanes)
     d_sign = np.zeros((count, n_lanes), np.uint16)
     d_sig = np.zeros((count, n_lanes), np.uint16)
     d_exp4 = np.zeros((count, n_lanes), np.int32)
@@ -396,19 +392,70 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
 
 def _products(operands: tuple, n_k: int) -> None:
     """:func:`_conv_fp16_tiles` of a layer over the threads, pieces as :func:`tile_plan` says."""
-    out = operands[-1]
+    out, lanes = operands[-1], operands[-3]
     tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
     bounds = [n_k * g // groups for g in range(groups + 1)]
+    layout = _tile_layout(n_k, int(_block_width(lanes)))
 
     def pieces(first: int, stop: int) -> None:  # piece i: tile i // groups, kernel group i % groups
-        if groups == 1:
-            _conv_fp16_tiles(*operands, tiles, (first, stop), (0, n_k))
-            return
-        for piece in range(first, stop):
-            tile, group = divmod(piece, groups)
-            _conv_fp16_tiles(*operands, tiles, (tile, tile + 1), (bounds[group], bounds[group + 1]))
+        with _scratch("tiles", _layout_bytes(layout)) as buf:
+            buffers = _tile_buffers(buf, layout)
+            if groups == 1:
+                _conv_fp16_tiles(*operands, tiles, (first, stop), (0, n_k), buffers)
+                return
+            for piece in range(first, stop):
+                tile, group = divmod(piece, groups)
+                _conv_fp16_tiles(*operands, tiles, (tile, tile + 1),
+                                 (bounds[group], bounds[group + 1]), buffers)
 
     run_split(pieces, tiles * groups, pieces=tiles * groups)
+
+
+#: The work arrays of :func:`_conv_fp16_tiles` start on cache lines: the kernel's 512-bit
+#: loads and stores from arrays that start elsewhere touch two lines (numba places arrays
+#: on 32 bytes, some on 64 by chance: with every array on 32 the 28x28x64 benchmark layer
+#: took about 15% longer than with every one on 64, one thread).
+LINE = 64
+
+
+def _tile_layout(n_k: int, width: int) -> tuple[list, list]:
+    """The (shape, dtype) of the work arrays of :func:`_conv_fp16_tiles` (tiles of up to
+    ``TILE`` pixels, ``n_k`` kernels, blocks of up to ``width`` lanes): the kernel's
+    scratch (:func:`sim.num.mac.tile_scratch_layout`, first: a kept buffer's words under
+    it are only ever the kernel's), then the tile's data in columns (signs,
+    significands, four times the exponents, first NaNs), the kernels' block exponents
+    and sum words, the accumulators (exponents, mantissas)."""
+    per_kernel = (n_k, TILE)
+    return (tile_scratch_layout(TILE),
+            [((width * TILE,), np.uint32), ((width * TILE,), np.uint32),
+             ((width * TILE,), np.int32), ((TILE,), np.int64), (per_kernel, np.int32),
+             (per_kernel, np.uint32), (per_kernel, np.uint32), (per_kernel, np.int64),
+             (per_kernel, np.int64)])
+
+
+def _layout_bytes(layout: tuple[list, list]) -> int:
+    """Bytes a buffer needs for :func:`_tile_buffers` of ``layout``, whatever its start."""
+    return LINE + sum(_line_up(np.dtype(dtype).itemsize * int(np.prod(shape)))
+                      for part in layout for shape, dtype in part)
+
+
+def _line_up(nbytes: int) -> int:
+    return ceil_div(nbytes, LINE) * LINE
+
+
+def _tile_buffers(buf: np.ndarray, layout: tuple[list, list]) -> tuple[tuple, tuple]:
+    """The arrays of ``layout`` (:func:`_tile_layout`) in the uint8 buffer ``buf``, each
+    starting on a cache line; uninitialised (the tiles write every word they read)."""
+    offset = -buf.ctypes.data % LINE
+    parts = []
+    for part in layout:
+        arrays = []
+        for shape, dtype in part:
+            nbytes = np.dtype(dtype).itemsize * int(np.prod(shape))
+            arrays.append(buf[offset:offset + nbytes].view(dtype).reshape(shape))
+            offset += _line_up(nbytes)
+        parts.append(tuple(arrays))
+    return tuple(parts)
 
 
 #: Buffers for a layer's operands (the weights' rows, the data's), kept between layers by

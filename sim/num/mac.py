@@ -462,19 +462,23 @@ LIVE_SHIFTS = 64
 _ZERO_ROWS = (*ZERO_WEIGHT_ROWS, 0)
 
 
-@njit
-def tile_scratch(pixels):
-    """Scratch for :func:`fp16_tile_dots` of tiles of up to ``pixels`` pixels: of the
-    ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
+def tile_scratch_layout(pixels: int) -> list[tuple[tuple[int, ...], type]]:
+    """The (shape, dtype) of each array of :func:`tile_scratch` for tiles of up to ``pixels``
+    pixels: of the ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
     (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
     the signed data significands, the low bits of the tree's sum word for one kernel, and
-    the kernel's weight rows (:func:`_rows_of`)."""
-    return (np.zeros((GROUP, TABLE_ROWS, pixels), np.uint32),
-            np.zeros((GROUP, TABLE_ROWS, pixels), np.uint16),
-            np.zeros((GROUP, TABLE_ROWS, pixels), np.uint8),
-            np.zeros((GROUP, pixels), np.int16),
-            np.zeros((GROUP, pixels), np.uint16),
-            np.zeros((GROUP, 11), np.int64))
+    the kernel's weight rows (:func:`_rows_of`).  The kernel writes every word it reads
+    (the narrow loops read stale words past a tile's pixels, whose sums are never read):
+    the arrays need no initial value."""
+    return [((GROUP, TABLE_ROWS, pixels), np.uint32), ((GROUP, TABLE_ROWS, pixels), np.uint16),
+            ((GROUP, TABLE_ROWS, pixels), np.uint8), ((GROUP, pixels), np.int16),
+            ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
+
+
+def tile_scratch(pixels: int) -> tuple[np.ndarray, ...]:
+    """Scratch for :func:`fp16_tile_dots` of tiles of up to ``pixels`` pixels
+    (:func:`tile_scratch_layout`), zeros."""
+    return tuple(np.zeros(shape, dtype) for shape, dtype in tile_scratch_layout(pixels))
 
 
 @njit(distinct_arrays=True)

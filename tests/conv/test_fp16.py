@@ -244,6 +244,38 @@ def test_fp16_layers_after_layers_and_side_by_side_are_the_definition():
         np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.parametrize("n_k,width,skew", [(5, 70, 0), (64, 64, 1), (33, 7, 17), (1, 1, 63)])
+def test_tile_buffers_start_on_cache_lines_and_do_not_overlap(n_k, width, skew):
+    """The tiles' work arrays (carved from a kept buffer that may start anywhere) each
+    start on a cache line, have their layout's shapes and share no byte."""
+    layout = mac_fp16._tile_layout(n_k, width)
+    buf = np.zeros(mac_fp16._layout_bytes(layout) + skew, np.uint8)[skew:]
+    arrays = [a for part in mac_fp16._tile_buffers(buf, layout) for a in part]
+    specs = [spec for part in layout for spec in part]
+    assert [(a.shape, a.dtype) for a in arrays] == [(s, np.dtype(t)) for s, t in specs]
+    for i, a in enumerate(arrays):
+        assert a.ctypes.data % mac_fp16.LINE == 0 and np.shares_memory(a, buf)
+        a[...] = i + 1  # every byte its own: a later array would overwrite an earlier one
+    for i, a in enumerate(arrays):
+        assert (a == i + 1).all()
+
+
+def test_fp16_tiles_on_garbage_buffers_are_the_definition():
+    """The kept work arrays start with whatever bytes (no zeroing): a layer whose buffers
+    hold random bytes is the definition's, NaNs, pad and dead lanes included."""
+    rng = np.random.default_rng(5)
+    layer = make_layer((7, 9), (1, 1), (1, 1), (1, 1), int(fp16(-1.5)[()]))
+    x = random_bits(rng, (2, 70, 7, 9))
+    wt = random_bits(rng, (9, 70, 3, 3), zeros=0.1)
+    wt[:, 5] = 0
+    plant(rng, x, [0x7E01])
+    want = reference_fp16(x, wt, layer, 64)
+    with mac_fp16._scratch("tiles", 1 << 20) as a, mac_fp16._scratch("tiles", 1 << 20) as b:
+        a[:] = rng.integers(0, 256, a.size)
+        b[:] = rng.integers(0, 256, b.size)
+    np.testing.assert_array_equal(conv_fp16(x, wt, layer, 64), want)
+
+
 def test_kept_buffers_are_one_per_layer_at_a_time():
     """Layers at the same time take distinct buffers; a later layer reuses a kept one."""
     with mac_fp16._scratch("test", 100) as kept:
