@@ -445,7 +445,9 @@ def _line_up(nbytes: int) -> int:
 
 def _tile_buffers(buf: np.ndarray, layout: tuple[list, list]) -> tuple[tuple, tuple]:
     """The arrays of ``layout`` (:func:`_tile_layout`) in the uint8 buffer ``buf``, each
-    starting on a cache line; uninitialised (the tiles write every word they read)."""
+    starting on a cache line: the kernel's scratch zeroed (:func:`sim.num.mac.tile_scratch`:
+    a group of fewer lanes than ``GROUP`` reads tables it never builds), the others
+    uninitialised (the tiles write every word they read)."""
     offset = -buf.ctypes.data % LINE
     parts = []
     for part in layout:
@@ -455,6 +457,8 @@ def _tile_buffers(buf: np.ndarray, layout: tuple[list, list]) -> tuple[tuple, tu
             arrays.append(buf[offset:offset + nbytes].view(dtype).reshape(shape))
             offset += _line_up(nbytes)
         parts.append(tuple(arrays))
+    for array in parts[0]:
+        array[...] = 0
     return tuple(parts)
 
 

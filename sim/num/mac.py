@@ -467,9 +467,10 @@ def tile_scratch_layout(pixels: int) -> list[tuple[tuple[int, ...], type]]:
     pixels: of the ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
     (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
     the signed data significands, the low bits of the tree's sum word for one kernel, and
-    the kernel's weight rows (:func:`_rows_of`).  The kernel writes every word it reads
-    (the narrow loops read stale words past a tile's pixels, whose sums are never read):
-    the arrays need no initial value."""
+    the kernel's weight rows (:func:`_rows_of`).  The arrays start as zeros: a group of
+    fewer than ``GROUP`` lanes reads its missing lanes' narrow tables, never built, at a
+    zero weight's rows, where any built table is 0 too (the narrow loops also read stale
+    words past a tile's pixels, whose sums are never read)."""
     return [((GROUP, TABLE_ROWS, pixels), np.uint32), ((GROUP, TABLE_ROWS, pixels), np.uint16),
             ((GROUP, TABLE_ROWS, pixels), np.uint8), ((GROUP, pixels), np.int16),
             ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
