@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..dma.align import ceil_div
+from ..dma.align import align_up, ceil_div
 from ..jit import cores, njit, prefer_wide_vectors, run_split
 from ..num.mac import (
     MAC_NAN_EXP,
@@ -28,6 +28,7 @@ from ..num.mac import (
     cacc_accumulate,
     cacc_accumulate_finite,
     cacc_to_fp32,
+    ceil_div_in_kernels,
     data_operands_bytes,
     first_nan_per_block,
     first_nan_strided,
@@ -66,9 +67,6 @@ MIN_KERNELS = 64
 #: (:func:`tile_plan`), at least this many.
 SPLIT_PIXELS_FROM = 4
 MIN_GROUP_KERNELS = 8
-
-#: :func:`sim.dma.align.ceil_div` inside the kernels.
-_ceil_div = njit(inline="always")(ceil_div)
 
 
 @njit
@@ -155,11 +153,11 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     width = _block_width(lanes)
     scratch, (sign_buf, sig_buf, exp_buf, d_nan, block_exp4, high, low, acc_e, acc_m) = buffers
     total = out.shape[0] * out_h * out_w
-    units = _ceil_div(total, VECTOR)
+    units = ceil_div_in_kernels(total, VECTOR)
     for tile in range(span[0], span[1]):
         start = VECTOR * (units * tile // tiles)
         count = min(total, VECTOR * (units * (tile + 1) // tiles)) - start
-        n_p = _ceil_div(count, VECTOR) * VECTOR
+        n_p = ceil_div_in_kernels(count, VECTOR) * VECTOR
         # the data of the tile's pixels, a column each (contiguous rows: vectors); the
         # columns past the last pixel hold zeros (their products are 0, never read)
         d_sign = sign_buf[:width * n_p].reshape((width, n_p))
@@ -435,12 +433,8 @@ def _tile_layout(n_k: int, width: int) -> tuple[list, list]:
 
 def _layout_bytes(layout: tuple[list, list]) -> int:
     """Bytes a buffer needs for :func:`_tile_buffers` of ``layout``, whatever its start."""
-    return LINE + sum(_line_up(np.dtype(dtype).itemsize * int(np.prod(shape)))
+    return LINE + sum(align_up(np.dtype(dtype).itemsize * int(np.prod(shape)), LINE)
                       for part in layout for shape, dtype in part)
-
-
-def _line_up(nbytes: int) -> int:
-    return ceil_div(nbytes, LINE) * LINE
 
 
 def _tile_buffers(buf: np.ndarray, layout: tuple[list, list]) -> tuple[tuple, tuple]:
@@ -455,7 +449,7 @@ def _tile_buffers(buf: np.ndarray, layout: tuple[list, list]) -> tuple[tuple, tu
         for shape, dtype in part:
             nbytes = np.dtype(dtype).itemsize * int(np.prod(shape))
             arrays.append(buf[offset:offset + nbytes].view(dtype).reshape(shape))
-            offset += _line_up(nbytes)
+            offset += align_up(nbytes, LINE)
         parts.append(tuple(arrays))
     for array in parts[0]:
         array[...] = 0

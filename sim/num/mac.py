@@ -118,6 +118,9 @@ from sim.num.word32 import (
     xor32,
 )
 
+#: :func:`sim.dma.align.ceil_div` inside the kernels.
+ceil_div_in_kernels = njit(inline="always")(ceil_div)
+
 # --- the 48-bit accumulator: constants of the design note above -------------------
 FP16_BIAS, FP16_FRAC_BITS = 15, 10
 FP32_BIAS, FP32_FRAC_BITS = 127, 23
@@ -586,7 +589,8 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
     # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
     # columns past n_p read stale table words; their sums are never read): a partial last
     # vector ran element by element
-    n_narrow = min(-(-n_p // NARROW_VECTOR) * NARROW_VECTOR, tables8.shape[2])
+    n_narrow = min(ceil_div_in_kernels(n_p, NARROW_VECTOR) * NARROW_VECTOR,
+                   tables8.shape[2])
     # the exponents bound the shifts loosely (by the tile's extremes): where they allow
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
     # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
@@ -627,33 +631,24 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
         reach = NARROW8 if narrow8 else NARROW16
         sw0, sw1 = np.int16(rows[0, 10]), np.int16(rows[1, 10])
         sw2, sw3 = np.int16(rows[2, 10]), np.int16(rows[3, 10])
+        we = (we0, we1, we2, we3)
+        sw = (sw0, sw1, sw2, sw3)
         if bound <= reach:  # nothing to flag
             for p in range(n_p):
-                be = block_exp4[k, p]
-                v0, _ = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
-                                      sums16[0, p])
-                v1, _ = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
-                                      sums16[1, p])
-                v2, _ = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
-                                      sums16[2, p])
-                v3, _ = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
-                                      sums16[3, p])
-                v = add32(add32(v0, v1), add32(v2, v3))
+                v, _ = _group_sum(block_exp4[k, p], we, sw,
+                                  (d_exp4[j0, p], d_exp4[j1, p], d_exp4[j2, p], d_exp4[j3, p]),
+                                  (signed[0, p], signed[1, p], signed[2, p], signed[3, p]),
+                                  (sums16[0, p], sums16[1, p], sums16[2, p], sums16[3, p]))
                 high[k, p] = add32(high[k, p], sar32(v, 16))
                 low[k, p] = add32(low[k, p], v)
             continue
         f0 = f1 = f2 = f3 = word32(0xFFFFFFFF)
         for p in range(n_p):
-            be = block_exp4[k, p]
-            v0, h0 = _fast_product(sub32(be, we0), d_exp4[j0, p], signed[0, p], sw0,
-                                   sums16[0, p])
-            v1, h1 = _fast_product(sub32(be, we1), d_exp4[j1, p], signed[1, p], sw1,
-                                   sums16[1, p])
-            v2, h2 = _fast_product(sub32(be, we2), d_exp4[j2, p], signed[2, p], sw2,
-                                   sums16[2, p])
-            v3, h3 = _fast_product(sub32(be, we3), d_exp4[j3, p], signed[3, p], sw3,
-                                   sums16[3, p])
-            v = add32(add32(v0, v1), add32(v2, v3))
+            v, (h0, h1, h2, h3) = _group_sum(
+                block_exp4[k, p], we, sw,
+                (d_exp4[j0, p], d_exp4[j1, p], d_exp4[j2, p], d_exp4[j3, p]),
+                (signed[0, p], signed[1, p], signed[2, p], signed[3, p]),
+                (sums16[0, p], sums16[1, p], sums16[2, p], sums16[3, p]))
             high[k, p] = add32(high[k, p], sar32(v, 16))
             low[k, p] = add32(low[k, p], v)
             f0 = min(f0, _beyond(h0, reach))
@@ -736,6 +731,19 @@ def _fast_product(top, de, sd, sw, sum_low):
     shift = sub32(top, de)
     return aligned_product_from_sum(mul32(np.int32(sd), np.int32(sw)), sum_low,
                                     min(shift, word32(31))), shift
+
+
+@njit(inline="always")
+def _group_sum(be, we, sw, de, sd, sums):
+    """The sum of a group's four shifted products for one pixel (:func:`_fast_product` of
+    each lane: block exponent ``be``; the lanes' weight exponents ``we`` and signed
+    significands ``sw``, data exponents ``de`` and signed significands ``sd``, narrow sums
+    ``sums``, 4-tuples), and the lanes' shifts."""
+    v0, h0 = _fast_product(sub32(be, we[0]), de[0], sd[0], sw[0], sums[0])
+    v1, h1 = _fast_product(sub32(be, we[1]), de[1], sd[1], sw[1], sums[1])
+    v2, h2 = _fast_product(sub32(be, we[2]), de[2], sd[2], sw[2], sums[2])
+    v3, h3 = _fast_product(sub32(be, we[3]), de[3], sd[3], sw[3], sums[3])
+    return add32(add32(v0, v1), add32(v2, v3)), (h0, h1, h2, h3)
 
 
 @njit(inline="always")
