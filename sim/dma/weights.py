@@ -125,8 +125,8 @@ def _as_words(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     run at a time.  Runs of up to 8 bytes become 8-, 4- or 2-byte words (a DC stream's
     runs of atomic-C channels, 8 bytes on nv_small, copied 3x faster than byte by byte);
     longer runs one raw (void) element of the run's bytes, which numpy copies whole (the
-    64-byte runs of nv_full/nv_large: ResNet-50's int8 weights unpacked in 9 rather than
-    12 ms, as 8 words a run).  A run of no such size keeps its elements."""
+    64-byte runs of nv_full/nv_large: ResNet-50's int8 weights unpacked 20-25% faster than
+    as 8 words a run).  A run of no such size keeps its elements."""
     item = a.dtype.itemsize
     if a.ndim == 0 or a.strides[-1] != item or b.strides[-1] != item:
         return a, b
