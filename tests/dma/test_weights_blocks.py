@@ -163,12 +163,14 @@ def test_compressed_dc_blocks_match_the_gather(precision):
     np.testing.assert_array_equal(unpack_weight_dc(plain, shape, precision, cfg), w)
 
 
-# (dtype, run of the last axis, last axis contiguous in both) -> the word copies move
+# (dtype, run of the last axis, last axis contiguous in both) -> the elements the copies move
 WORD_CASES = [
     (np.int8, 8, True, "<u8"),  # nv_small's int8 atomic-C runs
-    (np.int8, 64, True, "<u8"),
-    (np.uint16, 8, True, "<u8"),  # fp16/int16 runs of 8: two words each
-    (np.int8, 12, True, "<u4"),
+    (np.int8, 64, True, "V64"),  # nv_full/nv_large's: a run longer than a word moves whole
+    (np.uint16, 8, True, "V16"),  # fp16/int16 runs of 8
+    (np.int8, 12, True, "V12"),
+    (np.uint16, 4, True, "<u8"),
+    (np.int8, 6, True, "<u2"),
     (np.int16, 3, True, np.int16),  # 6 bytes: no wider word divides it
     (np.int8, 1, True, np.int8),
     (np.int8, 8, False, np.int8),  # a strided last axis keeps its elements
