@@ -65,7 +65,9 @@ def fc_scratch(lanes):
             (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
              np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.int32)),
             np.zeros(lanes, np.uint16),  # each lane's block exponent
-            np.zeros(lanes, np.uint32))  # each lane's packed operands (_unpack)
+            np.zeros(lanes, np.uint32),  # each lane's packed operands (_unpack)
+            # each position's sums of the high and low halves (_block_sums)
+            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
 
 
 def fc_data(sign, sig, exp4):
@@ -129,7 +131,7 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     _low_carries(sign, w_low, d_low, mask, p_low, carry)
     if some_mid:
         _mid_lanes(packed, mid, scratch[9], shifted, carry)
-    _block_sums(shifted, carry, block, positions, sums[first:first + n_blocks])
+    _block_sums(shifted, carry, block, positions, scratch[12], sums[first:first + n_blocks])
     return nan
 
 
@@ -233,25 +235,42 @@ def _low_carries(sign, w_low, d_low, mask, p_low, carry):
 
 
 @njit(distinct_arrays=True)
-def _block_sums(shifted, carry, block, positions, sums):
-    """Pass 4: each block's sum of ``P >> s`` less its carries."""
+def _block_sums(shifted, carry, block, positions, halves, sums):
+    """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
+    lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
+    (``& 0xFFFF``, less the carries): each sum is exact for blocks of fewer than 2**15
+    lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
     lanes = np.uint64(shifted.size)
     if positions == 1:
         width = np.uint64(block)
         for b in range(np.uint64(sums.size)):
             base = b * width
-            total = np.int64(0)
+            high, low = word32(0), word32(0)
             for j in range(min(width, lanes - base)):
-                total += np.int64(shifted[base + j]) - np.int64(carry[base + j])
-            sums[b] = total
+                value = word32(shifted[base + j])
+                high = add32(high, sar32(value, 16))
+                low = add32(low, sub32(and32(value, 0xFFFF), carry[base + j]))
+            sums[b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
-    sums[:] = 0
+    highs, lows = halves[0][:positions], halves[1][:positions]
+    highs[:] = 0
+    lows[:] = 0
     for row in range(lanes // width):
         base = row * width
         for pos in range(width):
-            sums[pos] += np.int64(shifted[base + pos]) - np.int64(carry[base + pos])
+            value = word32(shifted[base + pos])
+            highs[pos] = add32(highs[pos], sar32(value, 16))
+            lows[pos] = add32(lows[pos], sub32(and32(value, 0xFFFF), carry[base + pos]))
+    for pos in range(positions):
+        sums[pos] = _from_halves(highs[pos], lows[pos])
+
+
+@njit(inline="always")
+def _from_halves(high, low):
+    """A sum from its high halves' sum (``>> 16``) and its low halves' (int32 words)."""
+    return (np.int64(np.int32(high)) << 16) + np.int64(np.int32(low))
 
 
 @njit(inline="always")
