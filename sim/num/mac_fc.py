@@ -112,26 +112,27 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
     (``positions`` 1), or one channel group at every position; their blocks are
     ``first`` on.  The passes index with unsigned integers or slices from index 0:
-    numba's fix-ups of negative indices kept LLVM from vectorising."""
+    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the data's
+    slices (their lanes) and the scratch whole, as many lanes as those used: a slice costs
+    its array's reference count twice (an atomic add each), and a slice of each of the
+    dozen scratch arrays took 6% of the layer's time."""
     end = m0 + lanes
     d_exp, d_sign, d_sig, d_low = data[0][m0:end], data[1][m0:end], data[2][m0:end], data[3][m0:end]
     w = w_bits[m0:end]
-    lane_exp, tops, shifted = scratch[0][:lanes], scratch[1], scratch[2][:lanes]
-    sign, w_low, p_low = scratch[3][:lanes], scratch[4][:lanes], scratch[5][:lanes]
-    mask, carry, mid = scratch[6][:lanes], scratch[7][:lanes], scratch[8]  # mid: whole words
+    lane_exp, tops, shifted, sign, w_low, p_low = scratch[:6]
+    mask, carry, mid, compact, block_exp, packed, halves = scratch[6:]
+    n = np.uint64(lanes)
     nan = _lane_exponents(d_exp, w, lane_exp)
-    n_blocks = _block_exponents(lane_exp, block, positions, tops)
+    n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
-    block_exp = scratch[10][:lanes]
-    _spread(tops, block, positions, block_exp)
-    packed = scratch[11][:lanes]
+    _spread(tops, n, block, positions, block_exp)
     some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
                                  p_low, mask, mid, packed)
     _low_carries(sign, w_low, d_low, mask, p_low, carry)
     if some_mid:
-        _mid_lanes(packed, mid, scratch[9], shifted, carry)
-    _block_sums(shifted, carry, block, positions, scratch[12], sums[first:first + n_blocks])
+        _mid_lanes(packed, n, mid, compact, shifted, carry)
+    _block_sums(shifted, carry, n, block, positions, halves, sums[first:first + n_blocks])
     return nan
 
 
@@ -140,7 +141,7 @@ def _lane_exponents(d_exp, w_bits, lane_exp):
     """Pass 1: each lane's exponent (biased, 0 for a zero weight); whether a weight is NaN."""
     prefer_wide_vectors()
     nan = False
-    for i in range(lane_exp.size):
+    for i in range(w_bits.size):
         w = word16(w_bits[i])
         live = sub16(0, word16(and16(w, 0x7FFF) != 0))
         lane_exp[i] = and16(add16(d_exp[i], and16(shr16(w, 10), 0x1C)), live)
@@ -149,12 +150,11 @@ def _lane_exponents(d_exp, w_bits, lane_exp):
 
 
 @njit(distinct_arrays=True)
-def _block_exponents(lane_exp, block, positions, tops):
+def _block_exponents(lane_exp, lanes, block, positions, tops):
     """The block exponents (biased; at least the bias: a block's exponent is at least 0)
-    into ``tops``: of one position, block ``b``'s at ``b``; of one group, position
-    ``pos``'s at ``pos``.  Returns the number of blocks."""
+    of ``lane_exp[:lanes]`` into ``tops``: of one position, block ``b``'s at ``b``; of one
+    group, position ``pos``'s at ``pos``.  Returns the number of blocks."""
     prefer_wide_vectors()
-    lanes = np.uint64(lane_exp.size)
     if positions == 1:
         width = np.uint64(block)
         n_blocks = (lanes + width - np.uint64(1)) // width
@@ -175,10 +175,9 @@ def _block_exponents(lane_exp, block, positions, tops):
 
 
 @njit(distinct_arrays=True)
-def _spread(tops, block, positions, block_exp):
-    """Every lane's block exponent into ``block_exp[lane]``."""
+def _spread(tops, lanes, block, positions, block_exp):
+    """Every lane's block exponent into ``block_exp[lane]`` (``lanes`` of them)."""
     prefer_wide_vectors()
-    lanes = np.uint64(block_exp.size)
     if positions == 1:
         width = np.uint64(block)
         for b in range((lanes + width - np.uint64(1)) // width):
@@ -203,7 +202,7 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
     each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
-    for i in range(shifted.size):
+    for i in range(w_bits.size):
         negative, sig, _, _ = fp16_weight_operand(word32(w_bits[i]))
         negative = and32(add32(negative, d_sign[i]), 1)
         product = signed_product(negative, sig, d_sig[i])
@@ -230,18 +229,17 @@ def _low_carries(sign, w_low, d_low, mask, p_low, carry):
     """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
     byte (0 for the others: their masks are 0)."""
     prefer_wide_vectors()
-    for i in range(carry.size):
+    for i in range(d_low.size):
         carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[i]), mask[i]) > p_low[i])
 
 
 @njit(distinct_arrays=True)
-def _block_sums(shifted, carry, block, positions, halves, sums):
+def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
     """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
     lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
     (``& 0xFFFF``, less the carries): each sum is exact for blocks of fewer than 2**15
     lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
-    lanes = np.uint64(shifted.size)
     if positions == 1:
         width = np.uint64(block)
         for b in range(np.uint64(sums.size)):
@@ -283,13 +281,13 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, mid, compact, shifted, carry):
+def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
     """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
     compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
     their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
     words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
     prefer_wide_vectors()
-    lanes = packed.size
+    lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     mid[lanes:whole] = 0
     flagged, carries, far, far_at = compact
