@@ -112,24 +112,23 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
     (``positions`` 1), or one channel group at every position; their blocks are
     ``first`` on.  The passes index with unsigned integers or slices from index 0:
-    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the data's
-    slices (their lanes) and the scratch whole, as many lanes as those used: a slice costs
-    its array's reference count twice (an atomic add each), and a slice of each of the
-    dozen scratch arrays took 6% of the layer's time."""
-    end = m0 + lanes
-    d_exp, d_sign, d_sig, d_low = data[0][m0:end], data[1][m0:end], data[2][m0:end], data[3][m0:end]
-    w = w_bits[m0:end]
+    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the arrays
+    whole, the data and weights from lane ``m0`` on, the scratch from 0: a slice costs
+    its array's reference count twice (an atomic add each; the data's and weights' counts
+    shared by the threads), and a slice of each array per chunk took 6% of the layer's
+    time."""
+    d_exp, d_sign, d_sig, d_low = data
     lane_exp, tops, shifted, sign, w_low, p_low = scratch[:6]
     mask, carry, mid, compact, block_exp, packed, halves = scratch[6:]
-    n = np.uint64(lanes)
-    nan = _lane_exponents(d_exp, w, lane_exp)
+    m0, n = np.uint64(m0), np.uint64(lanes)
+    nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
     n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     _spread(tops, n, block, positions, block_exp)
-    some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
-                                 p_low, mask, mid, packed)
-    _low_carries(sign, w_low, d_low, mask, p_low, carry)
+    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
+                                 sign, w_low, p_low, mask, mid, packed)
+    _low_carries(sign, w_low, d_low, m0, n, mask, p_low, carry)
     if some_mid:
         _mid_lanes(packed, n, mid, compact, shifted, carry)
     _block_sums(shifted, carry, n, block, positions, halves, sums[first:first + n_blocks])
@@ -137,14 +136,15 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
 
 
 @njit(distinct_arrays=True)
-def _lane_exponents(d_exp, w_bits, lane_exp):
-    """Pass 1: each lane's exponent (biased, 0 for a zero weight); whether a weight is NaN."""
+def _lane_exponents(d_exp, w_bits, m0, lanes, lane_exp):
+    """Pass 1: the exponent of each lane of ``m0:m0 + lanes`` (biased, 0 for a zero weight);
+    whether a weight is NaN."""
     prefer_wide_vectors()
     nan = False
-    for i in range(w_bits.size):
-        w = word16(w_bits[i])
+    for i in range(lanes):
+        w = word16(w_bits[m0 + i])
         live = sub16(0, word16(and16(w, 0x7FFF) != 0))
-        lane_exp[i] = and16(add16(d_exp[i], and16(shr16(w, 10), 0x1C)), live)
+        lane_exp[i] = and16(add16(d_exp[m0 + i], and16(shr16(w, 10), 0x1C)), live)
         nan |= and16(w, 0x7FFF) > 0x7C00
     return nan
 
@@ -193,8 +193,8 @@ def _spread(tops, lanes, block, positions, block_exp):
 
 
 @njit(distinct_arrays=True)
-def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign, w_low, p_low,
-                      mask, mid, packed):
+def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shifted, sign,
+                      w_low, p_low, mask, mid, packed):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
     low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
     mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
@@ -202,10 +202,10 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
     each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
-    for i in range(w_bits.size):
-        negative, sig, _, _ = fp16_weight_operand(word32(w_bits[i]))
-        negative = and32(add32(negative, d_sign[i]), 1)
-        product = signed_product(negative, sig, d_sig[i])
+    for i in range(lanes):
+        negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
+        negative = and32(add32(negative, d_sign[m0 + i]), 1)
+        product = signed_product(negative, sig, d_sig[m0 + i])
         shift = word32(sub16(block_exp[i], lane_exp[i]))
         near = shift <= NEAR_SHIFT
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
@@ -218,19 +218,20 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
         p_low[i] = word8(and32(product, low))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
         mid[i] = word8(is_mid)
-        packed[i] = or32(or32(sig, shl32(d_sig[i], 14)),
+        packed[i] = or32(or32(sig, shl32(d_sig[m0 + i], 14)),
                          or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
         some_mid |= is_mid
     return some_mid
 
 
 @njit(distinct_arrays=True)
-def _low_carries(sign, w_low, d_low, mask, p_low, carry):
+def _low_carries(sign, w_low, d_low, m0, lanes, mask, p_low, carry):
     """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
-    byte (0 for the others: their masks are 0)."""
+    byte (0 for the others: their masks are 0); the data from lane ``m0`` on."""
     prefer_wide_vectors()
-    for i in range(d_low.size):
-        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[i]), mask[i]) > p_low[i])
+    for i in range(lanes):
+        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[m0 + i]), mask[i])
+                         > p_low[i])
 
 
 @njit(distinct_arrays=True)
