@@ -167,7 +167,16 @@ def _block_exponents(lane_exp, lanes, block, positions, tops):
         return np.int64(n_blocks)
     width = np.uint64(positions)
     tops[:positions] = EXP_BIAS
-    for row in range(lanes // width):
+    rows = lanes // width
+    # four rows at a time, as _block_sums
+    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
+        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
+                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
+        for pos in range(width):
+            top = max(max(lane_exp[r0 + pos], lane_exp[r1 + pos]),
+                      max(lane_exp[r2 + pos], lane_exp[r3 + pos]))
+            tops[pos] = max(tops[pos], top)
+    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
             tops[pos] = max(tops[pos], lane_exp[base + pos])
@@ -256,7 +265,22 @@ def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
     highs, lows = halves[0][:positions], halves[1][:positions]
     highs[:] = 0
     lows[:] = 0
-    for row in range(lanes // width):
+    rows = lanes // width
+    # four rows at a time: the sums' loads and stores were the most of the work
+    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
+        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
+                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
+        for pos in range(width):
+            v0, v1 = word32(shifted[r0 + pos]), word32(shifted[r1 + pos])
+            v2, v3 = word32(shifted[r2 + pos]), word32(shifted[r3 + pos])
+            high = add32(add32(sar32(v0, 16), sar32(v1, 16)), add32(sar32(v2, 16), sar32(v3, 16)))
+            low = add32(add32(and32(v0, 0xFFFF), and32(v1, 0xFFFF)),
+                        add32(and32(v2, 0xFFFF), and32(v3, 0xFFFF)))
+            carries = add32(add32(carry[r0 + pos], carry[r1 + pos]),
+                            add32(carry[r2 + pos], carry[r3 + pos]))
+            highs[pos] = add32(highs[pos], high)
+            lows[pos] = add32(lows[pos], sub32(low, carries))
+    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
             value = word32(shifted[base + pos])
