@@ -200,17 +200,25 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                 out[b, k, oy, ox] = cacc_to_fp32(acc_e[k, p], acc_m[k, p])
 
 
+#: Kernels whose blocks a thread of a small layer computes before it accumulates them:
+#: CACC's steps for one kernel form a chain (each waits for the last), the kernels' chains
+#: are independent and run side by side.
+CACC_KERNELS = 16
+
+
 @njit
 def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     """:func:`_conv_fp16_tiles` of a layer of fewer than ``MIN_TILE`` output pixels, every
     pixel for kernels ``kernels[0]:kernels[1]``: the weights ``weights`` (K, C * R * S) as
     the layer stores them, fp16 bits (each meets at most a few data values: nothing is
     computed ahead, and nothing moves them), one kernel at a time
-    (:func:`sim.num.mac_fc.fp16_fc_blocks`).  ``data`` (:func:`sim.num.mac_fc.fc_data`
-    of :func:`_csc_in_weight_order`'s operands) and ``d_nan`` are the CSC's, every pixel's
-    in a row in the weights' order; ``lanes`` are all the channels' blocks."""
+    (:func:`sim.num.mac_fc.fp16_fc_blocks`), ``CACC_KERNELS`` kernels' blocks accumulated
+    together.  ``data`` (:func:`sim.num.mac_fc.fc_data` of :func:`_csc_in_weight_order`'s
+    operands) and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
+    ``lanes`` are all the channels' blocks."""
     d_exp, d_sign, d_sig, d_low = data
     groups = lanes.size - 1
+    n_blocks = groups * n_pos
     block = lanes[1] - lanes[0]
     out_h, out_w = out.shape[2], out.shape[3]
     count = out.shape[0] * out_h * out_w
@@ -218,23 +226,32 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     data_nan = np.zeros(count, np.bool_)
     for p in range(count):
         data_nan[p] = (d_nan[p] >= 0).any()
-    block_exp4 = np.zeros(groups * n_pos, np.int32)
-    sums = np.zeros(groups * n_pos, np.int64)
-    for k in range(kernels[0], kernels[1]):
-        w = weights[k]
+    block_exp4 = np.zeros((CACC_KERNELS, n_blocks), np.int32)
+    sums = np.zeros((CACC_KERNELS, n_blocks), np.int64)
+    w_nan = np.zeros(CACC_KERNELS, np.bool_)
+    acc_e = np.zeros(CACC_KERNELS, np.int64)
+    acc_m = np.zeros(CACC_KERNELS, np.int64)
+    for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
+        k1 = min(k0 + CACC_KERNELS, kernels[1])
         for p in range(count):
-            w_nan = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p], d_low[p]), w, block, n_pos,
-                                   scratch, block_exp4, sums)
-            acc_e, acc_m = np.int64(0), np.int64(0)
-            if not w_nan and not data_nan[p]:  # no NaN block: CACC without branches
-                for b in range(groups * n_pos):
-                    acc_e, acc_m = cacc_accumulate_finite(acc_e, acc_m, block_exp4[b],
-                                                          sign_extend(sums[b], 38))
-            else:
-                acc_e, acc_m = _cacc_blocks_with_nans(w, w_nan, d_nan[p], lanes, n_pos,
-                                                      block_exp4, sums)
-            out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
-                acc_e, acc_m)
+            for k in range(k0, k1):
+                w_nan[k - k0] = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p], d_low[p]),
+                                               weights[k], block, n_pos, scratch,
+                                               block_exp4[k - k0], sums[k - k0])
+            # no NaN block: CACC without branches (the NaN kernels' results replaced below)
+            acc_e[:] = 0
+            acc_m[:] = 0
+            for b in range(n_blocks):
+                for j in range(k1 - k0):
+                    acc_e[j], acc_m[j] = cacc_accumulate_finite(
+                        acc_e[j], acc_m[j], block_exp4[j, b], sign_extend(sums[j, b], 38))
+            for k in range(k0, k1):
+                if w_nan[k - k0] or data_nan[p]:
+                    acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
+                        weights[k], w_nan[k - k0], d_nan[p], lanes, n_pos, block_exp4[k - k0],
+                        sums[k - k0])
+                out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
+                    acc_e[k - k0], acc_m[k - k0])
 
 
 @njit

@@ -60,10 +60,14 @@ def fc_scratch(lanes):
             np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
             np.zeros(lanes, np.uint8),  # carries
             np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
-            # those lanes' indices, and their carries
-            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8)),
+            # those lanes' indices, their carries, which are shifted beyond NEAR_SHIFT,
+            # and the places of those in the indices
+            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
+             np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.int32)),
             np.zeros(lanes, np.uint16),  # each lane's block exponent
-            np.zeros(lanes, np.uint32))  # each lane's packed operands (_unpack)
+            np.zeros(lanes, np.uint32),  # each lane's packed operands (_unpack)
+            # each position's sums of the high and low halves (_block_sums)
+            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
 
 
 def fc_data(sign, sig, exp4):
@@ -108,49 +112,49 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
     (``positions`` 1), or one channel group at every position; their blocks are
     ``first`` on.  The passes index with unsigned integers or slices from index 0:
-    numba's fix-ups of negative indices kept LLVM from vectorising."""
-    end = m0 + lanes
-    d_exp, d_sign, d_sig, d_low = data[0][m0:end], data[1][m0:end], data[2][m0:end], data[3][m0:end]
-    w = w_bits[m0:end]
-    lane_exp, tops, shifted = scratch[0][:lanes], scratch[1], scratch[2][:lanes]
-    sign, w_low, p_low = scratch[3][:lanes], scratch[4][:lanes], scratch[5][:lanes]
-    mask, carry, mid = scratch[6][:lanes], scratch[7][:lanes], scratch[8]  # mid: whole words
-    nan = _lane_exponents(d_exp, w, lane_exp)
-    n_blocks = _block_exponents(lane_exp, block, positions, tops)
+    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the arrays
+    whole, the data and weights from lane ``m0`` on, the scratch from 0: a slice costs
+    its array's reference count twice (an atomic add each; the data's and weights' counts
+    shared by the threads), and a slice of each array per chunk took 6% of the layer's
+    time."""
+    d_exp, d_sign, d_sig, d_low = data
+    lane_exp, tops, shifted, sign, w_low, p_low = scratch[:6]
+    mask, carry, mid, compact, block_exp, packed, halves = scratch[6:]
+    m0, n = np.uint64(m0), np.uint64(lanes)
+    nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
+    n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
-    block_exp = scratch[10][:lanes]
-    _spread(tops, block, positions, block_exp)
-    packed = scratch[11][:lanes]
-    some_mid = _shifted_products(d_sign, d_sig, w, lane_exp, block_exp, shifted, sign, w_low,
-                                 p_low, mask, mid, packed)
-    _low_carries(sign, w_low, d_low, mask, p_low, carry)
+    _spread(tops, n, block, positions, block_exp)
+    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
+                                 sign, w_low, p_low, mask, mid, packed)
+    _low_carries(sign, w_low, d_low, m0, n, mask, p_low, carry)
     if some_mid:
-        _mid_lanes(packed, mid, scratch[9], shifted, carry)
-    _block_sums(shifted, carry, block, positions, sums[first:first + n_blocks])
+        _mid_lanes(packed, n, mid, compact, shifted, carry)
+    _block_sums(shifted, carry, n, block, positions, halves, sums[first:first + n_blocks])
     return nan
 
 
 @njit(distinct_arrays=True)
-def _lane_exponents(d_exp, w_bits, lane_exp):
-    """Pass 1: each lane's exponent (biased, 0 for a zero weight); whether a weight is NaN."""
+def _lane_exponents(d_exp, w_bits, m0, lanes, lane_exp):
+    """Pass 1: the exponent of each lane of ``m0:m0 + lanes`` (biased, 0 for a zero weight);
+    whether a weight is NaN."""
     prefer_wide_vectors()
     nan = False
-    for i in range(lane_exp.size):
-        w = word16(w_bits[i])
+    for i in range(lanes):
+        w = word16(w_bits[m0 + i])
         live = sub16(0, word16(and16(w, 0x7FFF) != 0))
-        lane_exp[i] = and16(add16(d_exp[i], and16(shr16(w, 10), 0x1C)), live)
+        lane_exp[i] = and16(add16(d_exp[m0 + i], and16(shr16(w, 10), 0x1C)), live)
         nan |= and16(w, 0x7FFF) > 0x7C00
     return nan
 
 
 @njit(distinct_arrays=True)
-def _block_exponents(lane_exp, block, positions, tops):
+def _block_exponents(lane_exp, lanes, block, positions, tops):
     """The block exponents (biased; at least the bias: a block's exponent is at least 0)
-    into ``tops``: of one position, block ``b``'s at ``b``; of one group, position
-    ``pos``'s at ``pos``.  Returns the number of blocks."""
+    of ``lane_exp[:lanes]`` into ``tops``: of one position, block ``b``'s at ``b``; of one
+    group, position ``pos``'s at ``pos``.  Returns the number of blocks."""
     prefer_wide_vectors()
-    lanes = np.uint64(lane_exp.size)
     if positions == 1:
         width = np.uint64(block)
         n_blocks = (lanes + width - np.uint64(1)) // width
@@ -163,7 +167,16 @@ def _block_exponents(lane_exp, block, positions, tops):
         return np.int64(n_blocks)
     width = np.uint64(positions)
     tops[:positions] = EXP_BIAS
-    for row in range(lanes // width):
+    rows = lanes // width
+    # four rows at a time, as _block_sums
+    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
+        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
+                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
+        for pos in range(width):
+            top = max(max(lane_exp[r0 + pos], lane_exp[r1 + pos]),
+                      max(lane_exp[r2 + pos], lane_exp[r3 + pos]))
+            tops[pos] = max(tops[pos], top)
+    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
             tops[pos] = max(tops[pos], lane_exp[base + pos])
@@ -171,10 +184,9 @@ def _block_exponents(lane_exp, block, positions, tops):
 
 
 @njit(distinct_arrays=True)
-def _spread(tops, block, positions, block_exp):
-    """Every lane's block exponent into ``block_exp[lane]``."""
+def _spread(tops, lanes, block, positions, block_exp):
+    """Every lane's block exponent into ``block_exp[lane]`` (``lanes`` of them)."""
     prefer_wide_vectors()
-    lanes = np.uint64(block_exp.size)
     if positions == 1:
         width = np.uint64(block)
         for b in range((lanes + width - np.uint64(1)) // width):
@@ -190,8 +202,8 @@ def _spread(tops, block, positions, block_exp):
 
 
 @njit(distinct_arrays=True)
-def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign, w_low, p_low,
-                      mask, mid, packed):
+def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shifted, sign,
+                      w_low, p_low, mask, mid, packed):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
     low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
     mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
@@ -199,10 +211,10 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
     each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
-    for i in range(shifted.size):
-        negative, sig, _, _ = fp16_weight_operand(word32(w_bits[i]))
-        negative = and32(add32(negative, d_sign[i]), 1)
-        product = signed_product(negative, sig, d_sig[i])
+    for i in range(lanes):
+        negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
+        negative = and32(add32(negative, d_sign[m0 + i]), 1)
+        product = signed_product(negative, sig, d_sig[m0 + i])
         shift = word32(sub16(block_exp[i], lane_exp[i]))
         near = shift <= NEAR_SHIFT
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
@@ -215,41 +227,73 @@ def _shifted_products(d_sign, d_sig, w_bits, lane_exp, block_exp, shifted, sign,
         p_low[i] = word8(and32(product, low))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
         mid[i] = word8(is_mid)
-        packed[i] = or32(or32(sig, shl32(d_sig[i], 14)),
+        packed[i] = or32(or32(sig, shl32(d_sig[m0 + i], 14)),
                          or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
         some_mid |= is_mid
     return some_mid
 
 
 @njit(distinct_arrays=True)
-def _low_carries(sign, w_low, d_low, mask, p_low, carry):
+def _low_carries(sign, w_low, d_low, m0, lanes, mask, p_low, carry):
     """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
-    byte (0 for the others: their masks are 0)."""
+    byte (0 for the others: their masks are 0); the data from lane ``m0`` on."""
     prefer_wide_vectors()
-    for i in range(carry.size):
-        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[i]), mask[i]) > p_low[i])
+    for i in range(lanes):
+        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[m0 + i]), mask[i])
+                         > p_low[i])
 
 
 @njit(distinct_arrays=True)
-def _block_sums(shifted, carry, block, positions, sums):
-    """Pass 4: each block's sum of ``P >> s`` less its carries."""
+def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
+    """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
+    lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
+    (``& 0xFFFF``, less the carries): each sum is exact for blocks of fewer than 2**15
+    lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
-    lanes = np.uint64(shifted.size)
     if positions == 1:
         width = np.uint64(block)
         for b in range(np.uint64(sums.size)):
             base = b * width
-            total = np.int64(0)
+            high, low = word32(0), word32(0)
             for j in range(min(width, lanes - base)):
-                total += np.int64(shifted[base + j]) - np.int64(carry[base + j])
-            sums[b] = total
+                value = word32(shifted[base + j])
+                high = add32(high, sar32(value, 16))
+                low = add32(low, sub32(and32(value, 0xFFFF), carry[base + j]))
+            sums[b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
-    sums[:] = 0
-    for row in range(lanes // width):
+    highs, lows = halves[0][:positions], halves[1][:positions]
+    highs[:] = 0
+    lows[:] = 0
+    rows = lanes // width
+    # four rows at a time: the sums' loads and stores were the most of the work
+    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
+        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
+                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
+        for pos in range(width):
+            v0, v1 = word32(shifted[r0 + pos]), word32(shifted[r1 + pos])
+            v2, v3 = word32(shifted[r2 + pos]), word32(shifted[r3 + pos])
+            high = add32(add32(sar32(v0, 16), sar32(v1, 16)), add32(sar32(v2, 16), sar32(v3, 16)))
+            low = add32(add32(and32(v0, 0xFFFF), and32(v1, 0xFFFF)),
+                        add32(and32(v2, 0xFFFF), and32(v3, 0xFFFF)))
+            carries = add32(add32(carry[r0 + pos], carry[r1 + pos]),
+                            add32(carry[r2 + pos], carry[r3 + pos]))
+            highs[pos] = add32(highs[pos], high)
+            lows[pos] = add32(lows[pos], sub32(low, carries))
+    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
-            sums[pos] += np.int64(shifted[base + pos]) - np.int64(carry[base + pos])
+            value = word32(shifted[base + pos])
+            highs[pos] = add32(highs[pos], sar32(value, 16))
+            lows[pos] = add32(lows[pos], sub32(and32(value, 0xFFFF), carry[base + pos]))
+    for pos in range(positions):
+        sums[pos] = _from_halves(highs[pos], lows[pos])
+
+
+@njit(inline="always")
+def _from_halves(high, low):
+    """A sum from its high halves' sum (``>> 16``) and its low halves' (int32 words)."""
+    return (np.int64(np.int32(high)) << 16) + np.int64(np.int32(low))
 
 
 @njit(inline="always")
@@ -262,16 +306,16 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, mid, compact, shifted, carry):
+def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
     """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
     compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
     their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
     words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
     prefer_wide_vectors()
-    lanes = packed.size
+    lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     mid[lanes:whole] = 0
-    flagged, carries = compact
+    flagged, carries, far, far_at = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
         n = compress_flagged(mid, i, flagged, n)
@@ -280,7 +324,6 @@ def _mid_lanes(packed, mid, compact, shifted, carry):
     width = np.uint64(MID_VECTOR)
     rows = (np.uint64(n) + width - np.uint64(1)) // width
     flagged[n:rows * width] = 0
-    far = False
     for row in range(rows):
         base = row * width
         for j in range(width):
@@ -289,12 +332,16 @@ def _mid_lanes(packed, mid, compact, shifted, carry):
             carries[base + j] = word8(near & sum_word_carry(
                 signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
                 min(shift, word32(NEAR_SHIFT))))
-            far |= shift > NEAR_SHIFT
+            far[base + j] = word8(shift > NEAR_SHIFT)
     for j in range(n):
         carry[flagged[j]] = carries[j]
-    if far:
-        for j in range(n):
-            i = flagged[j]
-            negative, wt, dat, shift = _unpack(packed[i])
-            if shift > NEAR_SHIFT:
-                shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))
+    # the far lanes (one in a few thousand) by their places among the flagged, gathered
+    # as those were: a scalar loop over every flagged lane cost a third of this pass
+    far[n:rows * width] = 0
+    n_far = 0
+    for j in range(0, n, COMPRESS_LANES):
+        n_far = compress_flagged(far, j, far_at, n_far)
+    for t in range(n_far):
+        i = flagged[far_at[t]]
+        negative, wt, dat, shift = _unpack(packed[i])
+        shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))

@@ -106,6 +106,11 @@ def _bits(rng, kind, shape):
     elif kind == "spread":  # exponents 0..20 apart: every shift 0..28 occurs
         bits = ((rng.integers(0, 2, shape) << 15) | (rng.integers(5, 26, shape) << 10)
                 | rng.integers(0, 1024, shape))
+    elif kind == "largest":  # the largest significand (0x3FF8), one exponent and one sign
+        # a kernel (or data vector): every shift 0, the block sums near 2**34 (beyond
+        # 32-bit words)
+        shape = tuple(np.atleast_1d(shape))
+        bits = np.broadcast_to((rng.integers(0, 2, shape[:-1]) << 15)[..., None] | 0x6FFF, shape)
     else:  # "edges": zeros, denormals, Inf, the largest, powers of two
         bits = rng.choice([0x0000, 0x8000, 0x0001, 0x83FF, 0x7C00, 0xFC00, 0x7BFF, 0x0400,
                            0x3C00, 0xBFFF, 0x03FF, 0x4000], shape)
@@ -153,6 +158,8 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
     ("network", "edges", 37, 4, 32, 7),
     ("spread", "random", 20, 3, 8, 11),
     ("edges", "edges", 8, 1, 8, 2),
+    ("largest", "largest", 200, 1, 64, 3),  # sums of 64 products near 2**28 each
+    ("largest", "largest", 67, 5, 64, 2),  # and by position: rows not a multiple of four
 ]
 
 
