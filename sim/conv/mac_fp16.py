@@ -168,8 +168,8 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
         d_sig[:, count:] = 0
         d_exp4[:, count:] = 4 * ZERO_LANE_EXP
         d_nan[count:n_p] = -1
-        acc_e[k0:k1] = 0
-        acc_m[k0:k1] = 0
+        acc_e[k0:k1, :n_p] = 0  # the tile's columns only: many kernels' whole rows are megabytes
+        acc_m[k0:k1, :n_p] = 0
         nan_seen = False
         for g in range(groups):
             c0, c1 = lanes[g], lanes[g + 1]
