@@ -201,9 +201,10 @@ def _plan(path, operand, shape: tuple) -> tuple[np.ndarray, tuple]:
 
 
 def _input_rows(v: np.ndarray, fp16_in: bool) -> np.ndarray:
-    """The block as (N*C, P) rows of fp16 words (uint16) or fp32 words (int64)."""
+    """The block as (N*C, P) rows of fp16 words (uint16) or fp32 words (CACC's uint32 as
+    they are, other dtypes as int64)."""
     words = v if not fp16_in or v.dtype == np.uint16 else (v & 0xFFFF).astype(np.uint16)
-    if not fp16_in and words.dtype != np.int64:
+    if not fp16_in and words.dtype not in (np.uint32, np.int64):
         words = words.astype(np.int64)
     words = np.ascontiguousarray(words)
     if not words.flags.writeable:
