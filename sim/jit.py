@@ -81,11 +81,16 @@ def _load_target() -> None:
     global _target_ready
     with _target_lock:
         if not _target_ready:
-            with _scipy_hidden():
+            with _unused_packages_hidden():
                 import numba  # noqa: F401
+                from numba.core import entrypoints
                 from numba.core.registry import cpu_target
 
-                # the CPU target loads its implementations now, while scipy is hidden
+                # numba looks for extensions among the installed packages' entry points
+                # (a scan of every package's metadata, about 30 ms); kernels use none
+                entrypoints._already_initialized = True
+                # the CPU target loads its implementations now, while the packages are
+                # hidden
                 cpu_target.target_context.refresh()
             _target_ready = True
 
@@ -95,8 +100,8 @@ def prepare_numba_in_background() -> None:
     after work of its own that leaves the processor idle (a loadable with fp16 layers,
     while NVIDIA's firmware starts): the first kernel then waits only for the rest.
 
-    Only for a process the command owns: while it runs, scipy cannot be imported
-    (:func:`_scipy_hidden`).  A failure is left for the first kernel to meet.
+    Only for a process the command owns: while it runs, scipy and cffi cannot be imported
+    (:func:`_unused_packages_hidden`).  A failure is left for the first kernel to meet.
     """
     if _numba is not None or _target_ready:
         return
@@ -137,24 +142,28 @@ def _rebind_globals(numba) -> None:
                 names[name] = value.dispatcher
 
 
+HIDDEN_FROM_NUMBA = ("scipy", "cffi")
+
+
 @contextmanager
-def _scipy_hidden():
-    """scipy, unless it is loaded already, cannot be imported inside this block.
+def _unused_packages_hidden():
+    """scipy and cffi, unless loaded already, cannot be imported inside this block.
 
     When numba's CPU target first loads its implementations, it imports scipy's BLAS
-    bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels;
-    with scipy's own imports that took 0.1-0.2 s of every process that runs a kernel.
-    The simulator's kernels use no BLAS, so numba is left believing there is none.
+    bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels
+    (with scipy's own imports 0.1-0.2 s of every process that runs a kernel), and cffi,
+    to call cffi functions from kernels (about 35 ms).  The simulator's kernels use
+    neither, so numba is left believing they are not installed.
     """
-    if "scipy" in sys.modules:
-        yield
-        return
-    sys.modules["scipy"] = None  # an import of it or of any submodule fails at once
+    hidden = [name for name in HIDDEN_FROM_NUMBA if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # an import of it or of any submodule fails at once
     try:
         yield
     finally:
-        if sys.modules.get("scipy", 0) is None:
-            del sys.modules["scipy"]
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
 
 
 class Kernel:
@@ -176,7 +185,7 @@ class Kernel:
         return self.dispatcher(*args, **kwargs)
 
     def make(self, numba):
-        return numba.njit(**_numba_options(self.options))(self.py_func)
+        return _dispatcher(numba, self.py_func, self.options)
 
     def __repr__(self) -> str:
         return f"<kernel {self.__module__}.{self.__qualname__}>"
@@ -348,7 +357,7 @@ def njit(*args, **kwargs):
 
     def decorate(func):
         if _numba is not None:
-            return _numba.njit(**_numba_options(options))(func)
+            return _dispatcher(_numba, func, options)
         kernel = Kernel(func, options)
         _KERNELS.append(kernel)
         return kernel
@@ -378,6 +387,40 @@ def prefer_wide_vectors(typingctx):
         return context.get_dummy_value()
 
     return types.none(), codegen
+
+
+def _dispatcher(numba, func, options: dict):
+    """numba's dispatcher of ``func``; with ``cache``, one that opens its on-disk cache at
+    its first compilation (:func:`_cache_opened_at_first_compile`)."""
+    options = _numba_options(options)
+    caching = options.pop("cache", False)
+    dispatcher = numba.njit(**options)(func)
+    if caching:
+        _cache_opened_at_first_compile(dispatcher)
+    return dispatcher
+
+
+def _cache_opened_at_first_compile(dispatcher) -> None:
+    """Open the dispatcher's on-disk cache at its first compilation (a load from the cache
+    included) instead of now, as ``cache=True`` would.
+
+    Opening a cache (finding its folder, testing that it is writable, reading the source
+    file's time stamp) was 60% of making a dispatcher: 25 ms of bringing numba in, for
+    all of the project's 160 kernels, of which a run calls a dozen or two.  Until then
+    the instance's own ``compile`` opens it, then leaves the class's.
+    """
+    from numba.core.compiler_lock import global_compiler_lock
+
+    class_compile = dispatcher.compile
+
+    def compile(sig):
+        with global_compiler_lock:  # the lock compile takes: one thread opens the cache
+            if dispatcher.__dict__.get("compile") is compile:
+                dispatcher.enable_caching()
+                del dispatcher.compile
+        return class_compile(sig)
+
+    dispatcher.compile = compile
 
 
 def _numba_options(options: dict) -> dict:

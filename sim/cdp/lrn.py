@@ -29,13 +29,14 @@ import sim.num as num
 from sim.jit import njit, numba_loaded, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
-from sim.num.fpcore import fp_add, fp_mul
+from sim.num.fp32_fast import fp32_add
+from sim.num.fpcore import fp_mul
 from sim.num.lut import COUNTER_NAMES, lookup_int
 from sim.num.lut_cdp import lookup_fp, lookup_int_one
 from sim.num.rounding import convert, convert_flag, sign_extend
 
 from ..configs import FP16, INT8, Precision
-from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
+from ..num.widths import FP17_EXP, FP17_FRAC
 from ..records import record
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
@@ -203,20 +204,22 @@ def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
 def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes, pixels):
     """fp32 window sum, LUT and fp17 product of pixels ``pixels[0]:pixels[1]``.
 
-    ``y`` receives fp17 patterns.
+    ``y`` receives fp17 patterns.  Row by row (the arrays' order); the sums in the
+    processor's fp32 where that is NVDLA's (``fp32_fast.fp32_add``): AlexNet's took a
+    third of the kernel in the rules' branches.
     """
     rows = y.shape[0]
-    for px in range(pixels[0], pixels[1]):
-        for c in range(rows):
-            k = c + HALO
+    for c in range(rows):
+        k = c + HALO
+        for px in range(pixels[0], pixels[1]):
             if sqsum_bypass:
                 s = x32[k, px]
             else:
-                pair = fp_add(sq[k - 1, px], sq[k + 1, px], FP32_EXP, FP32_FRAC)
-                s = fp_add(pair, sq[k, px], FP32_EXP, FP32_FRAC)
+                pair = fp32_add(sq[k - 1, px], sq[k + 1, px])
+                s = fp32_add(pair, sq[k, px])
                 for j in range(2, half + 1):
-                    pair = fp_add(sq[k - j, px], sq[k + j, px], FP32_EXP, FP32_FRAC)
-                    s = fp_add(s, pair, FP32_EXP, FP32_FRAC)
+                    pair = fp32_add(sq[k - j, px], sq[k + j, px])
+                    s = fp32_add(s, pair)
             value, which = lookup_fp(s, le, lo, p)
             outcomes[c, px] = which
             if mul_bypass:

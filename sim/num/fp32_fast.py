@@ -20,6 +20,8 @@ early returns) and inlined, so the loops that call them vectorise.
 import numpy as np
 
 from sim.jit import njit
+from sim.num import fpcore
+from sim.num.widths import FP32_EXP, FP32_FRAC
 
 SIGN32 = 0x80000000
 MAGNITUDE32 = 0x7FFFFFFF
@@ -66,6 +68,15 @@ def ieee_fp32_add(ua, ub, alike):
     ur = pattern32(as_float32(ua) + as_float32(ub))
     agrees = normal_result32(ur) | (_zero32(ur) & (((ur ^ ua) & SIGN32) == 0))
     return ur, agrees if alike else agrees & reads_as_ieee32(ua) & reads_as_ieee32(ub)
+
+
+@njit(inline="always")
+def fp32_add(ua, ub):
+    """NVDLA's fp32 sum, ``fpcore.fp_add``'s bits: the processor's where that is NVDLA's
+    (:func:`ieee_fp32_add`), else the rules' (as ``vector_fp.fp_add`` on arrays).  A loop of
+    them vectorises when its sums are ordinary, which the rules' branches never do."""
+    ur, agrees = ieee_fp32_add(ua, ub, False)
+    return ur if agrees else fpcore.fp_add(ua, ub, FP32_EXP, FP32_FRAC)
 
 
 @njit(inline="always")

@@ -286,10 +286,14 @@ def _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_
 
 
 @njit
-def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, rw,
-               rh):
-    _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows, zero_row, True, 32,
-          rw, rh, 16)
+def _pool_fp16(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, kw_fp17, rw, rh):
+    """fp16 pooling; the pad values of whole rows (PADDING_VALUE_n * kw, in fp17) are made
+    here: fp_mul called from Python would load a kernel of its own (~5 ms a process)."""
+    pv_rows = np.empty(pv.size, np.int64)
+    for i in range(pv.size):
+        pv_rows[i] = fp_mul(pv[i], kw_fp17, FP17_EXP, FP17_FRAC)
+    _pool(x, out, col0, kw, kh, sw, sh, pad_l, pad_t, method, pv, pv_rows,
+          fp_mul(0, kw_fp17, FP17_EXP, FP17_FRAC), True, 32, rw, rh, 16)
 
 
 # --- integer pooling in numpy (whole planes at a time) ---------------------------
@@ -447,10 +451,8 @@ def pool_split(x: np.ndarray, out: np.ndarray, col0: int, n_out: int, cfg: PoolC
     kw = cfg.kernel_width
     geometry = (kw, cfg.kernel_height, cfg.stride_width, cfg.stride_height, pad_left,
                 cfg.pad_top, cfg.method)
-    if cfg.precision == FP16:  # pad values of whole rows: PADDING_VALUE_n * kw, in fp17
-        kw_fp17 = KERNEL_WIDTH_FP17[kw]
-        pv_rows = np.array([fp_mul(v, kw_fp17, FP17_EXP, FP17_FRAC) for v in pv], dtype=np.int64)
-        _pool_fp16(x, view, col0, *geometry, pv, pv_rows, fp_mul(0, kw_fp17, FP17_EXP, FP17_FRAC),
+    if cfg.precision == FP16:
+        _pool_fp16(x, view, col0, *geometry, pv, int(KERNEL_WIDTH_FP17[kw]),
                    cfg.recip_width & FP17_MASK, cfg.recip_height & FP17_MASK)
     else:
         acc_bits = ACC_BITS[cfg.precision]

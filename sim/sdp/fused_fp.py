@@ -31,6 +31,10 @@ MIN_ELEMENTS = 4096  # smaller blocks take numpy: the per-call set-up would domi
 PIECE = 1024  # elements of a row the kernel carries through all steps at once
 OPERAND_SLOTS = 6  # (alu, mul) of X1, X2 and Y: the kernel always takes this many
 SIGN = 0x80000000
+MAGNITUDE16, SATURATED16, INF16 = 0x7FFF, 0x7BFF, 0x7C00  # fp16: |x|, the largest finite, Inf
+#: what :func:`run_tallied` counts: suspects, then among the other words the saturated
+#: (the largest finite magnitude) and the NaNs, the SDP's counters without a pass of numpy
+TALLIES = 3
 
 # plan step codes: the ALU's own (MAX, MIN, SUM), then the multiplier and ReLU
 STEP_MAX, STEP_MIN, STEP_SUM = int(AluAlgo.MAX), int(AluAlgo.MIN), int(AluAlgo.SUM)
@@ -127,14 +131,24 @@ def _relu(u, k):
 
 
 @njit
-def _store(u, bad, k, h, suspect):
+def _store(u, bad, k, h, suspect, tally):
     """The piece narrowed to fp16 words; suspects: ``bad`` and the narrowings IEEE gets
-    wrong."""
+    wrong.  ``tally`` gains the suspects and, of the other words, the saturated and NaN
+    ones (:data:`TALLIES`)."""
     prefer_wide_vectors()
+    suspects = saturated = nans = 0
     for i in range(k):
         word, agrees = fp32_fast.ieee_fp32_to_fp16(u[i])
         h[i] = word
-        suspect[i] = bad[i] | (not agrees)
+        redo = bad[i] | (not agrees)
+        suspect[i] = redo
+        magnitude = word & MAGNITUDE16
+        suspects += redo
+        saturated += (not redo) & (magnitude == SATURATED16)
+        nans += (not redo) & (magnitude > INF16)
+    tally[0] += suspects
+    tally[1] += saturated
+    tally[2] += nans
 
 
 @njit
@@ -151,8 +165,9 @@ def _apply(code, op, fp16, row, start, k, u, w, bad):
 
 
 @njit
-def _fused_block(v, fp16_in, plan, operands, h, suspect):
-    """``h``/``suspect`` (rows, pixels) of the input rows ``v``: fast_fp.run's steps."""
+def _fused_block(v, fp16_in, plan, operands, h, suspect, tally):
+    """``h``/``suspect`` (rows, pixels) of the input rows ``v``: fast_fp.run's steps;
+    ``tally`` as :func:`_store`."""
     rows, pixels = v.shape
     u = np.empty(PIECE, np.uint32)
     w = np.empty(PIECE, np.uint32)
@@ -164,7 +179,7 @@ def _fused_block(v, fp16_in, plan, operands, h, suspect):
             for s in range(plan.shape[0]):
                 _apply(plan[s, 0], operands[plan[s, 1]], plan[s, 2] != 0, row, start, k,
                        u, w, bad)
-            _store(u, bad, k, h[row, start:], suspect[row, start:])
+            _store(u, bad, k, h[row, start:], suspect[row, start:], tally)
 
 
 # --- the layer as a plan ----------------------------------------------------------
@@ -201,9 +216,10 @@ def _plan(path, operand, shape: tuple) -> tuple[np.ndarray, tuple]:
 
 
 def _input_rows(v: np.ndarray, fp16_in: bool) -> np.ndarray:
-    """The block as (N*C, P) rows of fp16 words (uint16) or fp32 words (int64)."""
+    """The block as (N*C, P) rows of fp16 words (uint16) or fp32 words (CACC's uint32 as
+    they are, other dtypes as int64)."""
     words = v if not fp16_in or v.dtype == np.uint16 else (v & 0xFFFF).astype(np.uint16)
-    if not fp16_in and words.dtype != np.int64:
+    if not fp16_in and words.dtype not in (np.uint32, np.int64):
         words = words.astype(np.int64)
     words = np.ascontiguousarray(words)
     if not words.flags.writeable:
@@ -214,11 +230,17 @@ def _input_rows(v: np.ndarray, fp16_in: bool) -> np.ndarray:
 def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
     """(fp16 output words as uint16, elements the rules must recompute) of the block ``v``
     (N, C, P), as :func:`sim.sdp.fast_fp.run` gives them, in one compiled pass."""
+    return run_tallied(path, v, operand)[:2]
+
+
+def run_tallied(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`run`'s words and suspects, and their :data:`TALLIES` (int64)."""
     h = np.empty(v.shape, np.uint16)
     suspect = np.empty(v.shape, np.bool_)
+    tally = np.zeros(TALLIES, np.int64)
     if v.size == 0:
-        return h, suspect
+        return h, suspect, tally
     plan, operands = _plan(path, operand, v.shape)
     _fused_block(_input_rows(v, path.fp16_in), path.fp16_in, plan, operands,
-                 h.reshape(-1, v.shape[-1]), suspect.reshape(-1, v.shape[-1]))
-    return h, suspect
+                 h.reshape(-1, v.shape[-1]), suspect.reshape(-1, v.shape[-1]), tally)
+    return h, suspect, tally

@@ -104,24 +104,38 @@ class Datapath:
         def block_operand(op):
             return self._operand(op, channels, pixels)
 
-        if fast_fp.applies(layer, self.precision, self.out_precision):
-            float32_pass = fused_fp if fused_fp.worth_it(v) else fast_fp
-            out, redo = float32_pass.run(self, v, block_operand)
-            if redo.any():  # the rules for what float32 may get wrong
-                def redo_operand(op):
-                    op = block_operand(op)
-                    return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
-
-                out[redo] = self._values(v[redo].astype(np.int64), redo_operand, counts)[0]
-        elif self.int_operands is not None:
+        if fast_fp.applies(layer, self.precision, self.out_precision):  # an fp16 output
+            return self._float32_pass(v, block_operand, counts)
+        if self.int_operands is not None:
             out, counts[0] = self._int_values(v, channels, pixels)
         else:
             out, sat = self._values(v.astype(np.int64), block_operand, counts)
             counts[0] = np.count_nonzero(sat)
-        if self.out_precision == 2:  # fp16: saturated means the largest finite magnitude
-            counts[0] = np.count_nonzero(out & 0x7FFF == fp.saturated(0, *fp.FP16))
-            counts[1] = np.count_nonzero(nan_mask(out))
+        if self.out_precision == 2:
+            counts[:2] = _fp16_counts(out)
         counts[4] = bool(layer.eql and np.any(out & 0xFFFF))
+        return out, counts
+
+    def _float32_pass(self, v: np.ndarray, block_operand, counts: np.ndarray) -> tuple:
+        """:meth:`run` of a block :mod:`sim.sdp.fast_fp` applies to: float32, then the rules
+        for what float32 may get wrong.  The compiled pass counts the words it keeps."""
+        tally = None
+        if fused_fp.worth_it(v):
+            out, redo, tally = fused_fp.run_tallied(self, v, block_operand)
+            redone = tally[0] > 0
+        else:
+            out, redo = fast_fp.run(self, v, block_operand)
+            redone = redo.any()
+        if redone:
+            def redo_operand(op):
+                op = block_operand(op)
+                return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
+
+            out[redo] = self._values(v[redo].astype(np.int64), redo_operand, counts)[0]
+        if tally is None:
+            counts[:2] = _fp16_counts(out)
+        else:  # the kept words' counts, and the rules' words'
+            counts[:2] = tally[1:3] + (_fp16_counts(out[redo]) if redone else 0)
         return out, counts
 
     def _values(self, v: np.ndarray, operand, counts: np.ndarray) -> tuple:
@@ -214,6 +228,12 @@ class Datapath:
                         np.count_nonzero(~flow), np.count_nonzero(le_hit),
                         np.count_nonzero(lo_hit)]
         return y_inp_stage(v, fraction, y0, y1, scale, shift, offset, bias, flow, self.precision)
+
+
+def _fp16_counts(words: np.ndarray) -> np.ndarray:
+    """(saturated, NaN) fp16 words: saturated is the largest finite magnitude."""
+    return np.array([np.count_nonzero(words & 0x7FFF == fp.saturated(0, *fp.FP16)),
+                     np.count_nonzero(nan_mask(words))], np.int64)
 
 
 def int_path_applies(layer, precision: int) -> bool:

@@ -173,15 +173,19 @@ def test_distinct_arrays_marks_the_array_data_noalias(distinct, marked):
 
 
 def test_numba_arrives_without_scipy_and_leaves_it_importable():
-    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) when it loads; the kernels
-    need none, so it loads with scipy hidden, and scipy imports as usual afterwards."""
+    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) and cffi when it loads; the
+    kernels need neither, so it loads with them hidden, and they import as usual
+    afterwards."""
     probe = """
 import importlib.util, sys
 from sim.num.fpcore import fp_add
 assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # numba arrives
 assert "scipy" not in sys.modules, "numba imported scipy"
+assert "cffi" not in sys.modules, "numba imported cffi"
 if importlib.util.find_spec("scipy") is not None:
     import scipy.linalg                                 # not left hidden
+if importlib.util.find_spec("cffi") is not None:
+    import cffi                                         # not left hidden
 """
     subprocess.run([sys.executable, "-c", probe], check=True)
 
@@ -207,3 +211,23 @@ jit.prepare_numba_in_background()  # numba is in: nothing more to start
 assert not [t for t in threading.enumerate() if t.name == "nvdla-sim-numba"]
 """
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def _doubled(x):
+    return 2 * x
+
+
+def test_a_kernel_opens_its_cache_at_its_first_compilation():
+    """A cached kernel's dispatcher opens its on-disk cache when it first compiles (or
+    loads from the cache), not when numba makes it; it stays numba's dispatcher class."""
+    from numba.core.caching import FunctionCache, NullCache
+
+    jit._import_numba()
+    kernel = jit.njit(_doubled)  # numba is in: a dispatcher at once
+    assert type(kernel).__name__ == "CPUDispatcher"
+    assert isinstance(kernel._cache, NullCache)
+    assert kernel(21) == 42
+    assert isinstance(kernel._cache, FunctionCache)
+    assert "compile" not in kernel.__dict__  # the class's compile from now on
+    assert kernel(1.5) == 3.0
+    assert "compile" not in jit.njit(cache=False)(_doubled).__dict__  # no cache to open

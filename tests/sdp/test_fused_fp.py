@@ -22,7 +22,7 @@ from sim.regs.enums import FP16, AluAlgo
 
 from sim import jit
 from sim.jit import njit
-from sim.num import fp32_fast, vector_fp
+from sim.num import fp32_fast, fpcore, vector_fp
 from sim.program.sdp import run_sdp
 from sim.sdp import fast_fp, fused_fp, pipeline, stages
 
@@ -74,6 +74,12 @@ def assert_same_pass(path, v: np.ndarray, channels=slice(None), pixels=slice(Non
     # differs between numpy's loops and LLVM's: a sign that ReLU then reads)
     keep = ~want_suspect
     np.testing.assert_array_equal(got_h[keep], want_h[keep], err_msg=f"words: {label}")
+    # the counts the datapath takes from the kernel: suspects, and of the kept words the
+    # saturated and the NaNs
+    kept = want_h[keep] & 0x7FFF
+    tally = fused_fp.run_tallied(path, block, operand)[2]
+    assert tally.tolist() == [np.count_nonzero(want_suspect), np.count_nonzero(kept == 0x7BFF),
+                              np.count_nonzero(kept > 0x7C00)], f"tally: {label}"
     return want_suspect
 
 
@@ -345,3 +351,27 @@ def test_scalar_steps_match_their_array_twins():
                                       err_msg=str(column))
         np.testing.assert_array_equal(agrees[:, column], want_agrees[:, column],
                                       err_msg=str(column))
+
+
+@njit
+def _sums(a, b, out):
+    """fp32_fast.fp32_add (column 0) and fpcore.fp_add (column 1) of the pairs (a[i], b[i])."""
+    for i in range(a.size):
+        out[i, 0] = fp32_fast.fp32_add(a[i], b[i])
+        out[i, 1] = fpcore.fp_add(a[i], b[i], 8, 23)
+
+
+def test_fp32_add_gives_the_rules_sum_bit_for_bit():
+    """fp32_add (the processor's sum where it is NVDLA's, else the rules') gives
+    fpcore.fp_add's fp32 bits on every pair, two NaNs included (the rules take those):
+    crowded pairs, exact cancellations, and the squares the LRN window sums add."""
+    rng = np.random.default_rng(SEED + 7)
+    a = np.concatenate([crowded_fp32(rng, 300_000), np.array(SPECIAL32, np.int64)])
+    b = np.concatenate([crowded_fp32(rng, 300_000), np.array(SPECIAL32[::-1], np.int64)])
+    b[: a.size // 8] = a[: a.size // 8] ^ (1 << 31)  # exact cancellation, +-0 against -+0
+    squares = a[a.size // 2:] & 0x7FFFFFFF  # non-negative, as squares are
+    a[a.size // 2:], b[a.size // 2:] = squares, np.roll(squares, 1)
+    out = np.zeros((a.size, 2), np.int64)
+    _sums(a, b, out)
+    np.testing.assert_array_equal(out[:, 0], out[:, 1])
+    assert np.mean(np.isin(a & 0x7F800000, [0, 0x7F800000])) < 0.3  # mostly ordinary sums
