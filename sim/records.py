@@ -55,9 +55,10 @@ def record(cls=None, /, *, frozen: bool = True):
 
 
 def _record(cls, frozen: bool):
-    own = cls.__dict__
+    own = cls.__dict__  # live: what the class defines itself, read before anything is added
     explicit_hash = not ("__hash__" not in own or
                          (own["__hash__"] is None and "__eq__" in own))
+    own_init = "__init__" in own
     documented = bool(own.get("__doc__"))
     if not documented:  # a placeholder, so the dataclass does not work out a text (slow)
         cls.__doc__ = "-"
@@ -65,11 +66,11 @@ def _record(cls, frozen: bool):
     cls = dataclasses.dataclass(cls, init=False, frozen=False, eq=False, repr=False)
     fields = dataclasses.fields(cls)
     _refuse_unsupported(cls, fields)
-    if "__init__" not in own:
+    if not own_init:
         cls.__init__ = _init(cls, fields)
     if not documented:  # the dataclass's text: the class's name and signature
-        cls.__doc__ = cls.__name__ + (_signature_text(cls.__init__) if "__init__" not in own
-                                      else _inspected_signature_text(cls))
+        cls.__doc__ = cls.__name__ + (_inspected_signature_text(cls) if own_init
+                                      else _signature_text(cls.__init__))
     if frozen:
         _freeze(cls, frozenset(f.name for f in fields))
     if "__repr__" not in own:

@@ -133,3 +133,38 @@ def test_records_of_many_fields_store_each_under_its_own_name():
     obj = record(space["C"])(*range(100, 106), f11=7)
     assert vars(obj) == {**{name: 100 + i for i, name in enumerate(names[:6])},
                          **{name: i for i, name in enumerate(names) if 6 <= i < 11}, "f11": 7}
+
+
+def test_an_undocumented_record_is_documented_without_inspect(monkeypatch):
+    """Its text is written out from the __init__ it was given (inspect's signature objects
+    cost more than the rest of the record): inspect only for a class's own __init__."""
+    import sim.records
+
+    def refuse(cls):
+        raise AssertionError(f"inspect asked for {cls.__name__}")
+
+    monkeypatch.setattr(sim.records, "_inspected_signature_text", refuse)
+    space: dict = {"field": field}
+    exec("from __future__ import annotations\nclass C:\n"  # noqa: S102 - the test's own
+         "    x: tuple[int, ...] | None\n    y: str = 'a'\n"
+         "    z: list[int] = field(default_factory=list)\n", space)
+    cls = record(space["C"])
+    assert cls.__doc__ == "C(x: 'tuple[int, ...] | None', y: 'str' = 'a', " \
+                          "z: 'list[int]' = <factory>)"
+
+
+#: Modules with records of no docstring of their own: their texts are compared below.
+RECORD_MODULES = ("sim.runtime.loadable", "sim.runtime.runner", "sim.firmware.driver",
+                  "sim.sdp.fetch", "sim.conv.layer", "sim.gen.build", "sim.rtl.bench")
+
+
+@pytest.mark.parametrize("module", RECORD_MODULES)
+def test_the_records_texts_are_what_the_dataclass_would_write(module):
+    import importlib
+
+    made = [cls for cls in vars(importlib.import_module(module)).values()
+            if isinstance(cls, type) and cls.__module__ == module
+            and dataclasses.is_dataclass(cls) and cls.__doc__.startswith(f"{cls.__name__}(")]
+    assert made
+    for cls in made:
+        assert cls.__doc__ == cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
