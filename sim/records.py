@@ -169,7 +169,7 @@ def _defer_collecting(cls, fields: list[_Field]) -> None:
 
 
 _COLLECTED = ("__dataclass_fields__", "__dataclass_params__")
-_COLLECTING = threading.Lock()
+_COLLECTING = threading.RLock()  # reentrant: a collection may meet another record's
 
 
 class _Uncollected:
