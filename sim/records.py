@@ -4,7 +4,9 @@ A dataclass compiles each method it writes (``exec``) when its class is
 defined: the 44 records a loadable run defines cost ~30 ms of every process,
 most of it compiling ``__init__`` and the frozen guards.  ``record`` lets
 :func:`dataclasses.dataclass` collect the fields only (``dataclasses.fields``
-and ``dataclasses.replace`` work as for any dataclass) and writes no code:
+and ``dataclasses.replace`` work as for any dataclass), for a record of plain
+fields not before they are first asked for (:func:`_plain_fields`), and writes
+no code:
 
 * ``__init__`` is a template compiled once per number of fields, its
   parameter names and the field names it stores renamed to the record's
