@@ -21,7 +21,6 @@ from .errors import MemoryFault, SimError
 from .files import write_atomically
 from .limits import DEFAULT_LIMITS, MemoryLimits, check_extent
 from .listeners import MemoryListeners
-from .memfiles import format_hex_dat, format_record_dat, load_image
 
 PAGE_BITS = 16
 PAGE_SIZE = 1 << PAGE_BITS
@@ -488,6 +487,8 @@ class Memory:
 
         Returns the number of bytes loaded.
         """
+        from .memfiles import load_image  # the formats: only a memory that loads a file
+
         data = load_image(path, self.limits)
         self.write(addr, data, str(path))
         return len(data)
@@ -499,6 +500,8 @@ class Memory:
         player's dump) or ``records`` (nv_small's ``{offset, size, payload}``);
         any other name gets raw binary.
         """
+        from .memfiles import format_hex_dat, format_record_dat
+
         data = self.read(addr, size, str(path))
         if Path(path).suffix != ".dat":
             write_atomically(path, data)

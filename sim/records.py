@@ -4,7 +4,9 @@ A dataclass compiles each method it writes (``exec``) when its class is
 defined: the 44 records a loadable run defines cost ~30 ms of every process,
 most of it compiling ``__init__`` and the frozen guards.  ``record`` lets
 :func:`dataclasses.dataclass` collect the fields only (``dataclasses.fields``
-and ``dataclasses.replace`` work as for any dataclass) and writes no code:
+and ``dataclasses.replace`` work as for any dataclass), for a record of plain
+fields not before they are first asked for (:func:`_plain_fields`), and writes
+no code:
 
 * ``__init__`` is a template compiled once per number of fields, its
   parameter names and the field names it stores renamed to the record's
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import reprlib
+import threading
 import types
 from operator import attrgetter
 
@@ -55,21 +58,25 @@ def record(cls=None, /, *, frozen: bool = True):
 
 
 def _record(cls, frozen: bool):
-    own = cls.__dict__
+    own = cls.__dict__  # live: what the class defines itself, read before anything is added
     explicit_hash = not ("__hash__" not in own or
                          (own["__hash__"] is None and "__eq__" in own))
+    own_init = "__init__" in own
     documented = bool(own.get("__doc__"))
     if not documented:  # a placeholder, so the dataclass does not work out a text (slow)
         cls.__doc__ = "-"
-    # the dataclass only collects the fields: init=False and frozen=False write no code
-    cls = dataclasses.dataclass(cls, init=False, frozen=False, eq=False, repr=False)
-    fields = dataclasses.fields(cls)
-    _refuse_unsupported(cls, fields)
-    if "__init__" not in own:
+    fields = _plain_fields(cls)
+    if fields is None:  # the dataclass collects them now
+        cls = _collect(cls)
+        fields = dataclasses.fields(cls)
+        _refuse_unsupported(cls, fields)
+    else:  # when first asked for
+        _defer_collecting(cls, fields)
+    if not own_init:
         cls.__init__ = _init(cls, fields)
     if not documented:  # the dataclass's text: the class's name and signature
-        cls.__doc__ = cls.__name__ + (_signature_text(cls.__init__) if "__init__" not in own
-                                      else _inspected_signature_text(cls))
+        cls.__doc__ = cls.__name__ + (_inspected_signature_text(cls) if own_init
+                                      else _signature_text(cls.__init__))
     if frozen:
         _freeze(cls, frozenset(f.name for f in fields))
     if "__repr__" not in own:
@@ -83,6 +90,109 @@ def _record(cls, frozen: bool):
         else:
             cls.__hash__ = None
     return cls
+
+
+def _collect(cls):
+    """The dataclass collects the fields only: init=False and frozen=False write no code."""
+    return dataclasses.dataclass(cls, init=False, frozen=False, eq=False, repr=False)
+
+
+# --- the fields, collected by the dataclass only when asked for -------------------
+
+class _Field:
+    """What :func:`_record` reads of a field (a :class:`dataclasses.Field`'s attributes)."""
+
+    __slots__ = ("name", "type", "default", "default_factory", "init", "repr", "compare",
+                 "hash")
+
+    def __init__(self, name: str, kind: str, declared) -> None:
+        self.name, self.type, self.init = name, kind, True
+        if isinstance(declared, dataclasses.Field):
+            self.default, self.default_factory = declared.default, declared.default_factory
+            self.repr, self.compare, self.hash = declared.repr, declared.compare, declared.hash
+        else:
+            self.default, self.default_factory = declared, dataclasses.MISSING
+            self.repr, self.compare, self.hash = True, True, None
+
+
+def _plain_fields(cls) -> list[_Field] | None:
+    """The fields of a record the dataclass need not collect when it is defined (it
+    took ~100 us a record, a third of the record): one of its own annotations each, as
+    text (``from __future__ import annotations``), none a ``ClassVar``, ``InitVar`` or
+    ``KW_ONLY``, no dataclass base, defaults the dataclass accepts, a ``field()`` only
+    with a default or factory and flags.  None for any other class: the dataclass
+    collects its fields at once (and refuses what it refuses)."""
+    if type(cls) is not type or any(hasattr(base, "__dataclass_fields__")
+                                    for base in cls.__mro__[1:]):
+        return None
+    own = cls.__dict__
+    annotations = own.get("__annotations__", {})
+    if any(isinstance(value, dataclasses.Field) and name not in annotations
+           for name, value in own.items()):
+        return None  # a field() without an annotation: the dataclass's TypeError
+    fields = []
+    for name, kind in annotations.items():
+        if not isinstance(kind, str) or any(word in kind for word in _PSEUDO_FIELDS):
+            return None
+        declared = getattr(cls, name, dataclasses.MISSING)
+        if isinstance(declared, dataclasses.Field):
+            if name not in own or declared.init is not True or declared.kw_only not in (
+                    dataclasses.MISSING, False):
+                return None
+            default = declared.default
+        else:
+            default = declared
+        if isinstance(default, types.MemberDescriptorType) or (
+                default is not dataclasses.MISSING and type(default).__hash__ is None):
+            return None  # a slot; a mutable default (the dataclass's ValueError)
+        fields.append(_Field(name, kind, declared))
+    return fields
+
+
+_PSEUDO_FIELDS = ("ClassVar", "InitVar", "KW_ONLY")  # what the dataclass reads in annotations
+
+
+def _defer_collecting(cls, fields: list[_Field]) -> None:
+    """Leave ``cls`` as the dataclass leaves it but for ``__dataclass_fields__`` and
+    ``__dataclass_params__``, which it makes at their first use
+    (:class:`_Uncollected`): a default given by ``field()`` becomes the class attribute
+    (a factory's none), and ``__match_args__`` names the fields."""
+    declared = {f.name: cls.__dict__[f.name] for f in fields
+                if isinstance(cls.__dict__.get(f.name), dataclasses.Field)}
+    for name, field in declared.items():
+        if field.default is dataclasses.MISSING:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, field.default)
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = tuple(f.name for f in fields)
+    for name in _COLLECTED:
+        setattr(cls, name, _Uncollected(cls, name, declared))
+
+
+_COLLECTED = ("__dataclass_fields__", "__dataclass_params__")
+_COLLECTING = threading.RLock()  # reentrant: a collection may meet another record's
+
+
+class _Uncollected:
+    """``__dataclass_fields__`` or ``__dataclass_params__`` of a record whose fields the
+    dataclass has not collected yet: the first to ask (``dataclasses.fields``,
+    ``replace``, ``asdict``, ``is_dataclass``) has them collected, from the class
+    attributes it was defined with, and gets what the dataclass made."""
+
+    def __init__(self, cls, name: str, declared: dict) -> None:
+        self.cls, self.name, self.declared = cls, name, declared
+
+    def __get__(self, obj, owner=None):
+        cls = self.cls
+        with _COLLECTING:
+            if isinstance(cls.__dict__.get(self.name), _Uncollected):
+                for name in _COLLECTED:
+                    delattr(cls, name)
+                for name, field in self.declared.items():  # as the class was defined
+                    setattr(cls, name, field)
+                _collect(cls)
+        return cls.__dict__[self.name]
 
 
 def _refuse_unsupported(cls, fields) -> None:

@@ -37,12 +37,16 @@ CALLS = [((), {}), ((1,), {}), ((1, 2), {}), ((1, 2, 3), {}), ((), {"x": 1}),
          ((), {"x": 1, "y": 2}), ((1,), {"z": 3}), ((1,), {"x": 2}), ((), {"y": 2})]
 
 
-def _classes(body: str, frozen: bool):
-    """The class of ``body`` as a dataclass and as a record, both named C."""
+def _classes(body: str, frozen: bool, future: bool = False):
+    """The class of ``body`` as a dataclass and as a record, both named C; ``future``: its
+    annotations as text (``from __future__ import annotations``, as the project's)."""
     made = []
+    head = "from __future__ import annotations\n" if future else ""
     for deco in (dataclasses.dataclass(frozen=frozen), record(frozen=frozen)):
         space = {"field": field}
-        exec(f"class C:\n{body}", space)  # noqa: S102 - the test's own class bodies
+        # not inheriting this module's future import: "types" means annotations as types
+        code = compile(f"{head}class C:\n{body}", "<test>", "exec", dont_inherit=True)
+        exec(code, space)  # noqa: S102 - the test's own class bodies
         made.append(deco(space["C"]))
     return made
 
@@ -55,10 +59,16 @@ def _outcome(compute):
         return type(exc).__name__, str(exc)
 
 
+def _class_attributes(cls):
+    return {name: vars(cls).get(name, "absent") for name in ("x", "y")}
+
+
 def _behaviour(cls):
+    before = _class_attributes(cls)  # before anything asks for the fields
     a, b, c = cls(1), cls(1), cls(2)
-    out = [repr(a), a == b, a != c, a == 1, a != 1, cls.__hash__ is None, cls.__doc__,
-           cls.__match_args__, [f.name for f in dataclasses.fields(cls)],
+    out = [before, repr(a), a == b, a != c, a == 1, a != 1, cls.__hash__ is None, cls.__doc__,
+           cls.__match_args__, [repr(f) for f in dataclasses.fields(cls)],
+           dataclasses.is_dataclass(cls), _class_attributes(cls),
            cls.__eq__.__qualname__, cls.__repr__.__qualname__]
     out.append(_outcome(lambda: cls(1) == cls(1, 5)))  # differing in y alone
     if cls.__hash__ is not None:
@@ -82,11 +92,55 @@ def _behaviour(cls):
     return out
 
 
+@pytest.mark.parametrize("future", [False, True], ids=["types", "texts"])
 @pytest.mark.parametrize("frozen", [True, False], ids=["frozen", "mutable"])
 @pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
-def test_a_record_behaves_as_the_dataclass(body, frozen):
-    dataclass_cls, record_cls = _classes(body, frozen)
+def test_a_record_behaves_as_the_dataclass(body, frozen, future):
+    dataclass_cls, record_cls = _classes(body, frozen, future)
+    # annotations as text, and fields inside __init__: collected when first asked for
+    deferred = future and "init=False" not in body
+    assert isinstance(vars(record_cls)["__dataclass_fields__"], dict) != deferred
     assert _behaviour(record_cls) == _behaviour(dataclass_cls)
+
+
+@pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
+def test_fields_collected_when_asked_for_are_those_collected_at_once(body, monkeypatch):
+    import sim.records
+
+    def made():
+        space = {"field": field}
+        exec(f"from __future__ import annotations\nclass C:\n{body}", space)  # noqa: S102
+        cls = record(space["C"])
+        return [_class_attributes(cls), repr(cls.__dataclass_params__),
+                [repr(f) for f in dataclasses.fields(cls)], _class_attributes(cls),
+                cls.__match_args__, cls.__doc__]
+
+    deferred = made()
+    monkeypatch.setattr(sim.records, "_plain_fields", lambda cls: None)
+    assert deferred == made()
+
+
+@pytest.mark.parametrize("body", [
+    "    x: int\n    y: list = []\n",  # a mutable default
+    "    x: int\n    y = field(default=0)\n",  # a field() without an annotation
+    "    x: int\n    y: typing.ClassVar[int] = 0\n",
+    "    x: int\n    y: dataclasses.InitVar[int] = 0\n",
+])
+def test_a_class_the_dataclass_refuses_or_reads_apart_is_collected_at_once(body):
+    """What the dataclass refuses, it refuses when the record is defined; pseudo-fields
+    are its to read: either way the record is the dataclass's."""
+    outcomes = []
+    for deco in (dataclasses.dataclass(frozen=True), record):
+        space = {"field": field, "typing": __import__("typing"), "dataclasses": dataclasses}
+        exec(f"from __future__ import annotations\nclass C:\n{body}", space)  # noqa: S102
+        try:
+            cls = deco(space["C"])
+        except (TypeError, ValueError) as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+            continue
+        assert isinstance(vars(cls)["__dataclass_fields__"], dict)
+        outcomes.append([repr(f) for f in dataclasses.fields(cls)])
+    assert outcomes[0] == outcomes[1]
 
 
 def test_a_record_inside_its_own_repr_shows_dots():
@@ -133,3 +187,38 @@ def test_records_of_many_fields_store_each_under_its_own_name():
     obj = record(space["C"])(*range(100, 106), f11=7)
     assert vars(obj) == {**{name: 100 + i for i, name in enumerate(names[:6])},
                          **{name: i for i, name in enumerate(names) if 6 <= i < 11}, "f11": 7}
+
+
+def test_an_undocumented_record_is_documented_without_inspect(monkeypatch):
+    """Its text is written out from the __init__ it was given (inspect's signature objects
+    cost more than the rest of the record): inspect only for a class's own __init__."""
+    import sim.records
+
+    def refuse(cls):
+        raise AssertionError(f"inspect asked for {cls.__name__}")
+
+    monkeypatch.setattr(sim.records, "_inspected_signature_text", refuse)
+    space: dict = {"field": field}
+    exec("from __future__ import annotations\nclass C:\n"  # noqa: S102 - the test's own
+         "    x: tuple[int, ...] | None\n    y: str = 'a'\n"
+         "    z: list[int] = field(default_factory=list)\n", space)
+    cls = record(space["C"])
+    assert cls.__doc__ == "C(x: 'tuple[int, ...] | None', y: 'str' = 'a', " \
+                          "z: 'list[int]' = <factory>)"
+
+
+#: Modules with records of no docstring of their own: their texts are compared below.
+RECORD_MODULES = ("sim.runtime.loadable", "sim.runtime.runner", "sim.firmware.driver",
+                  "sim.sdp.fetch", "sim.conv.layer", "sim.gen.build", "sim.rtl.bench")
+
+
+@pytest.mark.parametrize("module", RECORD_MODULES)
+def test_the_records_texts_are_what_the_dataclass_would_write(module):
+    import importlib
+
+    made = [cls for cls in vars(importlib.import_module(module)).values()
+            if isinstance(cls, type) and cls.__module__ == module
+            and dataclasses.is_dataclass(cls) and cls.__doc__.startswith(f"{cls.__name__}(")]
+    assert made
+    for cls in made:
+        assert cls.__doc__ == cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")

@@ -92,6 +92,15 @@ def test_the_runtime_and_firmware_load_neither_logging_nor_ctypes_util():
     assert not loaded & {"logging", "ctypes.util"}
 
 
+def test_the_runtime_and_firmware_load_no_memory_file_format():
+    """A loadable's run reads and writes no memory file: the memory loads the formats only
+    when it loads or dumps one (sim.dram.Memory.load_file, dump_file)."""
+    loaded = modules_after("import sim.runtime, sim.firmware, sim.cli.loadable\n"
+                           "from sim.machine import Machine\n"
+                           "Machine('nv_small').pri_mem.write(0, b'1')")
+    assert "sim.memfiles" not in loaded
+
+
 def test_trace_formats_load_without_the_player():
     loaded = modules_after("import sim.trace.cfg, sim.trace.txn")
     assert "sim.machine" not in loaded and "sim.trace.player" not in loaded
