@@ -34,7 +34,7 @@ from ..num.mac import (
     first_nan_per_block,
     first_nan_strided,
     fp16_data_operands,
-    fp16_tile_dots,
+    fp16_padded_tile_dots,
     fp16_weight_rows,
     mac_nan_block,
     tile_scratch_layout,
@@ -124,6 +124,18 @@ def _cacc_nan_block(acc_e, acc_m, w_nan, d_nan, block_exp4, high, low):
     return cacc_accumulate(acc_e, acc_m, block_exp4, sign_extend(total, 38))
 
 
+@njit(inline="always")
+def _row_stride(n_p):
+    """The words between the rows of a tile's data columns (:func:`_conv_fp16_tiles`) of
+    ``n_p`` pixels (whole vectors): an odd number of vectors (cache lines), so that the
+    rows of a column fall in every set of the cache.  An even number shares them out: the
+    rows of tiles of 128 pixels, 512 bytes apart, fell in an eighth of the L1's sets, and
+    the CSC's gather of a pixel's lanes (a line of each row) ran 2.5-3.5 times as long a
+    pixel as in tiles of 96 or 112."""
+    vectors = n_p // VECTOR
+    return (vectors | 1) * VECTOR
+
+
 @njit
 def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometry, out, tiles,
                      span, kernels, buffers):
@@ -159,14 +171,16 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
         start = VECTOR * (units * tile // tiles)
         count = min(total, VECTOR * (units * (tile + 1) // tiles)) - start
         n_p = ceil_div_in_kernels(count, VECTOR) * VECTOR
-        # the data of the tile's pixels, a column each (contiguous rows: vectors); the
-        # columns past the last pixel hold zeros (their products are 0, never read)
-        d_sign = sign_buf[:width * n_p].reshape((width, n_p))
-        d_sig = sig_buf[:width * n_p].reshape((width, n_p))
-        d_exp4 = exp_buf[:width * n_p].reshape((width, n_p))
-        d_sign[:, count:] = 0
-        d_sig[:, count:] = 0
-        d_exp4[:, count:] = 4 * ZERO_LANE_EXP
+        # the data of the tile's pixels, a column each (contiguous rows: vectors, the
+        # first n_p words of rows _row_stride apart); the columns from the last pixel to
+        # n_p hold zeros (their products are 0, never read)
+        stride = _row_stride(n_p)
+        d_sign = sign_buf[:width * stride].reshape((width, stride))
+        d_sig = sig_buf[:width * stride].reshape((width, stride))
+        d_exp4 = exp_buf[:width * stride].reshape((width, stride))
+        d_sign[:, count:n_p] = 0
+        d_sig[:, count:n_p] = 0
+        d_exp4[:, count:n_p] = 4 * ZERO_LANE_EXP
         d_nan[count:n_p] = -1
         acc_e[k0:k1, :n_p] = 0  # the tile's columns only: many kernels' whole rows are megabytes
         acc_m[k0:k1, :n_p] = 0
@@ -179,8 +193,9 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                     nan_here = _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r,
                                           s, c0, c1, d_sign, d_sig, d_exp4, d_nan)
                     nan_here |= w_nan_any[r, s, g]
-                    fp16_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], w_rows[r, s, c0:c1],
-                                   w_exp4[r, s, c0:c1], scratch, block_exp4, high, low, kernels)
+                    fp16_padded_tile_dots(d_sign[:n_l], d_sig[:n_l], d_exp4[:n_l], n_p,
+                                          w_rows[r, s, c0:c1], w_exp4[r, s, c0:c1], scratch,
+                                          block_exp4, high, low, kernels)
                     if not nan_here and not nan_seen:
                         for k in range(k0, k1):  # no NaN anywhere: vectorised over pixels
                             for p in range(n_p):
@@ -453,11 +468,11 @@ def _tile_layout(n_k: int, width: int) -> tuple[list, list]:
     significands, four times the exponents, first NaNs), the kernels' block exponents
     and sum words, the accumulators (exponents, mantissas)."""
     per_kernel = (n_k, TILE)
+    rows = width * (TILE + VECTOR)  # padded row strides: _row_stride
     return (tile_scratch_layout(TILE),
-            [((width * TILE,), np.uint32), ((width * TILE,), np.uint32),
-             ((width * TILE,), np.int32), ((TILE,), np.int64), (per_kernel, np.int32),
-             (per_kernel, np.uint32), (per_kernel, np.uint32), (per_kernel, np.int64),
-             (per_kernel, np.int64)])
+            [((rows,), np.uint32), ((rows,), np.uint32), ((rows,), np.int32), ((TILE,), np.int64),
+             (per_kernel, np.int32), (per_kernel, np.uint32), (per_kernel, np.uint32),
+             (per_kernel, np.int64), (per_kernel, np.int64)])
 
 
 def _layout_bytes(layout: tuple[list, list]) -> int:

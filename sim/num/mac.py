@@ -520,8 +520,18 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     are all zero: a zero operand's lane is far below every block (its shifted product is 0)
     and never raises an exponent.
     """
+    fp16_padded_tile_dots(d_sign, d_sig, d_exp4, d_exp4.shape[1], w_rows, w_exp4, scratch,
+                          block_exp4, high, low, kernels)
+
+
+@njit(distinct_arrays=True)
+def fp16_padded_tile_dots(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, scratch, block_exp4, high,
+                          low, kernels):
+    """:func:`fp16_tile_dots` of the first ``n_p`` columns of the data rows, which may be
+    longer: a caller pads its rows' stride so that a column's words spread over the cache's
+    sets (rows 512 bytes apart share an eighth of them)."""
     prefer_wide_vectors()
-    lanes, n_p = d_exp4.shape
+    lanes = d_exp4.shape[0]
     k0, k1 = kernels
     zero = 4 * ZERO_LANE_EXP
     block_exp4[k0:k1, :n_p] = 0
@@ -557,15 +567,15 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     tables, tables16, tables8, signed, sums16, rows = scratch
     for i in range(0, n_live, GROUP):
         n_g = min(GROUP, n_live - i)
-        _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
-                    sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
+        _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8,
+                    signed, sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
                     low_exp[i:i + n_g], top)
 
 
 @njit(distinct_arrays=True)
-def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8, signed,
+def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8, signed,
                 sums16, rows, block_exp4, high, low, k0, k1, group, low_exp, top):
-    """:func:`fp16_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
+    """:func:`fp16_padded_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
     as the first with a zero weight) for kernels ``k0:k1``.
 
     One kernel (not inlined: its loops over pixels are written out in its body rather than
@@ -573,7 +583,6 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
     calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) int64
     holds a kernel's :func:`_rows_of` of the group's weights."""
     prefer_wide_vectors()
-    n_p = d_exp4.shape[1]
     zero = 4 * ZERO_LANE_EXP
     n_g = group.size
     j0 = group[0]
@@ -582,7 +591,7 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
     j3 = group[3] if n_g > 3 else j0
     for m in range(n_g):
         j = group[m]
-        booth_data_table_low(d_sign[j], d_sig[j], tables16[m], tables8[m])
+        booth_data_table_low(d_sign[j, :n_p], d_sig[j, :n_p], tables16[m], tables8[m])
         for p in range(n_p):
             signed[m, p] = np.int16(signed_value(d_sign[j, p], d_sig[j, p]))
     built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
@@ -659,8 +668,8 @@ def _tile_group(d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, tables16, tables8
         flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
                  | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
         if flags:
-            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables,
-                             built, signed, sums16, block_exp4, high, low)
+            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4,
+                             tables, built, signed, sums16, block_exp4, high, low)
             if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
@@ -681,8 +690,8 @@ def _rows_of(w_rows, j, k, real):
 
 
 @njit(distinct_arrays=True)
-def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tables, built,
-                     signed, sums, block_exp4, high, low):
+def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables,
+                     built, signed, sums, block_exp4, high, low):
     """Replace the shifted products :func:`_tile_group` added for kernel ``k`` of the
     group's lanes flagged in ``flags`` (a bit each) by the whole tree's
     (:func:`sim.num.booth.booth_lane_table` of their 32-bit tables, made on first need:
@@ -693,11 +702,11 @@ def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, w_rows, w_exp4, tab
             continue
         j = group[m]
         if not built[m]:
-            booth_data_table(d_sign[j], d_sig[j], tables[m])
+            booth_data_table(d_sign[j, :n_p], d_sig[j, :n_p], tables[m])
             built[m] = True
         r = _rows_of(w_rows, j, k, True)
         we = w_exp4[j, k]
-        for p in range(d_exp4.shape[1]):
+        for p in range(n_p):
             be = block_exp4[k, p]
             shift = sub32(be, add32(d_exp4[j, p], we))
             t = tables

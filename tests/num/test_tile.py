@@ -35,6 +35,7 @@ from sim.num.mac import (
     _fast_product,
     block_sum,
     fp16_mac_operands,
+    fp16_padded_tile_dots,
     fp16_tile_dots,
     fp16_weight_rows,
     tile_scratch,
@@ -264,3 +265,33 @@ def test_tiles_are_the_reference_kernels(kind, tile):
             exps, sums = block_dots(data, weights)
             np.testing.assert_array_equal(got_exp[k0:k1, :n_p] // 4, exps[k0:k1])
             np.testing.assert_array_equal(got_sum[k0:k1, :n_p], sums[k0:k1])
+
+
+@pytest.mark.parametrize("pad", [1, 16, 23])
+@pytest.mark.parametrize("tile", sorted(TILES))
+def test_padded_rows_are_the_packed_ones(tile, pad):
+    """fp16_padded_tile_dots of data rows ``pad`` words longer than the pixels (the tiles'
+    padded strides), the extra words garbage (Inf, the largest magnitudes, zeros), is
+    fp16_tile_dots of the packed rows: the same exponents and sums, and no word written past
+    the pixels (the sentinels there stay)."""
+    lanes, n_k, n_p, span = TILES[tile]
+    rng = np.random.default_rng(lanes * 7 + n_p + pad)
+    data = _every_shift(rng, lanes, n_p + pad)
+    data[:, n_p:] = rng.choice(np.array([0x7C00, 0xFBFF, 0x0000, 0x0001], np.uint16),
+                               (lanes, pad))
+    weights = _every_shift(rng, n_k, lanes)
+    w_rows, w_exp4 = fp16_weight_rows(np.ascontiguousarray(weights.T))
+    width = n_p + pad + 5
+    results = []
+    for padded in (False, True):
+        d_sign, d_sig, d_exp = fp16_mac_operands(data if padded else data[:, :n_p].copy())
+        block_exp4 = np.full((n_k, width), -1, np.int32)
+        high, low = np.full((n_k, width), 7, np.uint32), np.full((n_k, width), 7, np.uint32)
+        operands = (w_rows, w_exp4, tile_scratch(width), block_exp4, high, low, span)
+        if padded:
+            fp16_padded_tile_dots(d_sign, d_sig, 4 * d_exp, n_p, *operands)
+        else:
+            fp16_tile_dots(d_sign, d_sig, 4 * d_exp, *operands)
+        results.append((block_exp4, high, low))
+    for got, want in zip(*results, strict=True):
+        np.testing.assert_array_equal(got, want)
