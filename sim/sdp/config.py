@@ -203,10 +203,29 @@ _X_FIELDS = ("bypass", "alu_bypass", "alu_algo", "alu_src", "alu_operand", "alu_
 _X_KEYS = {p: tuple(f"{p}_{name}" for name in _X_FIELDS) for p in ("bs", "bn")}
 
 
+# A stage's record is a function of its fields alone, and most of them stay as they were from
+# one layer to the next (a bypassed stage, the LUT's settings): its fields' values -> record
+_STAGES: dict = {}
+
+
+def _remembered(kind, values: tuple, make):
+    """The record ``make(*values)`` of the stage ``kind`` (made once for the same values)."""
+    key = (kind, values)
+    stage = _STAGES.get(key)
+    if stage is None:
+        if len(_STAGES) >= MEMO_SIZE:
+            _STAGES.clear()
+        stage = _STAGES[key] = make(*values)
+    return stage
+
+
 def _x_stage(f: dict, p: str) -> XStage:
     """X1 (``p="bs"``) or X2 (``"bn"``) from the SDP block's fields ``f``."""
-    (bypass, alu_bypass, alu_algo, alu_src, alu_operand, alu_shift, mul_bypass, mul_src,
-     mul_operand, mul_prelu, mul_shift, relu_bypass) = [f[key] for key in _X_KEYS[p]]
+    return _remembered(XStage, tuple([f[key] for key in _X_KEYS[p]]), _make_x_stage)
+
+
+def _make_x_stage(bypass, alu_bypass, alu_algo, alu_src, alu_operand, alu_shift, mul_bypass,
+                  mul_src, mul_operand, mul_prelu, mul_shift, relu_bypass) -> XStage:
     return XStage(
         bypass=bool(bypass), alu_bypass=bool(alu_bypass), alu_algo=alu_algo,
         alu_src_mem=bool(alu_src), alu_operand=_sx(alu_operand, 16), alu_shift=alu_shift & 63,
@@ -216,7 +235,19 @@ def _x_stage(f: dict, p: str) -> XStage:
     )
 
 
+_Y_KEYS = ("ew_bypass", "ew_alu_bypass", "ew_alu_algo", "ew_alu_src", "ew_alu_operand",
+           "ew_alu_cvt_bypass", "ew_alu_cvt_offset", "ew_alu_cvt_scale", "ew_alu_cvt_truncate",
+           "ew_mul_bypass", "ew_mul_src", "ew_mul_operand", "ew_mul_prelu", "ew_mul_cvt_bypass",
+           "ew_mul_cvt_offset", "ew_mul_cvt_scale", "ew_mul_cvt_truncate", "ew_truncate",
+           "ew_lut_bypass")
+
+
 def _y_stage(f: dict) -> YStage:
+    return _remembered(YStage, tuple([f[key] for key in _Y_KEYS]), _make_y_stage)
+
+
+def _make_y_stage(*values) -> YStage:
+    f = dict(zip(_Y_KEYS, values, strict=True))
     return YStage(
         bypass=bool(f["ew_bypass"]),
         alu_bypass=bool(f["ew_alu_bypass"]),
@@ -246,7 +277,18 @@ _LUT_SLOPES = tuple((f"{table}_{side}_{what}", f"lut_{table}_slope_{side}_{what}
                     for what in ("scale", "shift"))
 
 
+_LUT_KEYS = ("lut_le_function", "lut_uflow_priority", "lut_oflow_priority",
+             "lut_hybrid_priority", "lut_le_index_offset", "lut_le_index_select",
+             "lut_lo_index_select", "lut_le_start", "lut_le_end", "lut_lo_start", "lut_lo_end",
+             *(key for _, key in _LUT_SLOPES))
+
+
 def _lut(f: dict) -> LutConfig:
+    return _remembered(LutConfig, tuple([f[key] for key in _LUT_KEYS]), _make_lut)
+
+
+def _make_lut(*values) -> LutConfig:
+    f = dict(zip(_LUT_KEYS, values, strict=True))
     return LutConfig(
         le_function_linear=bool(f["lut_le_function"]),
         uflow_priority_lo=bool(f["lut_uflow_priority"]),

@@ -86,9 +86,12 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
     else:
         out = np.empty(cube.shape, dtype)
 
+    suspects = []  # the blocks' elements for the rules, redone together once they are done
+
     def run(block: tuple[slice, slice]) -> np.ndarray:
         # the low 8 or 16 bits of the words: the element
-        return path.run_into(cube[:, block[0], block[1]], *block, out[:, block[0], block[1]])
+        return path.run_into(cube[:, block[0], block[1]], *block, out[:, block[0], block[1]],
+                             suspects)
 
     parallel = cube.size >= PARALLEL_MIN and jit.cores() > 1  # one core: fewer, larger blocks
     blocks = _blocks(n, cp, h * w, min(BLOCK, cube.size // SHARES) if parallel else BLOCK)
@@ -106,6 +109,8 @@ def run_pipeline(layer, data: np.ndarray, operands: dict, lut, from_memory: bool
         else:
             run_blocks(0, len(blocks))
         counts = np.sum(parts, axis=0)
+    if suspects:
+        counts = counts + path.redo_suspects(suspects)
     stats = {name: int(c) for name, c in zip(stages.COUNTERS, counts.tolist(), strict=True)}
     stats["unequal"] = bool(stats["unequal"])
     return out.reshape(n, cp, h, w), stats

@@ -66,13 +66,17 @@ class Datapath:
     # (alu, mul) of x_int_operands
     add_convert: AddConvert | None = None  # its adding-stage form (add_convert_plan)
 
-    def run_into(self, v: np.ndarray, channels: slice, pixels: slice, dest: np.ndarray
-                 ) -> np.ndarray:
+    def run_into(self, v: np.ndarray, channels: slice, pixels: slice, dest: np.ndarray,
+                 deferred: list | None = None) -> np.ndarray:
         """:meth:`run`, the output stored in ``dest`` (the block's place in the output cube,
-        whose dtype keeps the low bits); returns the counters."""
+        whose dtype keeps the low bits); returns the counters.
+
+        ``deferred``: a list that takes the block's suspects where the compiled float32
+        pass leaves some (:class:`Suspects`): their words, and the counters of those
+        words, are then :meth:`redo_suspects`'s, once for every block of the layer."""
         if self.add_convert is not None and self._add_converted(v, channels, pixels, dest):
             return np.zeros(len(COUNTERS), np.int64)  # integer output, nothing saturated
-        out, counts = self.run(v, channels, pixels)
+        out, counts = self.run(v, channels, pixels, deferred, dest)
         dest[...] = out
         return counts
 
@@ -89,8 +93,8 @@ class Datapath:
         return add_convert_block(v, bounds, addend, plan.bounds, plan.low, plan.offset,
                                  plan.scale, plan.shift, plan.code, dest)
 
-    def run(self, v: np.ndarray, channels: slice, pixels: slice
-            ) -> tuple[np.ndarray, np.ndarray]:
+    def run(self, v: np.ndarray, channels: slice, pixels: slice, deferred: list | None = None,
+            dest: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The output and counters (COUNTERS order) of ``v``, the block ``[:, channels,
         pixels]`` of the (N, Cp, H*W) cube, in the cube's dtype (fp16 input as uint16
         patterns).  The output is 16-bit words, or (the integer layer path) the signed
@@ -105,7 +109,9 @@ class Datapath:
             return self._operand(op, channels, pixels)
 
         if fast_fp.applies(layer, self.precision, self.out_precision):  # an fp16 output
-            return self._float32_pass(v, block_operand, counts)
+            return self._float32_pass(v, block_operand, counts,
+                                      None if deferred is None else (deferred, channels, pixels,
+                                                                     dest))
         if self.int_operands is not None:
             out, counts[0] = self._int_values(v, channels, pixels)
         else:
@@ -116,13 +122,21 @@ class Datapath:
         counts[4] = bool(layer.eql and np.any(out & 0xFFFF))
         return out, counts
 
-    def _float32_pass(self, v: np.ndarray, block_operand, counts: np.ndarray) -> tuple:
+    def _float32_pass(self, v: np.ndarray, block_operand, counts: np.ndarray,
+                      defer: tuple | None = None) -> tuple:
         """:meth:`run` of a block :mod:`sim.sdp.fast_fp` applies to: float32, then the rules
-        for what float32 may get wrong.  The compiled pass counts the words it keeps."""
+        for what float32 may get wrong.  The compiled pass counts the words it keeps.
+        ``defer``: (list, channels, pixels, dest), where the compiled pass's suspects go
+        (:meth:`run_into`)."""
         tally = None
         if fused_fp.worth_it(v):
             out, redo, tally = fused_fp.run_tallied(self, v, block_operand)
             redone = tally[0] > 0
+            if redone and defer is not None:
+                deferred, channels, pixels, dest = defer
+                deferred.append(Suspects(v, redo, channels, pixels, dest))
+                counts[:2] = tally[1:3]  # the kept words' counts; the rules' words' later
+                return out, counts
         else:
             out, redo = fast_fp.run(self, v, block_operand)
             redone = redo.any()
@@ -137,6 +151,30 @@ class Datapath:
         else:  # the kept words' counts, and the rules' words'
             counts[:2] = tally[1:3] + (_fp16_counts(out[redo]) if redone else 0)
         return out, counts
+
+    def redo_suspects(self, deferred: list) -> np.ndarray:
+        """The rules' words of every :class:`Suspects` of the layer's blocks stored in their
+        blocks' places, in one pass of the rules (a pass costs about the same for a few
+        elements as for one: most of it is per call); returns their counters."""
+        counts = np.zeros(len(COUNTERS), np.int64)
+        v = np.concatenate([s.v[s.redo] for s in deferred]).astype(np.int64)
+
+        def operand(op):
+            if not op.ndim:
+                return op
+            return np.concatenate([
+                np.broadcast_to(self._operand(op, s.channels, s.pixels), s.v.shape)[s.redo]
+                for s in deferred])
+
+        # the words as the block's output holds them (uint16), as the counters see them
+        words = self._values(v, operand, counts)[0].astype(np.uint16)
+        start = 0
+        for s in deferred:
+            stop = start + s.count
+            s.dest[s.redo] = words[start:stop]
+            start = stop
+        counts[:2] += _fp16_counts(words)
+        return counts
 
     def _values(self, v: np.ndarray, operand, counts: np.ndarray) -> tuple:
         """(output words, saturation flags) of the elements ``v`` by NVDLA's rules.
@@ -228,6 +266,18 @@ class Datapath:
                         np.count_nonzero(~flow), np.count_nonzero(le_hit),
                         np.count_nonzero(lo_hit)]
         return y_inp_stage(v, fraction, y0, y1, scale, shift, offset, bias, flow, self.precision)
+
+
+class Suspects:
+    """A block's elements the compiled float32 pass could not vouch for, left for
+    :meth:`Datapath.redo_suspects`: the block's input ``v``, the mask ``redo``, the block's
+    place (``channels``, ``pixels``) and ``dest``, its part of the output cube."""
+
+    __slots__ = ("v", "redo", "channels", "pixels", "dest", "count")
+
+    def __init__(self, v, redo, channels, pixels, dest):
+        self.v, self.redo, self.channels, self.pixels, self.dest = v, redo, channels, pixels, dest
+        self.count = int(np.count_nonzero(redo))
 
 
 def _fp16_counts(words: np.ndarray) -> np.ndarray:

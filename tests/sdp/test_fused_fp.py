@@ -375,3 +375,47 @@ def test_fp32_add_gives_the_rules_sum_bit_for_bit():
     _sums(a, b, out)
     np.testing.assert_array_equal(out[:, 0], out[:, 1])
     assert np.mean(np.isin(a & 0x7F800000, [0, 0x7F800000])) < 0.3  # mostly ordinary sums
+
+
+@pytest.mark.parametrize("cp, hw, block", [(8, 2048, 4096), (2, 10000, 5000)])
+def test_suspects_redone_once_a_layer_as_block_by_block(cp, hw, block, monkeypatch):
+    """run_pipeline leaves the compiled pass's suspects of every block to one pass of the
+    rules (Datapath.redo_suspects): the output and counters of each block run on its own
+    (run_into, the rules per block), on blocks of whole channels and of parts of one."""
+    rng = np.random.default_rng(SEED + cp)
+    layer, lut = _template()
+    x = dict(bypass=False, alu_bypass=False, alu_algo=int(AluAlgo.SUM), mul_bypass=False,
+             mul_prelu=False, relu_bypass=False)
+    layer = dataclasses.replace(layer, x1=dataclasses.replace(layer.x1, **x),
+                                x2=dataclasses.replace(layer.x2, **dict(x, alu_algo=0)),
+                                y=dataclasses.replace(layer.y, bypass=True))
+    streams = {"x1": ((crowded_fp16(rng, cp * hw), stages.OP_ELEMENT),
+                      (crowded_fp16(rng, cp), stages.OP_CHANNEL)),
+               "x2": ((crowded_fp16(rng, 1), stages.OP_REGISTER),
+                      (crowded_fp16(rng, cp * hw), stages.OP_ELEMENT)),
+               "y": ((np.zeros(1, np.int64), 0), (np.zeros(1, np.int64), 0))}
+    fused_fp.run(pipeline.datapath(layer, streams, lut, True, cp, 1, hw),
+                 np.zeros((1, 1, 1), np.uint16), lambda op: op)  # numba loaded: worth_it
+    monkeypatch.setattr(pipeline, "BLOCK", block)
+    monkeypatch.setattr(pipeline, "PARALLEL_MIN", 1 << 40)  # the blocks in this thread
+    passes = []
+    real = stages.Datapath.redo_suspects
+
+    def redo_suspects(self, deferred):
+        passes.append(len(deferred))
+        return real(self, deferred)
+
+    monkeypatch.setattr(stages.Datapath, "redo_suspects", redo_suspects)
+    for fp16_in in (True, False):
+        v = _cube(rng, fp16_in, (1, cp, hw))
+        path = pipeline.datapath(layer, streams, lut, fp16_in, cp, 1, hw)
+        want, want_counts = np.empty(v.shape, np.uint16), np.zeros(len(stages.COUNTERS))
+        for channels, pixels in pipeline._blocks(1, cp, hw, block):
+            want_counts += path.run_into(v[:, channels, pixels], channels, pixels,
+                                         want[:, channels, pixels])
+        passes.clear()
+        got, stats = pipeline.run_pipeline(layer, v.reshape(1, cp, 1, hw), streams, lut,
+                                           from_memory=fp16_in)
+        assert passes == [len(pipeline._blocks(1, cp, hw, block))], fp16_in
+        np.testing.assert_array_equal(got.reshape(v.shape), want, err_msg=str(fp16_in))
+        assert [stats[name] for name in stages.COUNTERS[:4]] == want_counts[:4].tolist()
