@@ -187,8 +187,8 @@ class _Uncollected:
         cls = self.cls
         with _COLLECTING:
             if isinstance(cls.__dict__.get(self.name), _Uncollected):
-                for name in _COLLECTED:
-                    delattr(cls, name)
+                # the descriptors stay until the dataclass replaces them (it reads only the
+                # bases' fields): a thread asking meanwhile waits here, never finds none
                 for name, field in self.declared.items():  # as the class was defined
                     setattr(cls, name, field)
                 _collect(cls)

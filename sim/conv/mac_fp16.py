@@ -468,7 +468,7 @@ def _tile_layout(n_k: int, width: int) -> tuple[list, list]:
     significands, four times the exponents, first NaNs), the kernels' block exponents
     and sum words, the accumulators (exponents, mantissas)."""
     per_kernel = (n_k, TILE)
-    rows = width * (TILE + VECTOR)  # padded row strides: _row_stride
+    rows = width * _row_stride.py_func(TILE)  # the widest tile's rows, padded
     return (tile_scratch_layout(TILE),
             [((rows,), np.uint32), ((rows,), np.uint32), ((rows,), np.int32), ((TILE,), np.int64),
              (per_kernel, np.int32), (per_kernel, np.uint32), (per_kernel, np.uint32),

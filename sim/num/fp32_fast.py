@@ -27,6 +27,8 @@ SIGN32 = 0x80000000
 MAGNITUDE32 = 0x7FFFFFFF
 INF32 = 0x7F800000
 INF16 = 0x7C00
+MAGNITUDE16 = 0x7FFF
+SATURATED16 = INF16 - 1  # the largest finite fp16
 FP16_TINY = np.float32(2.0 ** -24)  # the fp16 denormal step
 HALF = np.float32(0.5)
 

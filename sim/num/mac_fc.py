@@ -48,6 +48,9 @@ LOW_SHIFT, NEAR_SHIFT = 8, 16
 CHUNK = 2048
 #: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
 MID_VECTOR = 32
+#: The most lanes a block may have: the block sums add the low halves of ``P >> s`` (at most
+#: 0xFFFF each) in 32-bit words (:func:`_block_sums`).  MAC atomic C is 64 at most.
+MAX_BLOCK_LANES = 2**15 - 1
 
 
 @njit
@@ -91,6 +94,8 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     to ``sums`` (int64).
     Returns whether a weight is a NaN (the block sums then mean nothing: the caller
     decides the NaN blocks)."""
+    if block > MAX_BLOCK_LANES:
+        raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
     n = w_bits.size
     nan = False
     if positions == 1:
@@ -247,7 +252,7 @@ def _low_carries(sign, w_low, d_low, m0, lanes, mask, p_low, carry):
 def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
     """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
     lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
-    (``& 0xFFFF``, less the carries): each sum is exact for blocks of fewer than 2**15
+    (``& 0xFFFF``, less the carries): each sum is exact for blocks of up to ``MAX_BLOCK_LANES``
     lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
     if positions == 1:

@@ -139,12 +139,8 @@ def _fp32_words(cube: np.ndarray, cp: int) -> np.ndarray:
     n, c, h, w = cube.shape
     if c == cp and cube.dtype == np.uint32:
         return cube
-    if cube.dtype == np.int32:
-        words = cube.view(np.uint32)
-    else:
-        words = cube.astype(np.int64) & 0xFFFFFFFF
     full = np.zeros((n, cp, h, w), dtype=np.uint32)
-    full[:, :c] = words
+    full[:, :c] = cube  # an integer cast keeps the low 32 bits
     return full
 
 

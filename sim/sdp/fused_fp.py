@@ -24,6 +24,7 @@ import numpy as np
 
 from ..jit import njit, numba_loaded, prefer_wide_vectors
 from ..num import fp32_fast
+from ..num.fp32_fast import INF16, MAGNITUDE16, SATURATED16
 from ..regs.enums import AluAlgo
 from . import fast_fp
 
@@ -31,7 +32,6 @@ MIN_ELEMENTS = 4096  # smaller blocks take numpy: the per-call set-up would domi
 PIECE = 1024  # elements of a row the kernel carries through all steps at once
 OPERAND_SLOTS = 6  # (alu, mul) of X1, X2 and Y: the kernel always takes this many
 SIGN = 0x80000000
-MAGNITUDE16, SATURATED16, INF16 = 0x7FFF, 0x7BFF, 0x7C00  # fp16: |x|, the largest finite, Inf
 #: what :func:`run_tallied` counts: suspects, then among the other words the saturated
 #: (the largest finite magnitude) and the NaNs, the SDP's counters without a pass of numpy
 TALLIES = 3

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import sys
+import threading
 from dataclasses import field
 
 import pytest
@@ -222,3 +224,40 @@ def test_the_records_texts_are_what_the_dataclass_would_write(module):
     assert made
     for cls in made:
         assert cls.__doc__ == cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+
+
+def test_fields_asked_for_by_many_threads_at_once():
+    """Threads asking for a deferred record's fields while one has them collected all get
+    them (none finds the class without its fields in the meantime)."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often: the window, if any, shows
+    try:
+        failures = [_fields_race(trial) for trial in range(60)]
+    finally:
+        sys.setswitchinterval(switch)
+    assert not any(failures)
+
+
+def _fields_race(trial: int, threads: int = 6) -> bool:
+    """Whether some thread failed to get the fields of a fresh record of 30 plain fields."""
+    space: dict = {}
+    exec("from __future__ import annotations\nclass Race:\n"
+         + "".join(f"    f{i}: int = {i + trial}\n" for i in range(30)), space)
+    cls = record(space["Race"])
+    start, errors = threading.Barrier(threads), []
+
+    def ask() -> None:
+        start.wait()
+        for _ in range(20):
+            try:
+                assert len(dataclasses.fields(cls)) == 30
+            except (TypeError, AssertionError) as exc:
+                errors.append(exc)
+                return
+
+    workers = [threading.Thread(target=ask) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return bool(errors)

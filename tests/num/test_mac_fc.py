@@ -21,7 +21,7 @@ from sim.num.mac import (
     fp16_mac_operands,
     signed_product,
 )
-from sim.num.mac_fc import fc_data, fc_scratch, fp16_fc_blocks
+from sim.num.mac_fc import MAX_BLOCK_LANES, fc_data, fc_scratch, fp16_fc_blocks
 from sim.num.word32 import word32
 
 COMPENSATION = 0x55550000
@@ -183,3 +183,12 @@ def test_fc_blocks_are_the_definition(d_kind, w_kind, channels, positions, block
     assert not nans.any()
     w[-1, rng.integers(0, lanes)] = 0xFE01
     assert _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)[2][-1]
+
+
+def test_blocks_beyond_the_32_bit_sums_are_refused():
+    """A block of more lanes than the 32-bit block sums hold exactly raises, never wraps."""
+    lanes = MAX_BLOCK_LANES + 1
+    x = np.full(lanes, 0x3C00, np.uint16)  # 1.0: every lane live
+    sign, sig, exp = fp16_mac_operands(x)
+    with pytest.raises(ValueError, match="MAX_BLOCK_LANES"):
+        _fc_blocks(fc_data(sign, sig, 4 * exp), x[None, :], lanes, 1, 1)

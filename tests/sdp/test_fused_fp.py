@@ -76,10 +76,9 @@ def assert_same_pass(path, v: np.ndarray, channels=slice(None), pixels=slice(Non
     np.testing.assert_array_equal(got_h[keep], want_h[keep], err_msg=f"words: {label}")
     # the counts the datapath takes from the kernel: suspects, and of the kept words the
     # saturated and the NaNs
-    kept = want_h[keep] & 0x7FFF
     tally = fused_fp.run_tallied(path, block, operand)[2]
-    assert tally.tolist() == [np.count_nonzero(want_suspect), np.count_nonzero(kept == 0x7BFF),
-                              np.count_nonzero(kept > 0x7C00)], f"tally: {label}"
+    assert tally.tolist() == [np.count_nonzero(want_suspect),
+                              *stages._fp16_counts(want_h[keep]).tolist()], f"tally: {label}"
     return want_suspect
 
 
