@@ -245,22 +245,31 @@ def test_boundary_layers(name):
         assert_same_pass(path, v, label=name)
 
 
-def test_blocks_as_the_pipeline_cuts_them():
-    """Blocks of channels, parts of a channel, images side by side (a strided block),
-    rows longer than the kernel's piece, fp16 words in a wider dtype, read-only input."""
-    rng = np.random.default_rng(SEED)
-    cp, h, w = 3, 30, 50  # 1500 pixels: a row crosses PIECE
+def _sum_and_max_layer(rng, elements: int, cp: int = 3):
+    """(layer, lut, streams) of an fp16 layer whose X1 adds a per-element operand and
+    multiplies by a per-channel one, X2 takes the max with a register operand and
+    multiplies by a per-element one, Y off: every kind of operand, ``elements`` of a
+    per-element one, ``cp`` channels."""
     layer, lut = _template()
     x = dict(bypass=False, alu_bypass=False, alu_algo=int(AluAlgo.SUM), mul_bypass=False,
              mul_prelu=False, relu_bypass=False)
     layer = dataclasses.replace(layer, x1=dataclasses.replace(layer.x1, **x),
                                 x2=dataclasses.replace(layer.x2, **dict(x, alu_algo=0)),
                                 y=dataclasses.replace(layer.y, bypass=True))
-    streams = {"x1": ((crowded_fp16(rng, cp * h * w), stages.OP_ELEMENT),
+    streams = {"x1": ((crowded_fp16(rng, elements), stages.OP_ELEMENT),
                       (crowded_fp16(rng, cp), stages.OP_CHANNEL)),
                "x2": ((crowded_fp16(rng, 1), stages.OP_REGISTER),
-                      (crowded_fp16(rng, cp * h * w), stages.OP_ELEMENT)),
+                      (crowded_fp16(rng, elements), stages.OP_ELEMENT)),
                "y": ((np.zeros(1, np.int64), 0), (np.zeros(1, np.int64), 0))}
+    return layer, lut, streams
+
+
+def test_blocks_as_the_pipeline_cuts_them():
+    """Blocks of channels, parts of a channel, images side by side (a strided block),
+    rows longer than the kernel's piece, fp16 words in a wider dtype, read-only input."""
+    rng = np.random.default_rng(SEED)
+    cp, h, w = 3, 30, 50  # 1500 pixels: a row crosses PIECE
+    layer, lut, streams = _sum_and_max_layer(rng, cp * h * w)
     read_only = crowded_fp16(rng, (2, cp, h * w))
     read_only.flags.writeable = False
     for fp16_in in (True, False):
@@ -382,17 +391,7 @@ def test_suspects_redone_once_a_layer_as_block_by_block(cp, hw, block, monkeypat
     rules (Datapath.redo_suspects): the output and counters of each block run on its own
     (run_into, the rules per block), on blocks of whole channels and of parts of one."""
     rng = np.random.default_rng(SEED + cp)
-    layer, lut = _template()
-    x = dict(bypass=False, alu_bypass=False, alu_algo=int(AluAlgo.SUM), mul_bypass=False,
-             mul_prelu=False, relu_bypass=False)
-    layer = dataclasses.replace(layer, x1=dataclasses.replace(layer.x1, **x),
-                                x2=dataclasses.replace(layer.x2, **dict(x, alu_algo=0)),
-                                y=dataclasses.replace(layer.y, bypass=True))
-    streams = {"x1": ((crowded_fp16(rng, cp * hw), stages.OP_ELEMENT),
-                      (crowded_fp16(rng, cp), stages.OP_CHANNEL)),
-               "x2": ((crowded_fp16(rng, 1), stages.OP_REGISTER),
-                      (crowded_fp16(rng, cp * hw), stages.OP_ELEMENT)),
-               "y": ((np.zeros(1, np.int64), 0), (np.zeros(1, np.int64), 0))}
+    layer, lut, streams = _sum_and_max_layer(rng, cp * hw, cp)
     fused_fp.run(pipeline.datapath(layer, streams, lut, True, cp, 1, hw),
                  np.zeros((1, 1, 1), np.uint16), lambda op: op)  # numba loaded: worth_it
     monkeypatch.setattr(pipeline, "BLOCK", block)
