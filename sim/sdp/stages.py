@@ -142,8 +142,7 @@ class Datapath:
             redone = redo.any()
         if redone:
             def redo_operand(op):
-                op = block_operand(op)
-                return np.broadcast_to(op, v.shape)[redo] if op.ndim else op
+                return _at_suspects(block_operand(op), v.shape, redo)
 
             out[redo] = self._values(v[redo].astype(np.int64), redo_operand, counts)[0]
         if tally is None:
@@ -162,9 +161,8 @@ class Datapath:
         def operand(op):
             if not op.ndim:
                 return op
-            return np.concatenate([
-                np.broadcast_to(self._operand(op, s.channels, s.pixels), s.v.shape)[s.redo]
-                for s in deferred])
+            return np.concatenate([_at_suspects(self._operand(op, s.channels, s.pixels),
+                                                s.v.shape, s.redo) for s in deferred])
 
         # the words as the block's output holds them (uint16), as the counters see them
         words = self._values(v, operand, counts)[0].astype(np.uint16)
@@ -278,6 +276,12 @@ class Suspects:
     def __init__(self, v, redo, channels, pixels, dest):
         self.v, self.redo, self.channels, self.pixels, self.dest = v, redo, channels, pixels, dest
         self.count = int(np.count_nonzero(redo))
+
+
+def _at_suspects(op: np.ndarray, shape: tuple, redo: np.ndarray) -> np.ndarray:
+    """A block's operand at its suspects (``redo``): an array (per element or channel)
+    spread over the block's ``shape`` and picked out; a register's value as it is."""
+    return np.broadcast_to(op, shape)[redo] if op.ndim else op
 
 
 def _fp16_counts(words: np.ndarray) -> np.ndarray:
