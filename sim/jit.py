@@ -76,13 +76,43 @@ def _import_numba():
 
 
 def _load_target() -> None:
-    """Import numba and load its CPU target's implementations, once: the slow part of
-    bringing numba in (about 0.3 s), which touches none of the simulator's state."""
+    """Import numba and ready its CPU target to run kernels from the cache, once: the slow
+    part of bringing numba in (about 0.3 s), which touches none of the simulator's state.
+
+    What numba needs to compile a kernel, not to load one, waits for the first kernel
+    that misses the cache (:func:`_ready_to_compile`).
+    """
     global _target_ready
     with _target_lock:
         if not _target_ready:
             with _unused_packages_hidden():
                 import numba  # noqa: F401
+                from numba.core.registry import cpu_target
+                from numba.core.runtime import rtsys
+
+                # numba's runtime (reference counts, array allocation), which cached
+                # kernels call; numba's own cache loads have the whole target loaded
+                # instead (_ready_to_compile)
+                rtsys.initialize(cpu_target.target_context)
+            _target_ready = True
+
+
+_compiler_lock = threading.Lock()  # _ready_to_compile's
+_compiler_ready = False  # the CPU target's implementations loaded
+
+
+def _ready_to_compile() -> None:
+    """Load the CPU target's implementations of Python and numpy, once: what numba needs to
+    compile a kernel (about 0.2 s of imports), not to load a compiled one from the cache.
+
+    numba loads them at its first compilation and at every load from the cache; a run whose
+    kernels are all in the cache never needs them, so cached kernels load without
+    (:func:`_loads_without_compiler`) and this runs before a kernel compiles.
+    """
+    global _compiler_ready
+    with _compiler_lock:
+        if not _compiler_ready:
+            with _unused_packages_hidden():
                 from numba.core import entrypoints
                 from numba.core.registry import cpu_target
 
@@ -92,7 +122,7 @@ def _load_target() -> None:
                 # the CPU target loads its implementations now, while the packages are
                 # hidden
                 cpu_target.target_context.refresh()
-            _target_ready = True
+            _compiler_ready = True
 
 
 def prepare_numba_in_background() -> None:
@@ -397,6 +427,8 @@ def _dispatcher(numba, func, options: dict):
     dispatcher = numba.njit(**options)(func)
     if caching:
         _cache_opened_at_first_compile(dispatcher)
+    else:
+        _ready_to_compile()  # nothing to load: its first call compiles
     return dispatcher
 
 
@@ -417,10 +449,29 @@ def _cache_opened_at_first_compile(dispatcher) -> None:
         with global_compiler_lock:  # the lock compile takes: one thread opens the cache
             if dispatcher.__dict__.get("compile") is compile:
                 dispatcher.enable_caching()
+                _loads_without_compiler(dispatcher._cache)
                 del dispatcher.compile
         return class_compile(sig)
 
     dispatcher.compile = compile
+
+
+def _loads_without_compiler(cache) -> None:
+    """Let the dispatcher's on-disk ``cache`` load a kernel without the CPU target's
+    implementations, which numba's own load brings in first (about 0.2 s at a process's
+    first load): a compiled kernel is machine code that calls only numba's runtime, which
+    :func:`_load_target` made ready.  A kernel not in the cache is compiled: they are
+    loaded first (:func:`_ready_to_compile`)."""
+
+    def load_overload(sig, target_context):
+        compiled = None
+        with cache._guard_against_spurious_io_errors():  # numba's own, for Windows
+            compiled = cache._load_overload(sig, target_context)
+        if compiled is None:
+            _ready_to_compile()
+        return compiled
+
+    cache.load_overload = load_overload
 
 
 def _numba_options(options: dict) -> dict:

@@ -231,3 +231,28 @@ def test_a_kernel_opens_its_cache_at_its_first_compilation():
     assert "compile" not in kernel.__dict__  # the class's compile from now on
     assert kernel(1.5) == 3.0
     assert "compile" not in jit.njit(cache=False)(_doubled).__dict__  # no cache to open
+
+
+def test_cached_kernels_load_without_what_compiling_needs(tmp_path):
+    """A kernel in the cache loads without the CPU target's implementations (0.2 s of
+    imports, which numba's own loads bring in); a kernel that misses the cache still
+    compiles, after they are loaded (with scipy still hidden)."""
+    (tmp_path / "doubling.py").write_text(
+        "from sim.jit import njit\n\n\n@njit\ndef double(x):\n    return 2 * x\n")
+    probe = """
+import sys
+from sim import jit
+from doubling import double
+assert double(21) == 42
+if sys.argv[1] == "fresh":
+    assert jit._compiler_ready               # compiled: the implementations were loaded
+else:
+    assert not jit._compiler_ready, "loaded the implementations for a cached kernel"
+    assert double(1.5) == 3.0                # not in the cache: compiled
+    assert jit._compiler_ready and "scipy" not in sys.modules
+"""
+    project = str(jit.Path(jit.__file__).parents[1])
+    env = {**jit.os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": jit.os.pathsep.join([str(tmp_path), project])}
+    for run in ("fresh", "cached"):
+        subprocess.run([sys.executable, "-c", probe, run], check=True, env=env)
