@@ -177,13 +177,15 @@ HIDDEN_FROM_NUMBA = ("scipy", "cffi")
 
 @contextmanager
 def _unused_packages_hidden():
-    """scipy and cffi, unless loaded already, cannot be imported inside this block.
+    """scipy and cffi, unless loaded already, cannot be imported inside this block (by any
+    thread: the simulator imports neither).
 
     When numba's CPU target first loads its implementations, it imports scipy's BLAS
     bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels
     (with scipy's own imports 0.1-0.2 s of every process that runs a kernel), and cffi,
-    to call cffi functions from kernels (about 35 ms).  The simulator's kernels use
-    neither, so numba is left believing they are not installed.
+    to call cffi functions from kernels (about 35 ms); so does loading a cached kernel
+    whose pickled state names numba's numpy implementations (``np.sum``).  The
+    simulator's kernels use neither, so numba is left believing they are not installed.
     """
     hidden = [name for name in HIDDEN_FROM_NUMBA if name not in sys.modules]
     for name in hidden:
@@ -460,12 +462,14 @@ def _loads_without_compiler(cache) -> None:
     """Let the dispatcher's on-disk ``cache`` load a kernel without the CPU target's
     implementations, which numba's own load brings in first (about 0.2 s at a process's
     first load): a compiled kernel is machine code that calls only numba's runtime, which
-    :func:`_load_target` made ready.  A kernel not in the cache is compiled: they are
-    loaded first (:func:`_ready_to_compile`)."""
+    :func:`_load_target` made ready, and the few numba modules its pickled state names
+    (imported by the load, scipy hidden).  A kernel not in the cache is compiled: the
+    implementations are loaded first (:func:`_ready_to_compile`)."""
 
     def load_overload(sig, target_context):
         compiled = None
-        with cache._guard_against_spurious_io_errors():  # numba's own, for Windows
+        # numba's own guard (Windows' sharing errors)
+        with cache._guard_against_spurious_io_errors(), _unused_packages_hidden():
             compiled = cache._load_overload(sig, target_context)
         if compiled is None:
             _ready_to_compile()

@@ -235,19 +235,26 @@ def test_a_kernel_opens_its_cache_at_its_first_compilation():
 
 def test_cached_kernels_load_without_what_compiling_needs(tmp_path):
     """A kernel in the cache loads without the CPU target's implementations (0.2 s of
-    imports, which numba's own loads bring in); a kernel that misses the cache still
-    compiles, after they are loaded (with scipy still hidden)."""
-    (tmp_path / "doubling.py").write_text(
-        "from sim.jit import njit\n\n\n@njit\ndef double(x):\n    return 2 * x\n")
+    imports, which numba's own loads bring in) and without scipy, which the numba modules
+    its pickled state names would import; a kernel that misses the cache still compiles,
+    after the implementations are loaded (with scipy still hidden)."""
+    (tmp_path / "kernels.py").write_text(
+        "import numpy as np\n\nfrom sim.jit import njit\n\n\n"
+        "@njit\ndef double(x):\n    return 2 * x\n\n\n"
+        "@njit\ndef total(x):\n    return np.sum(x)\n")
     probe = """
 import sys
+import numpy as np
 from sim import jit
-from doubling import double
-assert double(21) == 42
+from kernels import double, total
+assert total(np.arange(4.0)) == 6.0
 if sys.argv[1] == "fresh":
     assert jit._compiler_ready               # compiled: the implementations were loaded
+    assert double(21) == 42
 else:
     assert not jit._compiler_ready, "loaded the implementations for a cached kernel"
+    assert "numba.np.linalg" in sys.modules  # what loading np.sum's kernel imports...
+    assert "scipy" not in sys.modules        # ...without scipy's BLAS
     assert double(1.5) == 3.0                # not in the cache: compiled
     assert jit._compiler_ready and "scipy" not in sys.modules
 """
