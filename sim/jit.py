@@ -77,7 +77,7 @@ def _import_numba():
 
 def _load_target() -> None:
     """Import numba and ready its CPU target to run kernels from the cache, once: the slow
-    part of bringing numba in (about 0.3 s), which touches none of the simulator's state.
+    part of bringing numba in (about 0.25 s), which touches none of the simulator's state.
 
     What numba needs to compile a kernel, not to load one, waits for the first kernel
     that misses the cache (:func:`_ready_to_compile`).
@@ -85,7 +85,9 @@ def _load_target() -> None:
     global _target_ready
     with _target_lock:
         if not _target_ready:
-            with _unused_packages_hidden():
+            # numba's settings file, read with yaml (20-40 ms of imports) when present
+            unused = () if os.path.exists(".numba_config.yaml") else ("yaml",)
+            with _unused_packages_hidden(HIDDEN_FROM_NUMBA + unused):
                 import numba  # noqa: F401
                 from numba.core.registry import cpu_target
                 from numba.core.runtime import rtsys
@@ -176,9 +178,9 @@ HIDDEN_FROM_NUMBA = ("scipy", "cffi")
 
 
 @contextmanager
-def _unused_packages_hidden():
-    """scipy and cffi, unless loaded already, cannot be imported inside this block (by any
-    thread: the simulator imports neither).
+def _unused_packages_hidden(names=HIDDEN_FROM_NUMBA):
+    """scipy and cffi (``names``), unless loaded already, cannot be imported inside this
+    block (by any thread: the simulator imports neither).
 
     When numba's CPU target first loads its implementations, it imports scipy's BLAS
     bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels
@@ -187,7 +189,7 @@ def _unused_packages_hidden():
     whose pickled state names numba's numpy implementations (``np.sum``).  The
     simulator's kernels use neither, so numba is left believing they are not installed.
     """
-    hidden = [name for name in HIDDEN_FROM_NUMBA if name not in sys.modules]
+    hidden = [name for name in names if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # an import of it or of any submodule fails at once
     try:

@@ -1,5 +1,6 @@
 """The numba cache folder follows the package sources; numba arrives only when a kernel runs."""
 
+import importlib.util
 import subprocess
 import sys
 
@@ -172,22 +173,30 @@ def test_distinct_arrays_marks_the_array_data_noalias(distinct, marked):
     assert (_array_args_marked_noalias(kernel) >= 3) is marked
 
 
-def test_numba_arrives_without_scipy_and_leaves_it_importable():
-    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) and cffi when it loads; the
-    kernels need neither, so it loads with them hidden, and they import as usual
-    afterwards."""
+def test_numba_arrives_without_scipy_and_leaves_it_importable(tmp_path):
+    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) and cffi when it loads, and
+    yaml to read a settings file; the kernels need none, so numba loads with them hidden
+    (yaml only when there is no such file), and they import as usual afterwards."""
     probe = """
 import importlib.util, sys
 from sim.num.fpcore import fp_add
 assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # numba arrives
 assert "scipy" not in sys.modules, "numba imported scipy"
 assert "cffi" not in sys.modules, "numba imported cffi"
-if importlib.util.find_spec("scipy") is not None:
-    import scipy.linalg                                 # not left hidden
-if importlib.util.find_spec("cffi") is not None:
-    import cffi                                         # not left hidden
+import numba
+settings = sys.argv[1] == "settings"
+assert ("yaml" in sys.modules) is settings and numba.config.DEVELOPER_MODE == settings
+for name in ("scipy.linalg", "cffi", "yaml"):
+    if importlib.util.find_spec(name.split(".")[0]) is not None:
+        importlib.import_module(name)                   # not left hidden
 """
-    subprocess.run([sys.executable, "-c", probe], check=True)
+    project = str(jit.Path(jit.__file__).parents[1])
+    env = {**jit.os.environ, "PYTHONPATH": project}
+    subprocess.run([sys.executable, "-c", probe, "none"], check=True, env=env, cwd=tmp_path)
+    if importlib.util.find_spec("yaml") is not None:  # numba reads its file with yaml
+        (tmp_path / ".numba_config.yaml").write_text("developer_mode: 1\n")
+        subprocess.run([sys.executable, "-c", probe, "settings"], check=True, env=env,
+                       cwd=tmp_path)
 
 
 def test_numba_prepared_in_the_background_serves_the_first_kernel():
