@@ -76,13 +76,45 @@ def _import_numba():
 
 
 def _load_target() -> None:
-    """Import numba and load its CPU target's implementations, once: the slow part of
-    bringing numba in (about 0.3 s), which touches none of the simulator's state."""
+    """Import numba and ready its CPU target to run kernels from the cache, once: the slow
+    part of bringing numba in (about 0.25 s), which touches none of the simulator's state.
+
+    What numba needs to compile a kernel, not to load one, waits for the first kernel
+    that misses the cache (:func:`_ready_to_compile`).
+    """
     global _target_ready
     with _target_lock:
         if not _target_ready:
-            with _unused_packages_hidden():
+            # numba's settings file, read with yaml (20-40 ms of imports) when present
+            unused = () if os.path.exists(".numba_config.yaml") else ("yaml",)
+            with _unused_packages_hidden(HIDDEN_FROM_NUMBA + unused):
                 import numba  # noqa: F401
+                from numba.core.registry import cpu_target
+                from numba.core.runtime import rtsys
+
+                # numba's runtime (reference counts, array allocation), which cached
+                # kernels call; numba's own cache loads have the whole target loaded
+                # instead (_ready_to_compile)
+                rtsys.initialize(cpu_target.target_context)
+            _target_ready = True
+
+
+_compiler_lock = threading.Lock()  # _ready_to_compile's
+_compiler_ready = False  # the CPU target's implementations loaded
+
+
+def _ready_to_compile() -> None:
+    """Load the CPU target's implementations of Python and numpy, once: what numba needs to
+    compile a kernel (about 0.2 s of imports), not to load a compiled one from the cache.
+
+    numba loads them at its first compilation and at every load from the cache; a run whose
+    kernels are all in the cache never needs them, so cached kernels load without
+    (:func:`_loads_without_compiler`) and this runs before a kernel compiles.
+    """
+    global _compiler_ready
+    with _compiler_lock:
+        if not _compiler_ready:
+            with _unused_packages_hidden():
                 from numba.core import entrypoints
                 from numba.core.registry import cpu_target
 
@@ -92,7 +124,7 @@ def _load_target() -> None:
                 # the CPU target loads its implementations now, while the packages are
                 # hidden
                 cpu_target.target_context.refresh()
-            _target_ready = True
+            _compiler_ready = True
 
 
 def prepare_numba_in_background() -> None:
@@ -146,16 +178,18 @@ HIDDEN_FROM_NUMBA = ("scipy", "cffi")
 
 
 @contextmanager
-def _unused_packages_hidden():
-    """scipy and cffi, unless loaded already, cannot be imported inside this block.
+def _unused_packages_hidden(names=HIDDEN_FROM_NUMBA):
+    """scipy and cffi (``names``), unless loaded already, cannot be imported inside this
+    block (by any thread: the simulator imports neither).
 
     When numba's CPU target first loads its implementations, it imports scipy's BLAS
     bindings if scipy is installed, to offer ``np.dot`` and ``np.linalg`` in kernels
     (with scipy's own imports 0.1-0.2 s of every process that runs a kernel), and cffi,
-    to call cffi functions from kernels (about 35 ms).  The simulator's kernels use
-    neither, so numba is left believing they are not installed.
+    to call cffi functions from kernels (about 35 ms); so does loading a cached kernel
+    whose pickled state names numba's numpy implementations (``np.sum``).  The
+    simulator's kernels use neither, so numba is left believing they are not installed.
     """
-    hidden = [name for name in HIDDEN_FROM_NUMBA if name not in sys.modules]
+    hidden = [name for name in names if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # an import of it or of any submodule fails at once
     try:
@@ -397,6 +431,8 @@ def _dispatcher(numba, func, options: dict):
     dispatcher = numba.njit(**options)(func)
     if caching:
         _cache_opened_at_first_compile(dispatcher)
+    else:
+        _ready_to_compile()  # nothing to load: its first call compiles
     return dispatcher
 
 
@@ -417,10 +453,31 @@ def _cache_opened_at_first_compile(dispatcher) -> None:
         with global_compiler_lock:  # the lock compile takes: one thread opens the cache
             if dispatcher.__dict__.get("compile") is compile:
                 dispatcher.enable_caching()
+                _loads_without_compiler(dispatcher._cache)
                 del dispatcher.compile
         return class_compile(sig)
 
     dispatcher.compile = compile
+
+
+def _loads_without_compiler(cache) -> None:
+    """Let the dispatcher's on-disk ``cache`` load a kernel without the CPU target's
+    implementations, which numba's own load brings in first (about 0.2 s at a process's
+    first load): a compiled kernel is machine code that calls only numba's runtime, which
+    :func:`_load_target` made ready, and the few numba modules its pickled state names
+    (imported by the load, scipy hidden).  A kernel not in the cache is compiled: the
+    implementations are loaded first (:func:`_ready_to_compile`)."""
+
+    def load_overload(sig, target_context):
+        compiled = None
+        # numba's own guard (Windows' sharing errors)
+        with cache._guard_against_spurious_io_errors(), _unused_packages_hidden():
+            compiled = cache._load_overload(sig, target_context)
+        if compiled is None:
+            _ready_to_compile()
+        return compiled
+
+    cache.load_overload = load_overload
 
 
 def _numba_options(options: dict) -> dict:

@@ -1,5 +1,6 @@
 """The numba cache folder follows the package sources; numba arrives only when a kernel runs."""
 
+import importlib.util
 import subprocess
 import sys
 
@@ -172,22 +173,30 @@ def test_distinct_arrays_marks_the_array_data_noalias(distinct, marked):
     assert (_array_args_marked_noalias(kernel) >= 3) is marked
 
 
-def test_numba_arrives_without_scipy_and_leaves_it_importable():
-    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) and cffi when it loads; the
-    kernels need neither, so it loads with them hidden, and they import as usual
-    afterwards."""
+def test_numba_arrives_without_scipy_and_leaves_it_importable(tmp_path):
+    """numba's CPU target would import scipy's BLAS (0.1-0.2 s) and cffi when it loads, and
+    yaml to read a settings file; the kernels need none, so numba loads with them hidden
+    (yaml only when there is no such file), and they import as usual afterwards."""
     probe = """
 import importlib.util, sys
 from sim.num.fpcore import fp_add
 assert int(fp_add(0x3C00, 0x3C00, 5, 10)) == 0x4000   # numba arrives
 assert "scipy" not in sys.modules, "numba imported scipy"
 assert "cffi" not in sys.modules, "numba imported cffi"
-if importlib.util.find_spec("scipy") is not None:
-    import scipy.linalg                                 # not left hidden
-if importlib.util.find_spec("cffi") is not None:
-    import cffi                                         # not left hidden
+import numba
+settings = sys.argv[1] == "settings"
+assert ("yaml" in sys.modules) is settings and numba.config.DEVELOPER_MODE == settings
+for name in ("scipy.linalg", "cffi", "yaml"):
+    if importlib.util.find_spec(name.split(".")[0]) is not None:
+        importlib.import_module(name)                   # not left hidden
 """
-    subprocess.run([sys.executable, "-c", probe], check=True)
+    project = str(jit.Path(jit.__file__).parents[1])
+    env = {**jit.os.environ, "PYTHONPATH": project}
+    subprocess.run([sys.executable, "-c", probe, "none"], check=True, env=env, cwd=tmp_path)
+    if importlib.util.find_spec("yaml") is not None:  # numba reads its file with yaml
+        (tmp_path / ".numba_config.yaml").write_text("developer_mode: 1\n")
+        subprocess.run([sys.executable, "-c", probe, "settings"], check=True, env=env,
+                       cwd=tmp_path)
 
 
 def test_numba_prepared_in_the_background_serves_the_first_kernel():
@@ -231,3 +240,35 @@ def test_a_kernel_opens_its_cache_at_its_first_compilation():
     assert "compile" not in kernel.__dict__  # the class's compile from now on
     assert kernel(1.5) == 3.0
     assert "compile" not in jit.njit(cache=False)(_doubled).__dict__  # no cache to open
+
+
+def test_cached_kernels_load_without_what_compiling_needs(tmp_path):
+    """A kernel in the cache loads without the CPU target's implementations (0.2 s of
+    imports, which numba's own loads bring in) and without scipy, which the numba modules
+    its pickled state names would import; a kernel that misses the cache still compiles,
+    after the implementations are loaded (with scipy still hidden)."""
+    (tmp_path / "kernels.py").write_text(
+        "import numpy as np\n\nfrom sim.jit import njit\n\n\n"
+        "@njit\ndef double(x):\n    return 2 * x\n\n\n"
+        "@njit\ndef total(x):\n    return np.sum(x)\n")
+    probe = """
+import sys
+import numpy as np
+from sim import jit
+from kernels import double, total
+assert total(np.arange(4.0)) == 6.0
+if sys.argv[1] == "fresh":
+    assert jit._compiler_ready               # compiled: the implementations were loaded
+    assert double(21) == 42
+else:
+    assert not jit._compiler_ready, "loaded the implementations for a cached kernel"
+    assert "numba.np.linalg" in sys.modules  # what loading np.sum's kernel imports...
+    assert "scipy" not in sys.modules        # ...without scipy's BLAS
+    assert double(1.5) == 3.0                # not in the cache: compiled
+    assert jit._compiler_ready and "scipy" not in sys.modules
+"""
+    project = str(jit.Path(jit.__file__).parents[1])
+    env = {**jit.os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": jit.os.pathsep.join([str(tmp_path), project])}
+    for run in ("fresh", "cached"):
+        subprocess.run([sys.executable, "-c", probe, run], check=True, env=env)
