@@ -10,16 +10,15 @@ or more give 0. So a block is, in passes over a kernel's lanes (each a vectorise
 over hundreds of lanes):
 
 1. the lane exponents in 16-bit words, and the block exponents (their maximum);
-2. ``P >> s`` in 32-bit words, and what the next pass needs in bytes;
-3. ``c`` for shifts up to 8 from the tree's low byte, in 8-bit words
-   (:func:`sim.num.booth.booth_sum_low8`: rows 0-3 only, 64 lanes a vector);
-4. the block sums, less the carries.
+2. ``(P >> s) - c`` in 32-bit words, ``c`` for shifts of 4 and 8 looked up in a table of
+   every case (:mod:`sim.num.fc_carries`: it depends on the low bytes of the operands only);
+3. the block sums.
 
 Lanes shifted by 12 or 16 (a few in a hundred) take ``c`` from the 16-bit tree
 (:func:`sim.num.booth.booth_sum_low16`), lanes shifted by 17 to 31 (rarer still) their
 product from the whole tree (:func:`sim.num.booth.booth_lane`), each in a pass over the
-lanes flagged.  Weights are decoded twice (exponents, then significands): a few word
-operations, cheaper than storing and loading them.
+lanes flagged (their carries subtracted there).  Weights are decoded twice (exponents,
+then significands): a few word operations, cheaper than storing and loading them.
 """
 
 from __future__ import annotations
@@ -27,21 +26,22 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
-from sim.num.booth import booth_lane, booth_sum_low8, booth_sum_low16
+from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.fc_carries import carry_table, low_carry
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
     sum_word_carry,
 )
-from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
+from sim.num.narrow import add16, and16, shr16, sub16, word8, word16
 from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
 EXP_BIAS = 512
-#: Shifts up to this take their carries from the tree's low byte, up to ``NEAR_SHIFT``
-#: from its low 16 bits; longer ones, below 32, their products from the whole tree.
+#: Shifts up to this take their carries from :mod:`sim.num.fc_carries`, up to ``NEAR_SHIFT``
+#: from the tree's low 16 bits; longer ones, below 32, their products from the whole tree.
 LOW_SHIFT, NEAR_SHIFT = 8, 16
 #: Lanes a pass runs over at most (a layer with one kernel position: whole blocks): the
 #: scratch stays in the first-level cache.
@@ -58,10 +58,7 @@ def fc_scratch(lanes):
     """Scratch for :func:`fp16_fc_blocks` of chunks of up to ``lanes`` lanes (each pass's
     results, kept for the next)."""
     return (np.zeros(lanes, np.uint16), np.zeros(lanes, np.uint16),  # lane, block exponents
-            np.zeros(lanes, np.int32),  # P >> s
-            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # sign, weight's low byte
-            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
-            np.zeros(lanes, np.uint8),  # carries
+            np.zeros(lanes, np.int32),  # (P >> s) - c
             np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
             # those lanes' indices, their carries, which are shifted beyond NEAR_SHIFT,
             # and the places of those in the indices
@@ -76,10 +73,10 @@ def fc_scratch(lanes):
 def fc_data(sign, sig, exp4):
     """A pixel's data operands as :func:`fp16_fc_blocks` takes them (numpy arrays in the
     weights' lane order): (biased exponents uint16, signs uint8, significands uint16,
-    their low bytes uint8)."""
+    their low bytes uint8), and the carries' table (:func:`sim.num.fc_carries.carry_table`)."""
     return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
             np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
-            (np.asarray(sig) & 0xFF).astype(np.uint8))
+            (np.asarray(sig) & 0xFF).astype(np.uint8), carry_table())
 
 
 @njit(inline="always")
@@ -122,21 +119,19 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     its array's reference count twice (an atomic add each; the data's and weights' counts
     shared by the threads), and a slice of each array per chunk took 6% of the layer's
     time."""
-    d_exp, d_sign, d_sig, d_low = data
-    lane_exp, tops, shifted, sign, w_low, p_low = scratch[:6]
-    mask, carry, mid, compact, block_exp, packed, halves = scratch[6:]
+    d_exp, d_sign, d_sig, d_low, carries = data
+    lane_exp, tops, shifted, mid, compact, block_exp, packed, halves = scratch
     m0, n = np.uint64(m0), np.uint64(lanes)
     nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
     n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     _spread(tops, n, block, positions, block_exp)
-    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
-                                 sign, w_low, p_low, mask, mid, packed)
-    _low_carries(sign, w_low, d_low, m0, n, mask, p_low, carry)
+    some_mid = _shifted_products(d_sign, d_sig, d_low, w_bits, m0, n, lane_exp, block_exp,
+                                 carries, shifted, mid, packed)
     if some_mid:
-        _mid_lanes(packed, n, mid, compact, shifted, carry)
-    _block_sums(shifted, carry, n, block, positions, halves, sums[first:first + n_blocks])
+        _mid_lanes(packed, n, mid, compact, shifted)
+    _block_sums(shifted, n, block, positions, halves, sums[first:first + n_blocks])
     return nan
 
 
@@ -207,13 +202,13 @@ def _spread(tops, lanes, block, positions, block_exp):
 
 
 @njit(distinct_arrays=True)
-def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shifted, sign,
-                      w_low, p_low, mask, mid, packed):
-    """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
-    low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
-    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
-    need into one word each (:func:`_unpack`).  Returns whether some are.  One loop over the lanes,
-    each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
+def _shifted_products(d_sign, d_sig, d_low, w_bits, m0, lanes, lane_exp, block_exp, carries,
+                      shifted, mid, packed):
+    """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``) less the carry of shifts up
+    to ``LOW_SHIFT`` (from the table ``carries``: :func:`sim.num.fc_carries.low_carry`);
+    flags the lanes shifted by 12 to 31, and packs what they need into one word each
+    (:func:`_unpack`).  Returns whether some are.  One loop over the lanes, each lane's
+    block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
     for i in range(lanes):
@@ -222,14 +217,9 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         product = signed_product(negative, sig, d_sig[m0 + i])
         shift = word32(sub16(block_exp[i], lane_exp[i]))
         near = shift <= NEAR_SHIFT
-        shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
-                                    sub32(0, word32(near))))
-        low = and32(sub32(shl32(1, min(shift, word32(LOW_SHIFT))), 1),
-                    sub32(0, word32(shift <= LOW_SHIFT)))
-        sign[i] = word8(negative)
-        w_low[i] = word8(sig)
-        mask[i] = word8(low)
-        p_low[i] = word8(and32(product, low))
+        carry = low_carry(carries, negative, sig, d_low[m0 + i], shift)
+        shifted[i] = np.int32(sub32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                                          sub32(0, word32(near))), carry))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
         mid[i] = word8(is_mid)
         packed[i] = or32(or32(sig, shl32(d_sig[m0 + i], 14)),
@@ -239,21 +229,11 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
 
 
 @njit(distinct_arrays=True)
-def _low_carries(sign, w_low, d_low, m0, lanes, mask, p_low, carry):
-    """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
-    byte (0 for the others: their masks are 0); the data from lane ``m0`` on."""
-    prefer_wide_vectors()
-    for i in range(lanes):
-        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[m0 + i]), mask[i])
-                         > p_low[i])
-
-
-@njit(distinct_arrays=True)
-def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
-    """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
-    lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
-    (``& 0xFFFF``, less the carries): each sum is exact for blocks of up to ``MAX_BLOCK_LANES``
-    lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
+def _block_sums(shifted, lanes, block, positions, halves, sums):
+    """Pass 3: each block's sum of ``(P >> s) - c``.  Added in 32-bit words (16 lanes a
+    vector, not 8), the high halves (``>> 16``, signed) apart from the low ones (``&
+    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  ``halves``:
+    two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
@@ -263,7 +243,7 @@ def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
             for j in range(min(width, lanes - base)):
                 value = word32(shifted[base + j])
                 high = add32(high, sar32(value, 16))
-                low = add32(low, sub32(and32(value, 0xFFFF), carry[base + j]))
+                low = add32(low, and32(value, 0xFFFF))
             sums[b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
@@ -281,16 +261,14 @@ def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
             high = add32(add32(sar32(v0, 16), sar32(v1, 16)), add32(sar32(v2, 16), sar32(v3, 16)))
             low = add32(add32(and32(v0, 0xFFFF), and32(v1, 0xFFFF)),
                         add32(and32(v2, 0xFFFF), and32(v3, 0xFFFF)))
-            carries = add32(add32(carry[r0 + pos], carry[r1 + pos]),
-                            add32(carry[r2 + pos], carry[r3 + pos]))
             highs[pos] = add32(highs[pos], high)
-            lows[pos] = add32(lows[pos], sub32(low, carries))
+            lows[pos] = add32(lows[pos], low)
     for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
             value = word32(shifted[base + pos])
             highs[pos] = add32(highs[pos], sar32(value, 16))
-            lows[pos] = add32(lows[pos], sub32(and32(value, 0xFFFF), carry[base + pos]))
+            lows[pos] = add32(lows[pos], and32(value, 0xFFFF))
     for pos in range(positions):
         sums[pos] = _from_halves(highs[pos], lows[pos])
 
@@ -311,11 +289,11 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
+def _mid_lanes(packed, lanes, mid, compact, shifted):
     """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
     compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
-    their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
-    words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
+    their carries (subtracted from ``shifted``) from the 16-bit tree, in one vectorised loop
+    over their packed words; longer ones (rarer still) their products from the whole tree."""
     prefer_wide_vectors()
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
@@ -339,7 +317,7 @@ def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
                 min(shift, word32(NEAR_SHIFT))))
             far[base + j] = word8(shift > NEAR_SHIFT)
     for j in range(n):
-        carry[flagged[j]] = carries[j]
+        shifted[flagged[j]] -= carries[j]
     # the far lanes (one in a few thousand) by their places among the flagged, gathered
     # as those were: a scalar loop over every flagged lane cost a third of this pass
     far[n:rows * width] = 0
