@@ -27,7 +27,7 @@ import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low16
-from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import carry_table, low_carry
 from sim.num.mac import (
     fp16_weight_operand,
@@ -59,13 +59,14 @@ def fc_scratch(lanes):
     results, kept for the next)."""
     return (np.zeros(lanes, np.uint16), np.zeros(lanes, np.uint16),  # lane, block exponents
             np.zeros(lanes, np.int32),  # (P >> s) - c
-            np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
-            # those lanes' indices, their carries, which are shifted beyond NEAR_SHIFT,
-            # and the places of those in the indices
-            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
-             np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.int32)),
+            # the lanes shifted by 12 to 31: their indices, packed words, carries, which
+            # are shifted beyond NEAR_SHIFT, and the places of those in the indices
+            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint32),
+             np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.uint8),
+             np.zeros(lanes + MID_VECTOR, np.int32)),
             np.zeros(lanes, np.uint16),  # each lane's block exponent
-            np.zeros(lanes, np.uint32),  # each lane's packed operands (_unpack)
+            # each lane's packed operands (_unpack) if shifted by 12 to 31, else 0
+            np.zeros(lanes + COMPRESS_LANES, np.uint32),
             # each position's sums of the high and low halves (_block_sums)
             (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
 
@@ -120,7 +121,7 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     shared by the threads), and a slice of each array per chunk took 6% of the layer's
     time."""
     d_exp, d_sign, d_sig, d_low, carries = data
-    lane_exp, tops, shifted, mid, compact, block_exp, packed, halves = scratch
+    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
     m0, n = np.uint64(m0), np.uint64(lanes)
     nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
     n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
@@ -128,9 +129,9 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     _spread(tops, n, block, positions, block_exp)
     some_mid = _shifted_products(d_sign, d_sig, d_low, w_bits, m0, n, lane_exp, block_exp,
-                                 carries, shifted, mid, packed)
+                                 carries, shifted, packed)
     if some_mid:
-        _mid_lanes(packed, n, mid, compact, shifted)
+        _mid_lanes(packed, n, compact, shifted)
     _block_sums(shifted, n, block, positions, halves, sums[first:first + n_blocks])
     return nan
 
@@ -203,12 +204,13 @@ def _spread(tops, lanes, block, positions, block_exp):
 
 @njit(distinct_arrays=True)
 def _shifted_products(d_sign, d_sig, d_low, w_bits, m0, lanes, lane_exp, block_exp, carries,
-                      shifted, mid, packed):
+                      shifted, packed):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``) less the carry of shifts up
     to ``LOW_SHIFT`` (from the table ``carries``: :func:`sim.num.fc_carries.low_carry`);
-    flags the lanes shifted by 12 to 31, and packs what they need into one word each
-    (:func:`_unpack`).  Returns whether some are.  One loop over the lanes, each lane's
-    block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
+    packs what the lanes shifted by 12 to 31 need into one word each (:func:`_unpack`; never
+    0: their operands are not), the other lanes' words 0.  Returns whether some are.  One
+    loop over the lanes, each lane's block exponent spread to ``block_exp`` (a loop per
+    block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
     for i in range(lanes):
@@ -221,9 +223,9 @@ def _shifted_products(d_sign, d_sig, d_low, w_bits, m0, lanes, lane_exp, block_e
         shifted[i] = np.int32(sub32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                           sub32(0, word32(near))), carry))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
-        mid[i] = word8(is_mid)
-        packed[i] = or32(or32(sig, shl32(d_sig[m0 + i], 14)),
-                         or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
+        packed[i] = and32(or32(or32(sig, shl32(d_sig[m0 + i], 14)),
+                               or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29))),
+                          sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
 
@@ -289,28 +291,29 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, mid, compact, shifted):
-    """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
-    compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
-    their carries (subtracted from ``shifted``) from the 16-bit tree, in one vectorised loop
-    over their packed words; longer ones (rarer still) their products from the whole tree."""
+def _mid_lanes(packed, lanes, compact, shifted):
+    """The lanes of pass 2's packed words that are not 0 (shifts of 12 to 31), the words
+    and their indices gathered with the compressing store
+    (:func:`sim.num.compress.compress_nonzero`): shifts of 12 or 16 get their carries
+    (subtracted from ``shifted``) from the 16-bit tree, in one vectorised loop over their
+    words; longer ones (rarer still) their products from the whole tree."""
     prefer_wide_vectors()
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
-    mid[lanes:whole] = 0
-    flagged, carries, far, far_at = compact
+    packed[lanes:whole] = 0
+    flagged, words, carries, far, far_at = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
-        n = compress_flagged(mid, i, flagged, n)
-    # whole vectors (the lanes past n repeat lane 0, never stored back): a loop's scalar
-    # remainder took as long as its vectors
+        n = compress_nonzero(packed, i, words, flagged, n)
+    # whole vectors (the words past n are 0, whose lanes are never stored back): a loop's
+    # scalar remainder took as long as its vectors
     width = np.uint64(MID_VECTOR)
     rows = (np.uint64(n) + width - np.uint64(1)) // width
-    flagged[n:rows * width] = 0
+    words[n:rows * width] = 0
     for row in range(rows):
         base = row * width
         for j in range(width):
-            negative, wt, dat, shift = _unpack(packed[flagged[base + j]])
+            negative, wt, dat, shift = _unpack(words[base + j])
             near = shift <= NEAR_SHIFT
             carries[base + j] = word8(near & sum_word_carry(
                 signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
@@ -326,5 +329,5 @@ def _mid_lanes(packed, lanes, mid, compact, shifted):
         n_far = compress_flagged(far, j, far_at, n_far)
     for t in range(n_far):
         i = flagged[far_at[t]]
-        negative, wt, dat, shift = _unpack(packed[i])
+        negative, wt, dat, shift = _unpack(words[far_at[t]])
         shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))
