@@ -124,7 +124,7 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
     m0, n = np.uint64(m0), np.uint64(lanes)
     nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
-    n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
+    n_blocks = _block_exponents(lane_exp, n, block, positions, tops, block_exp)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     _spread(tops, n, block, positions, block_exp)
@@ -151,10 +151,11 @@ def _lane_exponents(d_exp, w_bits, m0, lanes, lane_exp):
 
 
 @njit(distinct_arrays=True)
-def _block_exponents(lane_exp, lanes, block, positions, tops):
+def _block_exponents(lane_exp, lanes, block, positions, tops, work):
     """The block exponents (biased; at least the bias: a block's exponent is at least 0)
     of ``lane_exp[:lanes]`` into ``tops``: of one position, block ``b``'s at ``b``; of one
-    group, position ``pos``'s at ``pos``.  Returns the number of blocks."""
+    group, position ``pos``'s at ``pos``.  Returns the number of blocks.  ``work``: as
+    many words as lanes, overwritten."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
@@ -166,21 +167,26 @@ def _block_exponents(lane_exp, lanes, block, positions, tops):
                 top = max(top, lane_exp[base + j])
             tops[b] = top
         return np.int64(n_blocks)
+    # the rows (one a channel) folded in halves, the upper half onto the lower, down to
+    # one: flat loops over whole rows vectorise but for one remainder each (a loop over a
+    # row's positions, 36 of them in AlexNet's first layer, ran a ninth of them scalar)
     width = np.uint64(positions)
-    tops[:positions] = EXP_BIAS
     rows = lanes // width
-    # four rows at a time, as _block_sums
-    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
-        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
-                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
-        for pos in range(width):
-            top = max(max(lane_exp[r0 + pos], lane_exp[r1 + pos]),
-                      max(lane_exp[r2 + pos], lane_exp[r3 + pos]))
-            tops[pos] = max(tops[pos], top)
-    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
-        base = row * width
-        for pos in range(width):
-            tops[pos] = max(tops[pos], lane_exp[base + pos])
+    half = rows // np.uint64(2)
+    left = rows - half
+    upper = left * width
+    for i in range(half * width):
+        work[i] = max(lane_exp[i], lane_exp[upper + i])
+    for i in range(half * width, upper):  # the middle row of an odd number
+        work[i] = lane_exp[i]
+    while left > np.uint64(1):
+        half = left // np.uint64(2)
+        left -= half
+        upper = left * width
+        for i in range(half * width):
+            work[i] = max(work[i], work[upper + i])
+    for pos in range(width):
+        tops[pos] = max(work[pos], word16(EXP_BIAS))
     return positions
 
 
@@ -195,11 +201,16 @@ def _spread(tops, lanes, block, positions, block_exp):
             for j in range(min(width, lanes - base)):
                 block_exp[base + j] = top
         return
+    # the first row, then the rows filled so far copied after them (doubling)
     width = np.uint64(positions)
-    for row in range(lanes // width):
-        base = row * width
-        for pos in range(width):
-            block_exp[base + pos] = tops[pos]
+    for pos in range(width):
+        block_exp[pos] = tops[pos]
+    filled = width
+    while filled < lanes:
+        count = min(filled, lanes - filled)
+        for i in range(count):
+            block_exp[filled + i] = block_exp[i]
+        filled += count
 
 
 @njit(distinct_arrays=True)
