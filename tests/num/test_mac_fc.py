@@ -180,6 +180,9 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
     ("edges", "edges", 8, 1, 8, 2),
     ("largest", "largest", 200, 1, 64, 3),  # sums of 64 products near 2**28 each
     ("largest", "largest", 67, 5, 64, 2),  # and by position: rows not a multiple of four
+    ("spread", "spread", 65, 7, 64, 3),  # a last group of one row (channel), one of 64
+    ("spread", "network", 66, 2, 64, 3),  # a last group of two rows
+    ("random", "spread", 7 * 16 + 3, 3, 16, 4),  # groups of 16 rows, a last one of 3
 ]
 
 
