@@ -29,6 +29,7 @@ from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import carry_table, low_carry
+from sim.num.fc_pieces import PIECE, piece_fill, piece_max
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
@@ -160,11 +161,16 @@ def _block_exponents(lane_exp, lanes, block, positions, tops, work):
     if positions == 1:
         width = np.uint64(block)
         n_blocks = (lanes + width - np.uint64(1)) // width
-        for b in range(n_blocks):
+        for b in range(n_blocks):  # a vector at a time (fc_pieces: a loop ran in 128 bits)
             base = b * width
+            end = base + min(width, lanes - base)
             top = word16(EXP_BIAS)
-            for j in range(min(width, lanes - base)):
-                top = max(top, lane_exp[base + j])
+            j = base
+            while j + np.uint64(PIECE) <= end:
+                top = max(top, piece_max(lane_exp, j))
+                j += np.uint64(PIECE)
+            for i in range(j, end):
+                top = max(top, lane_exp[i])
             tops[b] = top
         return np.int64(n_blocks)
     # the rows (one a channel) folded in halves, the upper half onto the lower, down to
@@ -198,8 +204,13 @@ def _spread(tops, lanes, block, positions, block_exp):
         width = np.uint64(block)
         for b in range((lanes + width - np.uint64(1)) // width):
             base, top = b * width, tops[b]
-            for j in range(min(width, lanes - base)):
-                block_exp[base + j] = top
+            end = base + min(width, lanes - base)
+            j = base
+            while j + np.uint64(PIECE) <= end:
+                piece_fill(block_exp, j, top)
+                j += np.uint64(PIECE)
+            for i in range(j, end):
+                block_exp[i] = top
         return
     # the first row, then the rows filled so far copied after them (doubling)
     width = np.uint64(positions)
