@@ -4,6 +4,8 @@ A loop that gathers a few flagged lanes out of thousands mispredicts a branch on
 every flag it finds; the processors' compressing store (``vpcompressd``, through LLVM's
 ``llvm.masked.compressstore``) writes the indices of 16 lanes' flagged ones at once, with
 no branch.  LLVM lowers it to a loop of scalar stores where the processor lacks it.
+:func:`compress_flagged` takes byte flags; :func:`compress_nonzero` words that are their
+own flags, copied with their indices.
 """
 
 from __future__ import annotations
