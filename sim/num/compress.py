@@ -4,6 +4,8 @@ A loop that gathers a few flagged lanes out of thousands mispredicts a branch on
 every flag it finds; the processors' compressing store (``vpcompressd``, through LLVM's
 ``llvm.masked.compressstore``) writes the indices of 16 lanes' flagged ones at once, with
 no branch.  LLVM lowers it to a loop of scalar stores where the processor lacks it.
+:func:`compress_flagged` takes byte flags; :func:`compress_nonzero` words that are their
+own flags, copied with their indices.
 """
 
 from __future__ import annotations
@@ -50,3 +52,46 @@ def compress_flagged(typingctx, flags, start, out, count):
             and isinstance(out, types.Array) and out.dtype == types.int32):
         return None
     return types.int64(flags, start, out, count), codegen
+
+
+@intrinsic
+def compress_nonzero(typingctx, words, start, out_words, out_indices, count):
+    """Of the ``COMPRESS_LANES`` words ``start`` on (``words``, uint32, readable up to
+    ``start + COMPRESS_LANES``), those that are not 0 stored in order at
+    ``out_words[count:]`` and their indices (int32) at ``out_indices[count:]`` (room for
+    all 16 needed in both); returns the new count (int64).  A word that is its own flag
+    saves a flags array, and its copy a gather of it by index."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        words_ary = context.make_array(sig.args[0])(context, builder, args[0])
+        out_w = context.make_array(sig.args[2])(context, builder, args[2])
+        out_i = context.make_array(sig.args[3])(context, builder, args[3])
+        start_v = context.cast(builder, args[1], sig.args[1], types.int64)
+        count_v = context.cast(builder, args[4], sig.args[4], types.int64)
+        i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
+        lanes = COMPRESS_LANES
+        words_t, mask_t = ir.VectorType(i32, lanes), ir.VectorType(i1, lanes)
+        word_ptr = builder.bitcast(builder.gep(words_ary.data, [start_v]), words_t.as_pointer())
+        values = builder.load(word_ptr, align=4)
+        mask = builder.icmp_unsigned("!=", values, ir.Constant(words_t, [0] * lanes))
+        first = builder.insert_element(ir.Constant(words_t, ir.Undefined),
+                                       builder.trunc(start_v, i32), ir.Constant(i32, 0))
+        splat = builder.shuffle_vector(first, ir.Constant(words_t, ir.Undefined),
+                                       ir.Constant(words_t, [0] * lanes))
+        indices = builder.add(splat, ir.Constant(words_t, list(range(lanes))))
+        store = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [words_t, i32.as_pointer(), mask_t]),
+            f"llvm.masked.compressstore.v{lanes}i32")
+        builder.call(store, [values, builder.bitcast(builder.gep(out_w.data, [count_v]),
+                                                     i32.as_pointer()), mask])
+        builder.call(store, [indices, builder.gep(out_i.data, [count_v]), mask])
+        found = builder.ctpop(builder.bitcast(mask, ir.IntType(lanes)))
+        return builder.add(count_v, builder.zext(found, i64))
+
+    if not (isinstance(words, types.Array) and words.dtype == types.uint32
+            and isinstance(out_words, types.Array) and out_words.dtype == types.uint32
+            and isinstance(out_indices, types.Array) and out_indices.dtype == types.int32):
+        return None
+    return types.int64(words, start, out_words, out_indices, count), codegen

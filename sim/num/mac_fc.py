@@ -10,16 +10,15 @@ or more give 0. So a block is, in passes over a kernel's lanes (each a vectorise
 over hundreds of lanes):
 
 1. the lane exponents in 16-bit words, and the block exponents (their maximum);
-2. ``P >> s`` in 32-bit words, and what the next pass needs in bytes;
-3. ``c`` for shifts up to 8 from the tree's low byte, in 8-bit words
-   (:func:`sim.num.booth.booth_sum_low8`: rows 0-3 only, 64 lanes a vector);
-4. the block sums, less the carries.
+2. ``(P >> s) - c`` in 32-bit words, ``c`` for shifts of 4 and 8 looked up in a table of
+   every case (:mod:`sim.num.fc_carries`: it depends on the low bytes of the operands only);
+3. the block sums.
 
 Lanes shifted by 12 or 16 (a few in a hundred) take ``c`` from the 16-bit tree
 (:func:`sim.num.booth.booth_sum_low16`), lanes shifted by 17 to 31 (rarer still) their
 product from the whole tree (:func:`sim.num.booth.booth_lane`), each in a pass over the
-lanes flagged.  Weights are decoded twice (exponents, then significands): a few word
-operations, cheaper than storing and loading them.
+lanes flagged (their carries subtracted there).  Weights are decoded twice (exponents,
+then significands): a few word operations, cheaper than storing and loading them.
 """
 
 from __future__ import annotations
@@ -27,21 +26,23 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
-from sim.num.booth import booth_lane, booth_sum_low8, booth_sum_low16
-from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.booth import booth_lane, booth_sum_low16
+from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
+from sim.num.fc_carries import carry_table, low_carry
+from sim.num.fc_pieces import PIECE, piece_fill, piece_max
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
     sum_word_carry,
 )
-from sim.num.narrow import add16, and8, and16, shr16, sub16, word8, word16
+from sim.num.narrow import add16, and16, shr16, sub16, word8, word16
 from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
 EXP_BIAS = 512
-#: Shifts up to this take their carries from the tree's low byte, up to ``NEAR_SHIFT``
-#: from its low 16 bits; longer ones, below 32, their products from the whole tree.
+#: Shifts up to this take their carries from :mod:`sim.num.fc_carries`, up to ``NEAR_SHIFT``
+#: from the tree's low 16 bits; longer ones, below 32, their products from the whole tree.
 LOW_SHIFT, NEAR_SHIFT = 8, 16
 #: Lanes a pass runs over at most (a layer with one kernel position: whole blocks): the
 #: scratch stays in the first-level cache.
@@ -58,17 +59,15 @@ def fc_scratch(lanes):
     """Scratch for :func:`fp16_fc_blocks` of chunks of up to ``lanes`` lanes (each pass's
     results, kept for the next)."""
     return (np.zeros(lanes, np.uint16), np.zeros(lanes, np.uint16),  # lane, block exponents
-            np.zeros(lanes, np.int32),  # P >> s
-            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # sign, weight's low byte
-            np.zeros(lanes, np.uint8), np.zeros(lanes, np.uint8),  # P & mask, mask
-            np.zeros(lanes, np.uint8),  # carries
-            np.zeros(lanes + COMPRESS_LANES, np.uint8),  # flags: shifts of 12 to 31
-            # those lanes' indices, their carries, which are shifted beyond NEAR_SHIFT,
-            # and the places of those in the indices
-            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint8),
-             np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.int32)),
+            np.zeros(lanes, np.int32),  # (P >> s) - c
+            # the lanes shifted by 12 to 31: their indices, packed words, carries, which
+            # are shifted beyond NEAR_SHIFT, and the places of those in the indices
+            (np.zeros(lanes + MID_VECTOR, np.int32), np.zeros(lanes + MID_VECTOR, np.uint32),
+             np.zeros(lanes + MID_VECTOR, np.uint8), np.zeros(lanes + MID_VECTOR, np.uint8),
+             np.zeros(lanes + MID_VECTOR, np.int32)),
             np.zeros(lanes, np.uint16),  # each lane's block exponent
-            np.zeros(lanes, np.uint32),  # each lane's packed operands (_unpack)
+            # each lane's packed operands (_unpack) if shifted by 12 to 31, else 0
+            np.zeros(lanes + COMPRESS_LANES, np.uint32),
             # each position's sums of the high and low halves (_block_sums)
             (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
 
@@ -76,10 +75,10 @@ def fc_scratch(lanes):
 def fc_data(sign, sig, exp4):
     """A pixel's data operands as :func:`fp16_fc_blocks` takes them (numpy arrays in the
     weights' lane order): (biased exponents uint16, signs uint8, significands uint16,
-    their low bytes uint8)."""
+    their low bytes uint8), and the carries' table (:func:`sim.num.fc_carries.carry_table`)."""
     return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
             np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
-            (np.asarray(sig) & 0xFF).astype(np.uint8))
+            (np.asarray(sig) & 0xFF).astype(np.uint8), carry_table())
 
 
 @njit(inline="always")
@@ -122,21 +121,19 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     its array's reference count twice (an atomic add each; the data's and weights' counts
     shared by the threads), and a slice of each array per chunk took 6% of the layer's
     time."""
-    d_exp, d_sign, d_sig, d_low = data
-    lane_exp, tops, shifted, sign, w_low, p_low = scratch[:6]
-    mask, carry, mid, compact, block_exp, packed, halves = scratch[6:]
+    d_exp, d_sign, d_sig, d_low, carries = data
+    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
     m0, n = np.uint64(m0), np.uint64(lanes)
     nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
-    n_blocks = _block_exponents(lane_exp, n, block, positions, tops)
+    n_blocks = _block_exponents(lane_exp, n, block, positions, tops, block_exp)
     for b in range(n_blocks):
         block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
     _spread(tops, n, block, positions, block_exp)
-    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
-                                 sign, w_low, p_low, mask, mid, packed)
-    _low_carries(sign, w_low, d_low, m0, n, mask, p_low, carry)
+    some_mid = _shifted_products(d_sign, d_sig, d_low, w_bits, m0, n, lane_exp, block_exp,
+                                 carries, shifted, packed)
     if some_mid:
-        _mid_lanes(packed, n, mid, compact, shifted, carry)
-    _block_sums(shifted, carry, n, block, positions, halves, sums[first:first + n_blocks])
+        _mid_lanes(packed, n, compact, shifted)
+    _block_sums(shifted, n, block, positions, halves, sums[first:first + n_blocks])
     return nan
 
 
@@ -155,36 +152,47 @@ def _lane_exponents(d_exp, w_bits, m0, lanes, lane_exp):
 
 
 @njit(distinct_arrays=True)
-def _block_exponents(lane_exp, lanes, block, positions, tops):
+def _block_exponents(lane_exp, lanes, block, positions, tops, work):
     """The block exponents (biased; at least the bias: a block's exponent is at least 0)
     of ``lane_exp[:lanes]`` into ``tops``: of one position, block ``b``'s at ``b``; of one
-    group, position ``pos``'s at ``pos``.  Returns the number of blocks."""
+    group, position ``pos``'s at ``pos``.  Returns the number of blocks.  ``work``: as
+    many words as lanes, overwritten."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
         n_blocks = (lanes + width - np.uint64(1)) // width
-        for b in range(n_blocks):
+        for b in range(n_blocks):  # a vector at a time (fc_pieces: a loop ran in 128 bits)
             base = b * width
+            end = base + min(width, lanes - base)
             top = word16(EXP_BIAS)
-            for j in range(min(width, lanes - base)):
-                top = max(top, lane_exp[base + j])
+            j = base
+            while j + np.uint64(PIECE) <= end:
+                top = max(top, piece_max(lane_exp, j))
+                j += np.uint64(PIECE)
+            for i in range(j, end):
+                top = max(top, lane_exp[i])
             tops[b] = top
         return np.int64(n_blocks)
+    # the rows (one a channel) folded in halves, the upper half onto the lower, down to
+    # one: flat loops over whole rows vectorise but for one remainder each (a loop over a
+    # row's positions, 36 of them in AlexNet's first layer, ran a ninth of them scalar)
     width = np.uint64(positions)
-    tops[:positions] = EXP_BIAS
     rows = lanes // width
-    # four rows at a time, as _block_sums
-    for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
-        r0, r1, r2, r3 = (row * width, (row + np.uint64(1)) * width,
-                          (row + np.uint64(2)) * width, (row + np.uint64(3)) * width)
-        for pos in range(width):
-            top = max(max(lane_exp[r0 + pos], lane_exp[r1 + pos]),
-                      max(lane_exp[r2 + pos], lane_exp[r3 + pos]))
-            tops[pos] = max(tops[pos], top)
-    for row in range(rows // np.uint64(4) * np.uint64(4), rows):
-        base = row * width
-        for pos in range(width):
-            tops[pos] = max(tops[pos], lane_exp[base + pos])
+    half = rows // np.uint64(2)
+    left = rows - half
+    upper = left * width
+    for i in range(half * width):
+        work[i] = max(lane_exp[i], lane_exp[upper + i])
+    for i in range(half * width, upper):  # the middle row of an odd number
+        work[i] = lane_exp[i]
+    while left > np.uint64(1):
+        half = left // np.uint64(2)
+        left -= half
+        upper = left * width
+        for i in range(half * width):
+            work[i] = max(work[i], work[upper + i])
+    for pos in range(width):
+        tops[pos] = max(work[pos], word16(EXP_BIAS))
     return positions
 
 
@@ -196,24 +204,35 @@ def _spread(tops, lanes, block, positions, block_exp):
         width = np.uint64(block)
         for b in range((lanes + width - np.uint64(1)) // width):
             base, top = b * width, tops[b]
-            for j in range(min(width, lanes - base)):
-                block_exp[base + j] = top
+            end = base + min(width, lanes - base)
+            j = base
+            while j + np.uint64(PIECE) <= end:
+                piece_fill(block_exp, j, top)
+                j += np.uint64(PIECE)
+            for i in range(j, end):
+                block_exp[i] = top
         return
+    # the first row, then the rows filled so far copied after them (doubling)
     width = np.uint64(positions)
-    for row in range(lanes // width):
-        base = row * width
-        for pos in range(width):
-            block_exp[base + pos] = tops[pos]
+    for pos in range(width):
+        block_exp[pos] = tops[pos]
+    filled = width
+    while filled < lanes:
+        count = min(filled, lanes - filled)
+        for i in range(count):
+            block_exp[filled + i] = block_exp[i]
+        filled += count
 
 
 @njit(distinct_arrays=True)
-def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shifted, sign,
-                      w_low, p_low, mask, mid, packed):
-    """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), the sign and the weight's
-    low byte, and for shifts up to ``LOW_SHIFT`` the low ``s`` bits of ``P`` and their
-    mask (0 otherwise: no carry); flags the lanes shifted by 12 to 31, and packs what they
-    need into one word each (:func:`_unpack`).  Returns whether some are.  One loop over the lanes,
-    each lane's block exponent spread to ``block_exp`` (a loop per block ran scalar)."""
+def _shifted_products(d_sign, d_sig, d_low, w_bits, m0, lanes, lane_exp, block_exp, carries,
+                      shifted, packed):
+    """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``) less the carry of shifts up
+    to ``LOW_SHIFT`` (from the table ``carries``: :func:`sim.num.fc_carries.low_carry`);
+    packs what the lanes shifted by 12 to 31 need into one word each (:func:`_unpack`; never
+    0: their operands are not), the other lanes' words 0.  Returns whether some are.  One
+    loop over the lanes, each lane's block exponent spread to ``block_exp`` (a loop per
+    block ran scalar)."""
     prefer_wide_vectors()
     some_mid = False
     for i in range(lanes):
@@ -222,38 +241,23 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         product = signed_product(negative, sig, d_sig[m0 + i])
         shift = word32(sub16(block_exp[i], lane_exp[i]))
         near = shift <= NEAR_SHIFT
-        shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
-                                    sub32(0, word32(near))))
-        low = and32(sub32(shl32(1, min(shift, word32(LOW_SHIFT))), 1),
-                    sub32(0, word32(shift <= LOW_SHIFT)))
-        sign[i] = word8(negative)
-        w_low[i] = word8(sig)
-        mask[i] = word8(low)
-        p_low[i] = word8(and32(product, low))
+        carry = low_carry(carries, negative, sig, d_low[m0 + i], shift)
+        shifted[i] = np.int32(sub32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                                          sub32(0, word32(near))), carry))
         is_mid = (shift > LOW_SHIFT) & (shift < 32)
-        mid[i] = word8(is_mid)
-        packed[i] = or32(or32(sig, shl32(d_sig[m0 + i], 14)),
-                         or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29)))
+        packed[i] = and32(or32(or32(sig, shl32(d_sig[m0 + i], 14)),
+                               or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 3), 29))),
+                          sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
 
 
 @njit(distinct_arrays=True)
-def _low_carries(sign, w_low, d_low, m0, lanes, mask, p_low, carry):
-    """Pass 3: the carries of the lanes shifted by up to ``LOW_SHIFT``, from the tree's low
-    byte (0 for the others: their masks are 0); the data from lane ``m0`` on."""
-    prefer_wide_vectors()
-    for i in range(lanes):
-        carry[i] = word8(and8(booth_sum_low8(sign[i], w_low[i], d_low[m0 + i]), mask[i])
-                         > p_low[i])
-
-
-@njit(distinct_arrays=True)
-def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
-    """Pass 4: each block's sum of ``P >> s`` less its carries.  Added in 32-bit words (16
-    lanes a vector, not 8), the high halves (``>> 16``, signed) apart from the low ones
-    (``& 0xFFFF``, less the carries): each sum is exact for blocks of up to ``MAX_BLOCK_LANES``
-    lanes.  ``halves``: two uint32 arrays of at least ``positions`` words."""
+def _block_sums(shifted, lanes, block, positions, halves, sums):
+    """Pass 3: each block's sum of ``(P >> s) - c``.  Added in 32-bit words (16 lanes a
+    vector, not 8), the high halves (``>> 16``, signed) apart from the low ones (``&
+    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  ``halves``:
+    two uint32 arrays of at least ``positions`` words."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
@@ -263,7 +267,7 @@ def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
             for j in range(min(width, lanes - base)):
                 value = word32(shifted[base + j])
                 high = add32(high, sar32(value, 16))
-                low = add32(low, sub32(and32(value, 0xFFFF), carry[base + j]))
+                low = add32(low, and32(value, 0xFFFF))
             sums[b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
@@ -281,16 +285,14 @@ def _block_sums(shifted, carry, lanes, block, positions, halves, sums):
             high = add32(add32(sar32(v0, 16), sar32(v1, 16)), add32(sar32(v2, 16), sar32(v3, 16)))
             low = add32(add32(and32(v0, 0xFFFF), and32(v1, 0xFFFF)),
                         add32(and32(v2, 0xFFFF), and32(v3, 0xFFFF)))
-            carries = add32(add32(carry[r0 + pos], carry[r1 + pos]),
-                            add32(carry[r2 + pos], carry[r3 + pos]))
             highs[pos] = add32(highs[pos], high)
-            lows[pos] = add32(lows[pos], sub32(low, carries))
+            lows[pos] = add32(lows[pos], low)
     for row in range(rows // np.uint64(4) * np.uint64(4), rows):
         base = row * width
         for pos in range(width):
             value = word32(shifted[base + pos])
             highs[pos] = add32(highs[pos], sar32(value, 16))
-            lows[pos] = add32(lows[pos], sub32(and32(value, 0xFFFF), carry[base + pos]))
+            lows[pos] = add32(lows[pos], and32(value, 0xFFFF))
     for pos in range(positions):
         sums[pos] = _from_halves(highs[pos], lows[pos])
 
@@ -311,35 +313,36 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
-    """The lanes flagged in pass 2 (shifts of 12 to 31), their indices gathered with the
-    compressing store (:func:`sim.num.compress.compress_flagged`): shifts of 12 or 16 get
-    their carries (``carry``) from the 16-bit tree, in one vectorised loop over their packed
-    words; longer ones (rarer still) their products (``shifted``) from the whole tree."""
+def _mid_lanes(packed, lanes, compact, shifted):
+    """The lanes of pass 2's packed words that are not 0 (shifts of 12 to 31), the words
+    and their indices gathered with the compressing store
+    (:func:`sim.num.compress.compress_nonzero`): shifts of 12 or 16 get their carries
+    (subtracted from ``shifted``) from the 16-bit tree, in one vectorised loop over their
+    words; longer ones (rarer still) their products from the whole tree."""
     prefer_wide_vectors()
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
-    mid[lanes:whole] = 0
-    flagged, carries, far, far_at = compact
+    packed[lanes:whole] = 0
+    flagged, words, carries, far, far_at = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
-        n = compress_flagged(mid, i, flagged, n)
-    # whole vectors (the lanes past n repeat lane 0, never stored back): a loop's scalar
-    # remainder took as long as its vectors
+        n = compress_nonzero(packed, i, words, flagged, n)
+    # whole vectors (the words past n are 0, whose lanes are never stored back): a loop's
+    # scalar remainder took as long as its vectors
     width = np.uint64(MID_VECTOR)
     rows = (np.uint64(n) + width - np.uint64(1)) // width
-    flagged[n:rows * width] = 0
+    words[n:rows * width] = 0
     for row in range(rows):
         base = row * width
         for j in range(width):
-            negative, wt, dat, shift = _unpack(packed[flagged[base + j]])
+            negative, wt, dat, shift = _unpack(words[base + j])
             near = shift <= NEAR_SHIFT
             carries[base + j] = word8(near & sum_word_carry(
                 signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
                 min(shift, word32(NEAR_SHIFT))))
             far[base + j] = word8(shift > NEAR_SHIFT)
     for j in range(n):
-        carry[flagged[j]] = carries[j]
+        shifted[flagged[j]] -= carries[j]
     # the far lanes (one in a few thousand) by their places among the flagged, gathered
     # as those were: a scalar loop over every flagged lane cost a third of this pass
     far[n:rows * width] = 0
@@ -348,5 +351,5 @@ def _mid_lanes(packed, lanes, mid, compact, shifted, carry):
         n_far = compress_flagged(far, j, far_at, n_far)
     for t in range(n_far):
         i = flagged[far_at[t]]
-        negative, wt, dat, shift = _unpack(packed[i])
+        negative, wt, dat, shift = _unpack(words[far_at[t]])
         shifted[i] = np.int32(booth_lane(negative, wt, dat, shift))

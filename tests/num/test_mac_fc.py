@@ -15,7 +15,7 @@ import pytest
 from num.mac_reference import block_dot
 from sim.jit import njit
 from sim.num.booth import _booth_tree32, booth_lane, booth_sum_low8, booth_sum_low16
-from sim.num.compress import COMPRESS_LANES, compress_flagged
+from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.mac import (
     aligned_product_from_sum,
     fp16_mac_operands,
@@ -95,6 +95,26 @@ def test_compress_flagged_gathers_the_flagged_lanes_in_order(density):
     np.testing.assert_array_equal(out[:n], np.flatnonzero(flags))
 
 
+@njit
+def _compressed_words(words, out_words, out_indices):
+    n = 0
+    for i in range(0, words.size - COMPRESS_LANES + 1, COMPRESS_LANES):
+        n = compress_nonzero(words, i, out_words, out_indices, n)
+    return n
+
+
+@pytest.mark.parametrize("density", [0.0, 0.03, 0.5, 1.0])
+def test_compress_nonzero_gathers_the_words_that_are_not_0_and_their_indices(density):
+    rng = np.random.default_rng(int(density * 100) + 1)
+    # words with a single bit set anywhere (the top one too): all are "not 0"
+    words = (rng.random(4096) < density) * (np.uint32(1) << rng.integers(0, 32, 4096, np.uint32))
+    out_words = np.full(4096 + COMPRESS_LANES, 7, np.uint32)
+    out_indices = np.full(4096 + COMPRESS_LANES, -1, np.int32)
+    n = _compressed_words(words.astype(np.uint32), out_words, out_indices)
+    np.testing.assert_array_equal(out_indices[:n], np.flatnonzero(words))
+    np.testing.assert_array_equal(out_words[:n], words[words != 0])
+
+
 # --- whole kernels' blocks ---------------------------------------------------------
 
 def _bits(rng, kind, shape):
@@ -160,6 +180,9 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
     ("edges", "edges", 8, 1, 8, 2),
     ("largest", "largest", 200, 1, 64, 3),  # sums of 64 products near 2**28 each
     ("largest", "largest", 67, 5, 64, 2),  # and by position: rows not a multiple of four
+    ("spread", "spread", 65, 7, 64, 3),  # a last group of one row (channel), one of 64
+    ("spread", "network", 66, 2, 64, 3),  # a last group of two rows
+    ("random", "spread", 7 * 16 + 3, 3, 16, 4),  # groups of 16 rows, a last one of 3
 ]
 
 

@@ -1,0 +1,66 @@
+"""Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set.
+
+A fully connected layer's block (one kernel position) is a run of 64 lanes; LLVM's loop
+over a run of unknown length takes four vectors side by side, and a run shorter than
+that (128 words) fell through to its loop of 128-bit pieces.  These take one 512-bit
+vector (``PIECE`` words) at a time, as generic LLVM vector operations (lowered to a few
+instructions of any processor's vectors).
+"""
+
+from __future__ import annotations
+
+from sim.jit import intrinsic
+
+#: Words a call reads or writes: a 512-bit vector of 16-bit words.
+PIECE = 32
+
+
+def _piece_pointer(context, builder, sig, args, ir):
+    """The address of ``array[start]`` (arguments 0 and 1) as a pointer to a piece."""
+    from numba.core import types
+
+    array = context.make_array(sig.args[0])(context, builder, args[0])
+    start = context.cast(builder, args[1], sig.args[1], types.int64)
+    piece_t = ir.VectorType(ir.IntType(16), PIECE)
+    return builder.bitcast(builder.gep(array.data, [start]), piece_t.as_pointer()), piece_t
+
+
+@intrinsic
+def piece_max(typingctx, array, start):
+    """The largest of the ``PIECE`` words ``array[start:start + PIECE]`` (uint16)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        ptr, piece_t = _piece_pointer(context, builder, sig, args, ir)
+        words = builder.load(ptr, align=2)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(16), [piece_t]),
+            f"llvm.vector.reduce.umax.v{PIECE}i16")
+        return builder.call(reduce, [words])
+
+    if not (isinstance(array, types.Array) and array.dtype == types.uint16):
+        return None
+    return types.uint16(array, start), codegen
+
+
+@intrinsic
+def piece_fill(typingctx, array, start, value):
+    """``array[start:start + PIECE] = value`` (uint16 words) in one store."""
+    from llvmlite import ir
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        ptr, piece_t = _piece_pointer(context, builder, sig, args, ir)
+        word = context.cast(builder, args[2], sig.args[2], types.uint16)
+        first = builder.insert_element(ir.Constant(piece_t, ir.Undefined), word,
+                                       ir.Constant(ir.IntType(32), 0))
+        splat = builder.shuffle_vector(first, ir.Constant(piece_t, ir.Undefined),
+                                       ir.Constant(ir.VectorType(ir.IntType(32), PIECE),
+                                                   [0] * PIECE))
+        builder.store(splat, ptr, align=2)
+        return context.get_dummy_value()
+
+    if not (isinstance(array, types.Array) and array.dtype == types.uint16):
+        return None
+    return types.none(array, start, value), codegen

@@ -1,0 +1,40 @@
+"""Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy."""
+
+import numpy as np
+import pytest
+
+from sim.jit import njit
+from sim.num.fc_pieces import PIECE, piece_fill, piece_max
+
+
+@njit
+def _maxima(words, starts):
+    out = np.zeros(starts.size, np.uint16)
+    for i in range(starts.size):
+        out[i] = piece_max(words, starts[i])
+    return out
+
+
+@njit
+def _filled(words, start, value):
+    piece_fill(words, start, value)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_piece_max_is_the_maximum_of_its_words(seed):
+    """At every start (unaligned too), the largest anywhere among the 32, 0xFFFF included."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(0, 1 << (4 * seed + 4), 200).astype(np.uint16)
+    words[rng.integers(0, 200)] = 0xFFFF if seed == 3 else words.max()
+    starts = np.arange(200 - PIECE + 1)
+    want = np.array([words[s:s + PIECE].max() for s in starts], np.uint16)
+    np.testing.assert_array_equal(_maxima(words, starts), want)
+
+
+@pytest.mark.parametrize("start", [0, 1, 31, 33])
+def test_piece_fill_sets_its_words_only(start):
+    words = np.arange(100, dtype=np.uint16)
+    want = words.copy()
+    want[start:start + PIECE] = 0xBEEF
+    _filled(words, start, 0xBEEF)
+    np.testing.assert_array_equal(words, want)
