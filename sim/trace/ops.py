@@ -240,8 +240,8 @@ def read_trace(path: str | Path) -> str:
     try:  # the usual trace, ASCII without a carriage return: what read_text gives, in a
         # third of its time (no text layer; such bytes decode alike in any locale encoding
         # Python picks, and universal newlines would translate only a "\r")
-        with open(path, "rb") as file:
-            raw = file.read()
+        with open(path, "rb", buffering=0) as file:  # as memfiles._file_bytes reads
+            raw = file.readall()
         if raw.isascii() and b"\r" not in raw:
             return raw.decode("ascii")
     except OSError:
