@@ -32,6 +32,7 @@ PAGE_MASK = PAGE_SIZE - 1
 #: trace's few pages stay in a small slab (a huge page costs 2 MiB of zeroing to fault).
 FIRST_SLAB_PAGES = 1
 LAST_SLAB_PAGES = 512
+_NO_SLAB = np.zeros((0, PAGE_SIZE), dtype=np.uint8)  # a new memory's slab: no rows to hand out
 
 
 # How a layer's DMA read relates to its own writes (Memory._check_overlap)
@@ -107,8 +108,9 @@ class Memory:
         self.limit = 1 << address_bits
         self.limits = limits
         self._pages: dict[int, np.ndarray] = {}
-        # pages are handed out from slabs of several (_new_page)
-        self._slab = np.zeros((0, PAGE_SIZE), dtype=np.uint8)
+        # pages are handed out from slabs of several (_new_page); none yet (a memory that
+        # is never written makes none: a trace's sec_mem)
+        self._slab = _NO_SLAB
         self._slab_used = 0
         self._slab_lock = threading.Lock()
         # (addr, size, what) read by the running layer's DMAs; None outside a layer
