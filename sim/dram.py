@@ -333,6 +333,28 @@ class Memory:
         if self._listening:
             self.listeners.wrote(self, addr, size)
 
+    def write_runs(self, base: int, runs) -> None:
+        """:meth:`write` of each ``(offset, data)`` of ``runs`` at ``base + offset``, in order
+        (a record file's runs: hundreds when its records skip bytes).  A run inside one page
+        already held, outside a layer and unheard, is copied into it here (what write does
+        with it, without a call's and its checks' cost: the range is valid, the page held);
+        any other is :meth:`write`'s, with its checks and errors."""
+        if self._layer_reads is not None or self._listening:
+            for offset, data in runs:
+                self.write(base + offset, data)
+            return
+        pages, limit, most = self._pages, self.limit, self.limits.access
+        for offset, data in runs:
+            addr = base + offset
+            size = len(data)
+            off = addr & PAGE_MASK
+            held = pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
+            if held is None or addr < 0 or addr + size > limit or size > most \
+                    or not isinstance(data, bytes):
+                self.write(addr, data)
+            else:
+                held[off:off + size] = np.frombuffer(data, np.uint8)
+
     def hold(self, ranges) -> None:
         """Make the missing pages of ``ranges`` ((addr, size) pairs) now, in address order
         in one slab of their own, for writes of those ranges about to follow in another
@@ -475,13 +497,16 @@ class Memory:
         """:meth:`write` of zeros outside a layer, unheard: a page it makes is zero already
         (most ``mem_init`` fills are zeros onto memory never written)."""
         check_extent(size, f"mem_init {pattern}")  # what fill_pattern checks
-        self._reserve(addr, size, what)
+        missing = self._reserve(addr, size, what)
+        if len(missing) > 1:  # consecutive rows of one slab, as write makes them: what is
+            self._make_pages(missing)  # loaded there next is then read as a view, not copied
+        made = set(missing)
         pages = self._pages
         for page, off, _, n in self._chunks(addr, size):
             dst = pages.get(page)
             if dst is None:
                 pages[page] = self._new_page()
-            else:
+            elif page not in made:
                 dst[off : off + n] = 0
 
     def load_file(self, addr: int, path: str | Path) -> int:
