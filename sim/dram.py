@@ -33,6 +33,9 @@ PAGE_MASK = PAGE_SIZE - 1
 FIRST_SLAB_PAGES = 1
 LAST_SLAB_PAGES = 512
 _NO_SLAB = np.zeros((0, PAGE_SIZE), dtype=np.uint8)  # a new memory's slab: no rows to hand out
+#: Memory.write_runs scatters this many runs or more at once (a record file whose records
+#: skip bytes: hundreds of runs, ~2 us each one by one); fewer go one by one
+SCATTER_RUNS = 16
 
 
 # How a layer's DMA read relates to its own writes (Memory._check_overlap)
@@ -245,9 +248,9 @@ class Memory:
         view = self._slab_view(addr, size)
         return self._copy_out(addr, size) if view is None else view
 
-    def _slab_view(self, addr: int, size: int) -> np.ndarray | None:
-        """``[addr, addr + size)`` as a read-only view of the page or of the slab holding
-        all its pages in order, or None."""
+    def _slab_view(self, addr: int, size: int, writeable: bool = False) -> np.ndarray | None:
+        """``[addr, addr + size)`` as a view (read-only unless ``writeable``) of the page or
+        of the slab holding all its pages in order, or None."""
         first, last = addr >> PAGE_BITS, (addr + size - 1) >> PAGE_BITS
         if size <= 0:
             return None
@@ -257,7 +260,7 @@ class Memory:
             if head is None:
                 return None
             view = head[addr & PAGE_MASK: (addr & PAGE_MASK) + size]
-            view.flags.writeable = False
+            view.flags.writeable = writeable
             return view
         slab = None if head is None else head.base
         if slab is None or slab.ndim != 2 or slab.shape[1] != PAGE_SIZE:
@@ -271,7 +274,7 @@ class Memory:
         row = (start - slab.ctypes.data) >> PAGE_BITS
         offset = row * PAGE_SIZE + (addr & PAGE_MASK)
         view = slab.reshape(-1)[offset: offset + size]
-        view.flags.writeable = False
+        view.flags.writeable = writeable
         return view
 
     def read_for_update(self, addr: int, size: int, what: str = "") -> np.ndarray:
@@ -343,6 +346,8 @@ class Memory:
             for offset, data in runs:
                 self.write(base + offset, data)
             return
+        if len(runs) >= SCATTER_RUNS and self._scatter_runs(base, runs):
+            return
         pages, limit, most = self._pages, self.limit, self.limits.access
         for offset, data in runs:
             addr = base + offset
@@ -354,6 +359,36 @@ class Memory:
                 self.write(addr, data)
             else:
                 held[off:off + size] = np.frombuffer(data, np.uint8)
+
+    def _scatter_runs(self, base: int, runs) -> bool:
+        """:meth:`write_runs` of many runs as one scatter through a view of the window they
+        span, when that is what writing them one by one leaves and raises nothing: runs
+        of bytes, none overlapping another (the order of writing does not matter), within
+        the address space and the per-access limit, over pages all held in order in one
+        slab (a region mem_init made).  False, with nothing written, otherwise."""
+        datas = [data for _, data in runs]
+        if not all(type(data) is bytes for data in datas):
+            return False
+        try:
+            starts = np.array([offset for offset, _ in runs], np.int64)
+        except OverflowError:
+            return False
+        sizes = np.fromiter(map(len, datas), np.int64, len(datas))
+        order = np.argsort(starts, kind="stable")
+        first, ends = starts[order], starts[order] + sizes[order]
+        if (first[1:] < np.maximum.accumulate(ends)[:-1]).any():
+            return False  # runs overlap: the later one's bytes win, written in order
+        lo, hi = base + int(first[0]), base + int(ends.max())
+        if lo < 0 or hi > self.limit or int(sizes.max()) > self.limits.access:
+            return False
+        window = self._slab_view(lo, hi - lo, writeable=True)
+        if window is None:
+            return False
+        # byte k of the runs joined goes to its run's start plus its place in the run
+        before = np.cumsum(sizes) - sizes
+        index = np.repeat(starts - (lo - base) - before, sizes) + np.arange(int(sizes.sum()))
+        window[index] = np.frombuffer(b"".join(datas), np.uint8)
+        return True
 
     def hold(self, ranges) -> None:
         """Make the missing pages of ``ranges`` ((addr, size) pairs) now, in address order

@@ -427,15 +427,24 @@ RUN_CASES = [
     [(PAGE - 3, b"\x05" * 8), (2 * PAGE + 1, b"\x06")],  # across a page end, a page not held
     [(0x10, b""), (0x11, bytearray(b"\x07\x08"))],
     [(0x30, b"\x09" * 4), ((1 << 32) - 2, b"\x0a" * 4), (0x50, b"\x0b")],  # fault midway
+    [(off, bytes([off % 251]) * 3) for off in range(0, 3 * PAGE, 997)][::-1],  # many, gaps
+    [(off, bytes([off % 7]) * 40) for off in range(0, 4000, 30)],  # many, overlapping
+    [(off, b"\x0c" * 5) for off in range(PAGE // 2, 5 * PAGE, 5000)],  # into pages not held
+    [(off, b"\x0d" * 2) for off in range(0, 600, 20)] + [(1 << 61, b"")],  # a far empty one
 ]
 
 
 @pytest.mark.parametrize("runs", RUN_CASES)
-@pytest.mark.parametrize("setting", ["plain", "layer", "listener"])
-def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting):
-    """Memory.write_runs (a record file's runs, most into a page held) against a write of
+@pytest.mark.parametrize("setting", ["plain", "layer", "listener", "pages apart"])
+@pytest.mark.parametrize("scatter", [1, 10**9], ids=["scattered", "one by one"])
+def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatter,
+                                                            monkeypatch):
+    """Memory.write_runs (a record file's runs, most into pages held) against a write of
     each run in turn: bytes, pages held, the first error, what a listener hears and the
-    layer's write count."""
+    layer's write count; its runs scattered at once wherever it may, or one by one."""
+    import sim.dram
+
+    monkeypatch.setattr(sim.dram, "SCATTER_RUNS", scatter)
 
     class Ear:
         def __init__(self):
@@ -448,7 +457,10 @@ def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting):
     outcomes = []
     for how in ("runs", "writes"):
         mem = Memory(address_bits=32)
-        mem.fill(base, PAGE, "ALL_ZERO")  # the page of most runs, held (as mem_init does)
+        if setting == "pages apart":  # held, but not in order in one slab
+            for page in (3, 2, 1, 0):
+                mem.write(base + page * PAGE, b"\x0e")
+        mem.fill(base, 3 * PAGE, "ALL_ZERO")  # the pages of most runs, held (as mem_init does)
         ear = Ear()
         if setting == "layer":
             mem.begin_layer()
