@@ -445,6 +445,7 @@ def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatte
     import sim.dram
 
     monkeypatch.setattr(sim.dram, "SCATTER_RUNS", scatter)
+    monkeypatch.setattr(sim.dram, "SCATTER_MEAN_BYTES", 1 << 20)  # any run may be scattered
 
     class Ear:
         def __init__(self):
