@@ -124,6 +124,59 @@ def _hooked(engine: Engine, register: str) -> bool:
     return names is None or register in names
 
 
+class _MachineTables:
+    """What every machine of one configuration and engine set shares, worked out by the
+    first (a trace makes a machine, and makes it in a fraction of the time that working
+    these out took): ``engines``, their :class:`_EngineTables`; ``stateful``, the indices
+    of the engines keeping unit state (``Engine.unit_state`` overridden); ``lacking``, unit
+    -> the feature its registers need that the configuration lacks; ``idle_status``,
+    (register, value) of each status register whose idle value is not its reset value
+    (``Engine.idle_status``, of a unit on the map); ``intr_status`` and ``intr_mask``,
+    S_INTR_STATUS and S_INTR_MASK; and the tables the machines fill as they meet
+    registers, kept with the register map (shared by every machine of its address map,
+    engine set and lacking units):
+
+    * ``write_plans``: write_reg's argument -> its plan (:meth:`Machine._write_plan`; a plan
+      names the engines hooked by their place in the engine list);
+    * ``plain_writes``: write_reg's argument -> the register file's plain_plan of a register
+      that a write only stores into (not hooked, not lacking here), False for any other;
+    * ``registers``: name or byte address -> its register (every poll looks one up);
+    * ``counter_registers``: (unit, register name) -> the register of a counter a layer
+      stores (:meth:`Machine._finish`: every layer stores a few, by the same names);
+    * ``intr_bits``: (source, group) -> its done bit in S_INTR_STATUS (every layer raises
+      one, every intr_notify waits for and clears one)."""
+
+    def __init__(self, config: HardwareConfig, engines: list[Engine], regfile: RegisterFile):
+        self.engines = _EngineTables.of(engines)
+        self.stateful = tuple(i for i, engine in enumerate(engines)
+                              if type(engine).unit_state is not Engine.unit_state)
+        self.lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
+                        if not getattr(config, feature)}
+        amap, memo, types = config.address_map, regfile.regmap.memo, tuple(map(type, engines))
+        self.write_plans = memo(("machine writes", amap, types))
+        self.plain_writes = memo(("machine plain writes", amap, types,
+                                  tuple(sorted(self.lacking))))
+        self.registers = memo(("registers", amap))
+        self.counter_registers = memo(("counter registers", amap))
+        self.intr_bits = memo("interrupt bits")
+        self.intr_status = regfile.register(f"{GLB}.S_INTR_STATUS_0")
+        self.intr_mask = regfile.register(f"{GLB}.S_INTR_MASK_0")
+        self.idle_status = tuple(
+            (reg, value) for engine in engines for name, value in engine.idle_status.items()
+            if (reg := regfile.regmap.by_name(name)).unit in regfile.units)
+
+    @classmethod
+    def of(cls, config: HardwareConfig, engines: list[Engine], regfile: RegisterFile
+           ) -> _MachineTables:
+        """The tables of machines of ``config`` and these engines' classes, kept with
+        ``regfile``'s register map (made by the first machine that asks)."""
+        held = regfile.regmap.memo(("machine tables", config, tuple(map(type, engines))))
+        tables = held.get("tables")
+        if tables is None:
+            tables = held["tables"] = cls(config, engines, regfile)
+        return tables
+
+
 class Machine:
     """One NVDLA instance of a hardware configuration."""
 
@@ -135,40 +188,27 @@ class Machine:
         self.pri_mem = Memory("pri_mem", bits, limits)
         self.sec_mem = Memory("sec_mem", bits, limits) if self.config.secondary_memory else None
         self.engines: list[Engine] = [cls() for cls in ENGINES]
+        shared = _MachineTables.of(self.config, self.engines, self.regfile)
         # unit -> the state its engine keeps between layers (LayerContext.state)
-        self._unit_states = {unit: state for engine in self.engines
-                             for unit, state in engine.unit_state().items()}
+        self._unit_states = {unit: state for i in shared.stateful
+                             for unit, state in self.engines[i].unit_state().items()}
         # the engines that see CSB accesses of a unit: only those of its own units, and
         # only engines that intercept at all (every trace line is a register write)
-        tables = _EngineTables.of(self.engines)
-        self._write_hooks = tables.on_write  # unit -> indices in self.engines
-        self._read_hooks = tables.on_read
+        self._write_hooks = shared.engines.on_write  # unit -> indices in self.engines
+        self._read_hooks = shared.engines.on_read
         # register full name -> what takes its every write: a data port (the LUT's) whose
         # engine is the first to see its unit's writes, so the hook would consume it anyway
-        self._ports = tables.data_ports(self.engines)
+        self._ports = shared.engines.data_ports(self.engines)
         # unit -> the feature its registers need that this configuration lacks
-        self._lacking = {unit: feature for unit, feature in UNIT_FEATURES.items()
-                         if not getattr(self.config, feature)}
-        # write_reg's argument -> its plan, shared by every machine of this address map and
-        # engine set (a plan names the engines hooked by their place in self.engines)
-        self._write_plans: dict[str | int, tuple] = self.regfile.regmap.memo(
-            ("machine writes", self.config.address_map, tuple(map(type, self.engines))))
-        # write_reg's argument -> the register file's plain_plan of a register that a write
-        # only stores into (not hooked, not lacking here), False for any other: shared by
-        # the machines of this address map, engine set and lacking units
-        self._plain_writes: dict[str | int, tuple | bool] = self.regfile.regmap.memo(
-            ("machine plain writes", self.config.address_map, tuple(map(type, self.engines)),
-             tuple(sorted(self._lacking))))
+        self._lacking = shared.lacking
+        # the tables a machine fills as it meets registers, shared (_MachineTables)
+        self._write_plans = shared.write_plans
+        self._plain_writes = shared.plain_writes
         # write_reg's argument -> the data port its writes go to, learnt at its first write
         # (this machine's: a port is its engine's bound method)
         self._port_writes: dict[str | int, object] = {}
-        # name or byte address -> its register (every poll looks one up), shared by the
-        # machines of this address map
-        self._registers: dict = self.regfile.regmap.memo(("registers", self.config.address_map))
-        # (unit, register name) -> the register of a counter a layer stores (_finish), shared
-        # likewise: every layer stores a few, by the same names
-        self._counter_registers: dict = self.regfile.regmap.memo(
-            ("counter registers", self.config.address_map))
+        self._registers = shared.registers
+        self._counter_registers = shared.counter_registers
         self._launches: list[str] = []  # units whose OP_EN was armed, oldest first
         # done interrupts of the last layer not raised yet: a fused layer's blocks
         # finish one after another (CDMA data, CDMA weights, CACC, SDP ...), so
@@ -180,11 +220,11 @@ class Machine:
         self.register_listeners = RegisterListeners()  # told of every CSB write
         # the list behind it: its truth is the test every write makes (a list's is free)
         self._register_listening = self.register_listeners.items_view()
-        self._intr_status = self._glb("S_INTR_STATUS_0")
-        # (source, group) -> its done bit in S_INTR_STATUS_0, shared by every machine of
-        # this register map (every layer raises one, every intr_notify waits for and clears one)
-        self._intr_bits: dict = self.regfile.regmap.memo("interrupt bits")
-        self._init_hw_status()
+        self._intr_status = shared.intr_status
+        self._intr_mask = shared.intr_mask
+        self._intr_bits = shared.intr_bits
+        for reg, value in shared.idle_status:  # status registers idle, not at reset
+            self.regfile.poke(reg, value)
 
     # -- memory ---------------------------------------------------------------
     def memory(self, ram_type: int | str, what: str = "") -> Memory:
@@ -320,18 +360,7 @@ class Machine:
                 return value
         return self.regfile.cpu_read(r)
 
-    def _init_hw_status(self) -> None:
-        """Status registers whose idle value is not their reset value."""
-        for engine in self.engines:
-            for name, value in engine.idle_status.items():
-                reg = self.regfile.regmap.by_name(name)
-                if reg.unit in self.regfile.units:
-                    self.regfile.poke(reg, value)
-
     # -- interrupts -----------------------------------------------------------
-    def _glb(self, name: str):
-        return self.regfile.register(f"{GLB}.{name}")
-
     def _raise_bits(self, bits: int) -> None:
         reg = self._intr_status
         self.regfile.poke(reg, self.regfile.peek(reg) | bits)
@@ -353,7 +382,7 @@ class Machine:
 
     def interrupt_pending(self) -> bool:
         """The interrupt line: a status bit that is not masked."""
-        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        mask = self.regfile.peek(self._intr_mask)
         return bool(self.interrupt_status() & ~mask)
 
     def interrupt_sources(self) -> tuple[str, ...]:
@@ -384,7 +413,7 @@ class Machine:
     def clear_interrupts(self) -> None:
         """Clear every status bit that is not masked (what a handler saw, it clears)."""
         reg = self._intr_status
-        mask = self.regfile.peek(self._glb("S_INTR_MASK_0"))
+        mask = self.regfile.peek(self._intr_mask)
         self.regfile.poke(reg, self.regfile.peek(reg) & mask)
 
     # -- execution ------------------------------------------------------------

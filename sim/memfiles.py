@@ -32,9 +32,10 @@ def _read_text(path: Path) -> str:
 def _file_bytes(path: Path | str) -> bytes:
     """The bytes of a file, as ``Path(path).read_bytes()`` reads them (a name as text is
     opened as it is: pathlib's parse costs more than reading a small file)."""
-    try:
-        with open(path, "rb") as file:
-            return file.read()
+    try:  # unbuffered: the raw file's readall, without the buffer (and the terminal
+        # check) a buffered reader costs: a small file's read is a few system calls
+        with open(path, "rb", buffering=0) as file:
+            return file.readall()
     except OSError as exc:
         raise SimError(f"{Path(path)}: cannot read ({exc.strerror})") from None
 
@@ -136,7 +137,7 @@ def read_record_file(path: str | Path) -> RecordFile:
     joined without making an object per record)."""
     # a name as text is read as such (pathlib's parse costs a few microseconds a file):
     # one that pathlib would give the suffix .bin (a trailing "/" or "." is dropped) is
-    # made a Path, and so is any once it is read, for the messages naming it
+    # made a Path, and so is any that a message names (the general parse's)
     if not isinstance(path, str) or path.endswith((".bin", "/", ".")):
         path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
         if path.suffix == ".bin":
@@ -145,7 +146,7 @@ def read_record_file(path: str | Path) -> RecordFile:
     region = _one_region(raw) if len(raw) <= ONE_REGION_BYTES else None
     if region is not None:
         return region
-    parsed = _parse_record_dat(path if isinstance(path, Path) else Path(path), raw)
+    parsed = _parse_record_dat(path, raw)
     if isinstance(parsed, list):
         return RecordFile(record_runs(parsed), record_dat_extent(parsed))
     offsets, sizes, data = parsed
@@ -170,15 +171,16 @@ def _raw_record_file(path: Path) -> RecordFile:
     return RecordFile([(0, data)], len(data))
 
 
-def _parse_record_dat(path: Path, raw: bytes | None = None
+def _parse_record_dat(path: Path | str, raw: bytes | None = None
                       ) -> tuple[np.ndarray, np.ndarray, bytes] | list:
     """A file as gen and NVIDIA's tools write it: (offsets, sizes, every payload joined);
     any other file: the record list of the general parse (which names a bad line).
-    ``raw``: the file's bytes, when the caller has read them."""
+    ``raw``: the file's bytes, when the caller has read them.  A name as text is made a
+    Path only for the general parse (pathlib's parse costs more than the usual file's)."""
     parsed = _canonical_records(_file_bytes(path) if raw is None else raw)
     if parsed is not None:
         return parsed
-    return _parse_record_text(path)
+    return _parse_record_text(path if isinstance(path, Path) else Path(path))
 
 
 def _parse_record_text(path: Path) -> list[tuple[int, bytes]]:

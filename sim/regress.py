@@ -22,31 +22,48 @@ def _is_trace_dir(path: Path) -> bool:
     return (path / "input.txn").is_file() or any(path.glob("*.cfg"))
 
 
+def _lists_trace(folder: str, names: list[str], files: list[str]) -> bool:
+    """:func:`_is_trace_dir` of a folder whose entries' names ``names`` (files and folders:
+    what the glob would list) and ``files`` (those not folders) the walk has listed: only
+    an ``input.txn`` among the files is asked about (is it a file, not a broken link)."""
+    if "input.txn" in files and os.path.isfile(os.path.join(folder, "input.txn")):
+        return True
+    return any(name.endswith(".cfg") for name in names)
+
+
+def _config_within(parts: list[str], root_name: str) -> str | None:
+    """The nearest configuration named by the folders above a trace below the root (its
+    path's ``parts`` below it), or by the root itself."""
+    above = [*reversed(parts[:-1]), root_name]
+    return next((name for name in above if name in CONFIGS), None)
+
+
 def discover(root: Path) -> list[tuple[str | None, Path]]:
     """(config, trace folder) pairs anywhere under ``root``.
 
     The configuration is the nearest folder above a trace (or ``root`` itself)
     named after one; None otherwise (the trace's header may name it, else the
-    trace is reported as an error, and the others still run).
+    trace is reported as an error, and the others still run).  A folder is a
+    trace's when it holds a file ``input.txn`` or anything named ``*.cfg``, as the
+    walk lists it (no second listing of every folder).
     """
     root = Path(root)
     if not root.is_dir():
         raise SimError(f"{root}: not a folder")
     items = []
     seen = set()  # real folders already walked: linked folders are followed, once
-    for folder, dirs, _ in os.walk(root, followlinks=True):
+    top = os.fspath(root)
+    for folder, dirs, files in os.walk(root, followlinks=True):
         real = os.path.realpath(folder)
         if real in seen:
             dirs[:] = []
             continue
         seen.add(real)
+        is_trace = folder != top and _lists_trace(folder, dirs + files, files)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        path = Path(folder)
-        if path != root and _is_trace_dir(path):
-            names = [p.name for p in [path, *path.parents][1:]]
-            within = names[: len(path.relative_to(root).parts)]
-            config = next((n for n in within if n in CONFIGS), None)
-            items.append((config, path))
+        if is_trace:  # its parts below the root, as the walk joined them to it
+            parts = folder[len(top):].strip("/").split("/")
+            items.append((_config_within(parts, root.name), Path(folder)))
     return sorted(items, key=lambda item: str(item[1]))
 
 

@@ -237,6 +237,15 @@ def numbered_text(text: str, source: str) -> Iterator[tuple[str, str]]:
 
 def read_trace(path: str | Path) -> str:
     """The text of a trace file (undecodable bytes replaced); SimError naming it if unreadable."""
+    try:  # the usual trace, ASCII without a carriage return: what read_text gives, in a
+        # third of its time (no text layer; such bytes decode alike in any locale encoding
+        # Python picks, and universal newlines would translate only a "\r")
+        with open(path, "rb", buffering=0) as file:  # as memfiles._file_bytes reads
+            raw = file.readall()
+        if raw.isascii() and b"\r" not in raw:
+            return raw.decode("ascii")
+    except OSError:
+        pass  # read_text below meets the error again, and names it
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
         return path.read_text(errors="replace")

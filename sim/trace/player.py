@@ -352,8 +352,7 @@ class TracePlayer:
 
     def _op_mem_load(self, op: MemLoad) -> None:
         mem = self._memory(op, op.memory)
-        for offset, payload in self._records(op, op.file).runs:
-            mem.write(op.addr + offset, payload)
+        mem.write_runs(op.addr, self._records(op, op.file).runs)
 
     def _records(self, op: Op, name: str) -> RecordFile:
         """A record file's runs and extent, parsed once per trace (mem_init sizes by the file

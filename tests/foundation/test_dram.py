@@ -48,14 +48,11 @@ def test_pages_from_slabs_hold_only_their_own_bytes(fill):
     assert np.array_equal(mem.read_array(start, size), data)
     assert mem.read(base, 123) == b"\xee" * 123
     slabs = {id(page.base): len(page.base) for page in mem._pages.values()}
-    if fill:
-        # 1 + 2 + ... + 512 pages hold 1023 of the 1024: the last slab is a second of 512
-        assert sorted(slabs.values()) == sorted([FIRST_SLAB_PAGES << i for i in range(10)]
-                                                + [LAST_SLAB_PAGES])
-        assert LAST_SLAB_PAGES == FIRST_SLAB_PAGES << 9
-    else:  # the pages a write makes are one slab's rows, in address order (one view)
-        assert sorted(slabs.values()) == [1, 2, n_pages - 3]
-        assert mem._slab_view(base + 4 * PAGE_SIZE, 696 * PAGE_SIZE) is not None
+    # the pages a write (or a zero fill) makes are one slab's rows, in address order (one
+    # view), after the slabs of 1 and 2 pages the three pages written first came from
+    assert sorted(slabs.values()) == [FIRST_SLAB_PAGES, 2 * FIRST_SLAB_PAGES, n_pages - 3]
+    assert LAST_SLAB_PAGES < n_pages - 3  # one slab, however many pages it takes
+    assert mem._slab_view(base + 4 * PAGE_SIZE, 696 * PAGE_SIZE) is not None
     for page in (5, 6, 14, 700, 1000):  # across pages; 6 and 14 each start a slab
         at = base + page * PAGE_SIZE
         mem.write(at - 2, b"\x01\x02\x03\x04")
@@ -421,3 +418,77 @@ def test_hold_makes_nothing_unless_every_page_may_be_made(ranges):
     with pytest.raises(MemoryFault):  # what the writes meet, as before
         for addr, size in ranges:
             mem.write(addr, bytes(size))
+
+
+# runs of a record file (offset, data) written from a base: in held pages, across page
+# ends, into pages not held, past the address space, empty, not bytes
+RUN_CASES = [
+    [(0, b"\x01\x02"), (0x40, b"\x03" * 32), (0x20, b"\x04" * 40)],  # overlapping, in order
+    [(PAGE - 3, b"\x05" * 8), (2 * PAGE + 1, b"\x06")],  # across a page end, a page not held
+    [(0x10, b""), (0x11, bytearray(b"\x07\x08"))],
+    [(0x30, b"\x09" * 4), ((1 << 32) - 2, b"\x0a" * 4), (0x50, b"\x0b")],  # fault midway
+    [(off, bytes([off % 251]) * 3) for off in range(0, 3 * PAGE, 997)][::-1],  # many, gaps
+    [(off, bytes([off % 7]) * 40) for off in range(0, 4000, 30)],  # many, overlapping
+    [(off, b"\x0c" * 5) for off in range(PAGE // 2, 5 * PAGE, 5000)],  # into pages not held
+    [(off, b"\x0d" * 2) for off in range(0, 600, 20)] + [(1 << 61, b"")],  # a far empty one
+]
+
+
+@pytest.mark.parametrize("runs", RUN_CASES)
+@pytest.mark.parametrize("setting", ["plain", "layer", "listener", "pages apart"])
+@pytest.mark.parametrize("scatter", [1, 10**9], ids=["scattered", "one by one"])
+def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatter,
+                                                            monkeypatch):
+    """Memory.write_runs (a record file's runs, most into pages held) against a write of
+    each run in turn: bytes, pages held, the first error, what a listener hears and the
+    layer's write count; its runs scattered at once wherever it may, or one by one."""
+    import sim.dram
+
+    monkeypatch.setattr(sim.dram, "SCATTER_RUNS", scatter)
+    monkeypatch.setattr(sim.dram, "SCATTER_MEAN_BYTES", 1 << 20)  # any run may be scattered
+
+    class Ear:
+        def __init__(self):
+            self.heard = []
+
+        def wrote(self, memory, addr, size):
+            self.heard.append((addr, size))
+
+    base = 0x7000
+    outcomes = []
+    for how in ("runs", "writes"):
+        mem = Memory(address_bits=32)
+        if setting == "pages apart":  # held, but not in order in one slab
+            for page in (3, 2, 1, 0):
+                mem.write(base + page * PAGE, b"\x0e")
+        mem.fill(base, 3 * PAGE, "ALL_ZERO")  # the pages of most runs, held (as mem_init does)
+        ear = Ear()
+        if setting == "layer":
+            mem.begin_layer()
+        if setting == "listener":
+            mem.listeners.add(ear)
+        try:
+            if how == "runs":
+                mem.write_runs(base, runs)
+            else:
+                for offset, data in runs:
+                    mem.write(base + offset, data)
+            error = None
+        except Exception as exc:  # noqa: BLE001 - compared
+            error = (type(exc).__name__, str(exc))
+        outcomes.append((error, sorted(mem._pages), ear.heard, mem.layer_writes,
+                         mem.read(base - 16, 3 * PAGE)))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_zero_filled_region_is_read_as_one_view():
+    """mem_init's zero fill makes the missing pages of a region together, in address order,
+    as a write of it would: what is loaded there is read as a view, not copied."""
+    mem = Memory()
+    mem.write(0, b"\x01")  # a page made before, in the first slab
+    mem.fill(0x10000 + 5, 3 * PAGE, "ALL_ZERO")
+    data = np.random.default_rng(5).integers(0, 256, 3 * PAGE, dtype=np.uint8)
+    mem.write_runs(0x10000 + 5, [(0, data[:PAGE].tobytes()), (PAGE, data[PAGE:].tobytes())])
+    view = mem.read_view(0x10000 + 5, 3 * PAGE)
+    assert not view.flags.writeable
+    np.testing.assert_array_equal(view, data)

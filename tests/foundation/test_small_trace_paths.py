@@ -17,7 +17,9 @@
 * a trace folder's file is found from one listing of the folder, as the globbing
   search found it;
 * a memory file's plain name is joined to the trace's folder as text, and a memory file
-  named as text is read without a Path: the same path, bytes, or error, as pathlib's.
+  named as text is read without a Path: the same path, bytes, or error, as pathlib's;
+* a trace file of ASCII bytes without a carriage return is decoded without a text layer:
+  the same text (or error) as pathlib's read_text.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import sim.memfiles as memfiles
 from sim.dma import feature
 from sim.errors import SimError
 from sim.trace import cfg, txn
-from sim.trace.ops import Op
+from sim.trace.ops import Op, read_trace
 from sim.trace.player import TracePlayer, find_trace_file
 
 # -- record .dat ---------------------------------------------------------------------------
@@ -523,3 +525,24 @@ def test_atom_views_are_what_as_strided_makes(args, base, writeable):
         assert view.flags.writeable == want.flags.writeable
         np.testing.assert_array_equal(view, want)
         assert np.shares_memory(view, buf)
+
+
+@pytest.mark.parametrize("raw", [
+    b"", b"reg_write(X_0, 0x1);\n", b"a\r\nb\rc\n", b"a\x0bb\x1cc\n", b"caf\xc3\xa9\n",
+    b"bad \xff\xfe byte\n", b"\xef\xbb\xbfbom\n", b"no newline at the end",
+])
+def test_read_trace_reads_as_read_text(tmp_path, raw):
+    """read_trace's fast path (ASCII bytes without a carriage return) and its general one
+    give what pathlib's read_text gives, for every kind of file."""
+    path = tmp_path / "t.cfg"
+    path.write_bytes(raw)
+    assert read_trace(path) == read_trace(str(path)) == path.read_text(errors="replace")
+
+
+def test_read_trace_names_an_unreadable_file(tmp_path):
+    for path in (tmp_path / "missing.cfg", tmp_path):
+        with pytest.raises(SimError) as error:
+            read_trace(path)
+        with pytest.raises(OSError) as os_error:
+            path.read_text()
+        assert str(error.value) == f"{path}: cannot read ({os_error.value.strerror})"
