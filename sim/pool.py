@@ -14,11 +14,9 @@ that trace's error and replaced, and the regression goes on.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import time
 from collections.abc import Callable, Iterator
-from multiprocessing.connection import wait
 
 from .trace.player import TraceResult, TraceStatus
 
@@ -88,6 +86,10 @@ class WorkerPool:
         self.describe = describe  # item -> (name, config) for results made here
         self.jobs = max(1, jobs)
         self.timeout = timeout
+        # multiprocessing only here: its imports (20-35 ms) are a tax on every in-process
+        # regression, which never needs them
+        import multiprocessing
+
         self.ctx = multiprocessing.get_context("spawn")
         self.workers: list[_Worker] = []
 
@@ -102,6 +104,8 @@ class WorkerPool:
             self.close()
 
     def _results(self, items: list) -> Iterator[tuple[int, TraceResult]]:
+        from multiprocessing.connection import wait
+
         pending = list(enumerate(items))[::-1]
         self.workers = [_Worker(self.ctx, self.run_one)
                         for _ in range(min(self.jobs, len(items)))]
