@@ -14,8 +14,6 @@ CDMA only has to agree with the output size.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from ..configs import FP16, INT8, INT16, Precision
@@ -281,7 +279,17 @@ def _at_addresses(layer: ConvLayer, addresses: dict) -> ConvLayer:
     """``layer`` with the address fields ``addresses`` (itself when they are its own)."""
     if all(getattr(layer, name) == value for name, value in addresses.items()):
         return layer
-    return replace(layer, **addresses)
+    return with_fields(layer, **addresses)
+
+
+def with_fields(layer: ConvLayer, **changes) -> ConvLayer:
+    """``dataclasses.replace(layer, **changes)`` without having the dataclass collect the
+    record's fields first (:mod:`sim.records` defers it to its first use: half a
+    millisecond of every process that meets an image-input or a moved layer)."""
+    names = ConvLayer.__match_args__
+    if not changes.keys() <= set(names):
+        raise TypeError(f"ConvLayer has no field(s) {sorted(changes.keys() - set(names))}")
+    return ConvLayer(**{name: changes.get(name, getattr(layer, name)) for name in names})
 
 
 def _decode_layer(ctx) -> ConvLayer:

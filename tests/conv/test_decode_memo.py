@@ -84,3 +84,20 @@ def test_address_registers_are_whole_registers_of_addresses():
         for reg_name in conv_layer.ADDRESS_REGISTERS:
             reg = regmap.by_name(f"NVDLA_CDMA.{reg_name}")
             assert [f.name for f in reg.fields] and all("ADDR" in f.name for f in reg.fields)
+
+
+def test_with_fields_is_dataclasses_replace():
+    import dataclasses
+
+    import pytest
+
+    rng = np.random.default_rng(13)
+    x = rng.integers(-50, 50, (16, 4, 4)).astype(np.int8)
+    w = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
+    _, layer = _layer_with_flags(Machine("nv_small"), x, w)
+    changes = dict(in_addr=0x1000, channels=3, banks=(1, 2), weight_reuse=True)
+    moved = conv_layer.with_fields(layer, **changes)
+    assert moved == dataclasses.replace(layer, **changes) != layer
+    assert conv_layer.with_fields(layer) == layer
+    with pytest.raises(TypeError, match="no field"):
+        conv_layer.with_fields(layer, in_adr=1)
