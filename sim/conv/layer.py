@@ -231,6 +231,24 @@ def check_weight_bytes(layer: ConvLayer, kernel_bytes: int) -> None:
 
 MEMO_SIZE = 256  # decoded layers remembered per register map (then forgotten at once)
 
+#: CDMA registers that hold an address and nothing else.  A direct layer's decoding puts
+#: them in ConvLayer's address fields (:func:`_addresses`) and no check reads them, so a
+#: layer programmed as one decoded before but for these is that layer at new addresses:
+#: the memo keys leave them out (ResNet-50's layers of one geometry differ in these only,
+#: two in three of its convolutions are then not decoded again).
+ADDRESS_REGISTERS = frozenset((
+    "D_DAIN_ADDR_HIGH_0_0", "D_DAIN_ADDR_LOW_0_0", "D_DAIN_ADDR_HIGH_1_0", "D_DAIN_ADDR_LOW_1_0",
+    "D_WEIGHT_ADDR_HIGH_0", "D_WEIGHT_ADDR_LOW_0", "D_WGS_ADDR_HIGH_0", "D_WGS_ADDR_LOW_0",
+    "D_WMB_ADDR_HIGH_0", "D_WMB_ADDR_LOW_0"))
+
+
+def _addresses(cdma) -> dict:
+    """The ConvLayer fields of a direct layer that come from ADDRESS_REGISTERS."""
+    return dict(in_addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
+                weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+                wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
+                wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low)
+
 
 def decode_layer(ctx) -> ConvLayer:
     """Decode and cross-check a direct-convolution layer's CDMA/CSC/CMAC/CACC register groups.
@@ -238,20 +256,40 @@ def decode_layer(ctx) -> ConvLayer:
     The engine dispatches on :func:`conv_mode`; this decoder sees DIRECT layers.
     A layer is a function of those five blocks' register words and the hardware
     configuration: one programmed as a layer decoded before (a network run
-    again, a repeated trace) is that layer, not decoded twice.  Errors are not
-    remembered.
+    again, a repeated trace, a layer of the same geometry elsewhere in the network)
+    is that layer, at the addresses its ADDRESS_REGISTERS hold, not decoded twice.
+    Errors are not remembered.
     """
     blocks = [ctx.regs(unit) for unit in (CDMA, CSC, CMAC_A, CMAC_B, CACC)]
-    memo = blocks[0].memo("conv layers")
-    key = (*(block.words_key() for block in blocks), id(ctx.config))
+    cdma = blocks[0]
+    memo = cdma.memo("conv layers")
+    key = (tuple([item for item in cdma.words_key() if item[0] not in ADDRESS_REGISTERS]),
+           *(block.words_key() for block in blocks[1:]), id(ctx.config))
     hit = memo.get(key)
     if hit is not None and hit[0] is ctx.config:
-        return hit[1]
+        return _at_addresses(hit[1], _addresses(cdma))
     layer = _decode_layer(ctx)
     if len(memo) >= MEMO_SIZE:
         memo.clear()
     memo[key] = (ctx.config, layer)
     return layer
+
+
+def _at_addresses(layer: ConvLayer, addresses: dict) -> ConvLayer:
+    """``layer`` with the address fields ``addresses`` (itself when they are its own)."""
+    if all(getattr(layer, name) == value for name, value in addresses.items()):
+        return layer
+    return with_fields(layer, **addresses)
+
+
+def with_fields(layer: ConvLayer, **changes) -> ConvLayer:
+    """``dataclasses.replace(layer, **changes)`` without having the dataclass collect the
+    record's fields first (:mod:`sim.records` defers it to its first use: half a
+    millisecond of every process that meets an image-input or a moved layer)."""
+    names = ConvLayer.__match_args__
+    if not changes.keys() <= set(names):
+        raise TypeError(f"ConvLayer has no field(s) {sorted(changes.keys() - set(names))}")
+    return ConvLayer(**{name: changes.get(name, getattr(layer, name)) for name in names})
 
 
 def _decode_layer(ctx) -> ConvLayer:

@@ -84,45 +84,47 @@ class FeatureLayout:
     batch_stride: int = 0
     batch: int = 1
 
-    @property
+    # the derived sizes are cached: a frozen layout's never change, and a layer's
+    # reads and writes ask for them dozens of times
+    @cached_property
     def surfaces(self) -> int:
         return ceil_div(self.channels, self.group)
 
-    @property
+    @cached_property
     def padded_channels(self) -> int:
         """Channels rounded up to whole atoms (the lanes the hardware moves)."""
         return self.surfaces * self.group
 
-    @property
+    @cached_property
     def atom_bytes(self) -> int:
         """Bytes of one 1x1xC' atom (group x element bytes)."""
         return self.group * self.element_bytes
 
-    @property
+    @cached_property
     def line_bytes(self) -> int:
         return self.width * self.atom_bytes
 
-    @property
+    @cached_property
     def cube_extent(self) -> int:
         """Bytes from the cube's address to the end of its last atom (one batch)."""
         return (self.surfaces - 1) * self.surface_stride + (self.height - 1) * self.line_stride \
             + self.line_bytes
 
-    @property
+    @cached_property
     def extent(self) -> int:
         """Bytes from the address to the end of the last atom of the last batch."""
         return (self.batch - 1) * self.batch_stride + self.cube_extent
 
-    @property
+    @cached_property
     def size(self) -> int:
         """Bytes of data (atoms) in the layout, gaps excluded."""
         return self.batch * self.surfaces * self.height * self.line_bytes
 
-    @property
+    @cached_property
     def is_packed(self) -> bool:
         return self.extent == self.size
 
-    @property
+    @cached_property
     def in_atom_order(self) -> bool:
         """The atoms lie back to back in (N, S, H, W) order (a flat copy of them is the
         layout's bytes)."""

@@ -31,6 +31,8 @@ bytes at fp16 precision).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..configs import FP16
@@ -80,6 +82,10 @@ class OperandFormat:
         return np.dtype("<u2") if self.precision == FP16 else np.dtype("<i2")
 
 
+#: An SDP layer asks for its operand streams' format and layout twice (SDP_RDMA's fetch
+#: as it starts, the read as the layer computes), with the arguments of the layers
+#: before: each is made once (both are frozen records; an error is not remembered).
+@functools.lru_cache(maxsize=256, typed=True)  # a Precision and its name kept apart
 def operand_format(use: str, precision: str, data_size: int | None = None,
                    components: int | None = None, per_element: bool = False,
                    strict: bool = True) -> OperandFormat:
@@ -108,6 +114,7 @@ def operand_format(use: str, precision: str, data_size: int | None = None,
     return OperandFormat(use, precision, data_size, components, bool(per_element), strict)
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
 def operand_layout(fmt: OperandFormat, channels: int, height: int = 1, width: int = 1,
                    atom_bytes: int = 32, line_stride: int | None = None,
                    surface_stride: int | None = None, what: str = "") -> FeatureLayout:

@@ -33,3 +33,71 @@ def test_decode_memo_matches_a_fresh_decode(monkeypatch):
     ctx, first = _layer_with_flags(m, x, w)
     set_reg(m, "NVDLA_CACC", "D_CLIP_CFG_0", clip_truncate=3)  # one field: another layer
     assert conv_layer.decode_layer(ctx).clip_truncate == 3 != first.clip_truncate
+
+
+ADDRESSES = (("D_DAIN_ADDR_LOW_0_0", "datain_addr_low_0", "in_addr"),
+             ("D_DAIN_ADDR_HIGH_0_0", "datain_addr_high_0", "in_addr"),
+             ("D_WEIGHT_ADDR_LOW_0", "weight_addr_low", "weight_addr"),
+             ("D_WEIGHT_ADDR_HIGH_0", "weight_addr_high", "weight_addr"),
+             ("D_WGS_ADDR_LOW_0", "wgs_addr_low", "wgs_addr"),
+             ("D_WMB_ADDR_HIGH_0", "wmb_addr_high", "wmb_addr"),
+             ("D_DAIN_ADDR_LOW_1_0", "datain_addr_low_1", None))  # no direct layer's field
+
+
+def _counting_decodes(monkeypatch):
+    decodes = []
+    fresh = conv_layer._decode_layer
+
+    def counting(ctx):
+        decodes.append(ctx)
+        return fresh(ctx)
+
+    monkeypatch.setattr(conv_layer, "_decode_layer", counting)
+    return decodes, fresh
+
+
+def test_a_layer_at_other_addresses_is_the_remembered_one_moved(monkeypatch):
+    """Only ADDRESS_REGISTERS changed: no decoding, and what a fresh decode gives."""
+    decodes, fresh = _counting_decodes(monkeypatch)
+    rng = np.random.default_rng(12)
+    x = rng.integers(-50, 50, (16, 4, 4)).astype(np.int8)
+    w = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
+    m = Machine("nv_small")
+    ctx, first = _layer_with_flags(m, x, w)
+    assert len(decodes) == 1 and conv_layer.decode_layer(ctx) is first  # same addresses
+    for reg, field, attr in ADDRESSES:
+        value = int(rng.integers(1, 1 << 12)) << 8
+        set_reg(m, "NVDLA_CDMA", reg, **{field: value})
+        moved = conv_layer.decode_layer(ctx)
+        assert len(decodes) == 1  # a hit
+        assert moved == fresh(ctx)
+        if attr is not None:
+            assert getattr(moved, attr) != getattr(first, attr)
+    set_reg(m, "NVDLA_CACC", "D_CLIP_CFG_0", clip_truncate=2)  # not an address: decoded
+    assert conv_layer.decode_layer(ctx) == fresh(ctx) and len(decodes) == 2
+
+
+def test_address_registers_are_whole_registers_of_addresses():
+    """Each of ADDRESS_REGISTERS holds one address field on every map, no other field."""
+    for name in ("nv_small", "nv_large", "nv_full"):
+        regmap = Machine(name).regfile.regmap
+        for reg_name in conv_layer.ADDRESS_REGISTERS:
+            reg = regmap.by_name(f"NVDLA_CDMA.{reg_name}")
+            assert [f.name for f in reg.fields] and all("ADDR" in f.name for f in reg.fields)
+
+
+def test_with_fields_is_dataclasses_replace():
+    import dataclasses
+
+    import pytest
+
+    rng = np.random.default_rng(13)
+    x = rng.integers(-50, 50, (16, 4, 4)).astype(np.int8)
+    w = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
+    _, layer = _layer_with_flags(Machine("nv_small"), x, w)
+    changes = dict(in_addr=0x1000, channels=3, banks=(1, 2), weight_reuse=True)
+    moved = conv_layer.with_fields(layer, **changes)
+    assert moved == dataclasses.replace(layer, **changes) != layer
+    assert conv_layer.with_fields(layer) == layer
+    with pytest.raises(TypeError, match="no field"):
+        conv_layer.with_fields(layer, in_adr=1)
