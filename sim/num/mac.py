@@ -93,10 +93,8 @@ from sim.num.booth import (
     ROW_BYTES,
     TABLE_ROWS,
     ZERO_WEIGHT_ROWS,
-    booth_data_table,
     booth_data_table_low,
     booth_lane,
-    booth_lane_table,
     booth_row_words,
     booth_sum_low8_table,
     booth_sum_low16_table,
@@ -467,16 +465,15 @@ _ZERO_ROWS = (*ZERO_WEIGHT_ROWS, 0)
 
 def tile_scratch_layout(pixels: int) -> list[tuple[tuple[int, ...], type]]:
     """The (shape, dtype) of each array of :func:`tile_scratch` for tiles of up to ``pixels``
-    pixels: of the ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
-    (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
-    the signed data significands, the low bits of the tree's sum word for one kernel, and
-    the kernel's weight rows (:func:`_rows_of`).  The arrays start as zeros: a group of
-    fewer than ``GROUP`` lanes reads its missing lanes' narrow tables, never built, at a
-    zero weight's rows, where any built table is 0 too (the narrow loops also read stale
-    words past a tile's pixels, whose sums are never read)."""
-    return [((GROUP, TABLE_ROWS, pixels), np.uint32), ((GROUP, TABLE_ROWS, pixels), np.uint16),
-            ((GROUP, TABLE_ROWS, pixels), np.uint8), ((GROUP, pixels), np.int16),
-            ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
+    pixels: of the ``GROUP`` lanes at hand, the data tables in 16- and 8-bit words
+    (:func:`sim.num.booth.booth_data_table_low`), the signed data significands, the low
+    bits of the tree's sum word for one kernel, and the kernel's weight rows
+    (:func:`_rows_of`).  The arrays start as zeros: a group of fewer than ``GROUP`` lanes
+    reads its missing lanes' narrow tables, never built, at a zero weight's rows, where any
+    built table is 0 too (the narrow loops also read stale words past a tile's pixels, whose
+    sums are never read)."""
+    return [((GROUP, TABLE_ROWS, pixels), np.uint16), ((GROUP, TABLE_ROWS, pixels), np.uint8),
+            ((GROUP, pixels), np.int16), ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
 
 
 def tile_scratch(pixels: int) -> tuple[np.ndarray, ...]:
@@ -515,7 +512,8 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     tree serves where the tile's exponents bound every live shift by 8, and is tried
     first elsewhere until it misses too often (:data:`WIDE_AFTER`).  A lane with a live
     shift beyond the narrow tree's is flagged on the way, and its products are corrected
-    from the whole tree (:func:`sim.num.booth.booth_lane_table`).
+    from the whole multiplier (:func:`sim.num.booth.booth_lane`) in the runs of pixels
+    that hold such shifts.
     Lanes whose data are all zero are skipped, and kernels whose weights in a group's lanes
     are all zero: a zero operand's lane is far below every block (its shifted product is 0)
     and never raises an exponent.
@@ -564,16 +562,16 @@ def fp16_padded_tile_dots(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, scratch, b
         for p in range(n_p):
             most = max(most, be[p])
         top[k] = most
-    tables, tables16, tables8, signed, sums16, rows = scratch
+    tables16, tables8, signed, sums16, rows = scratch
     for i in range(0, n_live, GROUP):
         n_g = min(GROUP, n_live - i)
-        _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8,
+        _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8,
                     signed, sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
                     low_exp[i:i + n_g], top)
 
 
 @njit(distinct_arrays=True)
-def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8, signed,
+def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, signed,
                 sums16, rows, block_exp4, high, low, k0, k1, group, low_exp, top):
     """:func:`fp16_padded_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
     as the first with a zero weight) for kernels ``k0:k1``.
@@ -594,7 +592,6 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, ta
         booth_data_table_low(d_sign[j, :n_p], d_sig[j, :n_p], tables16[m], tables8[m])
         for p in range(n_p):
             signed[m, p] = np.int16(signed_value(d_sign[j, p], d_sig[j, p]))
-    built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
     # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
     # columns past n_p read stale table words; their sums are never read): a partial last
     # vector ran element by element
@@ -668,8 +665,8 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, ta
         flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
                  | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
         if flags:
-            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4,
-                             tables, built, signed, sums16, block_exp4, high, low)
+            _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows,
+                             w_exp4, signed, sums16, block_exp4, high, low)
             if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
@@ -690,36 +687,45 @@ def _rows_of(w_rows, j, k, real):
 
 
 @njit(distinct_arrays=True)
-def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables,
-                     built, signed, sums, block_exp4, high, low):
+def _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, signed,
+                     sums, block_exp4, high, low):
     """Replace the shifted products :func:`_tile_group` added for kernel ``k`` of the
-    group's lanes flagged in ``flags`` (a bit each) by the whole tree's
-    (:func:`sim.num.booth.booth_lane_table` of their 32-bit tables, made on first need:
-    ``built``)."""
+    group's lanes flagged in ``flags`` (a bit each) by the multiplier's
+    (:func:`sim.num.booth.booth_lane`), in the runs of ``CORRECT_RUN`` pixels that hold a live
+    shift beyond ``reach``: elsewhere the narrow tree's product is the multiplier's already.
+    (A flagged lane has a few such pixels: in the benchmark's layer one run in six of the
+    flagged lanes'; the whole tree from the operands, only there, costs less than a table of
+    the lane's 32-bit tree words for all its pixels.)"""
     prefer_wide_vectors()
+    limit = word32(LIVE_SHIFTS - reach - 1)
     for m in range(group.size):
         if not (flags >> m) & 1:
             continue
         j = group[m]
-        if not built[m]:
-            booth_data_table(d_sign[j, :n_p], d_sig[j, :n_p], tables[m])
-            built[m] = True
-        r = _rows_of(w_rows, j, k, True)
+        sw = _rows_of(w_rows, j, k, True)[10]
+        w_sign, w_sig = word32(sw < 0), word32(abs(sw))
         we = w_exp4[j, k]
-        for p in range(n_p):
-            be = block_exp4[k, p]
-            shift = sub32(be, add32(d_exp4[j, p], we))
-            t = tables
-            whole = booth_lane_table(t[m, r[0], p], t[m, r[1], p], t[m, r[2], p], t[m, r[3], p],
-                                     t[m, r[4], p], t[m, r[5], p], t[m, r[6], p], t[m, r[7], p],
-                                     t[m, r[8], p], t[m, r[9], p], shift)
-            fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], r[10],
-                                    sums[m, p])
-            d = sub32(whole, fast)
-            high[k, p] = add32(high[k, p], sar32(d, 16))
-            low[k, p] = add32(low[k, p], d)
+        for start in range(0, n_p, CORRECT_RUN):
+            # unsigned bounds: numba's fix-up of negative indices made the loops gathers
+            c0, c1 = np.uint64(start), np.uint64(min(start + CORRECT_RUN, n_p))
+            far = word32(0xFFFFFFFF)
+            for p in range(c0, c1):
+                far = min(far, _beyond(sub32(block_exp4[k, p], add32(d_exp4[j, p], we)), reach))
+            if far >= limit:
+                continue
+            for p in range(c0, c1):
+                be = block_exp4[k, p]
+                shift = sub32(be, add32(d_exp4[j, p], we))
+                whole = booth_lane(xor32(d_sign[j, p], w_sign), w_sig, d_sig[j, p], shift)
+                fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], sw,
+                                        sums[m, p])
+                d = sub32(whole, fast)
+                high[k, p] = add32(high[k, p], sar32(d, 16))
+                low[k, p] = add32(low[k, p], d)
 
 
+#: Pixels :func:`_correct_flagged` looks at together: a 512-bit vector of 32-bit words.
+CORRECT_RUN = 16
 #: The narrow trees' reach: shifts up to these take their low bits from the 8-bit table
 #: (rows 0-3) or from the 16-bit one.
 NARROW8, NARROW16 = 8, 16
