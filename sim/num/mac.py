@@ -473,7 +473,7 @@ def tile_scratch_layout(pixels: int) -> list[tuple[tuple[int, ...], type]]:
     built table is 0 too (the narrow loops also read stale words past a tile's pixels, whose
     sums are never read)."""
     return [((GROUP, TABLE_ROWS, pixels), np.uint16), ((GROUP, TABLE_ROWS, pixels), np.uint8),
-            ((GROUP, pixels), np.int16), ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
+            ((GROUP, pixels), np.int16), ((GROUP, pixels), np.uint16), ((GROUP, 11), np.uint64)]
 
 
 def tile_scratch(pixels: int) -> tuple[np.ndarray, ...]:
@@ -578,8 +578,9 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
 
     One kernel (not inlined: its loops over pixels are written out in its body rather than
     in inlined functions, whose array arguments cost atomic reference counts and whose
-    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) int64
-    holds a kernel's :func:`_rows_of` of the group's weights."""
+    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) uint64
+    holds a kernel's :func:`_rows_of` of the group's weights (unsigned: numba indexes
+    without a fix-up for negative indices, ten of them a lane and kernel)."""
     prefer_wide_vectors()
     zero = 4 * ZERO_LANE_EXP
     n_g = group.size
