@@ -548,13 +548,26 @@ def fp16_padded_tile_dots(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, scratch, b
         live[n_live] = j
         low_exp[n_live] = least
         n_live += 1
+    # the block exponents, GROUP lanes at a time: one load and store of a kernel's row for
+    # four lanes' (a lane missing from the last group, or with a zero weight, counts as a
+    # zero operand: far below 0, where the exponents start)
+    for i in range(0, n_live, GROUP):
+        j0 = live[i]
+        j1 = live[i + 1] if i + 1 < n_live else j0
+        j2 = live[i + 2] if i + 2 < n_live else j0
+        j3 = live[i + 3] if i + 3 < n_live else j0
+        de0, de1, de2, de3 = d_exp4[j0], d_exp4[j1], d_exp4[j2], d_exp4[j3]
         for k in range(k0, k1):
-            we = w_exp4[j, k]
-            if we == zero:
+            we0 = w_exp4[j0, k]
+            we1 = w_exp4[j1, k] if i + 1 < n_live else zero
+            we2 = w_exp4[j2, k] if i + 2 < n_live else zero
+            we3 = w_exp4[j3, k] if i + 3 < n_live else zero
+            if we0 == zero and we1 == zero and we2 == zero and we3 == zero:
                 continue
             be = block_exp4[k]
             for p in range(n_p):
-                be[p] = max(be[p], np.int32(de[p] + we))
+                be[p] = max(be[p], max(max(np.int32(de0[p] + we0), np.int32(de1[p] + we1)),
+                                       max(np.int32(de2[p] + we2), np.int32(de3[p] + we3))))
     top = np.zeros(k1, np.int32)  # each kernel's largest block exponent in the tile
     for k in range(k0, k1):
         be = block_exp4[k]
