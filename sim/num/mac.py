@@ -680,7 +680,7 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
                  | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
         if flags:
             _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows,
-                             w_exp4, signed, sums16, block_exp4, high, low)
+                             w_exp4, tables16, signed, sums16, rows, block_exp4, high, low)
             if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
@@ -701,41 +701,78 @@ def _rows_of(w_rows, j, k, real):
 
 
 @njit(distinct_arrays=True)
-def _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, signed,
-                     sums, block_exp4, high, low):
+def _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4,
+                     tables16, signed, sums, rows, block_exp4, high, low):
     """Replace the shifted products :func:`_tile_group` added for kernel ``k`` of the
-    group's lanes flagged in ``flags`` (a bit each) by the multiplier's
-    (:func:`sim.num.booth.booth_lane`), in the runs of ``CORRECT_RUN`` pixels that hold a live
-    shift beyond ``reach``: elsewhere the narrow tree's product is the multiplier's already.
-    (A flagged lane has a few such pixels: in the benchmark's layer one run in six of the
-    flagged lanes'; the whole tree from the operands, only there, costs less than a table of
-    the lane's 32-bit tree words for all its pixels.)"""
+    group's lanes flagged in ``flags`` (a bit each: a live shift beyond the narrow tree's
+    ``reach``) by the multiplier's.
+
+    After the 8-bit tree, a flagged lane's products are first redone from the 16-bit tree
+    (``rows`` holds the kernel's rows), whose low bits then stand in ``sums``; then, where
+    a live shift goes beyond 16, from :func:`sim.num.booth.booth_lane` in the runs of
+    ``CORRECT_RUN`` pixels that hold one (elsewhere the 16-bit tree's product is the
+    multiplier's already).  Such lanes have few such pixels (in the benchmark's layer about
+    one in a run, in one run in six): the multiplier from the operands there costs less than
+    a table of the lane's 32-bit tree words for all its pixels."""
     prefer_wide_vectors()
-    limit = word32(LIVE_SHIFTS - reach - 1)
     for m in range(group.size):
         if not (flags >> m) & 1:
             continue
         j = group[m]
         sw = _rows_of(w_rows, j, k, True)[10]
-        w_sign, w_sig = word32(sw < 0), word32(abs(sw))
         we = w_exp4[j, k]
-        for start in range(0, n_p, CORRECT_RUN):
-            # unsigned bounds: numba's fix-up of negative indices made the loops gathers
-            c0, c1 = np.uint64(start), np.uint64(min(start + CORRECT_RUN, n_p))
+        if reach == NARROW8:
+            i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+            i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
             far = word32(0xFFFFFFFF)
-            for p in range(c0, c1):
-                far = min(far, _beyond(sub32(block_exp4[k, p], add32(d_exp4[j, p], we)), reach))
-            if far >= limit:
-                continue
-            for p in range(c0, c1):
-                be = block_exp4[k, p]
-                shift = sub32(be, add32(d_exp4[j, p], we))
-                whole = booth_lane(xor32(d_sign[j, p], w_sign), w_sig, d_sig[j, p], shift)
-                fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], sw,
-                                        sums[m, p])
-                d = sub32(whole, fast)
+            for p in range(n_p):
+                wide = booth_sum_low16_table(
+                    tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
+                    tables16[m, i3, p], tables16[m, i4, p], tables16[m, i5, p],
+                    tables16[m, i6, p], tables16[m, i7, p], tables16[m, i8, p],
+                    tables16[m, i9, p])
+                top = sub32(block_exp4[k, p], we)
+                narrow, shift = _fast_product(top, d_exp4[j, p], signed[m, p], sw, sums[m, p])
+                fast, _ = _fast_product(top, d_exp4[j, p], signed[m, p], sw, wide)
+                sums[m, p] = wide
+                d = sub32(fast, narrow)
                 high[k, p] = add32(high[k, p], sar32(d, 16))
                 low[k, p] = add32(low[k, p], d)
+                far = min(far, _beyond(shift, NARROW16))
+            if far >= LIVE_SHIFTS - NARROW16 - 1:
+                continue
+        _correct_far(j, m, k, sw, we, d_sign, d_sig, d_exp4, n_p, signed, sums, block_exp4,
+                     high, low)
+
+
+@njit(inline="always")
+def _correct_far(j, m, k, sw, we, d_sign, d_sig, d_exp4, n_p, signed, sums, block_exp4, high,
+                 low):
+    """:func:`_correct_flagged`'s last step for lane ``j`` (``m`` of the group; its weight's
+    signed significand ``sw`` and exponent ``we``), ``sums`` from the 16-bit tree: a run's
+    pixels beyond the tree's reach found in a vector, as the bits of a word, then corrected
+    one by one (in vectors over whole runs, the multiplier took four times as long)."""
+    limit = word32(LIVE_SHIFTS - NARROW16 - 1)
+    w_sign, w_sig = word32(sw < 0), word32(abs(sw))
+    one = np.uint64(1)
+    for start in range(0, n_p, CORRECT_RUN):
+        # unsigned indices: numba's fix-up of negative ones made the loop gathers
+        c0 = np.uint64(start)
+        bits = np.uint64(0)
+        for q in range(np.uint64(min(CORRECT_RUN, n_p - start))):
+            shift = sub32(block_exp4[k, c0 + q], add32(d_exp4[j, c0 + q], we))
+            bits |= np.uint64(_beyond(shift, NARROW16) < limit) << q
+        while bits:
+            lowest = bits & (~bits + one)
+            bits ^= lowest
+            p = c0 + np.uint64(63 - leading_zeros64(lowest))
+            be = block_exp4[k, p]
+            shift = sub32(be, add32(d_exp4[j, p], we))
+            whole = booth_lane(xor32(d_sign[j, p], w_sign), w_sig, d_sig[j, p], shift)
+            fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], sw, sums[m, p])
+            d = sub32(whole, fast)
+            high[k, p] = add32(high[k, p], sar32(d, 16))
+            low[k, p] = add32(low[k, p], d)
 
 
 #: Pixels :func:`_correct_flagged` looks at together: a 512-bit vector of 32-bit words.
