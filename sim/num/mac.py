@@ -511,9 +511,9 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     products stay within int32), computed as ``((P - a) >> s) + (a >> s)``.  The 8-bit
     tree serves where the tile's exponents bound every live shift by 8, and is tried
     first elsewhere until it misses too often (:data:`WIDE_AFTER`).  A lane with a live
-    shift beyond the narrow tree's is flagged on the way, and its products are corrected
-    from the whole multiplier (:func:`sim.num.booth.booth_lane`) in the runs of pixels
-    that hold such shifts.
+    shift beyond the narrow tree's is flagged on the way and corrected: after the 8-bit
+    tree, from the 16-bit one; at its pixels shifted beyond 16, one by one from the whole
+    multiplier (:func:`sim.num.booth.booth_lane`).
     Lanes whose data are all zero are skipped, and kernels whose weights in a group's lanes
     are all zero: a zero operand's lane is far below every block (its shifted product is 0)
     and never raises an exponent.
@@ -709,11 +709,11 @@ def _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows,
 
     After the 8-bit tree, a flagged lane's products are first redone from the 16-bit tree
     (``rows`` holds the kernel's rows), whose low bits then stand in ``sums``; then, where
-    a live shift goes beyond 16, from :func:`sim.num.booth.booth_lane` in the runs of
-    ``CORRECT_RUN`` pixels that hold one (elsewhere the 16-bit tree's product is the
-    multiplier's already).  Such lanes have few such pixels (in the benchmark's layer about
-    one in a run, in one run in six): the multiplier from the operands there costs less than
-    a table of the lane's 32-bit tree words for all its pixels."""
+    a live shift goes beyond 16, from :func:`sim.num.booth.booth_lane` pixel by pixel
+    (:func:`_correct_far`; elsewhere the 16-bit tree's product is the multiplier's already).
+    Such lanes have few such pixels (in the benchmark's layer about one in six runs of 16):
+    the multiplier from the operands there costs less than a table of the lane's 32-bit
+    tree words for all its pixels."""
     prefer_wide_vectors()
     for m in range(group.size):
         if not (flags >> m) & 1:
@@ -775,7 +775,7 @@ def _correct_far(j, m, k, sw, we, d_sign, d_sig, d_exp4, n_p, signed, sums, bloc
             low[k, p] = add32(low[k, p], d)
 
 
-#: Pixels :func:`_correct_flagged` looks at together: a 512-bit vector of 32-bit words.
+#: Pixels :func:`_correct_far` looks over together: a 512-bit vector of 32-bit words.
 CORRECT_RUN = 16
 #: The narrow trees' reach: shifts up to these take their low bits from the 8-bit table
 #: (rows 0-3) or from the 16-bit one.
