@@ -613,7 +613,7 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
                    tables8.shape[2])
     # the exponents bound the shifts loosely (by the tile's extremes): where they allow
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
-    # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
+    # kernel in WIDE_AFTER (its flagged lanes redone from the 16-bit tree): then the 16-bit one
     wide, misses = False, 0
     for k in range(k0, k1):
         we0 = w_exp4[j0, k]
