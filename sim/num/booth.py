@@ -455,13 +455,15 @@ def booth_data_table_low(negative, dat, table16, table8):
             row8[p] = row
             neg16[p] = neg6
             neg8[p] = neg6
+    # the pair words in 16-bit words (:func:`_pair_word`'s low bits: a carry-free shift and
+    # or), twice the pixels a vector of the 32-bit form
     for t in range(DIGITS):
-        row16, row8 = table16[_ROW + t], table8[_ROW + t]
+        row16 = table16[_ROW + t]
         for u in range(DIGITS):
             pair16, pair8 = table16[_PAIR + DIGITS * t + u], table8[_PAIR + DIGITS * t + u]
             neg6 = table16[_NEG6 + u]
             for p in range(n):
-                pair = _pair_word(row16[p], neg6[p])
+                pair = or16(shl16(row16[p], 2), shr16(neg6[p], 6))
                 pair16[p] = pair
                 pair8[p] = pair
 

@@ -93,10 +93,8 @@ from sim.num.booth import (
     ROW_BYTES,
     TABLE_ROWS,
     ZERO_WEIGHT_ROWS,
-    booth_data_table,
     booth_data_table_low,
     booth_lane,
-    booth_lane_table,
     booth_row_words,
     booth_sum_low8_table,
     booth_sum_low16_table,
@@ -467,16 +465,15 @@ _ZERO_ROWS = (*ZERO_WEIGHT_ROWS, 0)
 
 def tile_scratch_layout(pixels: int) -> list[tuple[tuple[int, ...], type]]:
     """The (shape, dtype) of each array of :func:`tile_scratch` for tiles of up to ``pixels``
-    pixels: of the ``GROUP`` lanes at hand, the data tables in 32-, 16- and 8-bit words
-    (:func:`sim.num.booth.booth_data_table`, :func:`sim.num.booth.booth_data_table_low`),
-    the signed data significands, the low bits of the tree's sum word for one kernel, and
-    the kernel's weight rows (:func:`_rows_of`).  The arrays start as zeros: a group of
-    fewer than ``GROUP`` lanes reads its missing lanes' narrow tables, never built, at a
-    zero weight's rows, where any built table is 0 too (the narrow loops also read stale
-    words past a tile's pixels, whose sums are never read)."""
-    return [((GROUP, TABLE_ROWS, pixels), np.uint32), ((GROUP, TABLE_ROWS, pixels), np.uint16),
-            ((GROUP, TABLE_ROWS, pixels), np.uint8), ((GROUP, pixels), np.int16),
-            ((GROUP, pixels), np.uint16), ((GROUP, 11), np.int64)]
+    pixels: of the ``GROUP`` lanes at hand, the data tables in 16- and 8-bit words
+    (:func:`sim.num.booth.booth_data_table_low`), the signed data significands, the low
+    bits of the tree's sum word for one kernel, and the kernel's weight rows
+    (:func:`_rows_of`).  The arrays start as zeros: a group of fewer than ``GROUP`` lanes
+    reads its missing lanes' narrow tables, never built, at a zero weight's rows, where any
+    built table is 0 too (the narrow loops also read stale words past a tile's pixels, whose
+    sums are never read)."""
+    return [((GROUP, TABLE_ROWS, pixels), np.uint16), ((GROUP, TABLE_ROWS, pixels), np.uint8),
+            ((GROUP, pixels), np.int16), ((GROUP, pixels), np.uint16), ((GROUP, 11), np.uint64)]
 
 
 def tile_scratch(pixels: int) -> tuple[np.ndarray, ...]:
@@ -514,8 +511,9 @@ def fp16_tile_dots(d_sign, d_sig, d_exp4, w_rows, w_exp4, scratch, block_exp4, h
     products stay within int32), computed as ``((P - a) >> s) + (a >> s)``.  The 8-bit
     tree serves where the tile's exponents bound every live shift by 8, and is tried
     first elsewhere until it misses too often (:data:`WIDE_AFTER`).  A lane with a live
-    shift beyond the narrow tree's is flagged on the way, and its products are corrected
-    from the whole tree (:func:`sim.num.booth.booth_lane_table`).
+    shift beyond the narrow tree's is flagged on the way and corrected: after the 8-bit
+    tree, from the 16-bit one; at its pixels shifted beyond 16, one by one from the whole
+    multiplier (:func:`sim.num.booth.booth_lane`).
     Lanes whose data are all zero are skipped, and kernels whose weights in a group's lanes
     are all zero: a zero operand's lane is far below every block (its shifted product is 0)
     and never raises an exponent.
@@ -550,13 +548,26 @@ def fp16_padded_tile_dots(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, scratch, b
         live[n_live] = j
         low_exp[n_live] = least
         n_live += 1
+    # the block exponents, GROUP lanes at a time: one load and store of a kernel's row for
+    # four lanes' (a lane missing from the last group, or with a zero weight, counts as a
+    # zero operand: far below 0, where the exponents start)
+    for i in range(0, n_live, GROUP):
+        j0 = live[i]
+        j1 = live[i + 1] if i + 1 < n_live else j0
+        j2 = live[i + 2] if i + 2 < n_live else j0
+        j3 = live[i + 3] if i + 3 < n_live else j0
+        de0, de1, de2, de3 = d_exp4[j0], d_exp4[j1], d_exp4[j2], d_exp4[j3]
         for k in range(k0, k1):
-            we = w_exp4[j, k]
-            if we == zero:
+            we0 = w_exp4[j0, k]
+            we1 = w_exp4[j1, k] if i + 1 < n_live else zero
+            we2 = w_exp4[j2, k] if i + 2 < n_live else zero
+            we3 = w_exp4[j3, k] if i + 3 < n_live else zero
+            if we0 == zero and we1 == zero and we2 == zero and we3 == zero:
                 continue
             be = block_exp4[k]
             for p in range(n_p):
-                be[p] = max(be[p], np.int32(de[p] + we))
+                be[p] = max(be[p], max(max(np.int32(de0[p] + we0), np.int32(de1[p] + we1)),
+                                       max(np.int32(de2[p] + we2), np.int32(de3[p] + we3))))
     top = np.zeros(k1, np.int32)  # each kernel's largest block exponent in the tile
     for k in range(k0, k1):
         be = block_exp4[k]
@@ -564,24 +575,25 @@ def fp16_padded_tile_dots(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, scratch, b
         for p in range(n_p):
             most = max(most, be[p])
         top[k] = most
-    tables, tables16, tables8, signed, sums16, rows = scratch
+    tables16, tables8, signed, sums16, rows = scratch
     for i in range(0, n_live, GROUP):
         n_g = min(GROUP, n_live - i)
-        _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8,
+        _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8,
                     signed, sums16, rows, block_exp4, high, low, k0, k1, live[i:i + n_g],
                     low_exp[i:i + n_g], top)
 
 
 @njit(distinct_arrays=True)
-def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, tables8, signed,
+def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, signed,
                 sums16, rows, block_exp4, high, low, k0, k1, group, low_exp, top):
     """:func:`fp16_padded_tile_dots` of the lanes ``group`` (up to ``GROUP``; a missing lane reads
     as the first with a zero weight) for kernels ``k0:k1``.
 
     One kernel (not inlined: its loops over pixels are written out in its body rather than
     in inlined functions, whose array arguments cost atomic reference counts and whose
-    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) int64
-    holds a kernel's :func:`_rows_of` of the group's weights."""
+    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) uint64
+    holds a kernel's :func:`_rows_of` of the group's weights (unsigned: numba indexes
+    without a fix-up for negative indices, ten of them a lane and kernel)."""
     prefer_wide_vectors()
     zero = 4 * ZERO_LANE_EXP
     n_g = group.size
@@ -594,7 +606,6 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, ta
         booth_data_table_low(d_sign[j, :n_p], d_sig[j, :n_p], tables16[m], tables8[m])
         for p in range(n_p):
             signed[m, p] = np.int16(signed_value(d_sign[j, p], d_sig[j, p]))
-    built = np.zeros(GROUP, np.bool_)  # whole tables, made for a flagged lane only
     # the narrow loops run in whole vectors of 8-bit words as far as the scratch allows (the
     # columns past n_p read stale table words; their sums are never read): a partial last
     # vector ran element by element
@@ -602,7 +613,7 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, ta
                    tables8.shape[2])
     # the exponents bound the shifts loosely (by the tile's extremes): where they allow
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
-    # kernel in WIDE_AFTER (flagged lanes take the whole tree): then the 16-bit one
+    # kernel in WIDE_AFTER (its flagged lanes redone from the 16-bit tree): then the 16-bit one
     wide, misses = False, 0
     for k in range(k0, k1):
         we0 = w_exp4[j0, k]
@@ -668,8 +679,8 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables, tables16, ta
         flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
                  | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
         if flags:
-            _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4,
-                             tables, built, signed, sums16, block_exp4, high, low)
+            _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows,
+                             w_exp4, tables16, signed, sums16, rows, block_exp4, high, low)
             if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
@@ -690,36 +701,82 @@ def _rows_of(w_rows, j, k, real):
 
 
 @njit(distinct_arrays=True)
-def _correct_flagged(flags, group, k, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables,
-                     built, signed, sums, block_exp4, high, low):
+def _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4,
+                     tables16, signed, sums, rows, block_exp4, high, low):
     """Replace the shifted products :func:`_tile_group` added for kernel ``k`` of the
-    group's lanes flagged in ``flags`` (a bit each) by the whole tree's
-    (:func:`sim.num.booth.booth_lane_table` of their 32-bit tables, made on first need:
-    ``built``)."""
+    group's lanes flagged in ``flags`` (a bit each: a live shift beyond the narrow tree's
+    ``reach``) by the multiplier's.
+
+    After the 8-bit tree, a flagged lane's products are first redone from the 16-bit tree
+    (``rows`` holds the kernel's rows), whose low bits then stand in ``sums``; then, where
+    a live shift goes beyond 16, from :func:`sim.num.booth.booth_lane` pixel by pixel
+    (:func:`_correct_far`; elsewhere the 16-bit tree's product is the multiplier's already).
+    Such lanes have few such pixels (in the benchmark's layer about one in six runs of 16):
+    the multiplier from the operands there costs less than a table of the lane's 32-bit
+    tree words for all its pixels."""
     prefer_wide_vectors()
     for m in range(group.size):
         if not (flags >> m) & 1:
             continue
         j = group[m]
-        if not built[m]:
-            booth_data_table(d_sign[j, :n_p], d_sig[j, :n_p], tables[m])
-            built[m] = True
-        r = _rows_of(w_rows, j, k, True)
+        sw = _rows_of(w_rows, j, k, True)[10]
         we = w_exp4[j, k]
-        for p in range(n_p):
+        if reach == NARROW8:
+            i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+            i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
+            far = word32(0xFFFFFFFF)
+            for p in range(n_p):
+                wide = booth_sum_low16_table(
+                    tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
+                    tables16[m, i3, p], tables16[m, i4, p], tables16[m, i5, p],
+                    tables16[m, i6, p], tables16[m, i7, p], tables16[m, i8, p],
+                    tables16[m, i9, p])
+                top = sub32(block_exp4[k, p], we)
+                narrow, shift = _fast_product(top, d_exp4[j, p], signed[m, p], sw, sums[m, p])
+                fast, _ = _fast_product(top, d_exp4[j, p], signed[m, p], sw, wide)
+                sums[m, p] = wide
+                d = sub32(fast, narrow)
+                high[k, p] = add32(high[k, p], sar32(d, 16))
+                low[k, p] = add32(low[k, p], d)
+                far = min(far, _beyond(shift, NARROW16))
+            if far >= LIVE_SHIFTS - NARROW16 - 1:
+                continue
+        _correct_far(j, m, k, sw, we, d_sign, d_sig, d_exp4, n_p, signed, sums, block_exp4,
+                     high, low)
+
+
+@njit(inline="always")
+def _correct_far(j, m, k, sw, we, d_sign, d_sig, d_exp4, n_p, signed, sums, block_exp4, high,
+                 low):
+    """:func:`_correct_flagged`'s last step for lane ``j`` (``m`` of the group; its weight's
+    signed significand ``sw`` and exponent ``we``), ``sums`` from the 16-bit tree: a run's
+    pixels beyond the tree's reach found in a vector, as the bits of a word, then corrected
+    one by one (in vectors over whole runs, the multiplier took four times as long)."""
+    limit = word32(LIVE_SHIFTS - NARROW16 - 1)
+    w_sign, w_sig = word32(sw < 0), word32(abs(sw))
+    one = np.uint64(1)
+    for start in range(0, n_p, CORRECT_RUN):
+        # unsigned indices: numba's fix-up of negative ones made the loop gathers
+        c0 = np.uint64(start)
+        bits = np.uint64(0)
+        for q in range(np.uint64(min(CORRECT_RUN, n_p - start))):
+            shift = sub32(block_exp4[k, c0 + q], add32(d_exp4[j, c0 + q], we))
+            bits |= np.uint64(_beyond(shift, NARROW16) < limit) << q
+        while bits:
+            lowest = bits & (~bits + one)
+            bits ^= lowest
+            p = c0 + np.uint64(63 - leading_zeros64(lowest))
             be = block_exp4[k, p]
             shift = sub32(be, add32(d_exp4[j, p], we))
-            t = tables
-            whole = booth_lane_table(t[m, r[0], p], t[m, r[1], p], t[m, r[2], p], t[m, r[3], p],
-                                     t[m, r[4], p], t[m, r[5], p], t[m, r[6], p], t[m, r[7], p],
-                                     t[m, r[8], p], t[m, r[9], p], shift)
-            fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], r[10],
-                                    sums[m, p])
+            whole = booth_lane(xor32(d_sign[j, p], w_sign), w_sig, d_sig[j, p], shift)
+            fast, _ = _fast_product(sub32(be, we), d_exp4[j, p], signed[m, p], sw, sums[m, p])
             d = sub32(whole, fast)
             high[k, p] = add32(high[k, p], sar32(d, 16))
             low[k, p] = add32(low[k, p], d)
 
 
+#: Pixels :func:`_correct_far` looks over together: a 512-bit vector of 32-bit words.
+CORRECT_RUN = 16
 #: The narrow trees' reach: shifts up to these take their low bits from the 8-bit table
 #: (rows 0-3) or from the 16-bit one.
 NARROW8, NARROW16 = 8, 16

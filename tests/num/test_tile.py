@@ -295,3 +295,35 @@ def test_padded_rows_are_the_packed_ones(tile, pad):
         results.append((block_exp4, high, low))
     for got, want in zip(*results, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+# --- the corrections: lanes the 8-bit tree missed, pixels beyond the 16-bit tree's reach ----
+
+def _placed_far(rng, lanes, n_p, spread, far_pixels):
+    """Data of exponents within ``spread`` exponent groups (of four) of the largest, and at
+    ``far_pixels`` of a few lanes values 5 or more groups below (shifts of 20 to 28, or past
+    32 for the smallest): the flagged lanes' far pixels at run edges and alone in a run."""
+    e = rng.integers(28 - 4 * spread, 29, (lanes, n_p))
+    for p in far_pixels:
+        e[rng.integers(0, lanes, 2), p] = rng.choice([1, 4, 6, 8, 10])
+    bits = (rng.integers(0, 2, (lanes, n_p)) << 15) | (e << 10) | rng.integers(0, 1024,
+                                                                            (lanes, n_p))
+    return bits.astype(np.uint16)
+
+
+@pytest.mark.parametrize("spread", [1, 2, 3])  # the 8-bit tree fits, misses, both miss
+@pytest.mark.parametrize("lanes, n_p", [(3, 17), (4, 16), (9, 40), (8, 128), (6, 100)])
+def test_corrections_are_the_reference_kernels(lanes, n_p, spread):
+    """Tiles whose lanes miss the 8-bit tree (redone from the 16-bit one) and hold a few
+    pixels beyond the 16-bit tree's reach (corrected from the multiplier one by one: the
+    first and last pixel of a run, a run's only one, the tile's last, partial run)."""
+    rng = np.random.default_rng(lanes * 1000 + n_p * 10 + spread)
+    far = sorted({0, 15, 16, 31, n_p // 2, n_p - 1} & set(range(n_p)))
+    for _ in range(3):
+        data = _placed_far(rng, lanes, n_p, spread, far)
+        weights = ((rng.integers(0, 2, (12, lanes)) << 15) | (rng.integers(12, 16, (12, lanes))
+                                                             << 10)
+                   | rng.integers(0, 1024, (12, lanes))).astype(np.uint16)
+        (got_exp, got_sum), (want_exp, want_sum) = _both(data, weights, (1, 12))
+        np.testing.assert_array_equal(got_exp[1:12, :n_p], want_exp[1:12, :n_p])
+        np.testing.assert_array_equal(got_sum[1:12, :n_p], want_sum[1:12, :n_p])
