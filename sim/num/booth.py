@@ -16,7 +16,9 @@ data's possible tree words and takes the weight as ten indices into them
 bits of its sum word, from narrow copies of the table (:func:`booth_data_table_low`,
 :func:`booth_sum_low8_table`, :func:`booth_sum_low16_table`), but for the few products
 shifted further.  The fully connected layers need only those low bits too
-(:func:`booth_sum_low16`, :func:`booth_sum_low8`: :mod:`sim.num.mac_fc`).
+(:mod:`sim.num.mac_fc`): :func:`booth_sum_low16` for lanes shifted by 12 to 16, and
+:func:`booth_sum_low8` builds the table their carries of shifts 4 and 8 are looked up in
+(:mod:`sim.num.fc_carries`).
 """
 
 from __future__ import annotations
