@@ -140,12 +140,20 @@ class Memory:
         The range must lie in the configuration's address space and within the
         simulator's per-access limit.
         """
+        if self.in_bounds(addr, size):
+            return
         if addr < 0 or size < 0 or addr + size > self.limit:
             raise MemoryFault(f"{access} {addr:#x}+{size:#x} is outside {self.name} "
                               f"({self.address_bits}-bit address space)", where=what)
         if size > self.limits.access:
             raise MemoryFault(f"{access} {addr:#x}+{size:#x} exceeds the simulator's limit of "
                               f"{self.limits.access:#x} bytes per access", where=what)
+
+    def in_bounds(self, addr: int, size: int) -> bool:
+        """Whether :meth:`check` lets the range pass: in the address space, within the
+        per-access limit."""
+        return addr >= 0 and size >= 0 and addr + size <= self.limit \
+            and size <= self.limits.access
 
     def _chunks(self, addr: int, size: int):
         """Yield (page_index, offset_in_page, offset_in_buffer, length)."""
@@ -351,14 +359,13 @@ class Memory:
             return
         if len(runs) >= SCATTER_RUNS and self._scatter_runs(base, runs):
             return
-        pages, limit, most = self._pages, self.limit, self.limits.access
+        pages, in_bounds = self._pages, self.in_bounds
         for offset, data in runs:
             addr = base + offset
             size = len(data)
             off = addr & PAGE_MASK
             held = pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
-            if held is None or addr < 0 or addr + size > limit or size > most \
-                    or not isinstance(data, bytes):
+            if held is None or not isinstance(data, bytes) or not in_bounds(addr, size):
                 self.write(addr, data)
             else:  # bytes copied straight into the page's buffer (half numpy's cost)
                 memoryview(held)[off:off + size] = data
@@ -379,19 +386,23 @@ class Memory:
         sizes = np.fromiter(map(len, datas), np.int64, len(datas))
         if int(sizes.sum()) > SCATTER_MEAN_BYTES * len(datas):
             return False  # long runs: copied one by one sooner than byte by byte
+        s0 = int(starts.min())
+        if int(starts.max()) - s0 > self.limits.resident:
+            return False  # no slab spans them (and int64 sums of far offsets could wrap)
+        starts -= s0  # small from here: the window's offsets
         order = np.argsort(starts, kind="stable")
         first, ends = starts[order], starts[order] + sizes[order]
         if (first[1:] < np.maximum.accumulate(ends)[:-1]).any():
             return False  # runs overlap: the later one's bytes win, written in order
-        lo, hi = base + int(first[0]), base + int(ends.max())
-        if lo < 0 or hi > self.limit or int(sizes.max()) > self.limits.access:
+        lo, span = base + s0, int(ends.max())
+        if lo < 0 or lo + span > self.limit or int(sizes.max()) > self.limits.access:
             return False
-        window = self._slab_view(lo, hi - lo, writeable=True)
+        window = self._slab_view(lo, span, writeable=True)
         if window is None:
             return False
         # byte k of the runs joined goes to its run's start plus its place in the run
         before = np.cumsum(sizes) - sizes
-        index = np.repeat(starts - (lo - base) - before, sizes) + np.arange(int(sizes.sum()))
+        index = np.repeat(starts - before, sizes) + np.arange(int(sizes.sum()))
         window[index] = np.frombuffer(b"".join(datas), np.uint8)
         return True
 

@@ -431,7 +431,10 @@ RUN_CASES = [
     [(off, bytes([off % 7]) * 40) for off in range(0, 4000, 30)],  # many, overlapping
     [(off, b"\x0c" * 5) for off in range(PAGE // 2, 5 * PAGE, 5000)],  # into pages not held
     [(off, b"\x0d" * 2) for off in range(0, 600, 20)] + [(1 << 61, b"")],  # a far empty one
+    # a far one whose end would wrap an int64 sum
+    [(off, b"\x0f" * 2) for off in range(0, 1400, 20)] + [((1 << 63) - 4, b"\x10" * 8)],
 ]
+MANY_WITH_GAPS = RUN_CASES[4]
 
 
 @pytest.mark.parametrize("runs", RUN_CASES)
@@ -479,6 +482,24 @@ def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatte
         outcomes.append((error, sorted(mem._pages), ear.heard, mem.layer_writes,
                          mem.read(base - 16, 3 * PAGE)))
     assert outcomes[0] == outcomes[1]
+
+
+def test_many_short_runs_over_one_slab_are_one_scatter(monkeypatch):
+    """The case the scatter is for (many short runs over a region mem_init held) takes it:
+    the comparison above would pass as well if it never did."""
+    import sim.dram
+
+    taken = []
+    scatter = Memory._scatter_runs
+    monkeypatch.setattr(Memory, "_scatter_runs",
+                        lambda self, *args: taken.append(scatter(self, *args)) or taken[-1])
+    monkeypatch.setattr(sim.dram, "SCATTER_RUNS", 1)
+    mem = Memory(address_bits=32)
+    mem.fill(0x7000, 3 * PAGE, "ALL_ZERO")
+    mem.write_runs(0x7000, MANY_WITH_GAPS)
+    assert taken == [True]
+    for offset, data in MANY_WITH_GAPS:
+        assert mem.read(0x7000 + offset, len(data)) == data
 
 
 def test_a_zero_filled_region_is_read_as_one_view():
