@@ -112,7 +112,11 @@ def _ready_to_compile() -> None:
     (:func:`_loads_without_compiler`) and this runs before a kernel compiles.
     """
     global _compiler_ready
-    with _compiler_lock:
+    from numba.core.compiler_lock import global_compiler_lock
+
+    # numba's compiler lock first, as numba's own load takes them (a cache miss calls this
+    # holding it, and the refresh below takes it too): the other order could deadlock
+    with global_compiler_lock, _compiler_lock:
         if not _compiler_ready:
             with _unused_packages_hidden():
                 from numba.core import entrypoints
@@ -132,8 +136,9 @@ def prepare_numba_in_background() -> None:
     after work of its own that leaves the processor idle (a loadable with fp16 layers,
     while NVIDIA's firmware starts): the first kernel then waits only for the rest.
 
-    Only for a process the command owns: while it runs, scipy and cffi cannot be imported
-    (:func:`_unused_packages_hidden`).  A failure is left for the first kernel to meet.
+    Only for a process the command owns: while it runs, scipy and cffi (and yaml, without a
+    ``.numba_config.yaml`` here) cannot be imported (:func:`_unused_packages_hidden`).  A
+    failure is left for the first kernel to meet.
     """
     if _numba is not None or _target_ready:
         return
@@ -469,10 +474,13 @@ def _loads_without_compiler(cache) -> None:
     implementations are loaded first (:func:`_ready_to_compile`)."""
 
     def load_overload(sig, target_context):
-        compiled = None
-        # numba's own guard (Windows' sharing errors)
-        with cache._guard_against_spurious_io_errors(), _unused_packages_hidden():
-            compiled = cache._load_overload(sig, target_context)
+        try:
+            # numba's own guard (Windows' sharing errors)
+            with cache._guard_against_spurious_io_errors(), _unused_packages_hidden():
+                compiled = cache._load_overload(sig, target_context)
+        except Exception:  # noqa: BLE001 - a kernel whose state needs more: numba's own load
+            _ready_to_compile()
+            return type(cache).load_overload(cache, sig, target_context)
         if compiled is None:
             _ready_to_compile()
         return compiled

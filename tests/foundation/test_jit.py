@@ -246,7 +246,8 @@ def test_cached_kernels_load_without_what_compiling_needs(tmp_path):
     """A kernel in the cache loads without the CPU target's implementations (0.2 s of
     imports, which numba's own loads bring in) and without scipy, which the numba modules
     its pickled state names would import; a kernel that misses the cache still compiles,
-    after the implementations are loaded (with scipy still hidden)."""
+    after the implementations are loaded (with scipy still hidden); a load that fails
+    without them is numba's own load, with them."""
     (tmp_path / "kernels.py").write_text(
         "import numpy as np\n\nfrom sim.jit import njit\n\n\n"
         "@njit\ndef double(x):\n    return 2 * x\n\n\n"
@@ -256,10 +257,21 @@ import sys
 import numpy as np
 from sim import jit
 from kernels import double, total
+if sys.argv[1] == "failing":  # the first load of a kernel raises (state it cannot rebuild)
+    from numba.core import caching
+    loads, load = [], caching.Cache._load_overload
+    def flaky(cache, sig, target_context):
+        loads.append(sig)
+        if len(loads) == 1:
+            raise RuntimeError("needs the implementations")
+        return load(cache, sig, target_context)
+    caching.Cache._load_overload = flaky
 assert total(np.arange(4.0)) == 6.0
 if sys.argv[1] == "fresh":
     assert jit._compiler_ready               # compiled: the implementations were loaded
     assert double(21) == 42
+elif sys.argv[1] == "failing":  # numba's own load, after a lean one that failed
+    assert jit._compiler_ready and total.stats.cache_hits and not total.stats.cache_misses
 else:
     assert not jit._compiler_ready, "loaded the implementations for a cached kernel"
     assert "numba.np.linalg" in sys.modules  # what loading np.sum's kernel imports...
@@ -270,5 +282,5 @@ else:
     project = str(jit.Path(jit.__file__).parents[1])
     env = {**jit.os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": jit.os.pathsep.join([str(tmp_path), project])}
-    for run in ("fresh", "cached"):
+    for run in ("fresh", "cached", "failing"):
         subprocess.run([sys.executable, "-c", probe, run], check=True, env=env)
