@@ -50,7 +50,7 @@ from ..dram import HELD
 from ..errors import ConfigurationError
 from ..num import cdma_cvt, flush_nans, inf_mask, nan_mask
 from ..num.arrays import sign_extend_array
-from ..records import record
+from ..records import record, replace
 from .cdma import fetch_weights
 from .layer import (
     CACC,
@@ -63,7 +63,6 @@ from .layer import (
     layer_counters,
     pad_element,
     weight_layer,
-    with_fields,
 )
 from .mac_int import conv_cacc
 
@@ -471,7 +470,7 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     weights, weight_counters = fetch_image_weights(ctx, layer)
     counters = layer_counters(data_counters, weight_counters)
     if layer.precision != FP16:  # exact sums: the block structure cannot change them
-        plain = with_fields(layer.weights, channels=layer.channels, in_width=framed.shape[2],
+        plain = replace(layer.weights, channels=layer.channels, in_width=framed.shape[2],
                         in_height=layer.height, kernel_width=layer.kernel_width,
                         dilation_x=1, dilation_y=1, pad_left=0)  # lines above/below: CSC pad
         out, saturated = conv_cacc(framed[None], weights, plain)
@@ -479,7 +478,7 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
         return out[0], counters
     lanes = ctx.config.mac_atomic_c
     data, wts = atomic_blocks(framed, weights, layer, lanes)
-    flat = with_fields(layer.weights, channels=data.shape[1], in_width=layer.out_width,
+    flat = replace(layer.weights, channels=data.shape[1], in_width=layer.out_width,
                    in_height=layer.out_height, kernel_width=1, kernel_height=1, stride_x=1,
                    stride_y=1, pad_top=0, pad_left=0)
     from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only

@@ -20,7 +20,7 @@ from ..configs import FP16, INT8, INT16, Precision
 from ..dma.align import ceil_div, window_count
 from ..dma.precision import check_precision
 from ..errors import ConfigurationError
-from ..records import record
+from ..records import record, replace
 from ..rules import ConvFacts, check
 
 CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
@@ -158,11 +158,9 @@ def weight_fetch(ctx) -> dict:
     return dict(
         byte_per_kernel=cdma.byte_per_kernel + 1,
         weight_ram=cdma.weight_ram_type,
-        weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
+        **_weight_addresses(cdma),
         weight_bytes=cdma.reg("D_WEIGHT_BYTES_0").weight_bytes,
         compressed=compressed,
-        wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
-        wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low,
         wmb_bytes=cdma.reg("D_WMB_BYTES_0").wmb_bytes,
     )
 
@@ -242,12 +240,21 @@ ADDRESS_REGISTERS = frozenset((
     "D_WMB_ADDR_HIGH_0", "D_WMB_ADDR_LOW_0"))
 
 
+def _weight_addresses(cdma) -> dict:
+    """The ConvLayer fields of the weights' addresses (every convolution mode)."""
+    return dict(weight_addr=cdma.address("weight_addr"), wgs_addr=cdma.address("wgs_addr"),
+                wmb_addr=cdma.address("wmb_addr"))
+
+
+def _in_address(cdma) -> int:
+    """A direct layer's input address (its surface 0's)."""
+    return (cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0
+
+
 def _addresses(cdma) -> dict:
-    """The ConvLayer fields of a direct layer that come from ADDRESS_REGISTERS."""
-    return dict(in_addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
-                weight_addr=(cdma.weight_addr_high << 32) | cdma.weight_addr_low,
-                wgs_addr=(cdma.wgs_addr_high << 32) | cdma.wgs_addr_low,
-                wmb_addr=(cdma.wmb_addr_high << 32) | cdma.wmb_addr_low)
+    """The ConvLayer fields of a direct layer that come from ADDRESS_REGISTERS, made as a
+    fresh decode makes them (:func:`_in_address`, :func:`_weight_addresses`)."""
+    return dict(in_addr=_in_address(cdma), **_weight_addresses(cdma))
 
 
 def decode_layer(ctx) -> ConvLayer:
@@ -279,17 +286,7 @@ def _at_addresses(layer: ConvLayer, addresses: dict) -> ConvLayer:
     """``layer`` with the address fields ``addresses`` (itself when they are its own)."""
     if all(getattr(layer, name) == value for name, value in addresses.items()):
         return layer
-    return with_fields(layer, **addresses)
-
-
-def with_fields(layer: ConvLayer, **changes) -> ConvLayer:
-    """``dataclasses.replace(layer, **changes)`` without having the dataclass collect the
-    record's fields first (:mod:`sim.records` defers it to its first use: half a
-    millisecond of every process that meets an image-input or a moved layer)."""
-    names = ConvLayer.__match_args__
-    if not changes.keys() <= set(names):
-        raise TypeError(f"ConvLayer has no field(s) {sorted(changes.keys() - set(names))}")
-    return ConvLayer(**{name: changes.get(name, getattr(layer, name)) for name in names})
+    return replace(layer, **addresses)
 
 
 def _decode_layer(ctx) -> ConvLayer:
@@ -321,7 +318,7 @@ def _decode_layer(ctx) -> ConvLayer:
         in_height=cdma.datain_height + 1,
         channels=cdma.datain_channel + 1,
         in_ram=cdma.datain_ram_type,
-        in_addr=(cdma.datain_addr_high_0 << 32) | cdma.datain_addr_low_0,
+        in_addr=_in_address(cdma),
         line_stride=cdma.reg("D_LINE_STRIDE_0").line_stride,
         surf_stride=cdma.surf_stride,
         batch_stride=cdma.batch_stride,

@@ -4,6 +4,7 @@ gives, and a changed register is another layer (fixed seeds)."""
 import numpy as np
 
 import sim.conv.layer as conv_layer
+from sim import records
 from sim.machine import LayerContext, Machine
 from sim.program.conv import UNITS, program
 from sim.program.registers import set_reg
@@ -86,7 +87,7 @@ def test_address_registers_are_whole_registers_of_addresses():
             assert [f.name for f in reg.fields] and all("ADDR" in f.name for f in reg.fields)
 
 
-def test_with_fields_is_dataclasses_replace():
+def test_records_replace_is_dataclasses_replace():
     import dataclasses
 
     import pytest
@@ -96,8 +97,8 @@ def test_with_fields_is_dataclasses_replace():
     w = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)
     _, layer = _layer_with_flags(Machine("nv_small"), x, w)
     changes = dict(in_addr=0x1000, channels=3, banks=(1, 2), weight_reuse=True)
-    moved = conv_layer.with_fields(layer, **changes)
+    moved = records.replace(layer, **changes)
     assert moved == dataclasses.replace(layer, **changes) != layer
-    assert conv_layer.with_fields(layer) == layer
+    assert records.replace(layer) == layer
     with pytest.raises(TypeError, match="no field"):
-        conv_layer.with_fields(layer, in_adr=1)
+        records.replace(layer, in_adr=1)
