@@ -19,6 +19,18 @@ def _umask() -> int:
     return mask
 
 
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a file, as ``Path(path).read_bytes()`` reads them (a name as text is
+    opened as it is: pathlib's parse costs more than reading a small file); SimError
+    naming it if unreadable."""
+    try:  # unbuffered: the raw file's readall, without the buffer (and the terminal
+        # check) a buffered reader costs: a small file's read is a few system calls
+        with open(path, "rb", buffering=0) as file:
+            return file.readall()
+    except OSError as exc:
+        raise SimError(f"{Path(path)}: cannot read ({exc.strerror})") from None
+
+
 def write_atomically(path: str | Path, content: bytes | str | list) -> None:
     """Write a file so that it is never left half-written, with the modes a plain
     ``open`` gives (0666 less the umask; the temporary file it starts as is 0600).

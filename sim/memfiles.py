@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SimError
-from .files import write_atomically
+from .files import read_bytes, write_atomically
 from .limits import DEFAULT_LIMITS, MemoryLimits, check_extent
 from .records import record
 
@@ -29,23 +29,12 @@ def _read_text(path: Path) -> str:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _file_bytes(path: Path | str) -> bytes:
-    """The bytes of a file, as ``Path(path).read_bytes()`` reads them (a name as text is
-    opened as it is: pathlib's parse costs more than reading a small file)."""
-    try:  # unbuffered: the raw file's readall, without the buffer (and the terminal
-        # check) a buffered reader costs: a small file's read is a few system calls
-        with open(path, "rb", buffering=0) as file:
-            return file.readall()
-    except OSError as exc:
-        raise SimError(f"{Path(path)}: cannot read ({exc.strerror})") from None
-
-
 def _read_bytes(path: Path, limits: MemoryLimits = DEFAULT_LIMITS) -> bytes:
     try:
         check_extent(path.stat().st_size, str(path), limits)
     except OSError as exc:
         raise SimError(f"{path}: cannot read ({exc.strerror})") from None
-    return _file_bytes(path)
+    return read_bytes(path)
 
 
 def _hex_bytes(tokens: str) -> bytes | None:
@@ -142,7 +131,7 @@ def read_record_file(path: str | Path) -> RecordFile:
         path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
         if path.suffix == ".bin":
             return _raw_record_file(path)
-    raw = _file_bytes(path)
+    raw = read_bytes(path)
     region = _one_region(raw) if len(raw) <= ONE_REGION_BYTES else None
     if region is not None:
         return region
@@ -177,7 +166,7 @@ def _parse_record_dat(path: Path | str, raw: bytes | None = None
     any other file: the record list of the general parse (which names a bad line).
     ``raw``: the file's bytes, when the caller has read them.  A name as text is made a
     Path only for the general parse (pathlib's parse costs more than the usual file's)."""
-    parsed = _canonical_records(_file_bytes(path) if raw is None else raw)
+    parsed = _canonical_records(read_bytes(path) if raw is None else raw)
     if parsed is not None:
         return parsed
     return _parse_record_text(path if isinstance(path, Path) else Path(path))
@@ -647,7 +636,7 @@ def read_hex_dat(path: str | Path) -> bytes:
     well-formed files (every token ``0xHH``) in one call; anything else goes
     token by token to find the line to blame.
     """
-    raw = _file_bytes(path)  # a name as text stays text unless a message names it
+    raw = read_bytes(path)  # a name as text stays text unless a message names it
     start, lineno = 0, 1  # skip the header lines at the top; any later ones take the slow path
     while start < len(raw):
         end = raw.find(b"\n", start)
@@ -849,7 +838,7 @@ def read_memory_file(path: str | Path) -> tuple[int | None, bytes]:
     if suffix in _TEXT_SUFFIXES:
         return _read_words(path)
     if suffix != ".dat":
-        return None, _file_bytes(path)
+        return None, read_bytes(path)
     head = _read_text(path)[:4096]
     data = load_image(path)
     m = _HEADER.search(head)

@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ..errors import SimError
+from ..files import read_bytes
 from ..regs import Record
 
 ALL_BITS = 0xFFFFFFFF  # a PollReg mask comparing the whole register
@@ -240,11 +241,10 @@ def read_trace(path: str | Path) -> str:
     try:  # the usual trace, ASCII without a carriage return: what read_text gives, in a
         # third of its time (no text layer; such bytes decode alike in any locale encoding
         # Python picks, and universal newlines would translate only a "\r")
-        with open(path, "rb", buffering=0) as file:  # as memfiles._file_bytes reads
-            raw = file.readall()
+        raw = read_bytes(path)
         if raw.isascii() and b"\r" not in raw:
             return raw.decode("ascii")
-    except OSError:
+    except SimError:
         pass  # read_text below meets the error again, and names it
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     try:
