@@ -18,14 +18,11 @@ STATUSES = tuple(TraceStatus)  # pass, fail, error
 SAVE_EVERY = 1.0  # seconds between rewrites of the JSON/JUnit files while running
 
 
-def _is_trace_dir(path: Path) -> bool:
-    return (path / "input.txn").is_file() or any(path.glob("*.cfg"))
-
-
 def _lists_trace(folder: str, names: list[str], files: list[str]) -> bool:
-    """:func:`_is_trace_dir` of a folder whose entries' names ``names`` (files and folders:
-    what the glob would list) and ``files`` (those not folders) the walk has listed: only
-    an ``input.txn`` among the files is asked about (is it a file, not a broken link)."""
+    """Whether a folder holds a trace (a file ``input.txn``, or anything named ``*.cfg``),
+    from its entries' names ``names`` (files and folders) and ``files`` (those not folders)
+    the walk has listed: only an ``input.txn`` among the files is asked about (is it a
+    file, not a broken link)."""
     if "input.txn" in files and os.path.isfile(os.path.join(folder, "input.txn")):
         return True
     return any(name.endswith(".cfg") for name in names)

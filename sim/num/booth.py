@@ -320,6 +320,13 @@ def _pair_word(row, neg6):
 
 
 @njit(inline="always")
+def _pair_word16(row16, neg6):
+    """:func:`_pair_word` in 16-bit words (its low bits: the shift and or carry nothing
+    across), twice the pixels a vector of the 32-bit form."""
+    return or16(shl16(row16, 2), shr16(neg6, 6))
+
+
+@njit(inline="always")
 def booth_lane_table(w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, shift):
     """:func:`booth_lane` from the ten table words a weight's :func:`booth_row_indices` pick
     (of each half, the second and third pair words go in shifted by 2 and 4)."""
@@ -457,15 +464,14 @@ def booth_data_table_low(negative, dat, table16, table8):
             row8[p] = row
             neg16[p] = neg6
             neg8[p] = neg6
-    # the pair words in 16-bit words (:func:`_pair_word`'s low bits: a carry-free shift and
-    # or), twice the pixels a vector of the 32-bit form
+    # the pair words in 16-bit words (:func:`_pair_word16`)
     for t in range(DIGITS):
         row16 = table16[_ROW + t]
         for u in range(DIGITS):
             pair16, pair8 = table16[_PAIR + DIGITS * t + u], table8[_PAIR + DIGITS * t + u]
             neg6 = table16[_NEG6 + u]
             for p in range(n):
-                pair = or16(shl16(row16[p], 2), shr16(neg6[p], 6))
+                pair = _pair_word16(row16[p], neg6[p])
                 pair16[p] = pair
                 pair8[p] = pair
 
