@@ -16,37 +16,61 @@ from sim.jit import intrinsic
 COMPRESS_LANES = 16
 
 
+def _lane_indices(builder, start_v):
+    """The i32 vector ``start, start + 1, ..., start + COMPRESS_LANES - 1``."""
+    from llvmlite import ir
+
+    i32, lanes = ir.IntType(32), COMPRESS_LANES
+    words_t = ir.VectorType(i32, lanes)
+    first = builder.insert_element(ir.Constant(words_t, ir.Undefined),
+                                   builder.trunc(start_v, i32), ir.Constant(i32, 0))
+    splat = builder.shuffle_vector(first, ir.Constant(words_t, ir.Undefined),
+                                   ir.Constant(words_t, [0] * lanes))
+    return builder.add(splat, ir.Constant(words_t, list(range(lanes))))
+
+
+def _compress_store(builder, values, pointer, mask) -> None:
+    """LLVM's compressing store of the i32 vector ``values``' lanes in ``mask`` at
+    ``pointer``, in order."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    i32, lanes = ir.IntType(32), COMPRESS_LANES
+    words_t, mask_t = ir.VectorType(i32, lanes), ir.VectorType(ir.IntType(1), lanes)
+    store = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [words_t, i32.as_pointer(), mask_t]),
+        f"llvm.masked.compressstore.v{lanes}i32")
+    builder.call(store, [values, pointer, mask])
+
+
+def _count_after(builder, count_v, mask):
+    """``count`` plus the lanes set in ``mask`` (int64)."""
+    from llvmlite import ir
+
+    found = builder.ctpop(builder.bitcast(mask, ir.IntType(COMPRESS_LANES)))
+    return builder.add(count_v, builder.zext(found, ir.IntType(64)))
+
+
 @intrinsic
 def compress_flagged(typingctx, flags, start, out, count):
     """Of the ``COMPRESS_LANES`` lanes ``start`` on, the indices (int32) of those whose flag
     (``flags``, uint8, readable up to ``start + COMPRESS_LANES``) is not 0, stored in
     order at ``out[count:]`` (room for all 16 needed); returns the new count (int64)."""
     from llvmlite import ir
-    from numba.core import cgutils, types
+    from numba.core import types
 
     def codegen(context, builder, sig, args):
         flags_ary = context.make_array(sig.args[0])(context, builder, args[0])
         out_ary = context.make_array(sig.args[2])(context, builder, args[2])
         start_v = context.cast(builder, args[1], sig.args[1], types.int64)
         count_v = context.cast(builder, args[3], sig.args[3], types.int64)
-        i1, i8, i32, i64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
-        lanes = COMPRESS_LANES
-        bytes_t, words_t = ir.VectorType(i8, lanes), ir.VectorType(i32, lanes)
-        mask_t = ir.VectorType(i1, lanes)
+        bytes_t = ir.VectorType(ir.IntType(8), COMPRESS_LANES)
         flag_ptr = builder.bitcast(builder.gep(flags_ary.data, [start_v]), bytes_t.as_pointer())
         mask = builder.icmp_unsigned("!=", builder.load(flag_ptr, align=1),
-                                     ir.Constant(bytes_t, [0] * lanes))
-        first = builder.insert_element(ir.Constant(words_t, ir.Undefined),
-                                       builder.trunc(start_v, i32), ir.Constant(i32, 0))
-        splat = builder.shuffle_vector(first, ir.Constant(words_t, ir.Undefined),
-                                       ir.Constant(words_t, [0] * lanes))
-        indices = builder.add(splat, ir.Constant(words_t, list(range(lanes))))
-        store = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [words_t, i32.as_pointer(), mask_t]),
-            f"llvm.masked.compressstore.v{lanes}i32")
-        builder.call(store, [indices, builder.gep(out_ary.data, [count_v]), mask])
-        found = builder.ctpop(builder.bitcast(mask, ir.IntType(lanes)))
-        return builder.add(count_v, builder.zext(found, i64))
+                                     ir.Constant(bytes_t, [0] * COMPRESS_LANES))
+        _compress_store(builder, _lane_indices(builder, start_v),
+                        builder.gep(out_ary.data, [count_v]), mask)
+        return _count_after(builder, count_v, mask)
 
     if not (isinstance(flags, types.Array) and flags.dtype == types.uint8
             and isinstance(out, types.Array) and out.dtype == types.int32):
@@ -62,7 +86,7 @@ def compress_nonzero(typingctx, words, start, out_words, out_indices, count):
     all 16 needed in both); returns the new count (int64).  A word that is its own flag
     saves a flags array, and its copy a gather of it by index."""
     from llvmlite import ir
-    from numba.core import cgutils, types
+    from numba.core import types
 
     def codegen(context, builder, sig, args):
         words_ary = context.make_array(sig.args[0])(context, builder, args[0])
@@ -70,25 +94,16 @@ def compress_nonzero(typingctx, words, start, out_words, out_indices, count):
         out_i = context.make_array(sig.args[3])(context, builder, args[3])
         start_v = context.cast(builder, args[1], sig.args[1], types.int64)
         count_v = context.cast(builder, args[4], sig.args[4], types.int64)
-        i1, i32, i64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
-        lanes = COMPRESS_LANES
-        words_t, mask_t = ir.VectorType(i32, lanes), ir.VectorType(i1, lanes)
+        i32 = ir.IntType(32)
+        words_t = ir.VectorType(i32, COMPRESS_LANES)
         word_ptr = builder.bitcast(builder.gep(words_ary.data, [start_v]), words_t.as_pointer())
         values = builder.load(word_ptr, align=4)
-        mask = builder.icmp_unsigned("!=", values, ir.Constant(words_t, [0] * lanes))
-        first = builder.insert_element(ir.Constant(words_t, ir.Undefined),
-                                       builder.trunc(start_v, i32), ir.Constant(i32, 0))
-        splat = builder.shuffle_vector(first, ir.Constant(words_t, ir.Undefined),
-                                       ir.Constant(words_t, [0] * lanes))
-        indices = builder.add(splat, ir.Constant(words_t, list(range(lanes))))
-        store = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [words_t, i32.as_pointer(), mask_t]),
-            f"llvm.masked.compressstore.v{lanes}i32")
-        builder.call(store, [values, builder.bitcast(builder.gep(out_w.data, [count_v]),
-                                                     i32.as_pointer()), mask])
-        builder.call(store, [indices, builder.gep(out_i.data, [count_v]), mask])
-        found = builder.ctpop(builder.bitcast(mask, ir.IntType(lanes)))
-        return builder.add(count_v, builder.zext(found, i64))
+        mask = builder.icmp_unsigned("!=", values, ir.Constant(words_t, [0] * COMPRESS_LANES))
+        _compress_store(builder, values, builder.bitcast(
+            builder.gep(out_w.data, [count_v]), i32.as_pointer()), mask)
+        _compress_store(builder, _lane_indices(builder, start_v),
+                        builder.gep(out_i.data, [count_v]), mask)
+        return _count_after(builder, count_v, mask)
 
     if not (isinstance(words, types.Array) and words.dtype == types.uint32
             and isinstance(out_words, types.Array) and out_words.dtype == types.uint32
