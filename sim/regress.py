@@ -59,7 +59,7 @@ def discover(root: Path) -> list[tuple[str | None, Path]]:
         is_trace = folder != top and _lists_trace(folder, dirs + files, files)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if is_trace:  # its parts below the root, as the walk joined them to it
-            parts = folder[len(top):].strip("/").split("/")
+            parts = folder[len(top):].strip(os.sep).split(os.sep)
             items.append((_config_within(parts, root.name), Path(folder)))
     return sorted(items, key=lambda item: str(item[1]))
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from sim.jit import njit
 from sim.num.booth import booth_sum_low8
-from sim.num.mac import signed_product
+from sim.num.mac import signed_product, sum_word_carry
 from sim.num.word32 import and32, or32, shl32, shr32, word32
 
 #: Where the cases of shift 4 start (in bits): after the 2**17 of shift 8.
@@ -63,11 +63,11 @@ def _fill_carry_table(table):
 
 @njit(inline="always")
 def _set_case(table, negative, wt, dat, shift):
-    low = (1 << shift) - 1
-    tree = np.int64(booth_sum_low8(negative, wt, dat)) & low
-    product = np.int64(signed_product(word32(negative), word32(wt), word32(dat))) & low
-    if tree > product:
-        index = np.int64(carry_index(word32(negative), word32(wt), word32(dat), word32(shift)))
+    negative, wt, dat, shift = word32(negative), word32(wt), word32(dat), word32(shift)
+    # the tree's low byte is all the carry of a shift up to 8 reads
+    if sum_word_carry(signed_product(negative, wt, dat), booth_sum_low8(negative, wt, dat),
+                      shift):
+        index = np.int64(carry_index(negative, wt, dat, shift))
         table[index >> 5] |= np.uint32(1) << np.uint32(index & 31)
 
 
