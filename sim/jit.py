@@ -256,17 +256,26 @@ _IN_POOL = threading.local()
 
 class _Call:
     """A call handed to the helper threads; :meth:`result` waits for it and raises what it
-    raised."""
+    raised.
 
-    __slots__ = ("_body", "_done", "_error")
+    Whichever thread takes the call first runs it: a helper, or the caller in
+    :meth:`result` when no helper has started it yet (on a busy machine a helper may wait
+    for a core for milliseconds, and the caller would wait with it for a call it can run
+    itself; a share of pieces then finds none left)."""
+
+    __slots__ = ("_body", "_done", "_error", "_taken")
 
     def __init__(self, body: Callable[[], object]):
         self._body = body
         self._error = None
         self._done = threading.Lock()
         self._done.acquire()  # released when the call has run
+        self._taken = threading.Lock()  # held by the thread that runs it
 
     def run(self) -> None:
+        """Run the call, unless another thread has taken it."""
+        if not self._taken.acquire(blocking=False):
+            return
         try:
             self._body()
         except BaseException as exc:  # noqa: BLE001 - raised by result(), in the caller
@@ -275,6 +284,7 @@ class _Call:
             self._done.release()
 
     def result(self) -> None:
+        self.run()  # not started by a helper: run here
         with self._done:
             pass
         if self._error is not None:

@@ -93,8 +93,10 @@ def main(argv: list[str]) -> int:
     from ..files import write_folder_atomically
     from ..runtime import read_loadable, run_loadable_bytes
     from ..runtime.dimg import DATA_TYPE_HALF
+    from ..runtime.heap import keep_freed_memory
 
     get_config(args.config)
+    keep_freed_memory()  # this process runs one network, then ends
     loadable = read_loadable(args.loadable)
     if any(t.data_type == DATA_TYPE_HALF for t in loadable.tensors):
         # fp16 layers run numba's kernels: numba comes in while the firmware starts

@@ -52,20 +52,31 @@ def test_the_overlap_gives_the_sequential_sums(cores, monkeypatch):
 
 @pytest.mark.parametrize("overlap_bytes,apart", [(0, True), (1 << 16, False)])
 def test_only_a_large_fetch_takes_another_thread(overlap_bytes, apart, monkeypatch):
-    """The weights are fetched on another thread when the layer fetches OVERLAP_BYTES or
-    more (this one, 8x6x7 data and 5x8x3x3 weights, fetches 696), else on this one."""
+    """The weights are handed to another thread when the layer fetches OVERLAP_BYTES or
+    more (this one, 8x6x7 data and 5x8x3x3 weights, fetches 696), else fetched on this one.
+
+    The data's fetch here waits for the weights' to begin: handed over, a helper begins
+    it (a call no helper has started by the time this thread asks for it would run here,
+    sim.jit._Call); on this thread, the wait runs out and the weights come after."""
     import sim.conv.direct as direct
 
     monkeypatch.setattr("sim.jit.cores", lambda: 2)
     monkeypatch.setattr(direct, "OVERLAP_BYTES", overlap_bytes)
     fetched_on = []
+    weights_begun = threading.Event()
 
     def fetch_weights(*args):
         fetched_on.append(threading.get_ident())
+        weights_begun.set()
         return plain_fetch(*args)
 
-    plain_fetch = direct.fetch_weights
+    def fetch_feature(*args):
+        weights_begun.wait(timeout=10 if apart else 0.2)
+        return plain_feature(*args)
+
+    plain_fetch, plain_feature = direct.fetch_weights, direct.fetch_feature
     monkeypatch.setattr(direct, "fetch_weights", fetch_weights)
+    monkeypatch.setattr(direct, "fetch_feature", fetch_feature)
     _run(_layer()[0])
     assert fetched_on and (fetched_on[0] != threading.get_ident()) == apart
 
