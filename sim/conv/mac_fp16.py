@@ -47,14 +47,23 @@ from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
 #: in a row (the pixels are the vectorised loop), and the data's Booth rows are reused
-#: by every kernel.
-TILE = 128
+#: by every kernel.  Larger tiles spread a tile's fixed costs (the CSC's gather, the
+#: data's tables, each lane and kernel's loop set-up) over more pixels: tiles of 12-14
+#: vectors took 8-16% less processor time than tiles of 6-7 in ResNet's 56 x 56 and
+#: 28 x 28 layers.
+TILE = 256
 #: Pixels in a vector of the widest processors (512 bits of 32-bit words): a tile's pixel
 #: loops run in whole vectors, so tiles start at multiples of it and a tile of fewer
 #: pixels is padded with zero data up to a multiple (a loop's last, partial vector runs
 #: in narrow vectors and element by element: in the 28x28x64 benchmark layer, tiles of
 #: 98 pixels took about 30% longer per pixel than tiles of 112).
 VECTOR = 16
+#: Pixels a step of the tiles' vectorised loops takes: they ran as if two vectors were
+#: one iteration (LLVM interleaves), an odd last vector taking about as long as two
+#: (one thread, 128 lanes and kernels: tiles of 13 vectors took 12% longer than tiles of
+#: 14, of 3 vectors 20% longer than of 4).  So tiles are whole steps, the layer's last
+#: filled up with zero data: 14 x 14 and 28 x 28 layers took 8-12% less processor time.
+STEP = 2 * VECTOR
 #: Fewer pixels than this do not fill the vectors: a layer that small (a fully
 #: connected one has a single pixel) takes the products pixel by pixel, the loops over
 #: a block's lanes (:func:`_conv_fp16_kernels`, the threads splitting the kernels).
@@ -64,8 +73,8 @@ MIN_KERNELS = 64
 #: Tiles of fewer vectors than this are not worth cutting a layer's pixels into: the loop
 #: over a tile's pixels for one lane and kernel pays its set-up over a few vectors only
 #: (in ResNet-50's 7x7 layers, tiles of two vectors ran at two thirds of the rate of
-#: larger ones), so such a layer gives each thread a share of its kernels instead
-#: (:func:`tile_plan`), at least this many.
+#: larger ones), so a layer of fewer tiles than threads gives each thread a share of its
+#: kernels instead (:func:`tile_plan`), at least this many.
 SPLIT_PIXELS_FROM = 4
 MIN_GROUP_KERNELS = 8
 
@@ -143,9 +152,9 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     layer's ``tiles`` (:func:`tile_plan`), kernels ``kernels[0]:kernels[1]``.
 
     The output pixels, counted over batches, lines and columns, are cut into ``tiles``
-    tiles of whole vectors (``VECTOR`` pixels), as equal as vectors allow: tile ``t`` is
-    vectors ``units * t // tiles`` up to ``units * (t + 1) // tiles`` of the ``units``;
-    the last vector of the layer may be partial, and is filled up with zero data.
+    tiles of whole steps (``STEP`` pixels), as equal as steps allow: tile ``t`` is
+    steps ``units * t // tiles`` up to ``units * (t + 1) // tiles`` of the ``units``;
+    the last step of the layer may be partial, and is filled up with zero data.
 
     ``x`` = (sign, significand, four times the exponent) arrays (N, H, W, C') from
     :func:`fp16_data_operands` and ``w`` = (rows (R, S, C', K, ROW_BYTES) from
@@ -166,11 +175,11 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
     width = _block_width(lanes)
     scratch, (sign_buf, sig_buf, exp_buf, d_nan, block_exp4, high, low, acc_e, acc_m) = buffers
     total = out.shape[0] * out_h * out_w
-    units = ceil_div_in_kernels(total, VECTOR)
+    units = ceil_div_in_kernels(total, STEP)
     for tile in range(span[0], span[1]):
-        start = VECTOR * (units * tile // tiles)
-        count = min(total, VECTOR * (units * (tile + 1) // tiles)) - start
-        n_p = ceil_div_in_kernels(count, VECTOR) * VECTOR
+        start = STEP * (units * tile // tiles)
+        count = min(total, STEP * (units * (tile + 1) // tiles)) - start
+        n_p = ceil_div_in_kernels(count, STEP) * STEP
         # the data of the tile's pixels, a column each (contiguous rows: vectors, the
         # first n_p words of rows _row_stride apart); the columns from the last pixel to
         # n_p hold zeros (their products are 0, never read)
@@ -424,9 +433,13 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
 def _products(operands: tuple, n_k: int) -> None:
     """:func:`_conv_fp16_tiles` of a layer over the threads, pieces as :func:`tile_plan` says."""
     out, lanes = operands[-1], operands[-3]
-    tiles, groups = tile_plan(out.shape[0] * out.shape[2] * out.shape[3], n_k, cores())
+    pixels = out.shape[0] * out.shape[2] * out.shape[3]
+    tiles, groups = tile_plan(pixels, n_k, cores())
     bounds = [n_k * g // groups for g in range(groups + 1)]
-    layout = _tile_layout(n_k, int(_block_width(lanes)))
+    # work arrays for the plan's largest tile, no larger: rows of a small layer's arrays
+    # as long as a large layer's only spread its words over more lines
+    widest = STEP * ceil_div(ceil_div(pixels, STEP), tiles)
+    layout = _tile_layout(n_k, int(_block_width(lanes)), widest)
     nbytes = _layout_bytes(layout)
     with ExitStack() as kept:
         # each thread carves its work arrays once a layer, not once a piece: sizing,
@@ -460,17 +473,17 @@ def _products(operands: tuple, n_k: int) -> None:
 LINE = 64
 
 
-def _tile_layout(n_k: int, width: int) -> tuple[list, list]:
+def _tile_layout(n_k: int, width: int, pixels: int = TILE) -> tuple[list, list]:
     """The (shape, dtype) of the work arrays of :func:`_conv_fp16_tiles` (tiles of up to
-    ``TILE`` pixels, ``n_k`` kernels, blocks of up to ``width`` lanes): the kernel's
-    scratch (:func:`sim.num.mac.tile_scratch_layout`, first: a kept buffer's words under
-    it are only ever the kernel's), then the tile's data in columns (signs,
+    ``pixels`` pixels, whole steps; ``n_k`` kernels, blocks of up to ``width`` lanes):
+    the kernel's scratch (:func:`sim.num.mac.tile_scratch_layout`, first: a kept buffer's
+    words under it are only ever the kernel's), then the tile's data in columns (signs,
     significands, four times the exponents, first NaNs), the kernels' block exponents
     and sum words, the accumulators (exponents, mantissas)."""
-    per_kernel = (n_k, TILE)
-    rows = width * _row_stride.py_func(TILE)  # the widest tile's rows, padded
-    return (tile_scratch_layout(TILE),
-            [((rows,), np.uint32), ((rows,), np.uint32), ((rows,), np.int32), ((TILE,), np.int64),
+    per_kernel = (n_k, pixels)
+    rows = width * _row_stride.py_func(pixels)  # the widest tile's rows, padded
+    return (tile_scratch_layout(pixels),
+            [((rows,), np.uint32), ((rows,), np.uint32), ((rows,), np.int32), ((pixels,), np.int64),
              (per_kernel, np.int32), (per_kernel, np.uint32), (per_kernel, np.uint32),
              (per_kernel, np.int64), (per_kernel, np.int64)])
 
@@ -525,18 +538,22 @@ def _scratch(use: str, nbytes: int) -> Iterator[np.ndarray]:
 def tile_plan(pixels: int, kernels: int, threads: int) -> tuple[int, int]:
     """How a layer's ``pixels`` output pixels and ``kernels`` kernels are cut into pieces
     for the threads (:func:`_conv_fp16_tiles`): (tiles, kernel groups), every piece one
-    tile of one group.  Tiles are whole vectors, at most ``TILE`` pixels.  Where tiles of
-    at least ``SPLIT_PIXELS_FROM`` vectors go round, their count is a multiple of
-    ``threads`` (the threads take them one by one: equal shares on an idle machine, and a
-    slowed core leaves its tiles to the others) and the kernels stay whole; a layer with
-    fewer pixels keeps its tiles as large as they can be and cuts its kernels into groups
-    instead, one per thread (at least ``MIN_GROUP_KERNELS`` kernels each)."""
-    units = ceil_div(pixels, VECTOR)
-    tiles = ceil_div(units, TILE // VECTOR)
+    tile of one group.  Tiles are whole steps, at most ``TILE`` pixels, as few as that
+    allows: a tile's fixed costs (the CSC's gather, the data's tables, a loop's set-up for
+    each lane and kernel) are paid once per tile.  Where there are at least as many tiles
+    as threads, their count is a multiple of ``threads`` (the threads take them one by
+    one: equal shares on an idle machine, and a slowed core leaves its tiles to the
+    others) and the kernels stay whole, unless that leaves tiles of fewer than
+    ``SPLIT_PIXELS_FROM`` vectors; a layer of fewer tiles cuts its kernels into groups
+    instead, so that every thread has a piece (at least ``MIN_GROUP_KERNELS`` kernels
+    each): the tiles of a 14 x 14 layer cut in two by pixels would be of 3 and 4 steps,
+    one thread waiting for the other."""
+    units = ceil_div(pixels, STEP)
+    tiles = ceil_div(units, TILE // STEP)
     rounded = ceil_div(tiles, threads) * threads
-    if units // rounded >= SPLIT_PIXELS_FROM:
+    if tiles >= threads and units // rounded * (STEP // VECTOR) >= SPLIT_PIXELS_FROM:
         return rounded, 1
-    return tiles, max(1, min(threads, kernels // MIN_GROUP_KERNELS))
+    return tiles, max(1, min(ceil_div(threads, tiles), kernels // MIN_GROUP_KERNELS))
 
 
 def _data_operands(cube: np.ndarray, live: np.ndarray, block: int):

@@ -19,6 +19,7 @@ from sim.conv.mac_fp16 import (
     MIN_GROUP_KERNELS,
     MIN_TILE,
     SPLIT_PIXELS_FROM,
+    STEP,
     TILE,
     VECTOR,
     conv_fp16,
@@ -292,23 +293,29 @@ def test_kept_buffers_are_one_per_layer_at_a_time():
 
 
 @pytest.mark.parametrize("pixels,kernels,threads,want", [
-    (784, 64, 2, (8, 1)), (784, 64, 1, (7, 1)), (784, 64, 4, (8, 1)), (257, 64, 2, (4, 1)),
-    (140, 64, 2, (2, 1)),                          # tiles of 4 and 5 vectors: pixels split
-    (128, 64, 2, (2, 1)), (49, 64, 2, (1, 2)),     # 4 vectors: pixels; 2: kernels split
-    (100, 64, 2, (1, 2)), (40, 64, 3, (1, 3)), (16, 64, 2, (1, 2)),
+    (784, 64, 2, (4, 1)), (784, 64, 1, (4, 1)), (784, 64, 4, (4, 1)), (257, 64, 2, (2, 1)),
+    (3136, 64, 2, (14, 1)), (12544, 64, 2, (50, 1)),  # 13 and 49 tiles, rounded up
+    (196, 256, 2, (1, 2)), (256, 64, 2, (1, 2)),   # one tile (of 7, 8 steps): kernels split
+    (140, 64, 2, (1, 2)), (49, 64, 2, (1, 2)), (100, 64, 2, (1, 2)), (40, 64, 3, (1, 3)),
+    (16, 64, 2, (1, 2)), (300, 64, 8, (2, 4)),     # fewer tiles than threads
+    (1600, 64, 8, (7, 2)), (2000, 64, 16, (8, 2)),  # fewer tiles than threads: kernels too
+    (2000, 64, 8, (8, 1)),                         # 8 tiles of 15-16 vectors
     (49, 12, 2, (1, 1)), (49, 20, 4, (1, 2)),      # too few kernels to share
     (49, 64, 1, (1, 1))])
 def test_tile_plan(pixels, kernels, threads, want):
-    """Tiles of whole vectors, at most TILE pixels; their count a multiple of the threads
-    where that keeps them SPLIT_PIXELS_FROM vectors or more, else the kernels cut into a
-    group per thread (MIN_GROUP_KERNELS or more each)."""
+    """Tiles of whole steps, at most TILE pixels, as few as that allows; their count a
+    multiple of the threads where they are at least as many and that keeps them
+    SPLIT_PIXELS_FROM vectors or more, else the kernels cut into groups so that every
+    thread has a piece (MIN_GROUP_KERNELS or more kernels each)."""
     tiles, groups = tile_plan(pixels, kernels, threads)
     assert (tiles, groups) == want
-    units = -(-pixels // VECTOR)
-    assert -(-units // tiles) * VECTOR <= TILE
+    units = -(-pixels // STEP)
+    assert -(-units // tiles) * STEP <= TILE
     assert groups == 1 or kernels // groups >= MIN_GROUP_KERNELS
     if groups == 1 and threads > 1 and kernels // 2 >= MIN_GROUP_KERNELS:
-        assert tiles % threads == 0 and units // tiles >= SPLIT_PIXELS_FROM
+        assert tiles % threads == 0 and units // tiles * STEP // VECTOR >= SPLIT_PIXELS_FROM
+    if kernels // threads >= MIN_GROUP_KERNELS:
+        assert tiles * groups >= threads
 
 
 @pytest.mark.parametrize("case", ["one_position", "one_position_nans", "positions_nans",
