@@ -30,7 +30,7 @@ from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
-from sim.num.fc_pieces import PIECE, piece_fill, piece_max
+from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
@@ -125,6 +125,13 @@ def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4
     time."""
     d_exp, d_sign, d_sig = data
     lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
+    # the weights (read once, from memory) of the chunk after next asked for now, a line
+    # (32 weights) at a time, past the kernel's end too (the next kernel's, in a layer's
+    # weights; a hint never faults): the layers ran faster than on the processor's
+    # own prefetching alone (4-5%)
+    ahead = m0 + 2 * lanes
+    for line in range(ahead, ahead + lanes, 32):
+        prefetch(w_bits, line)
     m0, n = np.uint64(m0), np.uint64(lanes)
     nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
     n_blocks = _block_exponents(lane_exp, n, block, positions, tops, block_exp)
