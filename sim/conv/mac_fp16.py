@@ -241,7 +241,7 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     together.  ``data`` (:func:`sim.num.mac_fc.fc_data` of :func:`_csc_in_weight_order`'s
     operands) and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
     ``lanes`` are all the channels' blocks."""
-    d_exp, d_sign, d_sig, d_low, carries = data
+    d_exp, d_sign, d_sig = data
     groups = lanes.size - 1
     n_blocks = groups * n_pos
     block = lanes[1] - lanes[0]
@@ -261,7 +261,7 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
         for p in range(count):
             for k in range(k0, k1):
                 w_nan[k - k0] = fp16_fc_blocks(
-                    (d_exp[p], d_sign[p], d_sig[p], d_low[p], carries), weights[k], block,
+                    (d_exp[p], d_sign[p], d_sig[p]), weights[k], block,
                     n_pos, scratch, block_exp4[k - k0], sums[k - k0])
             # no NaN block: CACC without branches (the NaN kernels' results replaced below)
             acc_e[:] = 0

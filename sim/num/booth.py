@@ -16,8 +16,7 @@ data's possible tree words and takes the weight as ten indices into them
 bits of its sum word, from narrow copies of the table (:func:`booth_data_table_low`,
 :func:`booth_sum_low8_table`, :func:`booth_sum_low16_table`), but for the few products
 shifted further.  The fully connected layers need only those low bits too
-(:mod:`sim.num.mac_fc`): :func:`booth_sum_low16` for lanes shifted by 12 to 16, and
-:func:`booth_sum_low8` builds the table their carries of shifts 4 and 8 are looked up in
+(:mod:`sim.num.mac_fc`): :func:`booth_sum_low16` for the few lanes whose carry may be 1
 (:mod:`sim.num.fc_carries`).
 """
 

@@ -1,4 +1,5 @@
-"""Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set.
+"""Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set;
+and a hint to fetch a cache line ahead of its use.
 
 A fully connected layer's block (one kernel position) is a run of 64 lanes; LLVM's loop
 over a run of unknown length takes four vectors side by side, and a run shorter than
@@ -64,3 +65,27 @@ def piece_fill(typingctx, array, start, value):
     if not (isinstance(array, types.Array) and array.dtype == types.uint16):
         return None
     return types.none(array, start, value), codegen
+
+
+@intrinsic
+def prefetch(typingctx, array, start):
+    """A hint (LLVM's ``llvm.prefetch``: read, kept in every cache level) that the cache
+    line of ``array[start]`` will be read soon; it never faults, nor changes a result."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        ary = context.make_array(sig.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], sig.args[1], types.int64)
+        byte_p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        hint = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_p, i32, i32, i32]),
+            "llvm.prefetch.p0")
+        address = builder.bitcast(builder.gep(ary.data, [index]), byte_p)
+        builder.call(hint, [address, ir.Constant(i32, 0), ir.Constant(i32, 3),
+                            ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    if not isinstance(array, types.Array):
+        return None
+    return types.none(array, start), codegen

@@ -1,10 +1,10 @@
-"""Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy."""
+"""Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy; the prefetch hint."""
 
 import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.fc_pieces import PIECE, piece_fill, piece_max
+from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
 
 
 @njit
@@ -38,3 +38,20 @@ def test_piece_fill_sets_its_words_only(start):
     want[start:start + PIECE] = 0xBEEF
     _filled(words, start, 0xBEEF)
     np.testing.assert_array_equal(words, want)
+
+
+@njit
+def _hinted_sum(words, hints):
+    for i in hints:
+        prefetch(words, i)
+    return words.sum()
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.uint32])
+def test_prefetch_changes_nothing(dtype):
+    """A hint anywhere, past the array's end too (the kernels' last chunks), never faults
+    nor writes: the words read the same after it."""
+    words = np.arange(1000, dtype=dtype)
+    before = words.copy()
+    assert _hinted_sum(words, np.array([0, 31, 999, 1000, 5000])) == before.sum()
+    assert np.array_equal(words, before)
