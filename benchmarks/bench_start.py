@@ -222,15 +222,14 @@ def main() -> int:
     print(f"    {'other':28} {(inside - sum(stages.values())) * 1e3:6.1f} ms")
     oracle = Path(args.shared) / "oracle-traces" / "nv_full"
     if oracle.is_dir():
-        from sim.regress import discover
-        from sim.trace import run_trace
+        from sim.regress import run_item, trace_items
 
-        items = discover(oracle)
-        for config, path in items:  # warm-up: numba kernels load once per process
-            run_trace(path, config or "nv_full")
+        items = trace_items(oracle)  # what regress runs, as it runs them
+        for item in items:  # warm-up: numba kernels load once per process
+            run_item(item)
         start = time.perf_counter()
-        for config, path in items:
-            run_trace(path, config or "nv_full")
+        for item in items:
+            run_item(item)
         per = (time.perf_counter() - start) / len(items)
         print(f"regress, oracle nv_full: {per * 1000:.1f} ms per trace over {len(items)} "
               f"{verdict(per * 1000, GOAL_PER_TRACE * 1000, 'ms')}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import binascii
 import functools
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -243,12 +244,7 @@ def _canonical_records(raw: bytes) -> tuple[np.ndarray, np.ndarray, bytes] | Non
         return None
     arr = np.frombuffer(raw, np.uint8)
     ends = (arr[2:stop] == 10).nonzero()[0] + 3  # just past each record line's newline
-    starts = np.empty_like(ends)  # of each record line: 2, then where the previous ended
-    starts[0], starts[1:] = 2, ends[:-1]
-    if int(starts[-1]) + len(_OFFSET_HEAD) > len(raw) or not (
-            _rows_at(raw, starts, len(_OFFSET_HEAD)) == _OFFSET_ROW).all():
-        return None  # a line not starting "{offset:0x" (compared in one pass: bytes.count
-        # of a long file's line heads took a third of its parse)
+    # each line starts "{offset:0x": _record_rows checks its lines', _record_line a last one's
     if len(ends) > 1 and _size_text(raw, 2, int(ends[0])) == _size_text(
             raw, int(ends[-2]), int(ends[-1])):
         rows = _record_rows(raw, ends)  # the last record is as long as the first: one more row
@@ -428,8 +424,9 @@ def _record_line(raw: bytes, start: int, end: int) -> tuple[int, int, bytes] | N
 
 def _record_rows(raw: bytes, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, bytes] | None:
     """(offsets, sizes, payload bytes) of the record lines ending at ``ends`` (the first
-    starting at 2, each next where the previous ended, each starting ``{offset:0x``: the
-    caller checks), when every one is laid out as the first but for its offset's digits.
+    starting at 2, each next where the previous ended), when every one is laid out as the
+    first (``{offset:0x``, its offset's digits, the first one's tail) but for its offset's
+    and payload's digits.
     The lines are rows aligned on their ends: what follows the offset (size, payload,
     end) has the same columns in every line of one size, the offset's digits take what
     is left after ``{offset:0x``."""
@@ -448,6 +445,15 @@ def _record_rows(raw: bytes, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     most = int(digits.max())
     if digits.min() < 1 or most > 15:
         return None
+    if len(ends) >= VIEWED_LINES:
+        cuts = np.flatnonzero(digits[1:] != digits[:-1]) + 1  # where the width changes
+        if len(ends) >= VIEWED_LINES * (len(cuts) + 1):
+            return _record_blocks(raw, ends, digits, cuts, tail, payload, size)
+    starts = np.empty_like(ends)  # of each record line: 2, then where the previous ended
+    starts[0], starts[1:] = 2, ends[:-1]
+    if not (_rows_at(raw, starts, len(_OFFSET_HEAD)) == _OFFSET_ROW).all():
+        return None  # a line not starting "{offset:0x" (compared in one pass: bytes.count
+        # of a long file's line heads took a third of its parse)
     tails = _rows_at(raw, ends - tail, tail)
     if ((tails != tails[0]) & _fixed_tail_columns(tail, payload, size)).any():
         return None
@@ -467,6 +473,48 @@ def _record_rows(raw: bytes, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
         return None
     offsets = values.astype(np.int64) @ weights
     return offsets, np.full(len(ends), size, np.int64), data
+
+
+#: :func:`_record_rows` reads the lines through views of blocks of equally long lines (no
+#: copy of every line) when the blocks hold this many lines each on average: a block costs
+#: a dozen calls, as much as copying a few hundred lines
+VIEWED_LINES = 256
+
+
+def _record_blocks(raw: bytes, ends: np.ndarray, digits: np.ndarray, cuts: np.ndarray,
+                   tail: int, payload: int, size: int
+                   ) -> tuple[np.ndarray, np.ndarray, bytes] | None:
+    """:func:`_record_rows`' answer for its lines ending at ``ends`` (``digits``: each
+    one's offset digits; ``cuts``: the lines where that count changes), each block of
+    consecutive lines of one offset width read through a view of the text, a row per line
+    (a line's offset, the tail checked against the first line's, the payload's digits),
+    not through copies of every line (the same checks, a few calls a block)."""
+    head = len(_OFFSET_HEAD)
+    first_tail = np.frombuffer(raw, np.uint8, tail, int(ends[0]) - tail)
+    fixed = _fixed_tail_columns(tail, payload, size)
+    bounds = [0, *cuts.tolist(), len(ends)]
+    offsets, pairs = [], []
+    for start, stop in pairwise(bounds):
+        width = int(digits[start])
+        line = head + width + tail
+        at = int(ends[start]) - line  # where the block's first line starts
+        rows = np.ndarray((stop - start, line), np.uint8, raw, at, (line, 1))
+        if (rows[:, :head] != _OFFSET_ROW).any() or \
+                ((rows[:, head + width:] != first_tail) & fixed).any():
+            return None
+        values = _HEX_DIGIT[rows[:, head:head + width]]
+        if values.max() > 0xF:
+            return None
+        offsets.append(values.astype(np.int64) @ _digit_columns(width)[1])
+        pairs.append(np.ndarray((stop - start, size), "<u2", raw,
+                                at + head + width + payload + 2, (line, 5)).tobytes())
+    try:
+        data = bytes.fromhex(b"".join(pairs).decode("latin-1"))
+    except ValueError:
+        return None
+    if len(data) != len(ends) * size:  # fromhex passed over whitespace
+        return None
+    return np.concatenate(offsets), np.full(len(ends), size, np.int64), data
 
 
 def _rows_at(raw: bytes, positions: np.ndarray, width: int) -> np.ndarray:

@@ -35,6 +35,61 @@ def _config_within(parts: list[str], root_name: str) -> str | None:
     return next((name for name in above if name in CONFIGS), None)
 
 
+def _walk(folder: str, real: str, seen: set, found: list) -> None:
+    """``os.walk(folder, followlinks=True)`` as :func:`discover` walks it (a real folder
+    once, hidden folders left out, the others in name order), appending (folder as the walk
+    joins it, its entries' names, its files) of each folder it meets to ``found``.
+    ``real`` is ``os.path.realpath(folder)``: a folder that is no link has its parent's
+    real path and its name, so only links are resolved (realpath's lstat of every part
+    of every folder cost as much as the rest of the walk)."""
+    if real in seen:
+        return
+    seen.add(real)
+    try:
+        with os.scandir(folder) as listing:
+            entries = list(listing)
+    except OSError:  # as os.walk passes over a folder it cannot list
+        return
+    names, files, dirs = [], [], []
+    for entry in entries:
+        names.append(entry.name)
+        try:
+            is_dir = entry.is_dir()  # a link's target (os.walk's test)
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if entry.name[:1] != ".":
+                dirs.append(entry)
+        else:
+            files.append(entry.name)
+    found.append((folder, names, files))
+    for entry in sorted(dirs, key=lambda e: e.name):
+        path = os.path.join(folder, entry.name)
+        try:
+            link = entry.is_symlink()
+        except OSError:
+            link = True  # realpath tells
+        _walk(path, os.path.realpath(path) if link else os.path.join(real, entry.name),
+              seen, found)
+
+
+def _discover(root: Path) -> list[tuple[str | None, Path, list[str]]]:
+    """:func:`discover`'s (config, trace folder) pairs, each with the names of the
+    folder's entries as the walk listed them (the trace player need not list it again)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SimError(f"{root}: not a folder")
+    top = os.fspath(root)
+    found: list = []
+    _walk(top, os.path.realpath(top), set(), found)
+    items = []
+    for folder, names, files in found[1:]:  # the root itself is no trace
+        if _lists_trace(folder, names, files):  # its parts below the root, as joined
+            parts = folder[len(top):].strip(os.sep).split(os.sep)
+            items.append((_config_within(parts, root.name), Path(folder), names))
+    return sorted(items, key=lambda item: str(item[1]))
+
+
 def discover(root: Path) -> list[tuple[str | None, Path]]:
     """(config, trace folder) pairs anywhere under ``root``.
 
@@ -42,35 +97,30 @@ def discover(root: Path) -> list[tuple[str | None, Path]]:
     named after one; None otherwise (the trace's header may name it, else the
     trace is reported as an error, and the others still run).  A folder is a
     trace's when it holds a file ``input.txn`` or anything named ``*.cfg``, as the
-    walk lists it (no second listing of every folder).
+    walk lists it (no second listing of every folder).  Linked folders are
+    followed, each real folder walked once.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise SimError(f"{root}: not a folder")
-    items = []
-    seen = set()  # real folders already walked: linked folders are followed, once
-    top = os.fspath(root)
-    for folder, dirs, files in os.walk(root, followlinks=True):
-        real = os.path.realpath(folder)
-        if real in seen:
-            dirs[:] = []
-            continue
-        seen.add(real)
-        is_trace = folder != top and _lists_trace(folder, dirs + files, files)
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-        if is_trace:  # its parts below the root, as the walk joined them to it
-            parts = folder[len(top):].strip(os.sep).split(os.sep)
-            items.append((_config_within(parts, root.name), Path(folder)))
-    return sorted(items, key=lambda item: str(item[1]))
+    return [(config, path) for config, path, _ in _discover(root)]
 
 
-def _run_one(item) -> TraceResult:
-    config, path, override, name = item
-    return run_trace(path, override or config, name=name)
+def trace_items(root: Path, config: str | None = None) -> list[tuple]:
+    """The work items of a regression over ``root`` (:func:`run_item` runs one): each
+    trace's config, folder, ``config`` overriding it (None: none), name below the root,
+    and the names of its folder's entries."""
+    return [(cfg, path, config, path.relative_to(root).as_posix(), names)
+            for cfg, path, names in _discover(root)]
+
+
+def run_item(item) -> TraceResult:
+    """Run one of :func:`trace_items`' items, as a regression does."""
+    config, path, override, name, names = item
+    return run_trace(path, override or config, name=name, names=names)
+
+
 
 
 def _describe(item) -> tuple[str, str]:
-    config, path, override, name = item
+    config, path, override, name, _ = item
     return name, override or config or "?"
 
 
@@ -80,12 +130,12 @@ def make_backend(jobs: int = 1, timeout: float | None = None, scheduler=None):
     if scheduler is not None:
         from .cluster import ClusterBackend
 
-        return ClusterBackend(scheduler, _run_one, _describe, timeout)
+        return ClusterBackend(scheduler, run_item, _describe, timeout)
     from .pool import InProcess, WorkerPool  # multiprocessing: only when regress runs
 
     if jobs <= 1 and timeout is None:
-        return InProcess(_run_one)
-    return WorkerPool(_run_one, _describe, jobs, timeout)
+        return InProcess(run_item)
+    return WorkerPool(run_item, _describe, jobs, timeout)
 
 
 def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=None,
@@ -97,8 +147,7 @@ def regress(root: Path, jobs: int = 1, json_path=None, junit_path=None, config=N
     The JSON and JUnit files are rewritten (atomically) as traces finish, so
     an interrupted or killed regression leaves the results it had.
     """
-    items = [(cfg, path, config, path.relative_to(root).as_posix())
-             for cfg, path in discover(root)]
+    items = trace_items(root, config)
     if not items:
         raise SimError(f"{root}: no traces found (expected <config>/<test>/ folders)")
     if timeout is not None and timeout <= 0:

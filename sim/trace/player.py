@@ -84,16 +84,18 @@ class TraceResult:
         }
 
 
-def find_trace_file(path: Path) -> Path:
-    """The trace file of a trace folder (``input.txn`` or the one ``*.cfg``)."""
-    try:
-        names = os.listdir(path)  # a folder (the usual case): its names in one call
-    except OSError:
-        names = None  # a file, nothing, or a folder we may not list
-        if path.is_file():
-            return path
-        if not path.is_dir():
-            raise SimError(f"{path}: no such trace file or folder") from None
+def find_trace_file(path: Path, names: list[str] | None = None) -> Path:
+    """The trace file of a trace folder (``input.txn`` or the one ``*.cfg``).  ``names``:
+    the names of the folder's entries, when the caller has listed it (regress's walk)."""
+    if names is None:
+        try:
+            names = os.listdir(path)  # a folder (the usual case): its names in one call
+        except OSError:
+            names = None  # a file, nothing, or a folder we may not list
+            if path.is_file():
+                return path
+            if not path.is_dir():
+                raise SimError(f"{path}: no such trace file or folder") from None
     if names is None or "input.txn" in names:
         txn = path / "input.txn"
         if txn.is_file():
@@ -405,14 +407,18 @@ class TracePlayer:
 def run_trace(
     path: str | Path, config: str | None = None, dump_dir: Path | None = None,
     name: str | None = None, dump_format: str = "dat", word_bytes: int = 1,
+    names: list[str] | None = None,
 ) -> TraceResult:
-    """Run one trace; never raises for trace problems (they become the result)."""
+    """Run one trace; never raises for trace problems (they become the result).
+
+    ``names``: the names of the trace folder's entries, when the caller has listed it
+    (regress's walk): the folder is not listed again."""
     start = time.perf_counter()
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     display = name or path.name
     cfg_name = config or "?"
     try:
-        trace_file = find_trace_file(path)
+        trace_file = find_trace_file(path, names)
         guessed = config or guess_config(trace_file)
         if guessed is None:
             raise SimError(f"{path}: cannot tell the hardware configuration (no folder above it "
@@ -425,8 +431,9 @@ def run_trace(
             raise SimError(f"{trace_file}: the trace checks nothing (no memory check, register "
                            f"poll or interrupt wait): no verdict")
         others = []  # a folder with both formats (gen --format both) runs input.txn
-        if trace_file.name == "input.txn" and path.is_dir():
-            others = sorted(p.name for p in path.glob("*.cfg"))
+        if trace_file.name == "input.txn" and (names is not None or path.is_dir()):
+            listed = [p.name for p in path.glob("*.cfg")] if names is None else names
+            others = sorted(n for n in listed if n.endswith(".cfg"))  # as the glob names them
         note = f" (ran input.txn; {', '.join(others)} not run)" if others else ""
         return TraceResult(display, cfg_name, TraceStatus.PASS, f"{player.checks} checks{note}",
                            time.perf_counter() - start, player.checks)

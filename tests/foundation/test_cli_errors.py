@@ -4,6 +4,7 @@ Each case: the files it needs (written into a fresh folder), the command line,
 the exit status and a pattern the one-line error must hold.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -112,6 +113,11 @@ def test_a_folder_with_both_formats_says_which_ran(tmp_path, capsys):
     assert main(["run", str(folder)]) == 0
     out = capsys.readouterr().out
     assert "(ran input.txn; both.cfg not run)" in out
+    # regress hands the player the folder's names its walk listed: the same note
+    report = tmp_path / "report.json"
+    assert main(["regress", str(tmp_path), "--json", str(report)]) == 0
+    (trace,) = json.loads(report.read_text())["traces"]
+    assert trace["message"].endswith("(ran input.txn; both.cfg not run)")
 
 
 def test_a_closed_pipe_ends_quietly():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sim.configs import CONFIGS
-from sim.regress import discover
+from sim.regress import _discover, discover
 
 
 def _plain_discover(root: Path) -> list[tuple[str | None, Path]]:
@@ -79,3 +79,14 @@ def test_discover_from_a_relative_root(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path / "nv_full")
     for root in (Path("."), Path(".."), Path("../nv_small")):
         assert discover(root) == _plain_discover(root)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS.values(), ids=LAYOUTS.keys())
+def test_each_trace_comes_with_its_folders_listing(tmp_path, layout):
+    """The names regress hands the trace player (so it need not list the folder again) are
+    the folder's listing, whatever its entries are (files, folders, links, hidden)."""
+    _build(tmp_path, layout)
+    found = _discover(tmp_path)
+    assert [(config, path) for config, path, _ in found] == _plain_discover(tmp_path)
+    for _, path, names in found:
+        assert sorted(names) == sorted(os.listdir(path))
