@@ -136,8 +136,13 @@ class TraceRecorder:
             self._notifies.append(_Notify(sync, len(self.ops), writes))
             self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
 
-    def load_memory(self, ram, addr: int, data: bytes) -> None:
-        data = bytes(data)
+    def load_memory(self, ram, addr: int, data: bytes | np.ndarray) -> None:
+        """``data``: bytes, or a read-only uint8 array owning its memory (no view of a
+        memory's pages), kept as it is: the memory files are made from it while the run
+        goes on.  Any other buffer is copied."""
+        if not isinstance(data, bytes) and not (
+                isinstance(data, np.ndarray) and data.flags.owndata and not data.flags.writeable):
+            data = bytes(data)
         if self.memory_format == "bin":
             self._add_file(ram, addr, data, sparse=False)
             return
