@@ -460,11 +460,12 @@ def _copy(mem, base: int, size: int) -> np.ndarray:
     return data
 
 
-def _holds(mem, base: int, size: int, data: bytes, piece: int = 1 << 20) -> bool:
-    """Whether ``mem`` holds ``data`` at ``base``: compared a piece at a time, each piece a
-    view of the memory's pages where they lie in one slab (``Memory.read_view``), in
-    64-bit words: no copy of a whole memory (reading a network's 200 MB of weights to
-    compare them took most of the time a recording added)."""
+def _holds(mem, base: int, size: int, data: bytes | np.ndarray, piece: int = 1 << 20) -> bool:
+    """Whether ``mem`` holds ``data`` (``size`` bytes) at ``base``: compared a piece at a
+    time, each piece a view of the memory's pages where they lie in one slab
+    (``Memory.read_view``), in 64-bit words: no copy of a whole memory (reading a
+    network's 200 MB of weights to compare them took most of the time a recording
+    added)."""
     old = np.frombuffer(data, np.uint8)
     for start in range(0, size, piece):
         now, was = mem.read_view(base + start, min(piece, size - start)), old[start:start + piece]
