@@ -11,12 +11,16 @@ fresh temporary folder (what ``nvdla-sim loadable --trace-out`` writes), alterna
 both ways of writing its memories: record ``.dat`` text (the default, which NVIDIA's
 C-model and RTL benches read) and raw ``.bin`` files (``--trace-memory bin``, read by
 ``nvdla-sim`` only).  Printed per network: the best plain run, the best recording run and
-the trace's size on disk of each way, and their ratios to the plain run.  Goal (issue
-"Speed"): recording adds at most the run's own time again, a ratio of at most 2.
+the trace's size on disk of each way, and their ratios to the plain run; then ``cpu``, the
+same ratios of CPU seconds (user and system, of every thread of this process and of the
+firmware's process), which a machine busy with other work disturbs far less than the
+seconds that pass.  Goal (issue "Speed"): recording adds at most the run's own time
+again, a ratio of at most 2.
 """
 
 from __future__ import annotations
 
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -29,6 +33,22 @@ FORMS = ("dat", "bin")  # --trace-memory
 
 def _folder_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def _clocks() -> tuple[float, float]:
+    """(seconds passed, CPU seconds of this process and its finished children)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return time.perf_counter(), own.ru_utime + own.ru_stime + children.ru_utime + \
+        children.ru_stime
+
+
+def _timed(run, *args, **kwargs) -> tuple[float, float]:
+    """(seconds, CPU seconds) of ``run(*args, **kwargs)``."""
+    wall, cpu = _clocks()
+    run(*args, **kwargs)
+    end_wall, end_cpu = _clocks()
+    return end_wall - wall, end_cpu - cpu
 
 
 def main() -> int:
@@ -47,25 +67,32 @@ def main() -> int:
         if (path.parent / "input.bin").is_file():
             inputs = {0: (path.parent / "input.bin").read_bytes()}
         run_loadable_bytes(loadable, args.firmware, config, inputs)  # loads what loads once
-        plain = []
+        plain, plain_cpu = [], []
         traced = {form: [] for form in FORMS}
+        traced_cpu = {form: [] for form in FORMS}
         size = dict.fromkeys(FORMS, 0)
         for _ in range(args.repeat):
-            start = time.perf_counter()
-            run_loadable_bytes(loadable, args.firmware, config, inputs)
-            plain.append(time.perf_counter() - start)
+            wall, cpu = _timed(run_loadable_bytes, loadable, args.firmware, config, inputs)
+            plain.append(wall)
+            plain_cpu.append(cpu)
             for form in FORMS:
                 with tempfile.TemporaryDirectory() as tmp:
-                    start = time.perf_counter()
-                    run_loadable_bytes(loadable, args.firmware, config, inputs,
-                                       recorder_path=Path(tmp) / "trace.cfg", trace_memory=form)
-                    traced[form].append(time.perf_counter() - start)
+                    wall, cpu = _timed(run_loadable_bytes, loadable, args.firmware, config,
+                                       inputs, recorder_path=Path(tmp) / "trace.cfg",
+                                       trace_memory=form)
+                    traced[form].append(wall)
+                    traced_cpu[form].append(cpu)
                     size[form] = _folder_bytes(Path(tmp))
         line = f"{config + '/' + path.parent.name:28} {min(plain):8.2f}"
         for form in FORMS:
             ratio = min(traced[form]) / min(plain)
             line += (f" {min(traced[form]):7.2f} {size[form] / 1e6:6.1f} {ratio:6.2f}  "
                      f"{verdict(ratio, GOAL_RATIO, 'x'):22}")
+        print(line.rstrip(), flush=True)
+        line = f"{'  cpu':28} {min(plain_cpu):8.2f}"
+        for form in FORMS:
+            ratio = min(traced_cpu[form]) / min(plain_cpu)
+            line += f" {min(traced_cpu[form]):7.2f} {'':6} {ratio:6.2f}  {'':22}"
         print(line.rstrip(), flush=True)
     return 0
 

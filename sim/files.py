@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,24 +32,25 @@ def read_bytes(path: str | Path) -> bytes:
         raise SimError(f"{Path(path)}: cannot read ({exc.strerror})") from None
 
 
-def write_atomically(path: str | Path, content: bytes | str | list) -> None:
+def write_atomically(path: str | Path, content: bytes | str | list | Iterator) -> None:
     """Write a file so that it is never left half-written, with the modes a plain
     ``open`` gives (0666 less the umask; the temporary file it starts as is 0600).
 
-    ``content`` may be a list of buffers (bytes, contiguous uint8 arrays) written one
-    after another: a large rendered file need never be joined in memory.
+    ``content`` may be a list or an iterator of buffers (bytes, contiguous uint8 arrays)
+    written one after another: a large rendered file need never be joined in memory, nor
+    (from an iterator) ever be whole in memory.
     """
     publish(write_hidden(path, content), path)
 
 
-def write_hidden(path: str | Path, content: bytes | str | list) -> Path:
+def write_hidden(path: str | Path, content: bytes | str | list | Iterator) -> Path:
     """Write ``content`` (as :func:`write_atomically` takes it) to a new hidden file
     beside ``path`` and return its name: :func:`publish` puts it in place, so a file can
     be written early (while other work goes on) and appear only when all is done.  On
     failure nothing is left behind."""
     path = Path(path)
     data = content.encode() if isinstance(content, str) else content
-    parts = data if isinstance(data, list) else [data]
+    parts = data if isinstance(data, (list, Iterator)) else [data]
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.")
     except OSError as exc:

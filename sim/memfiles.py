@@ -11,6 +11,7 @@ from __future__ import annotations
 import binascii
 import functools
 import re
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -594,9 +595,9 @@ def format_record_dat(data: bytes, record: int = 4) -> str:
     return record_dat_bytes(data, record).decode("ascii")
 
 
-def record_dat_bytes(data: bytes, record: int = 4) -> bytes:
-    """:func:`format_record_dat` as ASCII bytes."""
-    return b"".join(record_dat_parts(data, record))
+def record_dat_bytes(data: bytes, record: int = 4, skip_zero: bool = False) -> bytes:
+    """:func:`format_record_dat` as ASCII bytes (``skip_zero``: :func:`record_dat_chunks`')."""
+    return b"".join(record_dat_parts(data, record, skip_zero))
 
 
 def live_records(rows: np.ndarray) -> np.ndarray:
@@ -613,64 +614,92 @@ def live_records(rows: np.ndarray) -> np.ndarray:
     return live
 
 
-def record_dat_parts(data: bytes, record: int = 4, skip_zero: bool = False) -> list:
-    """:func:`format_record_dat` as a list of ASCII buffers (bytes, uint8 arrays) to be
-    written one after another (``sim.files.write_atomically`` takes the list), rendered
-    without a loop over the lines and never joined in memory.  ``skip_zero`` leaves out
-    the whole records that are all zero (for memory the trace fills with zeros first).
+#: Text bytes a chunk of :func:`record_dat_chunks` holds, about: small enough to stay in
+#: the processor's cache while it is filled and written, large enough that the calls
+#: per chunk cost nothing next to its bytes
+CHUNK_TEXT = 1 << 19
+
+
+def record_dat_chunks(data: bytes, record: int = 4, skip_zero: bool = False,
+                      lines: int | None = None) -> Iterator:
+    """:func:`format_record_dat` as ASCII buffers (bytes, uint8 arrays) to be written one
+    after another (``sim.files.write_atomically`` takes them), rendered a chunk of
+    ``lines`` record lines at a time (by default about :data:`CHUNK_TEXT` bytes).
+    ``skip_zero`` leaves out the whole records that are all zero (for memory the trace
+    fills with zeros first).  A yielded buffer holds its text only until the next is
+    asked for: its buffer is filled again (:func:`record_dat_parts` keeps them).
 
     A record's line has a fixed shape once its offset's hex digit count is known, so the
-    lines are rendered in blocks of equal digit counts: each block is a 2-D byte array
-    filled with the line's template (braces, ``, size:N, payload:``, the ``0x`` and
-    spaces of the tokens), into which the offsets' digits and each byte's two hex
-    digits (one 16-bit store through a strided view) are written.
+    lines of one digit count are rendered in one buffer of lines filled once with the
+    line's template (braces, ``, size:N, payload:``, the ``0x`` and spaces of the
+    tokens): each chunk writes over it only the offsets' digits and each byte's two hex
+    digits (one 16-bit store through a strided view).  Rendering and writing 120 MB of
+    weights (780 MB of text) took 0.35-0.6 s of CPU so, 0.65-1.2 s (and up to 3 s more
+    on a busy machine) with an array of each whole block's text: no fresh memory to
+    fault in, the template written once, a chunk still in the cache when written.
     """
-    raw = np.frombuffer(bytes(data), np.uint8)
+    raw = np.frombuffer(data, np.uint8)
     full = raw.size // record
     rows = raw[:full * record].reshape(full, record)
-    index = np.flatnonzero(live_records(rows)) if skip_zero else np.arange(full)
-    head, mid, end = b"{offset:0x", f", size:{record}, payload:".encode(), b" ,\n"
-    tokens = b" ".join([b"0x__"] * record) + b"}"  # the payload, its digits to be filled
-    parts = [b"{\n"]
-    offsets = index.astype(np.int64) * record
-    # the lines whose offsets have d hex digits (up to 16**d - 1) make one block
-    limits = np.searchsorted(offsets, 16 ** np.arange(1, 17, dtype=np.int64))
-    first = 0
-    for digits, stop in enumerate(limits.tolist(), start=1):
+    index = np.flatnonzero(live_records(rows)) if skip_zero else None
+    count = full if index is None else index.size
+    head = b"{offset:0x"
+    rest = b"%s%s} ,\n" % (f", size:{record}, payload:".encode(),
+                           b" ".join([b"0x__"] * record))  # the digits to be filled
+    yield b"{\n"
+    first = 0  # of the lines (records or live records) not rendered yet
+    for digits in range(1, 17):
+        # the records whose offsets have ``digits`` hex digits: those below 16**digits
+        below = -(-16 ** digits // record)
+        stop = min(count, below if index is None else int(np.searchsorted(index, below)))
         if stop > first:
-            parts.append(_record_block(rows[index[first:stop]], offsets[first:stop], digits,
-                                       head, mid + tokens + end))
+            yield from _record_lines(rows, index, first, stop, digits, head, rest, lines)
             first = stop
+        if first == count:
+            break
     tail = raw[full * record:]
     if tail.size:
         payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
-        parts.append(f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,\n"
-                     .encode())
-    parts.append(b"}\n")
-    return parts
+        yield f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,\n".encode()
+    yield b"}\n"
 
 
-def _record_block(rows: np.ndarray, offsets: np.ndarray, digits: int, head: bytes,
-                  rest: bytes) -> np.ndarray:
-    """The lines of records ``rows`` (n, record) at ``offsets``, each offset written with
-    ``digits`` hex digits: ``head`` offset ``rest``, ``rest``'s ``__`` placeholders filled
-    with the bytes' hex digits.  The digits come from ``binascii.hexlify`` (lowercase, the
-    high digit first, so a byte's two digits are one little-endian uint16 store): three
-    times faster than looking each byte up in a numpy table."""
-    n, record = rows.shape
+def _record_lines(rows: np.ndarray, index: np.ndarray | None, first: int, stop: int,
+                  digits: int, head: bytes, rest: bytes, lines: int | None) -> Iterator:
+    """The lines of records ``first`` up to ``stop`` (of ``rows``, or of the rows ``index``
+    names), each offset written with ``digits`` hex digits: ``head`` offset ``rest``,
+    ``rest``'s ``__`` placeholders filled with the bytes' hex digits, in chunks of
+    ``lines`` lines of one reused buffer.  The digits come from ``binascii.hexlify``
+    (lowercase, the high digit first, so a byte's two digits are one little-endian uint16
+    store): three times faster than looking each byte up in a numpy table."""
+    record = rows.shape[1]
     template = np.frombuffer(head + b"0" * digits + rest, np.uint8)
     width = template.size
-    block = np.empty((n, width), np.uint8)
+    lines = min(lines or max(1, CHUNK_TEXT // width), stop - first)
+    block = np.empty((lines, width), np.uint8)
     block[:] = template
-    # every offset as 16 big-endian hex digits, of which the last ``digits`` are its own
-    sixteen = np.frombuffer(binascii.hexlify(offsets.astype(">u8").tobytes()), np.uint8)
-    block[:, len(head):len(head) + digits] = sixteen.reshape(n, 16)[:, 16 - digits:]
-    first_pair = len(head) + digits + rest.index(b"__")
-    pairs = np.ndarray((n, record), np.uint16, buffer=block, offset=first_pair,
+    offset_digits = block[:, len(head):len(head) + digits]
+    pairs = np.ndarray((lines, record), np.uint16, buffer=block,
+                       offset=len(head) + digits + rest.index(b"__"),
                        strides=(width, 5))  # each token is "0xNN" and a space: 5 bytes
-    pairs[:] = np.frombuffer(binascii.hexlify(np.ascontiguousarray(rows)),
-                             np.uint16).reshape(n, record)
-    return block
+    for start in range(first, stop, lines):
+        n = min(lines, stop - start)
+        if index is None:
+            numbers, chunk = np.arange(start, start + n, dtype=np.int64), rows[start:start + n]
+        else:
+            numbers = index[start:start + n].astype(np.int64)
+            chunk = rows[numbers]
+        # every offset as 16 big-endian hex digits, of which the last ``digits`` are its own
+        sixteen = binascii.hexlify((numbers * record).astype(">u8").tobytes())
+        offset_digits[:n] = np.frombuffer(sixteen, np.uint8).reshape(n, 16)[:, 16 - digits:]
+        pairs[:n] = np.frombuffer(binascii.hexlify(np.ascontiguousarray(chunk)),
+                                  np.uint16).reshape(n, record)
+        yield block[:n]
+
+
+def record_dat_parts(data: bytes, record: int = 4, skip_zero: bool = False) -> list:
+    """:func:`record_dat_chunks`'s buffers, each kept (as bytes)."""
+    return [bytes(chunk) for chunk in record_dat_chunks(data, record, skip_zero)]
 
 
 # -- hex .dat (the nv_full trace player's dumps) ---------------------------------

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import SimError
 from ..files import publish, write_atomically, write_hidden
-from ..memfiles import live_records, record_dat_parts
+from ..memfiles import live_records, record_dat_bytes, record_dat_chunks
 from ..records import record
 from . import cfg
 from .ops import (
@@ -93,9 +93,8 @@ class TraceRecorder:
             Comment("reads of registers the hardware updates are left out: the intr_notify "
                     "waits order the replay"),
         ]
-        # memory file name -> a future of its rendering (the buffers write_atomically
-        # writes one after another) or of the hidden file holding it: made in a thread
-        # while the network runs
+        # memory file name -> a future of its content or of the hidden file holding it:
+        # made in a thread while the network runs
         self.files: dict[str, Future] = {}
         self._renderer: ThreadPoolExecutor | None = None
         self._notifies: list[_Notify] = []
@@ -137,8 +136,13 @@ class TraceRecorder:
             self._notifies.append(_Notify(sync, len(self.ops), writes))
             self.ops.append(IntrNotify(f"{source}_{group}", f"sync_id_{sync}"))
 
-    def load_memory(self, ram, addr: int, data: bytes) -> None:
-        data = bytes(data)
+    def load_memory(self, ram, addr: int, data: bytes | np.ndarray) -> None:
+        """``data``: bytes, or a read-only uint8 array owning its memory (no view of a
+        memory's pages), kept as it is: the memory files are made from it while the run
+        goes on.  Any other buffer is copied."""
+        if not isinstance(data, bytes) and not (
+                isinstance(data, np.ndarray) and data.flags.owndata and not data.flags.writeable):
+            data = bytes(data)
         if self.memory_format == "bin":
             self._add_file(ram, addr, data, sparse=False)
             return
@@ -193,10 +197,15 @@ class TraceRecorder:
         """The trace as ``.cfg`` text."""
         return cfg.format(self.trace())
 
-    def _render(self, name: str, data: bytes, sparse: bool) -> list | Path:
-        parts = [data] if self.memory_format == "bin" else record_dat_parts(data, RECORD_BYTES,
-                                                                            sparse)
-        return write_hidden(self.path.parent / name, parts) if self._stream else parts
+    def _render(self, name: str, data: bytes, sparse: bool) -> bytes | Path:
+        """The file's content, or (streaming) the hidden file it was written to a chunk of
+        text at a time as it was rendered: never whole in memory."""
+        if self.memory_format == "bin":
+            return write_hidden(self.path.parent / name, data) if self._stream else data
+        if self._stream:
+            return write_hidden(self.path.parent / name,
+                                record_dat_chunks(data, RECORD_BYTES, sparse))
+        return record_dat_bytes(data, RECORD_BYTES, sparse)
 
     def save(self, path: str | Path | None = None) -> Path:
         """Write the trace and its memory files (each file whole or not at all) to

@@ -94,16 +94,20 @@ def test_an_unwritable_place_is_named_as_given(tmp_path):
 
 
 def test_a_file_of_parts_is_their_concatenation(tmp_path):
-    """A rendered memory file is written as a list of buffers, never joined in memory."""
+    """A rendered memory file is written as a list of buffers, never joined in memory, or
+    from an iterator of them, each written before the next is made (the renderer's
+    chunks share one buffer), never whole in memory."""
     import numpy as np
 
-    from sim.memfiles import format_record_dat, record_dat_parts
+    from sim.memfiles import format_record_dat, record_dat_chunks, record_dat_parts
 
     data = bytes(range(256)) * 70  # offsets gain hex digits mid-file
-    parts = record_dat_parts(data, 32)
-    assert any(isinstance(p, np.ndarray) for p in parts)
-    write_atomically(tmp_path / "m.dat", parts)
+    write_atomically(tmp_path / "m.dat", record_dat_parts(data, 32))
     assert (tmp_path / "m.dat").read_text() == format_record_dat(data, 32)
+    chunks = record_dat_chunks(data, 32, lines=5)
+    write_atomically(tmp_path / "c.dat", chunks)
+    assert next(chunks, None) is None  # all of them written
+    assert (tmp_path / "c.dat").read_text() == format_record_dat(data, 32)
     write_atomically(tmp_path / "s.bin", [b"ab", np.frombuffer(b"cd", np.uint8), b""])
     assert (tmp_path / "s.bin").read_bytes() == b"abcd"
 

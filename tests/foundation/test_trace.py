@@ -190,19 +190,47 @@ def _record_lines(data: bytes, record: int, skip_zero: bool) -> bytes:
 
 @pytest.mark.parametrize("size, record, skip_zero", [
     (0, 32, False), (3, 4, False), (4096 + 7, 4, False), (70_001, 32, True),
-    (1 << 20, 32, False), (300, 32, True)])
-def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero):
-    """The vectorised renderer (hex digits by binascii, blocks of equal offset widths)
-    writes what the plain line-by-line rendering does, zero records skipped on request."""
+    (1 << 20, 32, False), (300, 32, True), (0x10000 + 40, 1, False), (0x1000 + 7, 3, True),
+    (32 * 5, 32, True), (700, 12, False), (33, 8, True)])
+@pytest.mark.parametrize("lines", [None, 1, 7, 256])
+def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, lines):
+    """The vectorised renderer (hex digits by binascii, blocks of equal offset widths,
+    chunks of ``lines`` lines of one reused buffer) writes what the plain line-by-line
+    rendering does, zero records skipped on request: chunks ending mid-block, at a
+    block's end and on a partial last record, offsets gaining digits mid-chunk, all-zero
+    data (no record line at all when skipped) and every record size the recorder and
+    gen use (4, 32) and others."""
     import numpy as np
 
-    from sim.memfiles import record_dat_parts
+    from sim.memfiles import record_dat_bytes, record_dat_chunks, record_dat_parts
 
     rng = np.random.default_rng(size)
     data = rng.integers(0, 256, size, dtype=np.uint8)
     data[size // 4: size // 2] = 0  # whole zero records among the others
-    got = b"".join(bytes(part) for part in record_dat_parts(data.tobytes(), record, skip_zero))
-    assert got == _record_lines(data.tobytes(), record, skip_zero)
+    if size == 32 * 5:
+        data[:] = 0  # nothing but zero records
+    want = _record_lines(data.tobytes(), record, skip_zero)
+    # each chunk is taken as it comes: its buffer is filled again for the next
+    got = b"".join([bytes(chunk) for chunk in record_dat_chunks(data.tobytes(), record,
+                                                                  skip_zero, lines)])
+    assert got == want
+    assert b"".join(record_dat_parts(data.tobytes(), record, skip_zero)) == want
+    assert record_dat_bytes(data.tobytes(), record, skip_zero) == want
+
+
+def test_record_chunks_reuse_one_buffer_per_offset_width():
+    """What makes the renderer fast (no fresh memory per chunk) is also why its chunks
+    must be written before the next is asked for: two chunks of one block share memory."""
+    import numpy as np
+
+    from sim.memfiles import record_dat_chunks
+
+    chunks = record_dat_chunks(bytes(range(256)) * 4, 32, lines=2)
+    assert next(chunks) == b"{\n"
+    assert bytes(next(chunks)).startswith(b"{offset:0x0, ")  # the one 1-digit offset
+    one, two = next(chunks), next(chunks)  # offsets 0x20, 0x40 | 0x60, 0x80
+    assert isinstance(one, np.ndarray) and np.shares_memory(one, two)
+    assert bytes(one).startswith(b"{offset:0x60, size:32, payload:0x60 ")
 
 
 @pytest.mark.parametrize("record", [4, 8, 32, 12])

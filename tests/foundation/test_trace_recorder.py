@@ -87,3 +87,24 @@ def test_a_binary_memory_file_past_the_access_limit_is_refused_unread(tmp_path):
         f.truncate(DEFAULT_LIMITS.access + 1)
     with pytest.raises(SimError, match=r"m\.bin.*exceed the simulator's limit"):
         read_record_file(path)
+
+
+def test_loaded_bytes_are_kept_only_when_nobody_can_change_them(tmp_path):
+    """load_memory keeps bytes and read-only arrays owning their memory (the runner's
+    copies) as they are, and copies anything else (a view of a memory's pages, a
+    writeable array), so a file rendered while the run goes on holds the bytes loaded."""
+    import numpy as np
+
+    recorder = TraceRecorder(Machine("nv_small"), tmp_path / "t.cfg")
+    recorder.begin_task("task 0")
+    kept = np.frombuffer(DATA, np.uint8).copy()
+    kept.flags.writeable = False
+    writeable = np.frombuffer(DATA, np.uint8).copy()
+    view = kept[:]
+    recorder.load_memory("pri_mem", 0x1000, kept)
+    recorder.load_memory("pri_mem", 0x8000, writeable)
+    recorder.load_memory("pri_mem", 0x10000, view)
+    writeable[:] = 0  # changed after its load: the file holds what was loaded
+    recorder.save()
+    for name in recorder.files:
+        assert (tmp_path / name).read_text() == format_record_dat(DATA, 32)

@@ -130,3 +130,29 @@ def test_pgm_rejects_other_images(tmp_path, header):
     path.write_bytes(header + bytes(12))
     with pytest.raises(SimError):
         read_pgm(path)
+
+
+@pytest.mark.parametrize("size, piece", [(0, 8), (1, 8), (7, 8), (64, 8), (67, 8), (1000, 16),
+                                         (3 << 16, 1 << 20), ((3 << 16) + 5, 1 << 14)])
+def test_a_recording_compares_memories_as_their_bytes(size, piece):
+    """A recorded run compares each memory with the bytes it held before a task
+    (runner._holds: pieces of page views, 64-bit words where they fit) and copies it as a
+    read-only array (runner._copy): both say what ``Memory.read`` and ``==`` say, for a
+    difference in any byte (first, last, across a piece's end, in a never-written page)."""
+    from sim.dram import Memory
+    from sim.runtime.runner import _copy, _holds
+
+    rng = np.random.default_rng(size)
+    mem, base = Memory(), 0x10_0000 - 3  # ranges across a page's end
+    data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+    mem.write(base, data)
+    copied = _copy(mem, base, size)
+    assert copied.tobytes() == mem.read(base, size) == data and not copied.flags.writeable
+    assert _holds(mem, base, size, data) and _holds(mem, base, size, copied)
+    for at in sorted({0, size - 1, piece - 1, piece, size // 2} & set(range(size))):
+        changed = bytearray(data)
+        changed[at] ^= 0x40
+        assert not _holds(mem, base, size, bytes(changed)), at
+    unwritten = 0x40_0000  # pages never written read as zeros
+    assert _holds(mem, unwritten, size, bytes(size))
+    assert size == 0 or not _holds(mem, unwritten, size, b"\1" + bytes(size - 1))
