@@ -9,9 +9,18 @@ from sim import jit
 
 
 @pytest.fixture()
-def busy_helper():
-    """The process's one helper thread, held busy until the event is set."""
-    pool = jit._pool(1)
+def one_helper():
+    """A pool of exactly one helper thread of the test's own (the process's pool may have
+    more: an idle one would take the calls these tests mean the caller to run)."""
+    pool = jit._Helpers(1)
+    yield pool
+    pool.shutdown()
+
+
+@pytest.fixture()
+def busy_helper(one_helper):
+    """The one helper thread, held busy until the event is set."""
+    pool = one_helper
     release, started = threading.Event(), threading.Event()
 
     def hold():
@@ -47,8 +56,8 @@ def test_an_error_of_a_call_run_in_the_caller_is_raised(busy_helper):
         pool.submit(fail).result()
 
 
-def test_a_started_call_is_waited_for_not_run_again():
-    pool = jit._pool(1)
+def test_a_started_call_is_waited_for_not_run_again(one_helper):
+    pool = one_helper
     inside, release = threading.Event(), threading.Event()
     ran = []
 
