@@ -21,6 +21,9 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 #: Allocations between the cycle collector's youngest-generation runs in a command's
 #: process (Python's default: 700), see :func:`console`.
 RARE_COLLECTIONS = 100_000
+#: set by :func:`console`: this process runs one command, then ends (a command may then
+#: tune process-wide state for itself; called as a function, :func:`main` leaves it alone)
+ONE_COMMAND_PROCESS = False
 
 # subcommand -> module under sim.cli (imported only when that command runs)
 SUBCOMMANDS = {
@@ -128,6 +131,8 @@ def console() -> None:
     arrays of a ResNet-50's first run (12-16 ms, 2% of it).  The process ends soon
     after, so what little cyclic garbage it leaves costs nothing.
     """
+    global ONE_COMMAND_PROCESS
+    ONE_COMMAND_PROCESS = True
     gc.set_threshold(RARE_COLLECTIONS)
     code = main()
     try:

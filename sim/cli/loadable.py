@@ -94,9 +94,11 @@ def main(argv: list[str]) -> int:
     from ..runtime import read_loadable, run_loadable_bytes
     from ..runtime.dimg import DATA_TYPE_HALF
     from ..runtime.heap import keep_freed_memory
+    from . import ONE_COMMAND_PROCESS
 
     get_config(args.config)
-    keep_freed_memory()  # this process runs one network, then ends
+    if ONE_COMMAND_PROCESS:  # the process runs this one network, then ends
+        keep_freed_memory()
     loadable = read_loadable(args.loadable)
     if any(t.data_type == DATA_TYPE_HALF for t in loadable.tensors):
         # fp16 layers run numba's kernels: numba comes in while the firmware starts

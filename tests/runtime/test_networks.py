@@ -86,3 +86,55 @@ def test_recorded_trace_is_in_nvidias_vocabulary_and_replays(kmd, tmp_path):
             assert before.cmd == "intr_notify" and before.args[0].startswith(("SDP", "PDP", "CDP"))
     replay = run_trace(trace, "nv_small")
     assert replay.status == "pass", replay.message
+
+
+# the command as a user runs it, its allocator tuned (sim.runtime.heap), which the
+# in-process runs above never are; a line on stderr says keep_freed_memory ran
+_COMMAND = """
+import sys
+from sim.runtime import heap
+tune = heap.keep_freed_memory
+heap.keep_freed_memory = lambda: print("tuned", tune(), file=sys.stderr) or True
+from sim.cli import console
+sys.argv[1:] = sys.argv[2:]
+console()
+"""
+
+
+def test_the_command_tunes_its_allocator_and_gives_the_c_models_bytes(kmd, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    folders = [f for f in _folders() if (f / "expected.md5").is_file()]
+    if not folders:
+        pytest.skip("no network with expected.md5 in ../shared/networks")
+    folder = min(folders, key=lambda f: next(f.glob("*.nvdla")).stat().st_size)
+    (loadable,) = folder.glob("*.nvdla")
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    run = subprocess.run(
+        [sys.executable, "-c", _COMMAND, "-", "loadable", str(loadable), "--firmware", str(kmd),
+         "--config", folder.parent.name, "--input", str(folder / "input.bin"),
+         "-o", str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
+    assert "tuned" in run.stderr
+    dimg = (tmp_path / "out" / "o_000000.dimg").read_bytes()
+    assert hashlib.md5(dimg).hexdigest() == (folder / "expected.md5").read_text().split()[0]
+
+
+def test_a_run_inside_a_program_leaves_its_allocator_alone(kmd, tmp_path, monkeypatch):
+    from sim.cli import main
+    from sim.runtime import heap
+
+    def refuse():
+        raise AssertionError("the allocator tuned inside a program that goes on")
+
+    monkeypatch.setattr(heap, "keep_freed_memory", refuse)
+    folder = min(_folders(), key=lambda f: next(f.glob("*.nvdla")).stat().st_size)
+    (loadable,) = folder.glob("*.nvdla")
+    args = ["loadable", str(loadable), "--firmware", str(kmd), "--config", folder.parent.name,
+            "-o", str(tmp_path / "out")]
+    if (folder / "input.bin").is_file():
+        args += ["--input", str(folder / "input.bin")]
+    assert main(args) == 0
