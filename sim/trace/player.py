@@ -412,7 +412,8 @@ def run_trace(
     """Run one trace; never raises for trace problems (they become the result).
 
     ``names``: the names of the trace folder's entries, when the caller has listed it
-    (regress's walk): the folder is not listed again."""
+    (regress's walk): the folder is not listed again, so the trace file is chosen from the
+    folder as it was when listed (a file added or removed since then is not seen)."""
     start = time.perf_counter()
     path = path if isinstance(path, Path) else Path(path)  # Path(a Path) parses it again
     display = name or path.name
