@@ -8,11 +8,12 @@ of the same problem in the same run, and prints the ratio (goal for int8:
 within 1.2x of the matmul) and, for fp16, the MACs per second and core (goal:
 1 G; the fp16 MAC runs on every core), and the fp16 MAC kernel alone on one
 thread (``fp16_tile_dots``: one block of the layer's lanes and kernels against
-a tile of pixels), which a shared machine disturbs less; and the processor time
-the fp16 layer took (all its threads): on a machine whose cores also run other
-work, wall time per core understates the simulator, processor time does not.
-The fp16 layer's preparation outside the kernel follows, per weight on one thread
-(the weights' transpose, their Booth rows, the data's operands).
+a tile of 128 pixels, and of 64 as in a 7x7 layer), which a shared machine disturbs
+less; and the processor time the fp16 layer took (all its threads): on a machine
+whose cores also run other work, wall time per core understates the simulator,
+processor time does not. The fp16 layer's preparation outside the kernel follows,
+per weight on one thread (the weights' transpose, their Booth rows, the data's
+operands).
 Then two AlexNet-class fully connected fp16 layers through the MAC stage
 (``conv_fp16``: one output pixel, every weight used once), 6x6x256 -> 4096 and
 1x1x4096 -> 4096, their MACs per second and core beside the convolution's (goal:
@@ -93,6 +94,9 @@ def main() -> None:
                   f"per processor second")
         if precision == "fp16":
             kernel_rate(x, w, args.repeat)
+            # a 7x7 layer's tile (49 pixels in two steps of 32): the work per lane group
+            # and kernel that does not grow with the pixels weighs more there
+            kernel_rate(x, w, args.repeat, pixels=64)
             prep_rate(rng, args.repeat)
     if not args.no_fc:
         for size, channels in ((6, 256), (1, 4096)):

@@ -327,3 +327,30 @@ def test_corrections_are_the_reference_kernels(lanes, n_p, spread):
         (got_exp, got_sum), (want_exp, want_sum) = _both(data, weights, (1, 12))
         np.testing.assert_array_equal(got_exp[1:12, :n_p], want_exp[1:12, :n_p])
         np.testing.assert_array_equal(got_sum[1:12, :n_p], want_sum[1:12, :n_p])
+
+
+def _exponent_bits(rng, exponents):
+    """fp16 values of the given exponents, random signs and fractions."""
+    shape = np.shape(exponents)
+    return ((rng.integers(0, 2, shape) << 15) | (np.asarray(exponents) << 10)
+            | rng.integers(0, 1024, shape)).astype(np.uint16)
+
+
+@pytest.mark.parametrize("n_p", [64, 100])
+def test_lanes_within_reach_of_a_wide_group(n_p):
+    """A group on the 16-bit tree (some lane shifted by 12 to 20 in every kernel) whose other
+    lanes the exponents bound by 8, by 4, by exactly 12 (which must stay on the 16-bit
+    tree: its shifts of 12 carry), or which are dead: the per-lane choice of tree."""
+    rng = np.random.default_rng(n_p)
+    # exponent groups (e >> 2) per lane: 7 sets every block's exponent; 5 is 8 below, 6 is 4
+    # below, 4 is 12 below; the spread lanes reach 20 below and beyond
+    groups = [7, 5, None, 6, 4, 5, 7, None]
+    data = np.empty((len(groups), n_p), np.uint16)
+    for lane, g in enumerate(groups):
+        e = rng.integers(8, 30, n_p) if g is None else 4 * g + rng.integers(0, 4, n_p)
+        data[lane] = _exponent_bits(rng, e)
+    weights = _exponent_bits(rng, rng.integers(12, 16, (24, len(groups))))
+    weights[rng.integers(0, 24, 4), 3] = 0  # a lane within reach, dead in some kernels
+    (got_exp, got_sum), (want_exp, want_sum) = _both(data, weights, (0, 24))
+    np.testing.assert_array_equal(got_exp[:, :n_p], want_exp[:, :n_p])
+    np.testing.assert_array_equal(got_sum[:, :n_p], want_sum[:, :n_p])
