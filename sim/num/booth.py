@@ -158,8 +158,8 @@ def booth_lane(negative, wt, dat, shift):
 # has only a few possible tree words: the five rows, the 25 words "row << 2 | negate
 # bit of the row below", and the five negate bits shifted by 6 (:func:`booth_data_table`,
 # :data:`TABLE_ROWS` of them).  The tree also takes two of the pair words shifted by 2
-# and 4; the product shifts them itself, which keeps a value's table small enough for
-# two of them (at a tile's 128 pixels) to stay in the processor's first-level cache.  The tree's
+# and 4; the product shifts them itself, which keeps a value's table small (a group of
+# four lanes' tables at a tile's 256 pixels: about 72 KB, near the caches).  The tree's
 # second half (rows 4-7) is the first half's pattern shifted by 8, so both halves
 # read the same words.  A weight is ten indices into that table
 # (:func:`booth_row_indices`, recoded once per layer), and a product is ten table

@@ -3,8 +3,10 @@
 As :mod:`sim.num.word32`: numba widens every integer operation to 64 bits, so these
 intrinsics keep each operation at 8 or 16 bits (operands of any integer type truncated,
 the result a ``uint8`` or ``uint16``) and a loop over them vectorises at 64 or 32 words a
-512-bit vector.  The fully connected layers' Booth trees run on them
-(:func:`sim.num.booth.booth_sum_low8`, :func:`sim.num.booth.booth_sum_low16`).
+512-bit vector.  The Booth trees of the sum word's low bits run on them
+(:func:`sim.num.booth.booth_sum_low16`, the fully connected layers' flagged lanes;
+:func:`sim.num.booth.booth_sum_low8`, the low byte's plain form, which the tests hold to
+the 16-bit tree).
 
 Shift counts must stay below the word's width.
 """
