@@ -22,6 +22,7 @@ from ..configs import FP16, INT8
 from ..dma.align import align_up
 from ..dma.feature import read_feature
 from ..dma.weights import (
+    SPLIT_UNPACK_ELEMENTS,
     CompressedWeights,
     decompress_weights,
     group_bytes,
@@ -30,6 +31,7 @@ from ..dma.weights import (
 )
 from ..dram import HELD
 from ..errors import ConfigurationError, SimError
+from ..jit import run_split
 from ..num import flush_nans
 from ..num.blocks import cdma_cvt, cdma_cvt_is_identity
 from ..num.specials import count_nans_and_infs
@@ -127,6 +129,19 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     return cube, counters
 
 
+def _count_split(words: np.ndarray) -> tuple[int, int]:
+    """:func:`count_nans_and_infs` of ``words``, large ones in slices over the cores (the
+    counts are per element: slices add up)."""
+    counts = [(0, 0)] * 2
+
+    def count(first: int, stop: int) -> None:
+        start, end = words.size * first // 2, words.size * stop // 2
+        counts[first] = count_nans_and_infs(words[start:end])
+
+    run_split(count, 2, min_chunk=1 if words.size >= SPLIT_UNPACK_ELEMENTS else 2)
+    return sum(n for n, _ in counts), sum(i for _, i in counts)
+
+
 def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
     """Weights (K, C, R, S) in element dtype, and the CDMA weight counters."""
     cfg = ctx.config
@@ -155,7 +170,7 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
                                channels_last=layer.precision != FP16)
     counters = {}
     if layer.precision == FP16:
-        nans, infs = count_nans_and_infs(fetched[: fetched.size & ~1].view("<u2"))
+        nans, infs = _count_split(fetched[: fetched.size & ~1].view("<u2"))
         counters["D_NAN_INPUT_WEIGHT_NUM_0"] = nans
         counters["D_INF_INPUT_WEIGHT_NUM_0"] = infs
     return weights, counters

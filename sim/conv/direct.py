@@ -21,6 +21,10 @@ WEIGHT_COUNTERS = ("D_NAN_INPUT_WEIGHT_NUM_0", "D_INF_INPUT_WEIGHT_NUM_0")
 #: weights to another costs about what fetching this much takes (small traces' layers
 #: ran 5% faster in a row).
 OVERLAP_BYTES = 1 << 16
+#: Weights this many times the data's bytes or more are fetched after the data on the
+#: calling thread: the data side is then too short to overlap, and the weights' unpack
+#: and NaN counts spread over the cores themselves (from a helper thread they could not).
+WEIGHTS_ALONE = 8
 
 
 def _reused(kept, shape, what: str):
@@ -37,9 +41,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     Counters map (unit, register) to value.  ``cbuf`` carries data and
     weights a previous layer left in the CBUF (reuse/release flags).
 
-    The weights of a layer of ``OVERLAP_BYTES`` or more are fetched (and made ready
-    for the products) by another thread while this one fetches the data and then calls
-    ``during()`` (work of the layer's that needs neither, such as the SDP's operands);
+    The weights of a layer of ``OVERLAP_BYTES`` or more (and less than ``WEIGHTS_ALONE``
+    times its data) are fetched (and made ready for the products) by another thread
+    while this one fetches the data and then calls ``during()`` (work of the layer's
+    that needs neither, such as the SDP's operands);
     errors are raised in the order of a fetch of the data, then of the weights.
     """
     cbuf = cbuf or Cbuf()
@@ -76,9 +81,11 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
             if i == 0 and during is not None:
                 during()
 
-    fetched = layer.weight_bytes + layer.element_bytes * (
+    data_bytes = layer.element_bytes * (
         layer.batches * layer.channels * layer.in_height * layer.in_width)
-    run_split(sides, 2, min_chunk=1 if fetched >= OVERLAP_BYTES else 2)
+    overlap = layer.weight_bytes + data_bytes >= OVERLAP_BYTES \
+        and layer.weight_bytes < WEIGHTS_ALONE * data_bytes
+    run_split(sides, 2, min_chunk=1 if overlap else 2)
     for ok, value in results:
         if not ok:
             raise value

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import FP16, INT8
+from ..jit import PARALLEL_ELEMENTS, run_split
 from ..records import record
 from .align import LayoutError, align_up, ceil_div
 from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to_elements
@@ -51,6 +52,10 @@ from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to
 WEIGHT_SIZE_ALIGN = 128  # zero fill at the end of weight, WMB and WGS surfaces
 WINOGRAD_CUBE_CHANNELS = 4
 WINOGRAD_ATOM_BYTES = 32
+#: An unpack of this many elements or more is split by kernel groups over the cores
+#: (numpy copies release the GIL): AlexNet's fc6 (37.7 M fp16, channels R*S apart in the
+#: array, so moved an element at a time) took 31 ms on one core.
+SPLIT_UNPACK_ELEMENTS = 8 * PARALLEL_ELEMENTS
 
 # Winograd F(2x2, 3x3) kernel transform and the inverse used to recover 3x3 kernels
 WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -212,7 +217,19 @@ def _unpack_tiled(data, shape, precision: str, a0: int, t0: int, a1: int, t1: in
     stream = _stream_elements(data, out.size, precision)
     view = out[tuple(slice(None, None, -1) if axis in flip else slice(None)
                      for axis in range(out.ndim))]
-    _tiled_copy(view, stream, a0, t0, a1, t1, inner, to_stream=False)
+    if a0 != 0 or 0 in flip:
+        raise LayoutError("weight layouts tile the kernels (axis 0), scanned forwards")
+    # kernel groups are compact in the stream, whole ones first: kernels k0:k1 (k0 at a
+    # group's start) are the stream's elements k0 * per_kernel:k1 * per_kernel
+    per_kernel = out.size // shape[0]
+
+    def copy(first: int, stop: int) -> None:
+        k0, k1 = first * t0, min(stop * t0, shape[0])
+        _tiled_copy(view[k0:k1], stream[k0 * per_kernel: k1 * per_kernel], a0, t0, a1, t1,
+                    inner, to_stream=False)
+
+    run_split(copy, ceil_div(shape[0], t0),
+              min_chunk=max(1, SPLIT_UNPACK_ELEMENTS // (t0 * per_kernel)))
     return out
 
 

@@ -50,10 +50,13 @@ def test_the_overlap_gives_the_sequential_sums(cores, monkeypatch):
     assert calls == [1] and np.array_equal(out, plain) and counters == plain_counters
 
 
-@pytest.mark.parametrize("overlap_bytes,apart", [(0, True), (1 << 16, False)])
-def test_only_a_large_fetch_takes_another_thread(overlap_bytes, apart, monkeypatch):
+@pytest.mark.parametrize("overlap_bytes,weights_alone,apart",
+                         [(0, 8, True), (1 << 16, 8, False), (0, 1, False)])
+def test_only_a_large_fetch_takes_another_thread(overlap_bytes, weights_alone, apart,
+                                                 monkeypatch):
     """The weights are handed to another thread when the layer fetches OVERLAP_BYTES or
-    more (this one, 8x6x7 data and 5x8x3x3 weights, fetches 696), else fetched on this one.
+    more (this one, 8x6x7 data and 5x8x3x3 weights, fetches 696) and its weights are
+    under WEIGHTS_ALONE times its data (360 bytes against 336), else fetched on this one.
 
     The data's fetch here waits for the weights' to begin: handed over, a helper begins
     it (a call no helper has started by the time this thread asks for it would run here,
@@ -62,6 +65,7 @@ def test_only_a_large_fetch_takes_another_thread(overlap_bytes, apart, monkeypat
 
     monkeypatch.setattr("sim.jit.cores", lambda: 2)
     monkeypatch.setattr(direct, "OVERLAP_BYTES", overlap_bytes)
+    monkeypatch.setattr(direct, "WEIGHTS_ALONE", weights_alone)
     fetched_on = []
     weights_begun = threading.Event()
 

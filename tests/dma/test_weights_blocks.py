@@ -189,3 +189,40 @@ def test_block_copies_move_words_where_runs_allow(dtype, run, contiguous, word):
     assert wa.dtype == np.dtype(word) and wb.dtype == np.dtype(word)
     wb[...] = wa
     np.testing.assert_array_equal(b, a)
+
+
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_unpacks_split_by_kernel_groups_match_the_gather(cfg, precision, monkeypatch):
+    """Large unpacks are split by kernel groups over the cores: every layout, forced to split
+    (two cores, any size), against the scatter through the order."""
+    import sim.dma.weights as weights
+
+    monkeypatch.setattr(weights, "SPLIT_UNPACK_ELEMENTS", 1)
+    monkeypatch.setattr("sim.jit.cores", lambda: 2)
+    rng = np.random.default_rng(5)
+    group, atomic_c = weight_group_size(precision, cfg), weight_atomic_c(cfg)
+    for shape in ((3 * group + 1, atomic_c + 5, 3, 3), (2 * group, 2 * atomic_c, 6, 6),
+                  (group - 1, atomic_c - 1, 1, 1)):
+        w = random_weights(rng, shape, precision)
+        for reverse in (False, True):
+            order = dc_order(shape, group, atomic_c, reverse)
+            stream = gather_stream(w, order, precision)
+            want = scatter_weights(stream, shape, order, precision)
+            for channels_last in (False, True):
+                got = unpack_weight_dc(stream, shape, precision, cfg, reverse=reverse,
+                                       channels_last=channels_last)
+                np.testing.assert_array_equal(got, want, err_msg=f"{shape} {reverse}")
+        image = (2 * group + 3, 1, 5, 3)  # 3 extended channels: post-extension fits nv_small
+        w = random_weights(rng, image, precision)
+        for post in (1, 2):
+            order = image_order(image, group, atomic_c, post)
+            stream = gather_stream(w, order, precision)
+            got = unpack_weight_image(stream, image, precision, cfg, post_extension=post)
+            np.testing.assert_array_equal(got, scatter_weights(stream, image, order, precision))
+        wino = (2 * group + 5, 8, 4, 4)
+        w = random_weights(rng, wino, precision)
+        order = winograd_order(wino, group)
+        stream = gather_stream(w, order, precision)
+        got = unpack_weight_winograd(stream, wino, precision, cfg)
+        np.testing.assert_array_equal(got, scatter_weights(stream, wino, order, precision))
