@@ -93,6 +93,8 @@ def test_compress_flagged_gathers_the_flagged_lanes_in_order(density):
     out = np.full(4096 + COMPRESS_LANES, -1, np.int32)
     n = _compressed(flags.astype(np.uint8), out)
     np.testing.assert_array_equal(out[:n], np.flatnonzero(flags))
+    # each call stores a whole vector (0s after its flagged lanes), within the room asked
+    assert (out[n + COMPRESS_LANES:] == -1).all()
 
 
 @njit
@@ -113,6 +115,8 @@ def test_compress_nonzero_gathers_the_words_that_are_not_0_and_their_indices(den
     n = _compressed_words(words.astype(np.uint32), out_words, out_indices)
     np.testing.assert_array_equal(out_indices[:n], np.flatnonzero(words))
     np.testing.assert_array_equal(out_words[:n], words[words != 0])
+    assert (out_words[n + COMPRESS_LANES:] == 7).all()
+    assert (out_indices[n + COMPRESS_LANES:] == -1).all()
 
 
 # --- whole kernels' blocks ---------------------------------------------------------
