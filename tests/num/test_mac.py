@@ -45,7 +45,7 @@ from sim.num.mac import (
     tile_scratch,
     weight_rows_bytes,
 )
-from sim.num.mac_fc import fc_data, fc_scratch, fp16_fc_blocks
+from sim.num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
 from sim.num.rounding import round_via_double, sign_extend, x86_int32
 from sim.num.word32 import word32
 
@@ -332,7 +332,7 @@ def test_tile_dots_are_the_block_definition(kind, lanes, kernels, pixels):
 @njit
 def _fc_dots(data, w_bits, lanes):
     n_k = w_bits.shape[0]
-    scratch = fc_scratch(max(lanes, 2048))
+    scratch = fc_scratch(max(lanes, CHUNK))
     exps, sums = np.zeros((n_k, 1), np.int32), np.zeros((n_k, 1), np.int64)
     nans = np.zeros(n_k, np.bool_)
     for k in range(n_k):

@@ -21,7 +21,7 @@ from sim.num.mac import (
     fp16_mac_operands,
     signed_product,
 )
-from sim.num.mac_fc import MAX_BLOCK_LANES, fc_data, fc_scratch, fp16_fc_blocks
+from sim.num.mac_fc import CHUNK, MAX_BLOCK_LANES, fc_data, fc_scratch, fp16_fc_blocks
 from sim.num.word32 import word32
 
 COMPENSATION = 0x55550000
@@ -93,6 +93,8 @@ def test_compress_flagged_gathers_the_flagged_lanes_in_order(density):
     out = np.full(4096 + COMPRESS_LANES, -1, np.int32)
     n = _compressed(flags.astype(np.uint8), out)
     np.testing.assert_array_equal(out[:n], np.flatnonzero(flags))
+    # each call stores a whole vector (0s after its flagged lanes), within the room asked
+    assert (out[n + COMPRESS_LANES:] == -1).all()
 
 
 @njit
@@ -113,6 +115,8 @@ def test_compress_nonzero_gathers_the_words_that_are_not_0_and_their_indices(den
     n = _compressed_words(words.astype(np.uint32), out_words, out_indices)
     np.testing.assert_array_equal(out_indices[:n], np.flatnonzero(words))
     np.testing.assert_array_equal(out_words[:n], words[words != 0])
+    assert (out_words[n + COMPRESS_LANES:] == 7).all()
+    assert (out_indices[n + COMPRESS_LANES:] == -1).all()
 
 
 # --- whole kernels' blocks ---------------------------------------------------------
@@ -141,7 +145,7 @@ def _bits(rng, kind, shape):
 
 @njit
 def _fc_blocks(data, weights, block, positions, n_blocks):
-    scratch = fc_scratch(max(block * positions, 2048))
+    scratch = fc_scratch(max(block * positions, CHUNK))
     exps = np.zeros((weights.shape[0], n_blocks), np.int32)
     sums = np.zeros((weights.shape[0], n_blocks), np.int64)
     nans = np.zeros(weights.shape[0], np.bool_)
@@ -206,6 +210,28 @@ def test_fc_blocks_are_the_definition(d_kind, w_kind, channels, positions, block
     assert not nans.any()
     w[-1, rng.integers(0, lanes)] = 0xFE01
     assert _fc_blocks(fc_data(sign, sig, 4 * exp), w, block, positions, n_blocks)[2][-1]
+
+
+@njit
+def _blocks_in_scratch(data, w_bits, block, positions, scratch_lanes):
+    scratch = fc_scratch(scratch_lanes)
+    return fp16_fc_blocks(data, w_bits, block, positions, scratch,
+                          np.zeros(w_bits.size, np.int32), np.zeros(w_bits.size, np.int64))
+
+
+@pytest.mark.parametrize("lanes,positions,scratch_lanes,fits", [
+    (2 * CHUNK, 1, CHUNK, True), (2 * CHUNK, 1, CHUNK - 1, False), (100, 1, 100, True),
+    (100, 1, 99, False), (64 * 9 * 2, 9, 64 * 9, True), (64 * 9 * 2, 9, 64 * 9 - 1, False)])
+def test_scratch_smaller_than_a_chunk_is_refused(lanes, positions, scratch_lanes, fits):
+    """The passes index the scratch unchecked: one too small for a chunk raises."""
+    x = np.full(lanes, 0x3C00, np.uint16)
+    sign, sig, exp = fp16_mac_operands(x)
+    data = fc_data(sign, sig, 4 * exp)
+    if fits:
+        _blocks_in_scratch(data, x, 64, positions, scratch_lanes)
+    else:
+        with pytest.raises(ValueError, match="scratch"):
+            _blocks_in_scratch(data, x, 64, positions, scratch_lanes)
 
 
 def test_blocks_beyond_the_32_bit_sums_are_refused():
