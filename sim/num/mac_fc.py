@@ -241,8 +241,10 @@ def _spread(tops, lanes, block, positions, block_exp):
 def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shifted, packed):
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), exact but for the lanes
     that may carry (:func:`sim.num.fc_carries.may_carry`); packs what those and the lanes
-    shifted by 20 to 28 need into one word each (:func:`_unpack`; never 0: their operands
-    are not), the other lanes' words 0.  Returns whether some are.  One loop over the
+    shifted by 20 to 28 need into one word each (:func:`_unpack`), the other lanes' words
+    0.  A flagged word is 0 only for a positive lane of zero operands shifted by 8, whose
+    carry is 0 at every shift, so skipping it as unflagged is exact.  Returns whether
+    some are.  One loop over the
     lanes, each lane's block exponent spread to ``block_exp`` (a loop per block ran
     scalar)."""
     prefer_wide_vectors()
