@@ -52,9 +52,10 @@ from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to
 WEIGHT_SIZE_ALIGN = 128  # zero fill at the end of weight, WMB and WGS surfaces
 WINOGRAD_CUBE_CHANNELS = 4
 WINOGRAD_ATOM_BYTES = 32
-#: An unpack of this many elements or more is split by kernel groups over the cores
-#: (numpy copies release the GIL): AlexNet's fc6 (37.7 M fp16, channels R*S apart in the
-#: array, so moved an element at a time) took 31 ms on one core.
+#: A large unpack is split by kernel groups over the cores (numpy copies release the
+#: GIL) when each core's share holds at least this many elements; the weights' NaN/Inf
+#: counts split a stream of this many (sim.conv.cdma).  AlexNet's fc6 (37.7 M fp16,
+#: channels R*S apart in the array, so moved an element at a time) took 31 ms on one core.
 SPLIT_UNPACK_ELEMENTS = 8 * PARALLEL_ELEMENTS
 
 # Winograd F(2x2, 3x3) kernel transform and the inverse used to recover 3x3 kernels

@@ -159,7 +159,8 @@ def booth_lane(negative, wt, dat, shift):
 # bit of the row below", and the five negate bits shifted by 6 (:func:`booth_data_table`,
 # :data:`TABLE_ROWS` of them).  The tree also takes two of the pair words shifted by 2
 # and 4; the product shifts them itself, which keeps a value's table small (a group of
-# four lanes' tables at a tile's 256 pixels: about 72 KB, near the caches).  The tree's
+# four lanes' 16-bit tables at a tile's 256 pixels: about 72 KB; a group mixing trees
+# reads the 8-bit ones too, about 108 KB).  The tree's
 # second half (rows 4-7) is the first half's pattern shifted by 8, so both halves
 # read the same words.  A weight is ten indices into that table
 # (:func:`booth_row_indices`, recoded once per layer), and a product is ten table
@@ -400,7 +401,9 @@ def _csa16(a, b, c):
 def booth_sum_low8(negative, wt_low, dat_low):
     """The low 8 bits of the carry-save tree's sum word (:func:`booth_sum_low16`'s low
     byte) from the low bytes of the magnitudes and the product sign ``negative`` (0 or 1),
-    as a uint8, computed in 8-bit words (64 lanes a 512-bit vector).
+    as a uint8, computed in 8-bit words (64 lanes a 512-bit vector).  The kernels use its
+    table form (:func:`booth_sum_low8_table`); this plain form is the definition the
+    tests hold that one to.
 
     Bits 0-7 of the tree's words hold rows 0-3 only (row ``i`` starts at bit ``2 i``), and
     rows 4-7 reduce to two words that are 0 there, so the last two adders add only the
