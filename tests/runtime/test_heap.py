@@ -4,6 +4,7 @@ are, with no fresh page faulted in (each costs the kernel a zeroed page)."""
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -55,5 +56,5 @@ def test_freed_blocks_are_reused_without_fresh_pages():
 def test_elsewhere_it_does_nothing(monkeypatch):
     from sim.runtime import heap
 
-    monkeypatch.setattr(heap.sys, "platform", "darwin")
+    monkeypatch.setattr(heap, "sys", SimpleNamespace(platform="darwin"))  # heap's alone
     assert heap.keep_freed_memory() is False
