@@ -20,12 +20,18 @@ again, a ratio of at most 2.
 
 from __future__ import annotations
 
+import os
 import resource
 import tempfile
 import time
 from pathlib import Path
 
 from timing import compiled_networks, network_arguments, verdict
+
+# numpy's BLAS with one thread, as ``nvdla-sim`` runs it (sim.cli.main, before numpy
+# loads; a user's own setting wins): with a thread per core its threads spun on the core
+# the recorder's render thread needed, and the runs measured were not the CLI's
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 GOAL_RATIO = 2.0
 FORMS = ("dat", "bin")  # --trace-memory

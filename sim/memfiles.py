@@ -689,9 +689,13 @@ def _record_lines(rows: np.ndarray, index: np.ndarray | None, first: int, stop: 
         else:
             numbers = index[start:start + n].astype(np.int64)
             chunk = rows[numbers]
-        # every offset as 16 big-endian hex digits, of which the last ``digits`` are its own
-        sixteen = binascii.hexlify((numbers * record).astype(">u8").tobytes())
-        offset_digits[:n] = np.frombuffer(sixteen, np.uint8).reshape(n, 16)[:, 16 - digits:]
+        # every offset as the big-endian hex digits of a 32-bit word (offsets below 4 GB:
+        # half the text of 64-bit words; a tenth less rendering) or of a 64-bit one,
+        # of which the last ``digits`` are its own
+        word = 4 if digits <= 8 else 8
+        text = binascii.hexlify((numbers * record).astype(f">u{word}").tobytes())
+        offset_digits[:n] = np.frombuffer(text, np.uint8).reshape(n, 2 * word)[
+            :, 2 * word - digits:]
         pairs[:n] = np.frombuffer(binascii.hexlify(np.ascontiguousarray(chunk)),
                                   np.uint16).reshape(n, record)
         yield block[:n]

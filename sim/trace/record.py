@@ -101,6 +101,10 @@ class TraceRecorder:
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
         self._status = machine.regfile.register(STATUS_REGISTER)
+        # register address -> the name its reg_write (poll_reg_equal) records, None for none:
+        # a network's 15k writes each looked their register up again
+        self._write_names: dict[int, str | None] = {}
+        self._read_names: dict[int, str | None] = {}
         # memory name -> Memory.layer_writes of the layers whose last interrupt was served
         self._released = {mem.name: mem.layer_writes for mem in machine.memories()}
         for mem in machine.memories():
@@ -115,15 +119,21 @@ class TraceRecorder:
         self._task_start = len(self._notifies)
 
     def reg_write(self, addr: int, value: int) -> None:
-        reg = self.machine.regfile.register_at(addr)
-        if reg is self._status:  # acknowledging an interrupt: intr_notify stands for it
-            return
-        self.ops.append(RegWrite(reg.full_name, value & 0xFFFFFFFF))
+        name = self._write_names.get(addr, "")
+        if name == "":
+            reg = self.machine.regfile.register_at(addr)
+            # acknowledging an interrupt: intr_notify stands for it
+            name = self._write_names[addr] = None if reg is self._status else reg.full_name
+        if name is not None:
+            self.ops.append(RegWrite(name, value & 0xFFFFFFFF))
 
     def reg_read(self, addr: int, value: int) -> None:
-        reg = self.machine.regfile.register_at(addr)
-        if reg.software_owned:
-            self.ops.append(PollReg(reg.full_name, ALL_BITS, value & 0xFFFFFFFF))
+        name = self._read_names.get(addr, "")
+        if name == "":
+            reg = self.machine.regfile.register_at(addr)
+            name = self._read_names[addr] = reg.full_name if reg.software_owned else None
+        if name is not None:
+            self.ops.append(PollReg(name, ALL_BITS, value & 0xFFFFFFFF))
 
     def interrupt(self, machine) -> None:
         """The firmware's handler is about to serve the pending interrupts: wait for each."""

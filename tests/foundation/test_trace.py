@@ -285,3 +285,27 @@ def test_a_memory_file_that_is_not_there_or_bad_fails_its_line(tmp_path, trace, 
         assert "not found" not in result.message and "x.dat" in result.message
     else:
         assert "memory file 'x.dat' not found next to the trace" in result.message
+
+
+@pytest.mark.parametrize("digits, first_row", [(8, (1 << 27) - 5), (9, 1 << 27),
+                                               (10, 1 << 31)])
+def test_record_offsets_past_4_gb_render_every_digit(digits, first_row):
+    """Offsets of 8 hex digits or fewer come from 32-bit words, longer ones from 64-bit
+    words: the lines of records at 4 GB and past it (data too large to make, so a view
+    repeating one record) are what the line-by-line rendering writes."""
+    import numpy as np
+
+    from sim.memfiles import _record_lines
+
+    record = 32
+    one = np.random.default_rng(digits).integers(0, 256, record, dtype=np.uint8)
+    rows = np.lib.stride_tricks.as_strided(one, (first_row + 8, record), (0, 1))
+    index = np.arange(first_row, first_row + 5, dtype=np.int64)
+    rest = b", size:32, payload:" + b" ".join([b"0x__"] * record) + b"} ,\n"
+    got = b"".join(bytes(chunk) for chunk in _record_lines(
+        rows, index, 0, index.size, digits, b"{offset:0x", rest, 2))
+    payload = " ".join(f"0x{b:02x}" for b in one.tolist())
+    want = "".join(f"{{offset:{int(row) * record:#x}, size:32, payload:{payload}}} ,\n"
+                   for row in index).encode()
+    assert all(len(f"{int(row) * record:x}") == digits for row in index)
+    assert got == want

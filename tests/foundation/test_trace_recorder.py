@@ -108,3 +108,34 @@ def test_loaded_bytes_are_kept_only_when_nobody_can_change_them(tmp_path):
     recorder.save()
     for name in recorder.files:
         assert (tmp_path / name).read_text() == format_record_dat(DATA, 32)
+
+
+def test_register_names_looked_up_once_record_what_each_lookup_would():
+    """reg_write and reg_read keep each address's name (or that it records nothing): a
+    register written or read again records exactly what a fresh lookup gives."""
+    from sim.trace.ops import ALL_BITS, PollReg, RegWrite
+    from sim.trace.record import STATUS_REGISTER
+
+    machine = Machine("nv_small")
+    regfile = machine.regfile
+    names = ["NVDLA_CDMA.D_DATAIN_FORMAT_0", STATUS_REGISTER, "NVDLA_CDMA.S_STATUS_0",
+             "NVDLA_SDP.D_OP_ENABLE_0"]
+    addrs = [regfile.address_of(regfile.register(name)) for name in names]
+    recorder = TraceRecorder(machine)
+    expected = []
+    for value in (0x11, 0x1_0000_0022):  # each address twice: a lookup, then the kept name
+        for addr in addrs:
+            recorder.reg_write(addr, value)
+            recorder.reg_read(addr, value + 1)
+            reg = regfile.register_at(addr)
+            if reg.full_name != STATUS_REGISTER:
+                expected.append(RegWrite(reg.full_name, value & 0xFFFFFFFF))
+            if reg.software_owned:
+                expected.append(PollReg(reg.full_name, ALL_BITS, (value + 1) & 0xFFFFFFFF))
+    recorded = [op for op in recorder.ops if isinstance(op, (RegWrite, PollReg))]
+    assert recorded == expected
+    assert {type(op) for op in recorded} == {RegWrite, PollReg}  # both kinds were exercised
+    with pytest.raises(SimError, match="no register"):
+        recorder.reg_write(0x3, 1)  # no register there: an error, every time
+    with pytest.raises(SimError, match="no register"):
+        recorder.reg_write(0x3, 1)
