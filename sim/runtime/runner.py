@@ -265,7 +265,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
             firmware.close()
         raise
     result = RunResult([], [])
-    recorded: dict[int, bytes] = {}
+    recorded: dict[int, np.ndarray] = {}
     tasks = {t.id: t for t in loadable.tasks}
     # DLA tasks still to run: only their _record_loads read what _record_checks copies
     dla_left = sum(tasks[i].interface == INTERFACE_DLA1 for submit in loadable.submits

@@ -71,6 +71,13 @@ class _Check:
     final_write: int  # Memory.last_layer_write of the region when the task ended
 
 
+def _kept_as_is(data) -> bool:
+    """A memory's bytes the recorder may keep without a copy: a read-only, one-dimensional
+    uint8 array owning its memory (its length is its size in bytes; no one can change it)."""
+    return (isinstance(data, np.ndarray) and data.dtype == np.uint8 and data.ndim == 1
+            and data.flags.owndata and not data.flags.writeable)
+
+
 class TraceRecorder:
     """``path``: where :meth:`save` will write the trace.  Given, and its folder exists,
     each memory file is made and written there under a hidden name while the network runs
@@ -150,8 +157,7 @@ class TraceRecorder:
         """``data``: bytes, or a read-only uint8 array owning its memory (no view of a
         memory's pages), kept as it is: the memory files are made from it while the run
         goes on.  Any other buffer is copied."""
-        if not isinstance(data, bytes) and not (
-                isinstance(data, np.ndarray) and data.flags.owndata and not data.flags.writeable):
+        if not isinstance(data, bytes) and not _kept_as_is(data):
             data = bytes(data)
         if self.memory_format == "bin":
             self._add_file(ram, addr, data, sparse=False)
@@ -166,7 +172,7 @@ class TraceRecorder:
                 return  # all zero: nothing to load after the fill
         self._add_file(ram, addr, data, sparse)
 
-    def _add_file(self, ram, addr: int, data: bytes, sparse: bool) -> None:
+    def _add_file(self, ram, addr: int, data: bytes | np.ndarray, sparse: bool) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
         if self._renderer is None:
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
@@ -207,7 +213,7 @@ class TraceRecorder:
         """The trace as ``.cfg`` text."""
         return cfg.format(self.trace())
 
-    def _render(self, name: str, data: bytes, sparse: bool) -> bytes | Path:
+    def _render(self, name: str, data: bytes | np.ndarray, sparse: bool) -> bytes | Path:
         """The file's content, or (streaming) the hidden file it was written to a chunk of
         text at a time as it was rendered: never whole in memory."""
         if self.memory_format == "bin":

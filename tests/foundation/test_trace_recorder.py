@@ -139,3 +139,18 @@ def test_register_names_looked_up_once_record_what_each_lookup_would():
         recorder.reg_write(0x3, 1)  # no register there: an error, every time
     with pytest.raises(SimError, match="no register"):
         recorder.reg_write(0x3, 1)
+
+
+def test_a_read_only_array_of_wider_elements_is_recorded_by_its_bytes(tmp_path):
+    """Only uint8 arrays are kept as they are (their length is their size in bytes): a
+    read-only uint16 array owning its memory is recorded byte for byte, all of it."""
+    import numpy as np
+
+    recorder = TraceRecorder(Machine("nv_small"), tmp_path / "t.cfg")
+    recorder.begin_task("task 0")
+    wide = np.frombuffer(DATA, np.uint16).copy()
+    wide.flags.writeable = False
+    recorder.load_memory("pri_mem", 0x1000, wide)
+    recorder.save()
+    (name,) = recorder.files
+    assert (tmp_path / name).read_text() == format_record_dat(DATA, 32)
