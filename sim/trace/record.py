@@ -79,10 +79,12 @@ def _kept_as_is(data) -> bool:
 
 
 class TraceRecorder:
-    """``path``: where :meth:`save` will write the trace.  Given, and its folder exists,
-    each memory file is made and written there under a hidden name while the network runs
-    (writing 70 MB of text took as long as a small network's run), and only :meth:`save`
-    puts them in place; else they are kept in memory until then.  ``memory_format``: the
+    """``path``: where :meth:`save` will write the trace.  Given, each memory file is made
+    and written in its folder (made with the first file, if need be) under a hidden name
+    while the network runs (writing 70 MB of text took as long as a small network's run;
+    kept in memory instead, AlexNet's 760 MB of text took 3-6 times the run), and only
+    :meth:`save` puts them in place; else they are kept in memory until then.
+    ``memory_format``: the
     memories loaded as record ``.dat`` text, which NVIDIA's C-model and RTL benches read,
     or as ``.bin`` files of their raw bytes, which only ``nvdla-sim`` reads (``run``, and
     ``rtl``, which feeds NVIDIA's RTL bench commands of its own making; no text to
@@ -94,7 +96,7 @@ class TraceRecorder:
         self.machine = machine
         self.memory_format = memory_format
         self.path = Path(path) if path is not None else None
-        self._stream = self.path is not None and self.path.parent.is_dir()
+        self._stream = self.path is not None
         self.ops: list[Op] = [
             Comment(f"recorded by nvdla-sim (config {machine.config.name})"),
             Comment("reads of registers the hardware updates are left out: the intr_notify "
@@ -175,6 +177,8 @@ class TraceRecorder:
     def _add_file(self, ram, addr: int, data: bytes | np.ndarray, sparse: bool) -> None:
         name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
         if self._renderer is None:
+            if self._stream:  # the trace's folder, for the hidden files (save makes it too)
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
         self.files[name] = self._renderer.submit(self._render, name, data, sparse)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))

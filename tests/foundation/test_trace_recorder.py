@@ -28,12 +28,9 @@ def test_memory_files_appear_whole_at_save(tmp_path, folder_exists):
     folder = tmp_path / "trace" if not folder_exists else tmp_path
     recorder = _recorder(folder / "t.cfg")
     for rendering in recorder.files.values():
-        rendering.result()  # rendered (and, in an existing folder, written hidden)
-    if folder_exists:
-        hidden = _names(folder)
-        assert len(hidden) == 2 and all(name.startswith(".mem_") for name in hidden)
-    else:
-        assert not folder.exists()  # nothing is made before the save
+        rendering.result()  # rendered and written hidden (a new folder made for them)
+    hidden = _names(folder)
+    assert len(hidden) == 2 and all(name.startswith(".mem_") for name in hidden)
     recorder.save()
     files = [name for name in _names(folder) if name.endswith(".dat")]
     assert _names(folder) == sorted([*files, "t.cfg"])
