@@ -43,3 +43,21 @@ def nvidia_kmd() -> Path:
     pytest.skip(f"NVIDIA's KMD firmware is not available ({where} is not a KMD folder: "
                 f"firmware/*.c, firmware/include/, include/ expected); take kmd/ out of nvdla/sw "
                 f"into {KMD_DEFAULT} or point NVDLA_KMD at it")
+
+
+@pytest.fixture()
+def count_calls(monkeypatch):
+    """``count_calls(function, *(module, name))``: each place patched, for the test, with
+    ``function`` that also keeps each call's argument; returns the list they go to."""
+    def patch(function, *places):
+        calls = []
+
+        def counting(arg):
+            calls.append(arg)
+            return function(arg)
+
+        for module, name in places:
+            monkeypatch.setattr(module, name, counting)
+        return calls
+
+    return patch

@@ -130,15 +130,11 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
 
 
 def _count_split(words: np.ndarray) -> tuple[int, int]:
-    """:func:`count_nans_and_infs` of ``words``, large ones in slices over the cores (the
-    counts are per element: slices add up)."""
-    counts = [(0, 0)] * 2
-
-    def count(first: int, stop: int) -> None:
-        start, end = words.size * first // 2, words.size * stop // 2
-        counts[first] = count_nans_and_infs(words[start:end])
-
-    run_split(count, 2, min_chunk=1 if words.size >= SPLIT_UNPACK_ELEMENTS else 2)
+    """:func:`count_nans_and_infs` of ``words``, a stream of ``SPLIT_UNPACK_ELEMENTS`` or
+    more in slices over the cores (the counts are per element: slices add up)."""
+    counts = []  # a slice's (NaNs, Infs) each, in any order
+    run_split(lambda start, stop: counts.append(count_nans_and_infs(words[start:stop])),
+              words.size, min_chunk=SPLIT_UNPACK_ELEMENTS // 2)
     return sum(n for n, _ in counts), sum(i for _, i in counts)
 
 

@@ -16,14 +16,20 @@ from sim.jit import intrinsic
 PIECE = 32
 
 
-def _piece_pointer(context, builder, sig, args, ir):
-    """The address of ``array[start]`` (arguments 0 and 1) as a pointer to a piece."""
+def _element_address(context, builder, sig, args):
+    """The address of ``array[start]`` (arguments 0 and 1)."""
     from numba.core import types
 
     array = context.make_array(sig.args[0])(context, builder, args[0])
     start = context.cast(builder, args[1], sig.args[1], types.int64)
+    return builder.gep(array.data, [start])
+
+
+def _piece_pointer(context, builder, sig, args, ir):
+    """The address of ``array[start]`` (arguments 0 and 1) as a pointer to a piece."""
     piece_t = ir.VectorType(ir.IntType(16), PIECE)
-    return builder.bitcast(builder.gep(array.data, [start]), piece_t.as_pointer()), piece_t
+    return builder.bitcast(_element_address(context, builder, sig, args),
+                           piece_t.as_pointer()), piece_t
 
 
 @intrinsic
@@ -75,13 +81,11 @@ def prefetch(typingctx, array, start):
     from numba.core import cgutils, types
 
     def codegen(context, builder, sig, args):
-        ary = context.make_array(sig.args[0])(context, builder, args[0])
-        index = context.cast(builder, args[1], sig.args[1], types.int64)
         byte_p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
         hint = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_p, i32, i32, i32]),
             "llvm.prefetch.p0")
-        address = builder.bitcast(builder.gep(ary.data, [index]), byte_p)
+        address = builder.bitcast(_element_address(context, builder, sig, args), byte_p)
         builder.call(hint, [address, ir.Constant(i32, 0), ir.Constant(i32, 3),
                             ir.Constant(i32, 1)])
         return context.get_dummy_value()

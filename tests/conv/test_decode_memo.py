@@ -45,21 +45,10 @@ ADDRESSES = (("D_DAIN_ADDR_LOW_0_0", "datain_addr_low_0", "in_addr"),
              ("D_DAIN_ADDR_LOW_1_0", "datain_addr_low_1", None))  # no direct layer's field
 
 
-def _counting_decodes(monkeypatch):
-    decodes = []
-    fresh = conv_layer._decode_layer
-
-    def counting(ctx):
-        decodes.append(ctx)
-        return fresh(ctx)
-
-    monkeypatch.setattr(conv_layer, "_decode_layer", counting)
-    return decodes, fresh
-
-
-def test_a_layer_at_other_addresses_is_the_remembered_one_moved(monkeypatch):
+def test_a_layer_at_other_addresses_is_the_remembered_one_moved(count_calls):
     """Only ADDRESS_REGISTERS changed: no decoding, and what a fresh decode gives."""
-    decodes, fresh = _counting_decodes(monkeypatch)
+    fresh = conv_layer._decode_layer
+    decodes = count_calls(fresh, (conv_layer, "_decode_layer"))
     rng = np.random.default_rng(12)
     x = rng.integers(-50, 50, (16, 4, 4)).astype(np.int8)
     w = rng.integers(-50, 50, (8, 16, 3, 3)).astype(np.int8)

@@ -301,19 +301,33 @@ def test_sparse_record_dat_leaves_out_only_zero_records(tmp_path, size):
     assert records == np.count_nonzero(whole.any(axis=1)) + (size % 32 > 0)
 
 
+class _Ear:
+    """A memory listener that keeps what it hears."""
+
+    def __init__(self):
+        self.heard = []
+
+    def wrote(self, memory, addr, size):
+        self.heard.append((addr, size))
+
+
+def _observed(mem, setting: str) -> _Ear:
+    """``mem`` in a layer (``setting`` "layer") or heard by a listener ("listener"), as the
+    write tests compare them; the listener (heard only in the latter)."""
+    ear = _Ear()
+    if setting == "layer":
+        mem.begin_layer()
+    if setting == "listener":
+        mem.listeners.add(ear)
+    return ear
+
+
 def test_a_zero_fill_leaves_what_a_write_of_zeros_leaves():
     """Memory.fill's ALL_ZERO path (no buffer of zeros made) against Memory.write of one:
     bytes, pages held, errors; onto pages held or not, across page ends, in a layer or
     heard by a listener (where the fill writes as ever)."""
     from sim.dram import PAGE_SIZE, Memory, fill_pattern
     from sim.limits import MemoryLimits
-
-    class Ear:
-        def __init__(self):
-            self.heard = []
-
-        def wrote(self, memory, addr, size):
-            self.heard.append((addr, size))
 
     cases = [(0x10, 0x20), (PAGE_SIZE - 8, 16), (3 * PAGE_SIZE - 5, 2 * PAGE_SIZE + 9),
              (0x100, 0), (2 * PAGE_SIZE, PAGE_SIZE)]
@@ -325,13 +339,9 @@ def test_a_zero_fill_leaves_what_a_write_of_zeros_leaves():
                     limits = MemoryLimits(resident=2 * PAGE_SIZE) if setting == "tight" \
                         else MemoryLimits()
                     mem = Memory(limits=limits)
-                    ear = Ear()
                     if held:
                         mem.write(addr, b"\xff" * min(max(size, 1), PAGE_SIZE))
-                    if setting == "layer":
-                        mem.begin_layer()
-                    if setting == "listener":
-                        mem.listeners.add(ear)
+                    ear = _observed(mem, setting)
                     try:
                         if how == "fill":
                             mem.fill(addr, size, "all_zero")
@@ -450,13 +460,6 @@ def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatte
     monkeypatch.setattr(sim.dram, "SCATTER_RUNS", scatter)
     monkeypatch.setattr(sim.dram, "SCATTER_MEAN_BYTES", 1 << 20)  # any run may be scattered
 
-    class Ear:
-        def __init__(self):
-            self.heard = []
-
-        def wrote(self, memory, addr, size):
-            self.heard.append((addr, size))
-
     base = 0x7000
     outcomes = []
     for how in ("runs", "writes"):
@@ -465,11 +468,7 @@ def test_write_runs_leaves_what_a_write_of_each_run_leaves(runs, setting, scatte
             for page in (3, 2, 1, 0):
                 mem.write(base + page * PAGE, b"\x0e")
         mem.fill(base, 3 * PAGE, "ALL_ZERO")  # the pages of most runs, held (as mem_init does)
-        ear = Ear()
-        if setting == "layer":
-            mem.begin_layer()
-        if setting == "listener":
-            mem.listeners.add(ear)
+        ear = _observed(mem, setting)
         try:
             if how == "runs":
                 mem.write_runs(base, runs)

@@ -45,15 +45,9 @@ def _build(tmp_path, monkeypatch, counter):
     gen_build.build(load_spec(spec))
 
 
-def test_a_direct_layer_is_decoded_once(tmp_path, monkeypatch):
-    calls = []
-    decode = conv_layer.decode_layer
-
-    def counting(ctx):
-        calls.append(ctx)
-        return decode(ctx)
-    monkeypatch.setattr(conv_layer, "decode_layer", counting)
-    monkeypatch.setattr(conv_modes, "decode_layer", counting)
+def test_a_direct_layer_is_decoded_once(tmp_path, monkeypatch, count_calls):
+    calls = count_calls(conv_layer.decode_layer, (conv_layer, "decode_layer"),
+                        (conv_modes, "decode_layer"))
     counter = MacCounter()
     _build(tmp_path, monkeypatch, counter)
     assert (counter.conv_layers, counter.macs) == (1, EXPECTED)
