@@ -34,6 +34,16 @@ def _reused(kept, shape, what: str):
     return kept
 
 
+def _stream_weights(ctx, layer: ConvLayer) -> bool:
+    """Whether the products take the layer's weights as their DC stream (fp16 layers that
+    read each weight once or a few times: :func:`sim.conv.mac_fp16.reads_stream`); not
+    where the CBUF keeps them for the next layer (SKIP_WEIGHT_RLS: kept unpacked)."""
+    if layer.precision != FP16 or layer.skip_weight_release:
+        return False
+    from .mac_fp16 import reads_stream  # loaded by the first fp16 layer only
+    return reads_stream(layer, ctx.config.mac_atomic_c)
+
+
 def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during=None
                          ) -> tuple[np.ndarray, dict]:
     """CACC's output cube (N, K, H', W') and the counters of the layer.
@@ -63,7 +73,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
                           (layer.kernels, layer.channels, layer.kernel_height,
                            layer.kernel_width), "WEIGHT")
         if kernels is None:
-            weights, found = fetch_weights(ctx, layer)
+            weights, found = fetch_weights(ctx, layer, as_stream=_stream_weights(ctx, layer))
             kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
         if not integer:
             return kernels, None
