@@ -147,6 +147,8 @@ def fetch_weights(ctx, layer: ConvLayer, *, as_stream: bool = False
     ``as_stream``: uncompressed fp16 weights of whole runs of MAC atomic C channels are
     returned as their DC stream itself (:class:`sim.dma.weights.DcStream`, a view of the
     memory where it can be), not unpacked: for products that read each weight once.
+    The counters then count the fetched bytes past the stream's weights only: the
+    stream's NaNs and Infs are counted as it is read (add ``DcStream.specials``).
     """
     cfg = ctx.config
     mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
@@ -169,8 +171,10 @@ def fetch_weights(ctx, layer: ConvLayer, *, as_stream: bool = False
     else:
         stream = fetched
         if as_stream and layer.precision == FP16 and layer.channels % cfg.mac_atomic_c == 0:
-            # read by the products before this layer writes anything
-            return dc_stream(fetched, shape, layer.precision, cfg), _fp16_counters(fetched)
+            # read by the products before this layer writes anything, and its NaNs and
+            # Infs counted as they read it (DcStream.specials): here only the bytes past it
+            weights = dc_stream(fetched, shape, layer.precision, cfg)
+            return weights, _fp16_counters(fetched[2 * weights.elements.size:])
     # integer weights stored channels last (the products take them in either order; the
     # fp16 MACs keep the plain layout)
     weights = unpack_weight_dc(stream, shape, layer.precision, cfg,

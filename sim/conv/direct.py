@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import FP16
+from ..dma.weights import DcStream
 from ..errors import ConfigurationError
 from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
@@ -106,6 +107,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     if not integer:
         from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+        if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
+            nans, infs = (int(n) for n in weights.specials.sum(axis=0))
+            counters[(CDMA, WEIGHT_COUNTERS[0])] += nans
+            counters[(CDMA, WEIGHT_COUNTERS[1])] += infs
     else:
         out, saturated = conv_cacc(cube, weights, layer, prep)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated

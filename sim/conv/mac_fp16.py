@@ -42,8 +42,10 @@ from ..num.mac import (
     weight_rows_bytes,
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
+from ..num.narrow import and16, word16
 from ..num.rounding import sign_extend
-from ..num.specials import nan_mask
+from ..num.specials import count_nans_and_infs, nan_mask
+from ..num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
 from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
@@ -281,14 +283,16 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
 
 
 @njit
-def _conv_fp16_runs(data, d_nan, elements, base, stride, block, n_blocks, out, kernels):
+def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_blocks, out,
+                    kernels):
     """:func:`_conv_fp16_kernels` with the weights read from their DC stream ``elements``
     (:func:`sim.dma.weights.dc_kernel_runs`: kernel ``k``'s block ``b`` is the ``block``
     lanes from ``base[k] + b * stride[k]``), the data and ``d_nan`` (count, 1, n_blocks)
     in CACC's block order (:func:`_csc_in_weight_order` ``block_major``).  Each
     ``CACC_KERNELS`` kernels' blocks are gathered into rows of their own first (a run
     of a block's lanes at a time: the whole stream is read once, in order where the
-    kernels are a weight group's), whole blocks of one position each.  (The loops over
+    kernels are a weight group's), whole blocks of one position each; their NaNs and
+    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`).  (The loops over
     pixels and kernels are :func:`_conv_fp16_kernels`'s: a body shared by both, its
     work arrays passed in, took 3-10% longer there.)"""
     d_exp, d_sign, d_sig = data
@@ -309,7 +313,7 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, block, n_blocks, out, k
     acc_m = np.zeros(CACC_KERNELS, np.int64)
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
-        _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows)
+        _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials)
         for p in range(count):
             for k in range(k0, k1):
                 w_nan[k - k0] = fp16_fc_blocks(
@@ -331,19 +335,37 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, block, n_blocks, out, k
 
 
 @njit(distinct_arrays=True)
-def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows):
+def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials):
     """Kernels ``k0:k1``'s ``n_blocks`` runs of ``block`` lanes each (at ``base[k] + b *
     stride[k]`` in ``elements``) into ``rows[k - k0]``, run ``b`` at ``b * block``: a run
-    of every kernel in turn (a kernel group's runs follow each other in the stream)."""
+    of every kernel in turn (a kernel group's runs follow each other in the stream).
+    Each kernel's NaN and Inf weights are counted into ``specials[k]`` (two words): only
+    a run whose largest magnitude is Inf's or above (the copy's loop keeps the largest)
+    is counted, weight by weight."""
     prefer_wide_vectors()
     width = np.uint64(block)
+    specials[k0:k1] = 0
     for b in range(np.uint64(n_blocks)):
         dst = b * width
         for k in range(k0, k1):
             src = np.uint64(base[k]) + b * np.uint64(stride[k])
             row = np.uint64(k - k0)
+            top = word16(0)
             for j in range(width):
-                rows[row, dst + j] = elements[src + j]
+                v = elements[src + j]
+                rows[row, dst + j] = v
+                top = max(top, and16(v, 0x7FFF))
+            if top >= FP16_INF:
+                for j in range(width):
+                    v = elements[src + j]
+                    specials[k, 0] += _is_nan(v, *FP16)
+                    specials[k, 1] += _is_inf(v, *FP16)
+
+
+#: fp16's Inf pattern, the least magnitude of an Inf or a NaN
+FP16_INF = 0x7C00
+_is_nan = njit(is_nan_pattern)
+_is_inf = njit(is_inf_pattern)
 
 
 @njit
@@ -454,12 +476,15 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     """fp32 bit patterns (N, K, H', W') as uint32: CACC's output for an fp16 layer.
 
     ``cube`` is (N, C, H, W) fp16 bits after the CDMA (NaN flush applied);
-    ``weights`` (K, C, R, S) fp16 bits, or their DC stream where :func:`reads_stream`;
+    ``weights`` (K, C, R, S) fp16 bits, or their DC stream where :func:`reads_stream`
+    (its NaNs and Infs counted as the products read it: ``DcStream.specials``);
     ``block`` is the MAC atomic C.
     """
     cube = np.asarray(cube, dtype=np.uint16)
     stream = weights if isinstance(weights, DcStream) else None
     if stream is not None and (stream.atomic_c != block or not reads_stream(layer, block)):
+        stream.specials[:] = 0
+        stream.specials[0] = count_nans_and_infs(stream.elements)
         weights, stream = stream.unpacked(), None
     if stream is None:
         weights = np.asarray(weights, dtype=np.uint16)
@@ -486,8 +511,8 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
         data = fc_data(d_sign, d_sig, d_exp4)
         if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
             d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
-            operands = (data, d_nan, stream.elements, stream.base, stream.stride, block,
-                        groups * n_r * n_s, out)
+            operands = (data, d_nan, stream.elements, stream.base, stream.stride,
+                        stream.specials, block, groups * n_r * n_s, out)
             run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,
                       min_chunk=MIN_KERNELS)
             return out

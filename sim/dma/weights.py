@@ -294,7 +294,9 @@ def dc_kernel_runs(shape, group: int, atomic_c: int) -> tuple[np.ndarray, np.nda
 class DcStream:
     """A layer's fp16 DC weight stream as fetched (unpacked by nobody): ``elements`` its
     first K*C*R*S elements, kernel ``k``'s runs of ``atomic_c`` from ``base[k]``,
-    ``stride[k]`` apart (:func:`dc_kernel_runs`); ``shape`` (K, C, R, S)."""
+    ``stride[k]`` apart (:func:`dc_kernel_runs`); ``shape`` (K, C, R, S).  ``specials``
+    (K, 2) int64: each kernel's NaN and Inf weights, counted by the reader as it reads
+    them (the stream is read once)."""
 
     elements: np.ndarray
     shape: tuple
@@ -303,6 +305,7 @@ class DcStream:
     atomic_c: int
     base: np.ndarray
     stride: np.ndarray
+    specials: np.ndarray
 
     def unpacked(self) -> np.ndarray:
         """The (K, C, R, S) weights (:func:`unpack_weight_dc`)."""
@@ -319,7 +322,8 @@ def dc_stream(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None
     group = weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k)
     base, stride = dc_kernel_runs(shape, group, atomic_c)
     elements = _stream_elements(data, int(np.prod(shape)), precision)
-    return DcStream(elements, shape, precision, group, atomic_c, base, stride)
+    return DcStream(elements, shape, precision, group, atomic_c, base, stride,
+                    np.zeros((shape[0], 2), np.int64))
 
 
 def weight_bytes(shape, precision: str) -> int:

@@ -1,7 +1,8 @@
 """Small fp16 layers whose products read the weights from their DC stream
 (:class:`sim.dma.weights.DcStream`, not unpacked) against the definition and against the
 unpacked weights' path: one kernel position and several, batches of pixels, padding,
-short last kernel groups, NaNs in weights and data, kernel ranges split anywhere."""
+short last kernel groups, NaNs in weights and data, kernel ranges split anywhere; the
+NaN and Inf weights the products count as they read the stream."""
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from sim.conv import mac_fp16
 from sim.conv.mac_fp16 import MIN_TILE, conv_fp16, reads_stream
 from sim.dma.weights import DcStream, dc_stream, pack_weight_dc
+from sim.num.specials import count_nans_and_infs
 
 from .test_fp16 import fp16, make_layer, network_bits, plant, random_bits, reference_fp16
 
@@ -49,8 +51,10 @@ def test_stream_products_are_the_definition(case, block):
             plant(rng, x, [0x7E01, 0xFC02])
     layer.batches, layer.channels = x.shape[0], c
     assert reads_stream(layer, block) and x.shape[0] * layer.out_height * layer.out_width < MIN_TILE
-    got = conv_fp16(x, as_stream(wt, block), layer, block)
+    stream = as_stream(wt, block)
+    got = conv_fp16(x, stream, layer, block)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
     np.testing.assert_array_equal(got, conv_fp16(x, wt, layer, block))
     has_nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
     assert has_nan.any() == ("nan" in case)
@@ -68,8 +72,11 @@ def test_kernel_ranges_split_anywhere(threads, min_kernels, monkeypatch):
     monkeypatch.setattr(mac_fp16, "cores", lambda: threads)
     monkeypatch.setattr("sim.jit.cores", lambda: threads)
     monkeypatch.setattr(mac_fp16, "MIN_KERNELS", min_kernels)
-    got = conv_fp16(x, as_stream(wt, 64), layer, 64)
+    stream = as_stream(wt, 64)
+    got = conv_fp16(x, stream, layer, 64)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
+    # each kernel's NaNs and Infs counted once, whichever thread read it
+    np.testing.assert_array_equal(stream.specials, [count_nans_and_infs(kernel) for kernel in wt])
 
 
 def test_other_layers_unpack_the_stream():
@@ -83,6 +90,7 @@ def test_other_layers_unpack_the_stream():
     assert isinstance(stream, DcStream) and not reads_stream(layer, 64)
     np.testing.assert_array_equal(conv_fp16(x, stream, layer, 64),
                                   reference_fp16(x, wt, layer, 64))
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
     layer.out_height = layer.out_width = 1
     assert not reads_stream(layer, 128) and reads_stream(layer, 64)
 
@@ -108,7 +116,6 @@ def test_a_layer_streams_its_weights_unless_the_cbuf_keeps_them(monkeypatch):
     import sim.conv.direct as direct
     from sim.conv.cdma import Cbuf
     from sim.machine import Machine
-    from sim.num.specials import count_nans_and_infs
 
     rng = np.random.default_rng(8)
     x = random_bits(rng, (128, 2, 2))
