@@ -334,32 +334,50 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
                     acc_e[k - k0], acc_m[k - k0])
 
 
-@njit(distinct_arrays=True)
+@njit
 def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials):
     """Kernels ``k0:k1``'s ``n_blocks`` runs of ``block`` lanes each (at ``base[k] + b *
-    stride[k]`` in ``elements``) into ``rows[k - k0]``, run ``b`` at ``b * block``: a run
-    of every kernel in turn (a kernel group's runs follow each other in the stream).
-    Each kernel's NaN and Inf weights are counted into ``specials[k]`` (two words): only
-    a run whose largest magnitude is Inf's or above (the copy's loop keeps the largest)
-    is counted, weight by weight."""
+    stride[k]`` in ``elements``) into ``rows[k - k0]``, run ``b`` at ``b * block``, and
+    each kernel's NaN and Inf weights into ``specials[k]`` (two words): kernels of one
+    weight group at a time (:func:`_gather_group`)."""
+    k = k0
+    while k < k1:
+        end = k + 1  # the kernels whose runs follow k's in a row: k's group's
+        while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
+            end += 1
+        _gather_group(elements, base[k], stride[k], end - k, block, n_blocks, rows[k - k0:],
+                      specials[k:end])
+        k = end
+
+
+@njit(distinct_arrays=True)
+def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, specials):
+    """:func:`_gather_runs` of ``kernels`` kernels whose runs follow each other in the
+    stream (the first's runs at ``first + b * stride``): a run of every kernel in turn,
+    the stream read in order (the runs' addresses from ``first`` and ``stride`` alone:
+    from each kernel's base and stride, loaded run by run, the gather took half as long
+    again).  Then a kernel's NaNs and Infs, counted weight by weight only where its
+    row's largest magnitude is Inf's or above (a loop over the whole row: kept in the
+    copy's loop over each run, it took half as long again too)."""
     prefer_wide_vectors()
-    width = np.uint64(block)
-    specials[k0:k1] = 0
+    width, step = np.uint64(block), np.uint64(stride)
     for b in range(np.uint64(n_blocks)):
         dst = b * width
-        for k in range(k0, k1):
-            src = np.uint64(base[k]) + b * np.uint64(stride[k])
-            row = np.uint64(k - k0)
-            top = word16(0)
+        for row in range(np.uint64(kernels)):
+            src = np.uint64(first) + b * step + row * width
             for j in range(width):
-                v = elements[src + j]
-                rows[row, dst + j] = v
-                top = max(top, and16(v, 0x7FFF))
-            if top >= FP16_INF:
-                for j in range(width):
-                    v = elements[src + j]
-                    specials[k, 0] += _is_nan(v, *FP16)
-                    specials[k, 1] += _is_inf(v, *FP16)
+                rows[row, dst + j] = elements[src + j]
+    lanes = width * np.uint64(n_blocks)
+    for row in range(np.uint64(kernels)):
+        top = word16(0)
+        for i in range(lanes):
+            top = max(top, and16(rows[row, i], 0x7FFF))
+        nans = infs = 0
+        if top >= FP16_INF:
+            for i in range(lanes):
+                nans += _is_nan(rows[row, i], *FP16)
+                infs += _is_inf(rows[row, i], *FP16)
+        specials[row, 0], specials[row, 1] = nans, infs
 
 
 #: fp16's Inf pattern, the least magnitude of an Inf or a NaN
