@@ -10,8 +10,10 @@ scale >> truncate))`` (:func:`sim.num.blocks.cdma_cvt`).
 
 Weights are read from D_WEIGHT_ADDR (uncompressed, D_WEIGHT_BYTES) or as the
 three surfaces of sparse compression (data, WMB bit mask, WGS group sizes),
-and unpacked to (K, C, R, S) by :mod:`sim.dma.weights`.  fp16 weight NaN/Inf
-counters cover every weight byte the CDMA fetches.
+and unpacked to (K, C, R, S) by :mod:`sim.dma.weights` -- or, for fp16 products
+that read each weight once, handed over as the stream itself
+(:class:`sim.dma.weights.DcStream`).  fp16 weight NaN/Inf counters cover every
+weight byte the CDMA fetches.
 """
 
 from __future__ import annotations
@@ -174,7 +176,7 @@ def fetch_weights(ctx, layer: ConvLayer, *, as_stream: bool = False
             # read by the products before this layer writes anything, and its NaNs and
             # Infs counted as they read it (DcStream.specials): here only the bytes past it
             weights = dc_stream(fetched, shape, layer.precision, cfg)
-            return weights, _fp16_counters(fetched[2 * weights.elements.size:])
+            return weights, _fp16_counters(fetched[weights.elements.nbytes:])
     # integer weights stored channels last (the products take them in either order; the
     # fp16 MACs keep the plain layout)
     weights = unpack_weight_dc(stream, shape, layer.precision, cfg,

@@ -37,6 +37,8 @@ pack/unpack functions do not gather through it: a stream is a few blocks
 short last chunk), each a reshape and transpose of a slice of the weights,
 so the copy is one strided numpy assignment per block (:func:`_tiled_copy`;
 ``tests/dma/test_weights_blocks.py`` holds it to the ``*_order`` gather).
+A DC stream of whole atomic-C runs can also be read where it is: :func:`dc_kernel_runs`
+says where each kernel's runs lie (:class:`DcStream`).
 """
 
 from __future__ import annotations
@@ -292,7 +294,7 @@ def dc_kernel_runs(shape, group: int, atomic_c: int) -> tuple[np.ndarray, np.nda
 
 @record
 class DcStream:
-    """A layer's fp16 DC weight stream as fetched (unpacked by nobody): ``elements`` its
+    """A layer's DC weight stream as fetched, not unpacked: ``elements`` its
     first K*C*R*S elements, kernel ``k``'s runs of ``atomic_c`` from ``base[k]``,
     ``stride[k]`` apart (:func:`dc_kernel_runs`); ``shape`` (K, C, R, S).  ``specials``
     (K, 2) int64: each kernel's NaN and Inf weights, counted by the reader as it reads
