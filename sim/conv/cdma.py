@@ -10,8 +10,10 @@ scale >> truncate))`` (:func:`sim.num.blocks.cdma_cvt`).
 
 Weights are read from D_WEIGHT_ADDR (uncompressed, D_WEIGHT_BYTES) or as the
 three surfaces of sparse compression (data, WMB bit mask, WGS group sizes),
-and unpacked to (K, C, R, S) by :mod:`sim.dma.weights`.  fp16 weight NaN/Inf
-counters cover every weight byte the CDMA fetches.
+and unpacked to (K, C, R, S) by :mod:`sim.dma.weights` -- or, for fp16 products
+that read each weight once, handed over as the stream itself
+(:class:`sim.dma.weights.DcStream`).  fp16 weight NaN/Inf counters cover every
+weight byte the CDMA fetches.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from ..dma.feature import read_feature
 from ..dma.weights import (
     SPLIT_UNPACK_ELEMENTS,
     CompressedWeights,
+    DcStream,
+    dc_stream,
     decompress_weights,
     group_bytes,
     unpack_weight_dc,
@@ -138,8 +142,16 @@ def _count_split(words: np.ndarray) -> tuple[int, int]:
     return sum(n for n, _ in counts), sum(i for _, i in counts)
 
 
-def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
-    """Weights (K, C, R, S) in element dtype, and the CDMA weight counters."""
+def fetch_weights(ctx, layer: ConvLayer, *, as_stream: bool = False
+                  ) -> tuple[np.ndarray | DcStream, dict]:
+    """Weights (K, C, R, S) in element dtype, and the CDMA weight counters.
+
+    ``as_stream``: uncompressed fp16 weights of whole runs of MAC atomic C channels are
+    returned as their DC stream itself (:class:`sim.dma.weights.DcStream`, a view of the
+    memory where it can be), not unpacked: for products that read each weight once.
+    The counters then count the fetched bytes past the stream's weights only: the
+    stream's NaNs and Infs are counted as it is read (add ``DcStream.specials``).
+    """
     cfg = ctx.config
     mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
@@ -160,13 +172,19 @@ def fetch_weights(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
             raise exc.locate(f"{CDMA} compressed weights") from None
     else:
         stream = fetched
+        if as_stream and layer.precision == FP16 and layer.channels % cfg.mac_atomic_c == 0:
+            # read by the products before this layer writes anything, and its NaNs and
+            # Infs counted as they read it (DcStream.specials): here only the bytes past it
+            weights = dc_stream(fetched, shape, layer.precision, cfg)
+            return weights, _fp16_counters(fetched[weights.elements.nbytes:])
     # integer weights stored channels last (the products take them in either order; the
     # fp16 MACs keep the plain layout)
     weights = unpack_weight_dc(stream, shape, layer.precision, cfg,
                                channels_last=layer.precision != FP16)
-    counters = {}
-    if layer.precision == FP16:
-        nans, infs = _count_split(fetched[: fetched.size & ~1].view("<u2"))
-        counters["D_NAN_INPUT_WEIGHT_NUM_0"] = nans
-        counters["D_INF_INPUT_WEIGHT_NUM_0"] = infs
-    return weights, counters
+    return weights, _fp16_counters(fetched) if layer.precision == FP16 else {}
+
+
+def _fp16_counters(fetched: np.ndarray) -> dict:
+    """The fp16 weight counters: NaNs and Infs among every weight the CDMA fetched."""
+    nans, infs = _count_split(fetched[: fetched.size & ~1].view("<u2"))
+    return {"D_NAN_INPUT_WEIGHT_NUM_0": nans, "D_INF_INPUT_WEIGHT_NUM_0": infs}

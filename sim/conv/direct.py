@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import FP16
+from ..dma.weights import DcStream
 from ..errors import ConfigurationError
 from ..jit import run_split
 from .cdma import Cbuf, fetch_feature, fetch_weights
@@ -32,6 +33,16 @@ def _reused(kept, shape, what: str):
         raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: {what}_REUSE, but the CBUF holds a "
                                  f"{kept[0].shape} cube and the layer needs {shape}")
     return kept
+
+
+def _stream_weights(ctx, layer: ConvLayer) -> bool:
+    """Whether the products take the layer's weights as their DC stream (fp16 layers that
+    read each weight once or a few times: :func:`sim.conv.mac_fp16.reads_stream`); not
+    where the CBUF keeps them for the next layer (SKIP_WEIGHT_RLS: kept unpacked)."""
+    if layer.precision != FP16 or layer.skip_weight_release:
+        return False
+    from .mac_fp16 import reads_stream  # loaded by the first fp16 layer only
+    return reads_stream(layer, ctx.config.mac_atomic_c)
 
 
 def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during=None
@@ -63,7 +74,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
                           (layer.kernels, layer.channels, layer.kernel_height,
                            layer.kernel_width), "WEIGHT")
         if kernels is None:
-            weights, found = fetch_weights(ctx, layer)
+            weights, found = fetch_weights(ctx, layer, as_stream=_stream_weights(ctx, layer))
             kernels = (weights, {name: found.get(name, 0) for name in WEIGHT_COUNTERS})
         if not integer:
             return kernels, None
@@ -96,6 +107,10 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     if not integer:
         from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
         out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+        if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
+            nans, infs = (int(n) for n in weights.specials.sum(axis=0))
+            counters[(CDMA, WEIGHT_COUNTERS[0])] += nans
+            counters[(CDMA, WEIGHT_COUNTERS[1])] += infs
     else:
         out, saturated = conv_cacc(cube, weights, layer, prep)
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated

@@ -21,6 +21,7 @@ from contextlib import ExitStack, contextmanager
 import numpy as np
 
 from ..dma.align import align_up, ceil_div
+from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
 from ..num.mac import (
     MAC_NAN_EXP,
@@ -41,8 +42,10 @@ from ..num.mac import (
     weight_rows_bytes,
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
+from ..num.narrow import and16, word16
 from ..num.rounding import sign_extend
-from ..num.specials import nan_mask
+from ..num.specials import count_nans_and_infs, nan_mask
+from ..num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
 from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
@@ -256,6 +259,8 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     w_nan = np.zeros(CACC_KERNELS, np.bool_)
     acc_e = np.zeros(CACC_KERNELS, np.int64)
     acc_m = np.zeros(CACC_KERNELS, np.int64)
+    by_block = (np.zeros((n_blocks, CACC_KERNELS), np.int32),
+                np.zeros((n_blocks, CACC_KERNELS), np.int64))
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
         for p in range(count):
@@ -264,12 +269,7 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
                     (d_exp[p], d_sign[p], d_sig[p]), weights[k], block,
                     n_pos, scratch, block_exp4[k - k0], sums[k - k0])
             # no NaN block: CACC without branches (the NaN kernels' results replaced below)
-            acc_e[:] = 0
-            acc_m[:] = 0
-            for b in range(n_blocks):
-                for j in range(k1 - k0):
-                    acc_e[j], acc_m[j] = cacc_accumulate_finite(
-                        acc_e[j], acc_m[j], block_exp4[j, b], sign_extend(sums[j, b], 38))
+            _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
             for k in range(k0, k1):
                 if w_nan[k - k0] or data_nan[p]:
                     acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
@@ -277,6 +277,129 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
                         sums[k - k0])
                 out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
                     acc_e[k - k0], acc_m[k - k0])
+
+
+@njit
+def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_blocks, out,
+                    kernels):
+    """:func:`_conv_fp16_kernels` with the weights read from their DC stream ``elements``
+    (:func:`sim.dma.weights.dc_kernel_runs`: kernel ``k``'s block ``b`` is the ``block``
+    lanes from ``base[k] + b * stride[k]``), the data and ``d_nan`` (count, 1, n_blocks)
+    in CACC's block order (:func:`_csc_in_weight_order` ``block_major``).  Each
+    ``CACC_KERNELS`` kernels' blocks are gathered into rows of their own first (a run
+    of a block's lanes at a time: the whole stream is read once, in order where the
+    kernels are a weight group's), whole blocks of one position each; their NaNs and
+    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`).  (The loops over
+    pixels and kernels are :func:`_conv_fp16_kernels`'s: a body shared by both, its
+    work arrays passed in, took 3-10% longer there.)"""
+    d_exp, d_sign, d_sig = data
+    lanes = np.arange(n_blocks + 1) * block
+    out_h, out_w = out.shape[2], out.shape[3]
+    count = out.shape[0] * out_h * out_w
+    scratch = fc_scratch(max(block, CHUNK))
+    data_nan = np.zeros(count, np.bool_)
+    for p in range(count):
+        data_nan[p] = (d_nan[p] >= 0).any()
+    # C-contiguous rows of the kernels' lanes exactly (a slice of wider ones, of any
+    # layout, kept fp16_fc_blocks' passes from vectorising: 4x the time)
+    rows = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
+    block_exp4 = np.zeros((CACC_KERNELS, n_blocks), np.int32)
+    sums = np.zeros((CACC_KERNELS, n_blocks), np.int64)
+    w_nan = np.zeros(CACC_KERNELS, np.bool_)
+    acc_e = np.zeros(CACC_KERNELS, np.int64)
+    acc_m = np.zeros(CACC_KERNELS, np.int64)
+    by_block = (np.zeros((n_blocks, CACC_KERNELS), np.int32),
+                np.zeros((n_blocks, CACC_KERNELS), np.int64))
+    for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
+        k1 = min(k0 + CACC_KERNELS, kernels[1])
+        _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials)
+        for p in range(count):
+            for k in range(k0, k1):
+                w_nan[k - k0] = fp16_fc_blocks(
+                    (d_exp[p], d_sign[p], d_sig[p]), rows[k - k0], block, 1, scratch,
+                    block_exp4[k - k0], sums[k - k0])
+            _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
+            for k in range(k0, k1):
+                if w_nan[k - k0] or data_nan[p]:  # block b: lanes b * block on, in a row
+                    acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
+                        rows[k - k0], w_nan[k - k0], d_nan[p], lanes, 1, block_exp4[k - k0],
+                        sums[k - k0])
+                out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
+                    acc_e[k - k0], acc_m[k - k0])
+
+
+@njit
+def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials):
+    """Kernels ``k0:k1``'s ``n_blocks`` runs of ``block`` lanes each (at ``base[k] + b *
+    stride[k]`` in ``elements``) into ``rows[k - k0]``, run ``b`` at ``b * block``, and
+    each kernel's NaN and Inf weights into ``specials[k]`` (two words): kernels of one
+    weight group at a time (:func:`_gather_group`)."""
+    k = k0
+    while k < k1:
+        end = k + 1  # the kernels whose runs follow k's in a row: k's group's
+        while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
+            end += 1
+        _gather_group(elements, base[k], stride[k], end - k, block, n_blocks, rows[k - k0:],
+                      specials[k:end])
+        k = end
+
+
+@njit(distinct_arrays=True)
+def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, specials):
+    """:func:`_gather_runs` of ``kernels`` kernels whose runs follow each other in the
+    stream (the first's runs at ``first + b * stride``): a run of every kernel in turn,
+    the stream read in order (the runs' addresses from ``first`` and ``stride`` alone:
+    from each kernel's base and stride, loaded run by run, the gather took half as long
+    again).  Then a kernel's NaNs and Infs, counted weight by weight only where its
+    row's largest magnitude is Inf's or above (a loop over the whole row: kept in the
+    copy's loop over each run, it took half as long again too)."""
+    prefer_wide_vectors()
+    width, step = np.uint64(block), np.uint64(stride)
+    for b in range(np.uint64(n_blocks)):
+        dst = b * width
+        for row in range(np.uint64(kernels)):
+            src = np.uint64(first) + b * step + row * width
+            for j in range(width):
+                rows[row, dst + j] = elements[src + j]
+    lanes = width * np.uint64(n_blocks)
+    for row in range(np.uint64(kernels)):
+        top = word16(0)
+        for i in range(lanes):
+            top = max(top, and16(rows[row, i], 0x7FFF))
+        nans = infs = 0
+        if top >= FP16_INF:
+            for i in range(lanes):
+                nans += _is_nan(rows[row, i], *FP16)
+                infs += _is_inf(rows[row, i], *FP16)
+        specials[row, 0], specials[row, 1] = nans, infs
+
+
+#: fp16's Inf pattern, the least magnitude of an Inf or a NaN
+FP16_INF = 0x7C00
+_is_nan = njit(is_nan_pattern)
+_is_inf = njit(is_inf_pattern)
+
+
+@njit(inline="always")
+def _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m):
+    """CACC of ``CACC_KERNELS`` kernels' blocks (``block_exp4`` and ``sums`` (CACC_KERNELS,
+    blocks), none a NaN) into ``acc_e``/``acc_m``, each kernel's blocks in order, the
+    blocks copied block-major first (``by_block``) so that the kernels' chains run as the
+    lanes of vectors: read kernel-major, they took 4 ms of AlexNet's fc6 on one thread,
+    1.1 ms so.  Every row, a whole vector's worth (a chunk of fewer kernels leaves an
+    earlier chunk's blocks, or zeros, in the others: their accumulators are not read)."""
+    exps, mans = by_block
+    n_blocks = block_exp4.shape[1]
+    for j in range(CACC_KERNELS):
+        for b in range(n_blocks):
+            exps[b, j] = block_exp4[j, b]
+            mans[b, j] = sums[j, b]
+    acc_e[:] = 0
+    acc_m[:] = 0
+    for b in range(n_blocks):
+        for j in range(CACC_KERNELS):
+            acc_e[j], acc_m[j] = cacc_accumulate_finite(
+                acc_e[j], acc_m[j], exps[b, j], sign_extend(mans[b, j], 38))
 
 
 @njit
@@ -301,11 +424,14 @@ def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums)
 
 
 @njit
-def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes):
+def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes,
+                         block_major=False):
     """The CSC's data (:func:`_csc_block`) for ``count`` pixels and every kernel position,
     in the order a layer stores its weights (lane ``c * R * S + pos``): signs and
     significands (count, n_lanes) uint16, four times the exponents int32, and the first
-    NaN of every block (count, R * S, groups), -1 if none."""
+    NaN of every block (count, R * S, groups), -1 if none.  ``block_major`` (every group
+    of ``lanes`` as wide): in CACC's block order instead, block ``g * R * S + pos``'s
+    lanes in a run (lane ``(g * R * S + pos) * width + j``: channel ``lanes[g] + j``)."""
     n_r, n_s = geometry[8], geometry[9]
     n_pos = n_r * n_s
     groups = lanes.size - 1
@@ -328,7 +454,10 @@ def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes
                 for p in range(count):
                     d_nan[p, pos, g] = b_nan[p]
                     for j in range(c1 - c0):
-                        m = (c0 + j) * n_pos + pos
+                        if block_major:
+                            m = (g * n_pos + pos) * (c1 - c0) + j
+                        else:
+                            m = (c0 + j) * n_pos + pos
                         d_sign[p, m] = b_sign[j, p]
                         d_sig[p, m] = b_sig[j, p]
                         d_exp4[p, m] = b_exp4[j, p]
@@ -367,14 +496,32 @@ def _kernels_innermost(src, dst, lane_bits, lane_nan, squares):
         lane_nan[square] = nan
 
 
-def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: int) -> np.ndarray:
+def reads_stream(layer: ConvLayer, block: int) -> bool:
+    """Whether :func:`conv_fp16` takes the layer's weights as their DC stream
+    (:class:`sim.dma.weights.DcStream`, with MAC atomic C ``block``) as well as unpacked:
+    a layer of fewer than ``MIN_TILE`` output pixels (each weight meets a few data values
+    at most: unpacking them cost more than their products) and whole runs of channels."""
+    return layer.batches * layer.out_height * layer.out_width < MIN_TILE \
+        and layer.channels % block == 0
+
+
+def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer,
+              block: int) -> np.ndarray:
     """fp32 bit patterns (N, K, H', W') as uint32: CACC's output for an fp16 layer.
 
     ``cube`` is (N, C, H, W) fp16 bits after the CDMA (NaN flush applied);
-    ``weights`` (K, C, R, S) fp16 bits; ``block`` is the MAC atomic C.
+    ``weights`` (K, C, R, S) fp16 bits, or their DC stream where :func:`reads_stream`
+    (its NaNs and Infs counted as the products read it: ``DcStream.specials``);
+    ``block`` is the MAC atomic C.
     """
     cube = np.asarray(cube, dtype=np.uint16)
-    weights = np.asarray(weights, dtype=np.uint16)
+    stream = weights if isinstance(weights, DcStream) else None
+    if stream is not None and (stream.atomic_c != block or not reads_stream(layer, block)):
+        stream.specials[:] = 0
+        stream.specials[0] = count_nans_and_infs(stream.elements)
+        weights, stream = stream.unpacked(), None
+    if stream is None:
+        weights = np.asarray(weights, dtype=np.uint16)
     n_k, c, n_r, n_s = weights.shape
     n, _, h, width = cube.shape
     groups = ceil_div(c, block)
@@ -392,12 +539,19 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray, layer: ConvLayer, block: in
         x, x_nans = _data_operands(cube, np.arange(c), block)
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
-        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(fp16_data_operands(x), x_nans, pad_ops,
-                                                            pad_nan, lanes, geometry, count,
-                                                            c * n_r * n_s)
-        operands = (fc_data(d_sign, d_sig, d_exp4), d_nan,
-                    np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s), lanes,
-                    n_r * n_s, out)
+        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(
+            fp16_data_operands(x), x_nans, pad_ops, pad_nan, lanes, geometry, count,
+            c * n_r * n_s, stream is not None)
+        data = fc_data(d_sign, d_sig, d_exp4)
+        if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
+            d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
+            operands = (data, d_nan, stream.elements, stream.base, stream.stride,
+                        stream.specials, block, groups * n_r * n_s, out)
+            run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,
+                      min_chunk=MIN_KERNELS)
+            return out
+        operands = (data, d_nan, np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s),
+                    lanes, n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
     with _scratch("transposed", 2 * weights.size) as t_buf, \

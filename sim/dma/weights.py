@@ -37,6 +37,8 @@ pack/unpack functions do not gather through it: a stream is a few blocks
 short last chunk), each a reshape and transpose of a slice of the weights,
 so the copy is one strided numpy assignment per block (:func:`_tiled_copy`;
 ``tests/dma/test_weights_blocks.py`` holds it to the ``*_order`` gather).
+A DC stream of whole atomic-C runs can also be read where it is: :func:`dc_kernel_runs`
+says where each kernel's runs lie (:class:`DcStream`).
 """
 
 from __future__ import annotations
@@ -268,6 +270,62 @@ def unpack_weight_dc(data, shape, precision: str, cfg=None, *, mac_atomic_c: int
                          1, weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c), (2, 3, 0, 1),
                          flip=(2, 3) if reverse else (),
                          storage=CHANNELS_LAST if channels_last else None)
+
+
+def dc_kernel_runs(shape, group: int, atomic_c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each kernel's runs lie in a DC stream (:func:`dc_order`) of (K, C, R, S)
+    weights, C a multiple of ``atomic_c``: kernel ``k``'s run ``b`` (its channels
+    ``b // (R*S) * atomic_c`` on at position ``b % (R*S)``, row-major: CACC's block
+    order) is the ``atomic_c`` elements from ``base[k] + b * stride[k]``.
+
+    Inside a kernel group a run of every kernel follows the other (C' -> K), so a
+    kernel's runs are as many runs apart as its group has kernels (fewer in a short
+    last group).  Returns (base, stride), int64 (K,), in elements.
+    """
+    k, c, r, s = (int(n) for n in shape)
+    if c % atomic_c:
+        raise LayoutError(f"weight-dc: {c} channels are not whole runs of {atomic_c}")
+    kernel = np.arange(k, dtype=np.int64)
+    first = kernel // group * group  # each kernel's group's first kernel
+    base = first * (c * r * s) + (kernel - first) * atomic_c
+    stride = np.minimum(group, k - first) * atomic_c
+    return base, stride
+
+
+@record
+class DcStream:
+    """A layer's DC weight stream as fetched, not unpacked: ``elements`` its
+    first K*C*R*S elements, kernel ``k``'s runs of ``atomic_c`` from ``base[k]``,
+    ``stride[k]`` apart (:func:`dc_kernel_runs`); ``shape`` (K, C, R, S).  ``specials``
+    (K, 2) int64: each kernel's NaN and Inf weights, counted by the reader as it reads
+    them (the stream is read once)."""
+
+    elements: np.ndarray
+    shape: tuple
+    precision: str
+    group: int
+    atomic_c: int
+    base: np.ndarray
+    stride: np.ndarray
+    specials: np.ndarray
+
+    def unpacked(self) -> np.ndarray:
+        """The (K, C, R, S) weights (:func:`unpack_weight_dc`)."""
+        return _unpack_tiled(self.elements.view(np.uint8), self.shape, self.precision,
+                             0, self.group, 1, self.atomic_c, (2, 3, 0, 1))
+
+
+def dc_stream(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None = None,
+              mac_atomic_k: int | None = None) -> DcStream:
+    """The DC weight stream ``data`` (bytes, possibly a read-only view of the memory:
+    not copied) of (K, C, R, S) weights, C a multiple of MAC atomic C, as its runs."""
+    shape = tuple(int(n) for n in shape)
+    atomic_c = weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c)
+    group = weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k)
+    base, stride = dc_kernel_runs(shape, group, atomic_c)
+    elements = _stream_elements(data, int(np.prod(shape)), precision)
+    return DcStream(elements, shape, precision, group, atomic_c, base, stride,
+                    np.zeros((shape[0], 2), np.int64))
 
 
 def weight_bytes(shape, precision: str) -> int:

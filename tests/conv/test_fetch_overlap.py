@@ -69,10 +69,10 @@ def test_only_a_large_fetch_takes_another_thread(overlap_bytes, weights_alone, a
     fetched_on = []
     weights_begun = threading.Event()
 
-    def fetch_weights(*args):
+    def fetch_weights(*args, **kw):
         fetched_on.append(threading.get_ident())
         weights_begun.set()
-        return plain_fetch(*args)
+        return plain_fetch(*args, **kw)
 
     def fetch_feature(*args):
         weights_begun.wait(timeout=10 if apart else 0.2)

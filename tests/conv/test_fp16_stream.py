@@ -1,0 +1,152 @@
+"""Small fp16 layers whose products read the weights from their DC stream
+(:class:`sim.dma.weights.DcStream`, not unpacked) against the definition and against the
+unpacked weights' path: one kernel position and several, batches of pixels, padding,
+short last kernel groups, NaNs in weights and data, kernel ranges split anywhere; the
+NaN and Inf weights the products count as they read the stream."""
+
+import numpy as np
+import pytest
+
+from sim.conv import mac_fp16
+from sim.conv.mac_fp16 import MIN_TILE, conv_fp16, reads_stream
+from sim.dma.weights import DcStream, dc_stream, pack_weight_dc
+from sim.num.specials import count_nans_and_infs
+
+from .test_fp16 import fp16, make_layer, network_bits, plant, random_bits, reference_fp16
+
+GROUP = 16  # kernels a weight group (nv_full fp16)
+
+
+def as_stream(wt, block, group=GROUP):
+    """The weights' DC stream as the CDMA fetches it: a read-only view of the memory."""
+    packed = pack_weight_dc(wt, "fp16", mac_atomic_c=block, mac_atomic_k=2 * group)
+    packed.flags.writeable = False
+    return dc_stream(packed, wt.shape, "fp16", mac_atomic_c=block, mac_atomic_k=2 * group)
+
+
+@pytest.mark.parametrize("case", ["one_position", "weight_nans", "data_nans", "positions",
+                                  "positions_nans", "padded", "padded_nan", "trained"])
+@pytest.mark.parametrize("block", [64, 8])
+def test_stream_products_are_the_definition(case, block):
+    rng = np.random.default_rng(len(case) * 10 + block)
+    c, k = 2 * block if block == 64 else 3 * block, 37  # groups of 16, 16 and 5 kernels
+    if case.startswith("padded"):  # 3 x 3 pixels: a 3 x 3 kernel, stride 2, padding 1
+        x = random_bits(rng, (1, c, 5, 5))
+        wt = random_bits(rng, (k, c, 3, 3))
+        pad_value = 0xFE21 if case == "padded_nan" else int(fp16(-1.5)[()])
+        layer = make_layer((3, 3), (2, 2), (1, 1), (1, 1), pad_value)
+    else:  # a batch of windows of the kernel's size: one output pixel each
+        size = 3 if case.startswith("positions") else 1
+        n = 1 if case == "trained" else 5
+        if case == "trained":
+            x = network_bits(rng, (n, c, size, size), 1.0, 0.4)
+            wt = network_bits(rng, (k, c, size, size), 0.02, 0.0)
+        else:
+            x = random_bits(rng, (n, c, size, size))
+            wt = random_bits(rng, (k, c, size, size))
+        layer = make_layer((1, 1))
+        if case in ("weight_nans", "positions_nans"):
+            plant(rng, wt, [0x7C07, 0xFE00, 0x7D11])
+        if case in ("data_nans", "positions_nans"):
+            plant(rng, x, [0x7E01, 0xFC02])
+    layer.batches, layer.channels = x.shape[0], c
+    assert reads_stream(layer, block) and x.shape[0] * layer.out_height * layer.out_width < MIN_TILE
+    stream = as_stream(wt, block)
+    got = conv_fp16(x, stream, layer, block)
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
+    np.testing.assert_array_equal(got, conv_fp16(x, wt, layer, block))
+    has_nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
+    assert has_nan.any() == ("nan" in case)
+
+
+@pytest.mark.parametrize("threads,min_kernels", [(2, 1), (3, 1), (3, 7)])
+def test_kernel_ranges_split_anywhere(threads, min_kernels, monkeypatch):
+    """Threads whose kernel ranges begin inside weight groups (and inside a chunk of
+    CACC_KERNELS) read the same blocks."""
+    rng = np.random.default_rng(threads * 100 + min_kernels)
+    x, wt = random_bits(rng, (3, 128, 2, 2)), random_bits(rng, (45, 128, 2, 2))
+    plant(rng, wt, [0x7E05])
+    layer = make_layer((1, 1))
+    layer.batches, layer.channels = 3, 128
+    monkeypatch.setattr(mac_fp16, "cores", lambda: threads)
+    monkeypatch.setattr("sim.jit.cores", lambda: threads)
+    monkeypatch.setattr(mac_fp16, "MIN_KERNELS", min_kernels)
+    stream = as_stream(wt, 64)
+    got = conv_fp16(x, stream, layer, 64)
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
+    # each kernel's NaNs and Infs counted once, whichever thread read it
+    np.testing.assert_array_equal(stream.specials, [count_nans_and_infs(kernel) for kernel in wt])
+
+
+def test_other_layers_unpack_the_stream():
+    """A stream given for a layer the stream path does not take (many pixels; channels not
+    whole runs cannot be a stream) is unpacked: the same output as the weights'."""
+    rng = np.random.default_rng(4)
+    x, wt = random_bits(rng, (1, 64, 6, 6)), random_bits(rng, (9, 64, 2, 2))
+    layer = make_layer((5, 5))
+    layer.batches, layer.channels = 1, 64
+    stream = as_stream(wt, 64)
+    assert isinstance(stream, DcStream) and not reads_stream(layer, 64)
+    np.testing.assert_array_equal(conv_fp16(x, stream, layer, 64),
+                                  reference_fp16(x, wt, layer, 64))
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
+    layer.out_height = layer.out_width = 1
+    assert not reads_stream(layer, 128) and reads_stream(layer, 64)
+
+
+def _fc_layer(m, x, w, **flags):
+    """A programmed fp16 fully connected layer (the kernel the input's size), its flags."""
+    from sim.conv.layer import decode_layer
+    from sim.machine import LayerContext
+    from sim.program.conv import UNITS, program
+    from sim.program.registers import set_reg
+
+    program(m, x, w, precision="fp16")
+    set_reg(m, "NVDLA_CDMA", "D_MISC_CFG_0", in_precision=2, proc_precision=2, **flags)
+    ctx = LayerContext(m, {u: 0 for u in UNITS})
+    return ctx, decode_layer(ctx)
+
+
+def test_a_layer_streams_its_weights_unless_the_cbuf_keeps_them(monkeypatch):
+    """Through the CDMA: an fp16 fully connected layer's weights reach the products as
+    their stream (same output, same NaN/Inf counters as the weights'); a layer that keeps
+    its weights for the next (SKIP_WEIGHT_RLS) fetches them unpacked, and the next layer
+    reusing them computes with them, not with what memory holds by then."""
+    import sim.conv.direct as direct
+    from sim.conv.cdma import Cbuf
+    from sim.machine import Machine
+
+    rng = np.random.default_rng(8)
+    x = random_bits(rng, (128, 2, 2))
+    w1, w2 = random_bits(rng, (20, 128, 2, 2)), random_bits(rng, (20, 128, 2, 2))
+    plant(rng, w1, [0x7C00, 0xFC00, 0x7E03])
+    fetched = []
+
+    def fetch_weights(*args, **kw):
+        weights, counters = plain_fetch(*args, **kw)
+        fetched.append(weights)
+        return weights, counters
+
+    plain_fetch = direct.fetch_weights
+    monkeypatch.setattr(direct, "fetch_weights", fetch_weights)
+    layer_shape = make_layer((1, 1))
+    want1 = reference_fp16(x[None], w1, layer_shape, 64)[0]
+    m, cbuf = Machine("nv_full"), Cbuf()
+    for keep in (0, 1):
+        ctx, layer = _fc_layer(m, x, w1, skip_weight_rls=keep)
+        out, counters = direct.compute_direct_layer(ctx, layer, cbuf)
+        assert isinstance(fetched[-1], DcStream) != bool(keep)
+        np.testing.assert_array_equal(out[0], want1)
+        nans, infs = count_nans_and_infs(w1)
+        assert (counters[("NVDLA_CDMA", "D_NAN_INPUT_WEIGHT_NUM_0")],
+                counters[("NVDLA_CDMA", "D_INF_INPUT_WEIGHT_NUM_0")]) == (nans, infs)
+        assert nans == 1 and infs >= 2
+    np.testing.assert_array_equal(cbuf.weights[1], w1)
+    ctx, layer = _fc_layer(m, x, w2, weight_reuse=1)  # memory holds w2 now
+    out, _ = direct.compute_direct_layer(ctx, layer, cbuf)
+    np.testing.assert_array_equal(out[0], want1)
+    ctx, layer = _fc_layer(m, x, w2)
+    out, _ = direct.compute_direct_layer(ctx, layer, cbuf)
+    assert isinstance(fetched[-1], DcStream)
+    np.testing.assert_array_equal(out[0], reference_fp16(x[None], w2, layer_shape, 64)[0])
