@@ -644,31 +644,55 @@ def record_dat_chunks(data: bytes, record: int = 4, skip_zero: bool = False,
     network's run: its import would cost more than it saves on most traces), asked
     again at each chunk.
     """
+    return record_dat_text(data, record, skip_zero, lines, kernel)[1]
+
+
+def record_dat_text(data: bytes, record: int = 4, skip_zero: bool = False,
+                    lines: int | None = None, kernel: bool | None = None,
+                    live: np.ndarray | None = None) -> tuple[int, Iterator]:
+    """:func:`record_dat_chunks`' buffers, and before them the bytes they hold in all (a
+    file's size known before it is written: ``sim.files.write_hidden`` reserves its
+    blocks at once).  ``live``: with ``skip_zero``, :func:`live_records` of the data's
+    whole records if the caller has it already (a tenth of rendering AlexNet's weights)."""
     raw = np.frombuffer(data, np.uint8)
     full = raw.size // record
     rows = raw[:full * record].reshape(full, record)
-    index = np.flatnonzero(live_records(rows)) if skip_zero else None
+    index = None
+    if skip_zero:
+        index = np.flatnonzero(live_records(rows) if live is None else live)
     count = full if index is None else index.size
     head = b"{offset:0x"
     rest = b"%s%s} ,\n" % (f", size:{record}, payload:".encode(),
                            b" ".join([b"0x__"] * record))  # the digits to be filled
-    yield b"{\n"
-    first = 0  # of the lines (records or live records) not rendered yet
+    blocks = []  # (first line, line after the last, offset digits) of each width
+    first = 0  # of the lines (records or live records) not in a block yet
     for digits in range(1, 17):
         # the records whose offsets have ``digits`` hex digits: those below 16**digits
         below = -(-16 ** digits // record)
         stop = min(count, below if index is None else int(np.searchsorted(index, below)))
         if stop > first:
-            yield from _record_lines(rows, index, first, stop, digits, head, rest, lines,
-                                     kernel)
+            blocks.append((first, stop, digits))
             first = stop
         if first == count:
             break
+    last = b""  # the partial record's line
     tail = raw[full * record:]
     if tail.size:
         payload = " ".join(f"0x{b:02x}" for b in tail.tolist())
-        yield f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,\n".encode()
-    yield b"}\n"
+        last = f"{{offset:{full * record:#x}, size:{tail.size}, payload:{payload}}} ,\n".encode()
+    size = 4 + len(last) + sum((stop - first) * (len(head) + digits + len(rest))
+                               for first, stop, digits in blocks)
+
+    def chunks() -> Iterator:
+        yield b"{\n"
+        for first, stop, digits in blocks:
+            yield from _record_lines(rows, index, first, stop, digits, head, rest, lines,
+                                     kernel)
+        if last:
+            yield last
+        yield b"}\n"
+
+    return size, chunks()
 
 
 def _record_lines(rows: np.ndarray, index: np.ndarray | None, first: int, stop: int,

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import SimError
 from ..files import publish, write_atomically, write_hidden
-from ..memfiles import live_records, record_dat_bytes, record_dat_chunks
+from ..memfiles import live_records, record_dat_bytes, record_dat_text
 from ..records import record
 from . import cfg
 from .ops import (
@@ -162,25 +162,29 @@ class TraceRecorder:
         if not isinstance(data, bytes) and not _kept_as_is(data):
             data = bytes(data)
         if self.memory_format == "bin":
-            self._add_file(ram, addr, data, sparse=False)
+            self._add_file(ram, addr, data, live=None)
             return
         full = len(data) // RECORD_BYTES * RECORD_BYTES
         rows = np.frombuffer(data, np.uint8, full).reshape(-1, RECORD_BYTES)
-        live = int(np.count_nonzero(live_records(rows)))
-        sparse = live <= (1 - SPARSE_ZEROS) * len(rows)
+        live = live_records(rows)
+        count = int(np.count_nonzero(live))
+        sparse = count <= (1 - SPARSE_ZEROS) * len(rows)
         if sparse:
             self.ops.append(MemInit(RAM_NAMES[ram], addr, len(data), "ALL_ZERO"))
-            if live == 0 and full == len(data):
+            if count == 0 and full == len(data):
                 return  # all zero: nothing to load after the fill
-        self._add_file(ram, addr, data, sparse)
+        self._add_file(ram, addr, data, live if sparse else None)
 
-    def _add_file(self, ram, addr: int, data: bytes | np.ndarray, sparse: bool) -> None:
+    def _add_file(self, ram, addr: int, data: bytes | np.ndarray,
+                  live: np.ndarray | None) -> None:
+        """``live``: the records to load (live_records of ``data``'s whole ones) when the
+        file holds only those (its memory zero-filled first), else None."""
         name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
         if self._renderer is None:
             if self._stream:  # the trace's folder, for the hidden files (save makes it too)
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
-        self.files[name] = self._renderer.submit(self._render, name, data, sparse)
+        self.files[name] = self._renderer.submit(self._render, name, data, live)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
@@ -217,14 +221,18 @@ class TraceRecorder:
         """The trace as ``.cfg`` text."""
         return cfg.format(self.trace())
 
-    def _render(self, name: str, data: bytes | np.ndarray, sparse: bool) -> bytes | Path:
+    def _render(self, name: str, data: bytes | np.ndarray,
+                live: np.ndarray | None) -> bytes | Path:
         """The file's content, or (streaming) the hidden file it was written to a chunk of
         text at a time as it was rendered: never whole in memory."""
+        sparse = live is not None
         if self.memory_format == "bin":
-            return write_hidden(self.path.parent / name, data) if self._stream else data
+            if self._stream:
+                return write_hidden(self.path.parent / name, data, memoryview(data).nbytes)
+            return data
         if self._stream:
-            return write_hidden(self.path.parent / name,
-                                record_dat_chunks(data, RECORD_BYTES, sparse))
+            size, chunks = record_dat_text(data, RECORD_BYTES, sparse, live=live)
+            return write_hidden(self.path.parent / name, chunks, size)
         return record_dat_bytes(data, RECORD_BYTES, sparse)
 
     def save(self, path: str | Path | None = None) -> Path:

@@ -138,3 +138,48 @@ def test_a_failed_publish_leaves_neither_file_nor_hidden_one(tmp_path, monkeypat
     with pytest.raises(SimError, match="m.dat: cannot write \\(disk full\\)"):
         publish(hidden, tmp_path / "m.dat")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("told", ["exact", "more", "less", "none"])
+def test_a_file_of_known_size_is_its_parts_whatever_size_it_was_told(tmp_path, monkeypatch,
+                                                                      told):
+    """A size given reserves the file's blocks first (a file large enough: the limit
+    lowered here); the file is its parts all the same, a size larger than what was
+    written cut back, a smaller one outgrown."""
+    from sim import files
+
+    monkeypatch.setattr(files, "RESERVED_SIZE", 4)
+    reserved = []
+    real = files._reserve
+    monkeypatch.setattr(files, "_reserve", lambda fd, size: reserved.append(size) or real(
+        fd, size))
+    parts = [b"0123456789", b"abcdef", b"x" * 1000]
+    whole = b"".join(parts)
+    size = {"exact": len(whole), "more": len(whole) + 4096, "less": 12, "none": None}[told]
+    hidden = files.write_hidden(tmp_path / "m.dat", iter(parts), size)
+    assert hidden.read_bytes() == whole
+    assert reserved == ([] if size is None else [size])
+
+
+@pytest.mark.parametrize("errno_name, reserved", [("EOPNOTSUPP", False), ("EINVAL", False),
+                                                  ("ENOSPC", None)])
+def test_a_reservation_refused_writes_as_usual_and_a_full_disk_fails_whole(
+        tmp_path, monkeypatch, errno_name, reserved):
+    """A file system that cannot reserve blocks writes the file as usual; a full disk is
+    one error naming the file, with no hidden file left behind."""
+    import errno
+
+    from sim import files
+
+    def refuse(fd, offset, size):
+        raise OSError(getattr(errno, errno_name), os.strerror(getattr(errno, errno_name)))
+
+    monkeypatch.setattr(files.os, "posix_fallocate", refuse, raising=False)
+    parts = [b"a" * (2 << 20), b"b"]
+    if reserved is None:
+        with pytest.raises(SimError, match=r"m\.dat: cannot write \(No space left"):
+            files.write_hidden(tmp_path / "m.dat", iter(parts), (2 << 20) + 1)
+        assert list(tmp_path.iterdir()) == []
+        return
+    hidden = files.write_hidden(tmp_path / "m.dat", iter(parts), (2 << 20) + 1)
+    assert hidden.read_bytes() == b"".join(parts)

@@ -204,7 +204,13 @@ def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, line
     line holding only its last token)."""
     import numpy as np
 
-    from sim.memfiles import record_dat_bytes, record_dat_chunks, record_dat_parts
+    from sim.memfiles import (
+        live_records,
+        record_dat_bytes,
+        record_dat_chunks,
+        record_dat_parts,
+        record_dat_text,
+    )
 
     rng = np.random.default_rng(size)
     data = rng.integers(0, 256, size, dtype=np.uint8)
@@ -216,6 +222,11 @@ def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, line
     got = b"".join([bytes(chunk) for chunk in record_dat_chunks(data.tobytes(), record,
                                                                   skip_zero, lines, kernel)])
     assert got == want
+    # the size told before the text, and the live records given (the recorder has them)
+    full = size // record * record
+    live = live_records(data[:full].reshape(-1, record)) if skip_zero else None
+    told, chunks = record_dat_text(data.tobytes(), record, skip_zero, lines, kernel, live)
+    assert b"".join([bytes(chunk) for chunk in chunks]) == want and told == len(want)
     if kernel:
         return
     assert b"".join(record_dat_parts(data.tobytes(), record, skip_zero)) == want
