@@ -249,8 +249,10 @@ def test_record_chunks_reuse_one_buffer_per_offset_width():
 
 
 @pytest.mark.parametrize("record", [4, 8, 32, 12])
-def test_live_records_are_those_with_a_nonzero_byte(record):
-    """Word-at-a-time for records of whole 64-bit words, bytes otherwise: the same rows."""
+@pytest.mark.parametrize("kernel", [False, True])
+def test_live_records_are_those_with_a_nonzero_byte(record, kernel):
+    """Word-at-a-time for records of whole 64-bit words (by numpy, or by the kernel with
+    ``kernel``), bytes otherwise: the same rows."""
     import numpy as np
 
     from sim.memfiles import live_records
@@ -262,8 +264,12 @@ def test_live_records_are_those_with_a_nonzero_byte(record):
     rows[7, record - 1] = 1  # only the last byte set
     rows[8] = 0
     rows[8, 0] = 0x80  # only the first
-    np.testing.assert_array_equal(live_records(rows), rows.any(axis=1))
-    np.testing.assert_array_equal(live_records(rows[::2]), rows[::2].any(axis=1))
+    np.testing.assert_array_equal(live_records(rows, kernel), rows.any(axis=1))
+    np.testing.assert_array_equal(live_records(rows[::2], kernel), rows[::2].any(axis=1))
+    for byte in range(record):  # a record whose only non-zero byte is any one of its bytes
+        one = np.zeros((3, record), np.uint8)
+        one[1, byte] = 1 << (byte % 8)
+        np.testing.assert_array_equal(live_records(one, kernel), [False, True, False])
 
 
 CFG_WITH_FILE = """\
