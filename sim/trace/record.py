@@ -23,14 +23,16 @@ testbench (``nvdla-sim rtl``):
 
 from __future__ import annotations
 
-from concurrent.futures import Future, ThreadPoolExecutor
+import os
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import SimError
 from ..files import publish, write_atomically, write_hidden
-from ..memfiles import live_records, record_dat_bytes, record_dat_chunks
+from ..memfiles import live_records, record_dat_bytes, record_dat_text
 from ..records import record
 from . import cfg
 from .ops import (
@@ -71,6 +73,55 @@ class _Check:
     final_write: int  # Memory.last_layer_write of the region when the task ended
 
 
+class _RenderThread:
+    """The thread that makes the memory files while networks run: one for the process,
+    started at its first file and kept.  A thread started per recording made the run's
+    own thread wait until the new one was scheduled: 3-4 ms on a busy machine, a third
+    of a small network's run."""
+
+    def __init__(self):
+        try:  # queue's own SimpleQueue without the rest of queue
+            from _queue import SimpleQueue
+        except ImportError:
+            from queue import SimpleQueue
+
+        self._jobs = SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = False
+
+    def submit(self, fn, *args) -> Future:
+        """``fn(*args)`` run on the thread after the calls submitted before it."""
+        future = Future()
+        self._jobs.put((future, fn, args))
+        with self._lock:
+            if not self._started:
+                threading.Thread(target=self._serve, name="record-dat", daemon=True).start()
+                self._started = True
+        return future
+
+    def _serve(self) -> None:
+        while True:
+            future, fn, args = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # noqa: BLE001 - raised by the future's result()
+                future.set_exception(exc)
+            del future, fn, args  # no file's data kept while the thread waits
+
+    def forget(self) -> None:
+        """A forked child has none of its parent's threads: its first file starts one."""
+        self._jobs = type(self._jobs)()
+        self._lock = threading.Lock()
+        self._started = False
+
+
+_RENDERER = _RenderThread()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_RENDERER.forget)
+
+
 def _kept_as_is(data) -> bool:
     """A memory's bytes the recorder may keep without a copy: a read-only, one-dimensional
     uint8 array owning its memory (its length is its size in bytes; no one can change it)."""
@@ -105,7 +156,6 @@ class TraceRecorder:
         # memory file name -> a future of its content or of the hidden file holding it:
         # made in a thread while the network runs
         self.files: dict[str, Future] = {}
-        self._renderer: ThreadPoolExecutor | None = None
         self._notifies: list[_Notify] = []
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
@@ -162,25 +212,27 @@ class TraceRecorder:
         if not isinstance(data, bytes) and not _kept_as_is(data):
             data = bytes(data)
         if self.memory_format == "bin":
-            self._add_file(ram, addr, data, sparse=False)
+            self._add_file(ram, addr, data, live=None)
             return
         full = len(data) // RECORD_BYTES * RECORD_BYTES
         rows = np.frombuffer(data, np.uint8, full).reshape(-1, RECORD_BYTES)
-        live = int(np.count_nonzero(live_records(rows)))
-        sparse = live <= (1 - SPARSE_ZEROS) * len(rows)
+        live = live_records(rows)
+        count = int(np.count_nonzero(live))
+        sparse = count <= (1 - SPARSE_ZEROS) * len(rows)
         if sparse:
             self.ops.append(MemInit(RAM_NAMES[ram], addr, len(data), "ALL_ZERO"))
-            if live == 0 and full == len(data):
+            if count == 0 and full == len(data):
                 return  # all zero: nothing to load after the fill
-        self._add_file(ram, addr, data, sparse)
+        self._add_file(ram, addr, data, live if sparse else None)
 
-    def _add_file(self, ram, addr: int, data: bytes | np.ndarray, sparse: bool) -> None:
+    def _add_file(self, ram, addr: int, data: bytes | np.ndarray,
+                  live: np.ndarray | None) -> None:
+        """``live``: the records to load (live_records of ``data``'s whole ones) when the
+        file holds only those (its memory zero-filled first), else None."""
         name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
-        if self._renderer is None:
-            if self._stream:  # the trace's folder, for the hidden files (save makes it too)
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._renderer = ThreadPoolExecutor(1, thread_name_prefix="record-dat")
-        self.files[name] = self._renderer.submit(self._render, name, data, sparse)
+        if self._stream and not self.files:  # the folder for the hidden files (save makes
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # it too)
+        self.files[name] = _RENDERER.submit(self._render, name, data, live)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
@@ -217,14 +269,18 @@ class TraceRecorder:
         """The trace as ``.cfg`` text."""
         return cfg.format(self.trace())
 
-    def _render(self, name: str, data: bytes | np.ndarray, sparse: bool) -> bytes | Path:
+    def _render(self, name: str, data: bytes | np.ndarray,
+                live: np.ndarray | None) -> bytes | Path:
         """The file's content, or (streaming) the hidden file it was written to a chunk of
         text at a time as it was rendered: never whole in memory."""
+        sparse = live is not None
         if self.memory_format == "bin":
-            return write_hidden(self.path.parent / name, data) if self._stream else data
+            if self._stream:
+                return write_hidden(self.path.parent / name, data, memoryview(data).nbytes)
+            return data
         if self._stream:
-            return write_hidden(self.path.parent / name,
-                                record_dat_chunks(data, RECORD_BYTES, sparse))
+            size, chunks = record_dat_text(data, RECORD_BYTES, sparse, live=live)
+            return write_hidden(self.path.parent / name, chunks, size)
         return record_dat_bytes(data, RECORD_BYTES, sparse)
 
     def save(self, path: str | Path | None = None) -> Path:
@@ -249,7 +305,5 @@ class TraceRecorder:
                 made = rendering.exception() is None and rendering.result()
                 if isinstance(made, Path):
                     made.unlink(missing_ok=True)
-            if self._renderer is not None:
-                self._renderer.shutdown()
         write_atomically(path, self.text())
         return path

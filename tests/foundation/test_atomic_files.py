@@ -138,3 +138,69 @@ def test_a_failed_publish_leaves_neither_file_nor_hidden_one(tmp_path, monkeypat
     with pytest.raises(SimError, match="m.dat: cannot write \\(disk full\\)"):
         publish(hidden, tmp_path / "m.dat")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("told", ["exact", "more", "less", "none"])
+def test_a_file_of_known_size_is_its_parts_whatever_size_it_was_told(tmp_path, monkeypatch,
+                                                                      told):
+    """A size given reserves the file's blocks first (a file large enough: the limit
+    lowered here); the file is its parts all the same, a size larger than what was
+    written cut back, a smaller one outgrown."""
+    from sim import files
+
+    monkeypatch.setattr(files, "RESERVED_SIZE", 4)
+    reserved = []
+    real = files._reserve
+    monkeypatch.setattr(files, "_reserve", lambda fd, size: reserved.append(size) or real(
+        fd, size))
+    parts = [b"0123456789", b"abcdef", b"x" * 1000]
+    whole = b"".join(parts)
+    size = {"exact": len(whole), "more": len(whole) + 4096, "less": 12, "none": None}[told]
+    hidden = files.write_hidden(tmp_path / "m.dat", iter(parts), size)
+    assert hidden.read_bytes() == whole
+    assert reserved == ([] if size is None else [size])
+
+
+@pytest.mark.parametrize("refusal", ["no call", "refused"])
+def test_a_reservation_refused_writes_as_usual(tmp_path, monkeypatch, refusal):
+    """A system without fallocate, or a file system (or full disk) refusing it: the file is
+    written as usual, whole."""
+    from sim import files
+
+    calls = []
+
+    def refuse(fd, mode, offset, size):
+        calls.append(size)
+        return -1
+
+    monkeypatch.setattr(files, "_fallocate", lambda: None if refusal == "no call" else refuse)
+    parts = [b"a" * (2 << 20), b"b"]
+    hidden = files.write_hidden(tmp_path / "m.dat", iter(parts), (2 << 20) + 7)
+    assert hidden.read_bytes() == b"".join(parts)
+    assert calls == ([] if refusal == "no call" else [(2 << 20) + 7])
+
+
+def test_a_reserved_file_has_its_blocks_before_it_is_written(tmp_path):
+    """Where the file system reserves blocks (here, if it does): the hidden file has its
+    size and blocks before its first part is written."""
+    import os
+
+    from sim import files
+
+    seen = []
+
+    def parts():
+        stat = os.stat(next(tmp_path.glob(".m.dat.*")))
+        seen.append((stat.st_size, stat.st_blocks * 512))
+        yield b"x" * (3 << 20)
+
+    hidden = files.write_hidden(tmp_path / "m.dat", parts(), 3 << 20)
+    assert hidden.read_bytes() == b"x" * (3 << 20)
+    fd = os.open(tmp_path / "probe", os.O_CREAT | os.O_WRONLY)
+    try:
+        reserves = files._reserve(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    if not reserves:
+        pytest.skip("this file system does not reserve blocks")
+    assert seen[0][0] == 3 << 20 and seen[0][1] >= 3 << 20

@@ -193,16 +193,24 @@ def _record_lines(data: bytes, record: int, skip_zero: bool) -> bytes:
     (1 << 20, 32, False), (300, 32, True), (0x10000 + 40, 1, False), (0x1000 + 7, 3, True),
     (32 * 5, 32, True), (700, 12, False), (33, 8, True)])
 @pytest.mark.parametrize("lines", [None, 1, 7, 256])
-def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, lines):
-    """The vectorised renderer (hex digits by binascii, blocks of equal offset widths,
-    chunks of ``lines`` lines of one reused buffer) writes what the plain line-by-line
-    rendering does, zero records skipped on request: chunks ending mid-block, at a
-    block's end and on a partial last record, offsets gaining digits mid-chunk, all-zero
-    data (no record line at all when skipped) and every record size the recorder and
-    gen use (4, 32) and others."""
+@pytest.mark.parametrize("kernel", [False, True])
+def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, lines, kernel):
+    """The vectorised renderer (hex digits by binascii and numpy, or by the numba kernel
+    with ``kernel``; blocks of equal offset widths, chunks of ``lines`` lines of one
+    reused buffer) writes what the plain line-by-line rendering does, zero records
+    skipped on request: chunks ending mid-block, at a block's end and on a partial last
+    record, offsets gaining digits mid-chunk, all-zero data (no record line at all when
+    skipped) and every record size the recorder and gen use (4, 32) and others (1: a
+    line holding only its last token)."""
     import numpy as np
 
-    from sim.memfiles import record_dat_bytes, record_dat_chunks, record_dat_parts
+    from sim.memfiles import (
+        live_records,
+        record_dat_bytes,
+        record_dat_chunks,
+        record_dat_parts,
+        record_dat_text,
+    )
 
     rng = np.random.default_rng(size)
     data = rng.integers(0, 256, size, dtype=np.uint8)
@@ -212,8 +220,15 @@ def test_record_rendering_is_the_line_by_line_text(size, record, skip_zero, line
     want = _record_lines(data.tobytes(), record, skip_zero)
     # each chunk is taken as it comes: its buffer is filled again for the next
     got = b"".join([bytes(chunk) for chunk in record_dat_chunks(data.tobytes(), record,
-                                                                  skip_zero, lines)])
+                                                                  skip_zero, lines, kernel)])
     assert got == want
+    # the size told before the text, and the live records given (the recorder has them)
+    full = size // record * record
+    live = live_records(data[:full].reshape(-1, record)) if skip_zero else None
+    told, chunks = record_dat_text(data.tobytes(), record, skip_zero, lines, kernel, live)
+    assert b"".join([bytes(chunk) for chunk in chunks]) == want and told == len(want)
+    if kernel:
+        return
     assert b"".join(record_dat_parts(data.tobytes(), record, skip_zero)) == want
     assert record_dat_bytes(data.tobytes(), record, skip_zero) == want
 
@@ -234,8 +249,10 @@ def test_record_chunks_reuse_one_buffer_per_offset_width():
 
 
 @pytest.mark.parametrize("record", [4, 8, 32, 12])
-def test_live_records_are_those_with_a_nonzero_byte(record):
-    """Word-at-a-time for records of whole 64-bit words, bytes otherwise: the same rows."""
+@pytest.mark.parametrize("kernel", [False, True])
+def test_live_records_are_those_with_a_nonzero_byte(record, kernel):
+    """Word-at-a-time for records of whole 64-bit words (by numpy, or by the kernel with
+    ``kernel``), bytes otherwise: the same rows."""
     import numpy as np
 
     from sim.memfiles import live_records
@@ -247,8 +264,12 @@ def test_live_records_are_those_with_a_nonzero_byte(record):
     rows[7, record - 1] = 1  # only the last byte set
     rows[8] = 0
     rows[8, 0] = 0x80  # only the first
-    np.testing.assert_array_equal(live_records(rows), rows.any(axis=1))
-    np.testing.assert_array_equal(live_records(rows[::2]), rows[::2].any(axis=1))
+    np.testing.assert_array_equal(live_records(rows, kernel), rows.any(axis=1))
+    np.testing.assert_array_equal(live_records(rows[::2], kernel), rows[::2].any(axis=1))
+    for byte in range(record):  # a record whose only non-zero byte is any one of its bytes
+        one = np.zeros((3, record), np.uint8)
+        one[1, byte] = 1 << (byte % 8)
+        np.testing.assert_array_equal(live_records(one, kernel), [False, True, False])
 
 
 CFG_WITH_FILE = """\
@@ -289,10 +310,12 @@ def test_a_memory_file_that_is_not_there_or_bad_fails_its_line(tmp_path, trace, 
 
 @pytest.mark.parametrize("digits, first_row", [(8, (1 << 27) - 5), (9, 1 << 27),
                                                (10, 1 << 31)])
-def test_record_offsets_past_4_gb_render_every_digit(digits, first_row):
+@pytest.mark.parametrize("kernel", [False, True])
+def test_record_offsets_past_4_gb_render_every_digit(digits, first_row, kernel):
     """Offsets of 8 hex digits or fewer come from 32-bit words, longer ones from 64-bit
-    words: the lines of records at 4 GB and past it (data too large to make, so a view
-    repeating one record) are what the line-by-line rendering writes."""
+    words (numpy's way; the kernel's digits are shifts of one 64-bit offset): the lines
+    of records at 4 GB and past it (data too large to make, so a view repeating one
+    record) are what the line-by-line rendering writes."""
     import numpy as np
 
     from sim.memfiles import _record_lines
@@ -303,7 +326,7 @@ def test_record_offsets_past_4_gb_render_every_digit(digits, first_row):
     index = np.arange(first_row, first_row + 5, dtype=np.int64)
     rest = b", size:32, payload:" + b" ".join([b"0x__"] * record) + b"} ,\n"
     got = b"".join(bytes(chunk) for chunk in _record_lines(
-        rows, index, 0, index.size, digits, b"{offset:0x", rest, 2))
+        rows, index, 0, index.size, digits, b"{offset:0x", rest, 2, kernel))
     payload = " ".join(f"0x{b:02x}" for b in one.tolist())
     want = "".join(f"{{offset:{int(row) * record:#x}, size:32, payload:{payload}}} ,\n"
                    for row in index).encode()
