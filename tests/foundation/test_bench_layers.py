@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.foundation.benchmark_module import load_benchmark
+from .benchmark_module import load_benchmark
 
 NETWORKS = Path(__file__).resolve().parents[2].parent / "shared" / "networks"
 
