@@ -28,6 +28,7 @@ import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low16
+from sim.num.borrowed import borrowed
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
 from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
@@ -97,56 +98,59 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     to ``sums`` (int64).
     Returns whether a weight is a NaN (the block sums then mean nothing: the caller
     decides the NaN blocks)."""
+    # every array apart, borrowed (sim.num.borrowed): counting the references to the
+    # 21 arrays cost 20 pairs of atomic operations a call, a sixth of a 4096-lane
+    # kernel's time
+    d_exp, d_sign, d_sig = data
+    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
+    flagged, words, carries, far, far_at = compact
+    return _blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(w_bits),
+                   block, positions, borrowed(lane_exp), borrowed(tops), borrowed(shifted),
+                   borrowed(block_exp), borrowed(packed), borrowed(flagged),
+                   borrowed(words), borrowed(carries), borrowed(far), borrowed(far_at),
+                   borrowed(halves[0]), borrowed(halves[1]), borrowed(block_exp4),
+                   borrowed(sums))
+
+
+@njit
+def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shifted,
+            block_exp, packed, flagged, words, carries, far, far_at, highs, lows, block_exp4,
+            sums):
+    """:func:`fp16_fc_blocks` of the data's and scratch's arrays one by one."""
     if block > MAX_BLOCK_LANES:
         raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
     n = w_bits.size
     chunk = max(block, CHUNK // block * block) if positions == 1 else block * positions
-    if scratch[0].size < min(n, chunk):  # the passes index it unchecked
+    if lane_exp.size < min(n, chunk):  # the passes index it unchecked
         raise ValueError("fp16_fc_blocks: scratch for fewer lanes than a chunk")
     nan = False
-    if positions == 1:
-        for m0 in range(0, n, chunk):
-            lanes = min(chunk, n - m0)
-            nan |= _chunk(data, w_bits, m0, lanes, block, 1, m0 // block, scratch,
-                          block_exp4, sums)
-    else:
-        for m0 in range(0, n, block * positions):
-            lanes = min(block * positions, n - m0)
-            nan |= _chunk(data, w_bits, m0, lanes, block, positions,
-                          m0 // block, scratch, block_exp4, sums)
-    return nan
-
-
-@njit(inline="always")
-def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4, sums):
-    """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
-    (``positions`` 1), or one channel group at every position; their blocks are
-    ``first`` on.  The passes index with unsigned integers or slices from index 0:
-    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the arrays
-    whole, the data and weights from lane ``m0`` on, the scratch from 0: a slice costs
-    its array's reference count twice (an atomic add each; the data's and weights' counts
-    shared by the threads), and a slice of each array per chunk took 6% of the layer's
-    time."""
-    d_exp, d_sign, d_sig = data
-    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
-    # the weights (read once, from memory) of the chunk after next asked for now, a line
-    # (32 weights) at a time, past the kernel's end too (the next kernel's, in a layer's
-    # weights; a hint never faults): the layers ran faster than on the processor's
-    # own prefetching alone (4-5%)
-    ahead = m0 + 2 * lanes
-    for line in range(ahead, ahead + lanes, 32):
-        prefetch(w_bits, line)
-    m0, n = np.uint64(m0), np.uint64(lanes)
-    nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
-    n_blocks = _block_exponents(lane_exp, n, block, positions, tops, block_exp)
-    for b in range(n_blocks):
-        block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
-    _spread(tops, n, block, positions, block_exp)
-    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
-                                 packed)
-    if some_mid:
-        _mid_lanes(packed, n, compact, shifted)
-    _block_sums(shifted, n, block, positions, halves, sums[first:first + n_blocks])
+    for m0 in range(0, n, chunk):
+        lanes = min(chunk, n - m0)
+        first = m0 // block
+        # the weights (read once, from memory) of the chunk after next asked for now, a
+        # line (32 weights) at a time, past the kernel's end too (the next kernel's, in a
+        # layer's weights; a hint never faults): the layers ran faster than on the
+        # processor's own prefetching alone (4-5%)
+        ahead = m0 + 2 * lanes
+        for line in range(ahead, ahead + lanes, 32):
+            prefetch(w_bits, line)
+        # the passes index with unsigned integers or slices from index 0: numba's fix-ups
+        # of negative indices kept LLVM from vectorising.  They take the arrays whole, the
+        # data and weights from lane m0 on, the scratch from 0: a slice costs its array's
+        # reference count twice (an atomic add each; the data's and weights' counts
+        # shared by the threads), and a slice of each array per chunk took 6% of the
+        # layer's time
+        at, count = np.uint64(m0), np.uint64(lanes)
+        nan |= _lane_exponents(d_exp, w_bits, at, count, lane_exp)
+        n_blocks = _block_exponents(lane_exp, count, block, positions, tops, block_exp)
+        for b in range(n_blocks):
+            block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
+        _spread(tops, count, block, positions, block_exp)
+        if _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp, block_exp, shifted,
+                             packed):
+            _mid_lanes(packed, count, flagged, words, carries, far, far_at, shifted)
+        _block_sums(shifted, count, block, positions, highs, lows, sums, np.uint64(first),
+                    np.uint64(n_blocks))
     return nan
 
 
@@ -266,27 +270,28 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
 
 
 @njit(distinct_arrays=True)
-def _block_sums(shifted, lanes, block, positions, halves, sums):
+def _block_sums(shifted, lanes, block, positions, highs, lows, sums, first, n_blocks):
     """Pass 3: each block's sum of ``(P >> s) - c``.  Added in 32-bit words (16 lanes a
     vector, not 8), the high halves (``>> 16``, signed) apart from the low ones (``&
-    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  ``halves``:
-    two uint32 arrays of at least ``positions`` words."""
+    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  The
+    ``n_blocks`` sums go to ``sums[first:]``; ``highs``, ``lows``: uint32 arrays of at
+    least ``positions`` words."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
-        for b in range(np.uint64(sums.size)):
+        for b in range(n_blocks):
             base = b * width
             high, low = word32(0), word32(0)
             for j in range(min(width, lanes - base)):
                 value = word32(shifted[base + j])
                 high = add32(high, sar32(value, 16))
                 low = add32(low, and32(value, 0xFFFF))
-            sums[b] = _from_halves(high, low)
+            sums[first + b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
-    highs, lows = halves[0][:positions], halves[1][:positions]
-    highs[:] = 0
-    lows[:] = 0
+    for pos in range(width):
+        highs[pos] = 0
+        lows[pos] = 0
     rows = lanes // width
     # four rows at a time: the sums' loads and stores were the most of the work
     for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
@@ -306,8 +311,8 @@ def _block_sums(shifted, lanes, block, positions, halves, sums):
             value = word32(shifted[base + pos])
             highs[pos] = add32(highs[pos], sar32(value, 16))
             lows[pos] = add32(lows[pos], and32(value, 0xFFFF))
-    for pos in range(positions):
-        sums[pos] = _from_halves(highs[pos], lows[pos])
+    for pos in range(width):
+        sums[first + pos] = _from_halves(highs[pos], lows[pos])
 
 
 @njit(inline="always")
@@ -326,7 +331,7 @@ def _unpack(word):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, compact, shifted):
+def _mid_lanes(packed, lanes, flagged, words, carries, far, far_at, shifted):
     """The lanes of pass 2's packed words that are not 0 (those that may carry, shifts of
     20 to 28), the words and their indices gathered with the compressing store
     (:func:`sim.num.compress.compress_nonzero`): shifts of 8 to 16 get their carries
@@ -336,7 +341,6 @@ def _mid_lanes(packed, lanes, compact, shifted):
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     packed[lanes:whole] = 0
-    flagged, words, carries, far, far_at = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
         n = compress_nonzero(packed, i, words, flagged, n)
