@@ -35,10 +35,12 @@ from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
-    sum_word_carry,
 )
-from sim.num.narrow import add16, and16, shr16, sub16, word8, word16
-from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
+from sim.num.narrow import add16, and16, or16, shl16, shr16, sub16, word8, word16, xor16
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32, word_op
+
+#: 16-bit products, for the low halves of the flagged lanes' products (:func:`_mid_lanes`).
+mul16 = word_op("mul", 16, "a * b modulo 2**16")
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
@@ -76,7 +78,9 @@ def fc_scratch(lanes):
             # 28, else 0
             np.zeros(lanes + COMPRESS_LANES, np.uint32),
             # each position's sums of the high and low halves (_block_sums)
-            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
+            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)),
+            # the flagged lanes' packed words' low and high halves (_mid_lanes)
+            (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)))
 
 
 def fc_data(sign, sig, exp4):
@@ -102,20 +106,20 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     # 21 arrays cost 20 pairs of atomic operations a call, a sixth of a 4096-lane
     # kernel's time
     d_exp, d_sign, d_sig = data
-    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
+    lane_exp, tops, shifted, compact, block_exp, packed, halves, halves16 = scratch
     flagged, words, carries, far, far_at = compact
     return _blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(w_bits),
                    block, positions, borrowed(lane_exp), borrowed(tops), borrowed(shifted),
                    borrowed(block_exp), borrowed(packed), borrowed(flagged),
                    borrowed(words), borrowed(carries), borrowed(far), borrowed(far_at),
-                   borrowed(halves[0]), borrowed(halves[1]), borrowed(block_exp4),
-                   borrowed(sums))
+                   borrowed(halves[0]), borrowed(halves[1]), borrowed(halves16[0]),
+                   borrowed(halves16[1]), borrowed(block_exp4), borrowed(sums))
 
 
 @njit
 def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shifted,
-            block_exp, packed, flagged, words, carries, far, far_at, highs, lows, block_exp4,
-            sums):
+            block_exp, packed, flagged, words, carries, far, far_at, highs, lows, low16s,
+            high16s, block_exp4, sums):
     """:func:`fp16_fc_blocks` of the data's and scratch's arrays one by one."""
     if block > MAX_BLOCK_LANES:
         raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
@@ -148,7 +152,8 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
         _spread(tops, count, block, positions, block_exp)
         if _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp, block_exp, shifted,
                              packed):
-            _mid_lanes(packed, count, flagged, words, carries, far, far_at, shifted)
+            _mid_lanes(packed, count, flagged, words, carries, far, far_at, low16s, high16s,
+                       shifted)
         _block_sums(shifted, count, block, positions, highs, lows, sums, np.uint64(first),
                     np.uint64(n_blocks))
     return nan
@@ -262,9 +267,7 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                     sub32(0, word32(near))))
         is_mid = may_carry(product, shift) & (shift < 32)
-        packed[i] = and32(or32(or32(sig, shl32(d_sig[m0 + i], 14)),
-                               or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 2), 29))),
-                          sub32(0, word32(is_mid)))
+        packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
 
@@ -324,14 +327,22 @@ def _from_halves(high, low):
 @njit(inline="always")
 def _unpack(word):
     """A flagged lane's (sign, weight and data significands, shift) from its packed word:
-    the significands (14 bits each) at bits 0 and 14, the sign at 28, the shift (8 to 28)
-    as ``shift / 4 - 2`` at 29-31."""
-    return (and32(shr32(word, 28), 1), and32(word, 0x3FFF), and32(shr32(word, 14), 0x3FFF),
-            shl32(add32(shr32(word, 29), 2), 2))
+    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4 - 2``
+    at 14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
+    half of the word as a 16-bit word)."""
+    return (shr32(word, 31), and32(word, 0x3FFF), and32(shr32(word, 17), 0x3FFF),
+            shl32(add32(and32(shr32(word, 14), 7), 2), 2))
+
+
+@njit(inline="always")
+def _pack(negative, wt, dat, shift):
+    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28)."""
+    return or32(or32(wt, shl32(sub32(shr32(shift, 2), 2), 14)),
+                or32(shl32(dat, 17), shl32(negative, 31)))
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, flagged, words, carries, far, far_at, shifted):
+def _mid_lanes(packed, lanes, flagged, words, carries, far, far_at, lows, highs, shifted):
     """The lanes of pass 2's packed words that are not 0 (those that may carry, shifts of
     20 to 28), the words and their indices gathered with the compressing store
     (:func:`sim.num.compress.compress_nonzero`): shifts of 8 to 16 get their carries
@@ -349,15 +360,26 @@ def _mid_lanes(packed, lanes, flagged, words, carries, far, far_at, shifted):
     width = np.uint64(MID_VECTOR)
     rows = (np.uint64(n) + width - np.uint64(1)) // width
     words[n:rows * width] = 0
+    # the words' halves apart first, so that the tree's loop has no word wider than 16
+    # bits and runs 32 lanes a vector (LLVM's vectors take as many lanes as the widest
+    # word's: 16 with the words read whole); the carry needs only the low 16 bits of the
+    # product and of the tree's sum word (sum_word_carry)
+    for j in range(rows * width):
+        lows[j] = word16(words[j])
+        highs[j] = word16(shr32(words[j], 16))
     for row in range(rows):
         base = row * width
         for j in range(width):
-            negative, wt, dat, shift = _unpack(words[base + j])
-            near = shift <= NEAR_SHIFT
-            carries[base + j] = word8(near & sum_word_carry(
-                signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
-                min(shift, word32(NEAR_SHIFT))))
-            far[base + j] = word8(shift > NEAR_SHIFT)
+            low, high = lows[base + j], highs[base + j]
+            negative, wt, dat = shr16(high, 15), and16(low, 0x3FFF), and16(shr16(high, 1), 0x3FFF)
+            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4 - 2
+            near = code <= NEAR_SHIFT // 4 - 2
+            # the low ``shift`` bits (shifts 8, 12, 16)
+            bits = shr16(0xFFFF, sub16(8, shl16(min(code, word16(2)), 2)))
+            product = sub16(xor16(mul16(wt, dat), sub16(0, negative)), sub16(0, negative))
+            carries[base + j] = word8(near & (and16(booth_sum_low16(negative, wt, dat), bits)
+                                              > and16(product, bits)))
+            far[base + j] = word8(code > NEAR_SHIFT // 4 - 2)
     for j in range(n):
         shifted[flagged[j]] -= carries[j]
     # the far lanes (one in a few thousand) by their places among the flagged, gathered
