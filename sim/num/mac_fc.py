@@ -28,16 +28,19 @@ import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
 from sim.num.booth import booth_lane, booth_sum_low16
+from sim.num.borrowed import borrowed
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
 from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
-    sum_word_carry,
 )
-from sim.num.narrow import add16, and16, shr16, sub16, word8, word16
-from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
+from sim.num.narrow import add16, and16, or16, shl16, shr16, sub16, word8, word16, xor16
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32, word_op
+
+#: 16-bit products, for the low halves of the flagged lanes' products (:func:`_mid_lanes`).
+mul16 = word_op("mul", 16, "a * b modulo 2**16")
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.
@@ -51,6 +54,9 @@ NEAR_SHIFT = 16
 #: one chunk; 4096 ran the 1x1x4096 benchmark layer's blocks 3-9% faster than 2048 (one
 #: thread, two alternating runs of 30 in one process).
 CHUNK = 4096
+#: The block width (MAC atomic C of nv_full, the fp16 configuration) whose passes are
+#: compiled for it (:func:`_blocks`).
+FC_BLOCK = 64
 #: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
 MID_VECTOR = 32
 #: The most lanes a block may have: the block sums add the low halves of ``P >> s`` (at most
@@ -75,7 +81,9 @@ def fc_scratch(lanes):
             # 28, else 0
             np.zeros(lanes + COMPRESS_LANES, np.uint32),
             # each position's sums of the high and low halves (_block_sums)
-            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)))
+            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)),
+            # the flagged lanes' packed words' low and high halves (_mid_lanes)
+            (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)))
 
 
 def fc_data(sign, sig, exp4):
@@ -97,56 +105,75 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     to ``sums`` (int64).
     Returns whether a weight is a NaN (the block sums then mean nothing: the caller
     decides the NaN blocks)."""
+    # every array apart, borrowed (sim.num.borrowed): counting the references to the
+    # 21 arrays cost 20 pairs of atomic operations a call, a sixth of a 4096-lane
+    # kernel's time
+    d_exp, d_sign, d_sig = data
+    lane_exp, tops, shifted, compact, block_exp, packed, halves, halves16 = scratch
+    flagged, words, carries, far, far_at = compact
+    return _blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(w_bits),
+                   block, positions, borrowed(lane_exp), borrowed(tops), borrowed(shifted),
+                   borrowed(block_exp), borrowed(packed), borrowed(flagged),
+                   borrowed(words), borrowed(carries), borrowed(far), borrowed(far_at),
+                   borrowed(halves[0]), borrowed(halves[1]), borrowed(halves16[0]),
+                   borrowed(halves16[1]), borrowed(block_exp4), borrowed(sums))
+
+
+@njit
+def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shifted,
+            block_exp, packed, flagged, words, carries, far, far_at, highs, lows, low16s,
+            high16s, block_exp4, sums):
+    """:func:`fp16_fc_blocks` of the data's and scratch's arrays one by one."""
     if block > MAX_BLOCK_LANES:
         raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
     n = w_bits.size
     chunk = max(block, CHUNK // block * block) if positions == 1 else block * positions
-    if scratch[0].size < min(n, chunk):  # the passes index it unchecked
+    if lane_exp.size < min(n, chunk):  # the passes index it unchecked
         raise ValueError("fp16_fc_blocks: scratch for fewer lanes than a chunk")
+    # blocks of 64 lanes at one position (nv_full's fp16 layers): the passes' loops over
+    # a block compiled for that width (a constant argument), whole vectors and no
+    # remainder loops: the block exponents and their spread took 0.070 ns a lane for
+    # a width known at run time, 0.020 for 64 known; the block sums 0.044 and 0.033
+    known = block == FC_BLOCK and positions == 1
     nan = False
-    if positions == 1:
-        for m0 in range(0, n, chunk):
-            lanes = min(chunk, n - m0)
-            nan |= _chunk(data, w_bits, m0, lanes, block, 1, m0 // block, scratch,
-                          block_exp4, sums)
-    else:
-        for m0 in range(0, n, block * positions):
-            lanes = min(block * positions, n - m0)
-            nan |= _chunk(data, w_bits, m0, lanes, block, positions,
-                          m0 // block, scratch, block_exp4, sums)
-    return nan
-
-
-@njit(inline="always")
-def _chunk(data, w_bits, m0, lanes, block, positions, first, scratch, block_exp4, sums):
-    """:func:`fp16_fc_blocks` of lanes ``m0:m0 + lanes``: whole blocks of one position
-    (``positions`` 1), or one channel group at every position; their blocks are
-    ``first`` on.  The passes index with unsigned integers or slices from index 0:
-    numba's fix-ups of negative indices kept LLVM from vectorising.  They take the arrays
-    whole, the data and weights from lane ``m0`` on, the scratch from 0: a slice costs
-    its array's reference count twice (an atomic add each; the data's and weights' counts
-    shared by the threads), and a slice of each array per chunk took 6% of the layer's
-    time."""
-    d_exp, d_sign, d_sig = data
-    lane_exp, tops, shifted, compact, block_exp, packed, halves = scratch
-    # the weights (read once, from memory) of the chunk after next asked for now, a line
-    # (32 weights) at a time, past the kernel's end too (the next kernel's, in a layer's
-    # weights; a hint never faults): the layers ran faster than on the processor's
-    # own prefetching alone (4-5%)
-    ahead = m0 + 2 * lanes
-    for line in range(ahead, ahead + lanes, 32):
-        prefetch(w_bits, line)
-    m0, n = np.uint64(m0), np.uint64(lanes)
-    nan = _lane_exponents(d_exp, w_bits, m0, n, lane_exp)
-    n_blocks = _block_exponents(lane_exp, n, block, positions, tops, block_exp)
-    for b in range(n_blocks):
-        block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
-    _spread(tops, n, block, positions, block_exp)
-    some_mid = _shifted_products(d_sign, d_sig, w_bits, m0, n, lane_exp, block_exp, shifted,
-                                 packed)
-    if some_mid:
-        _mid_lanes(packed, n, compact, shifted)
-    _block_sums(shifted, n, block, positions, halves, sums[first:first + n_blocks])
+    for m0 in range(0, n, chunk):
+        lanes = min(chunk, n - m0)
+        first = m0 // block
+        # the weights (read once, from memory) of the chunk after next asked for now, a
+        # line (32 weights) at a time, past the kernel's end too (the next kernel's, in a
+        # layer's weights; a hint never faults): the layers ran faster than on the
+        # processor's own prefetching alone (4-5%)
+        ahead = m0 + 2 * lanes
+        for line in range(ahead, ahead + lanes, 32):
+            prefetch(w_bits, line)
+        # the passes index with unsigned integers or slices from index 0: numba's fix-ups
+        # of negative indices kept LLVM from vectorising.  They take the arrays whole, the
+        # data and weights from lane m0 on, the scratch from 0: a slice costs its array's
+        # reference count twice (an atomic add each; the data's and weights' counts
+        # shared by the threads), and a slice of each array per chunk took 6% of the
+        # layer's time
+        at, count = np.uint64(m0), np.uint64(lanes)
+        nan |= _lane_exponents(d_exp, w_bits, at, count, lane_exp)
+        if known:
+            n_blocks = _block_exponents(lane_exp, count, FC_BLOCK, 1, tops, block_exp)
+        else:
+            n_blocks = _block_exponents(lane_exp, count, block, positions, tops, block_exp)
+        for b in range(n_blocks):
+            block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
+        if known:
+            _spread(tops, count, FC_BLOCK, 1, block_exp)
+        else:
+            _spread(tops, count, block, positions, block_exp)
+        if _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp, block_exp, shifted,
+                             packed):
+            _mid_lanes(packed, count, flagged, words, carries, far, far_at, low16s, high16s,
+                       shifted)
+        if known:
+            _block_sums(shifted, count, FC_BLOCK, 1, highs, lows, sums, np.uint64(first),
+                        np.uint64(n_blocks))
+        else:
+            _block_sums(shifted, count, block, positions, highs, lows, sums,
+                        np.uint64(first), np.uint64(n_blocks))
     return nan
 
 
@@ -258,35 +285,34 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                     sub32(0, word32(near))))
         is_mid = may_carry(product, shift) & (shift < 32)
-        packed[i] = and32(or32(or32(sig, shl32(d_sig[m0 + i], 14)),
-                               or32(shl32(negative, 28), shl32(sub32(shr32(shift, 2), 2), 29))),
-                          sub32(0, word32(is_mid)))
+        packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
 
 
 @njit(distinct_arrays=True)
-def _block_sums(shifted, lanes, block, positions, halves, sums):
+def _block_sums(shifted, lanes, block, positions, highs, lows, sums, first, n_blocks):
     """Pass 3: each block's sum of ``(P >> s) - c``.  Added in 32-bit words (16 lanes a
     vector, not 8), the high halves (``>> 16``, signed) apart from the low ones (``&
-    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  ``halves``:
-    two uint32 arrays of at least ``positions`` words."""
+    0xFFFF``): each sum is exact for blocks of up to ``MAX_BLOCK_LANES`` lanes.  The
+    ``n_blocks`` sums go to ``sums[first:]``; ``highs``, ``lows``: uint32 arrays of at
+    least ``positions`` words."""
     prefer_wide_vectors()
     if positions == 1:
         width = np.uint64(block)
-        for b in range(np.uint64(sums.size)):
+        for b in range(n_blocks):
             base = b * width
             high, low = word32(0), word32(0)
             for j in range(min(width, lanes - base)):
                 value = word32(shifted[base + j])
                 high = add32(high, sar32(value, 16))
                 low = add32(low, and32(value, 0xFFFF))
-            sums[b] = _from_halves(high, low)
+            sums[first + b] = _from_halves(high, low)
         return
     width = np.uint64(positions)
-    highs, lows = halves[0][:positions], halves[1][:positions]
-    highs[:] = 0
-    lows[:] = 0
+    for pos in range(width):
+        highs[pos] = 0
+        lows[pos] = 0
     rows = lanes // width
     # four rows at a time: the sums' loads and stores were the most of the work
     for row in range(np.uint64(0), rows // np.uint64(4) * np.uint64(4), np.uint64(4)):
@@ -306,8 +332,8 @@ def _block_sums(shifted, lanes, block, positions, halves, sums):
             value = word32(shifted[base + pos])
             highs[pos] = add32(highs[pos], sar32(value, 16))
             lows[pos] = add32(lows[pos], and32(value, 0xFFFF))
-    for pos in range(positions):
-        sums[pos] = _from_halves(highs[pos], lows[pos])
+    for pos in range(width):
+        sums[first + pos] = _from_halves(highs[pos], lows[pos])
 
 
 @njit(inline="always")
@@ -319,14 +345,22 @@ def _from_halves(high, low):
 @njit(inline="always")
 def _unpack(word):
     """A flagged lane's (sign, weight and data significands, shift) from its packed word:
-    the significands (14 bits each) at bits 0 and 14, the sign at 28, the shift (8 to 28)
-    as ``shift / 4 - 2`` at 29-31."""
-    return (and32(shr32(word, 28), 1), and32(word, 0x3FFF), and32(shr32(word, 14), 0x3FFF),
-            shl32(add32(shr32(word, 29), 2), 2))
+    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4 - 2``
+    at 14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
+    half of the word as a 16-bit word)."""
+    return (shr32(word, 31), and32(word, 0x3FFF), and32(shr32(word, 17), 0x3FFF),
+            shl32(add32(and32(shr32(word, 14), 7), 2), 2))
+
+
+@njit(inline="always")
+def _pack(negative, wt, dat, shift):
+    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28)."""
+    return or32(or32(wt, shl32(sub32(shr32(shift, 2), 2), 14)),
+                or32(shl32(dat, 17), shl32(negative, 31)))
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, compact, shifted):
+def _mid_lanes(packed, lanes, flagged, words, carries, far, far_at, lows, highs, shifted):
     """The lanes of pass 2's packed words that are not 0 (those that may carry, shifts of
     20 to 28), the words and their indices gathered with the compressing store
     (:func:`sim.num.compress.compress_nonzero`): shifts of 8 to 16 get their carries
@@ -336,7 +370,6 @@ def _mid_lanes(packed, lanes, compact, shifted):
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     packed[lanes:whole] = 0
-    flagged, words, carries, far, far_at = compact
     n = 0
     for i in range(0, whole, COMPRESS_LANES):
         n = compress_nonzero(packed, i, words, flagged, n)
@@ -345,15 +378,26 @@ def _mid_lanes(packed, lanes, compact, shifted):
     width = np.uint64(MID_VECTOR)
     rows = (np.uint64(n) + width - np.uint64(1)) // width
     words[n:rows * width] = 0
+    # the words' halves apart first, so that the tree's loop has no word wider than 16
+    # bits and runs 32 lanes a vector (LLVM's vectors take as many lanes as the widest
+    # word's: 16 with the words read whole); the carry needs only the low 16 bits of the
+    # product and of the tree's sum word (sum_word_carry)
+    for j in range(rows * width):
+        lows[j] = word16(words[j])
+        highs[j] = word16(shr32(words[j], 16))
     for row in range(rows):
         base = row * width
         for j in range(width):
-            negative, wt, dat, shift = _unpack(words[base + j])
-            near = shift <= NEAR_SHIFT
-            carries[base + j] = word8(near & sum_word_carry(
-                signed_product(negative, wt, dat), booth_sum_low16(negative, wt, dat),
-                min(shift, word32(NEAR_SHIFT))))
-            far[base + j] = word8(shift > NEAR_SHIFT)
+            low, high = lows[base + j], highs[base + j]
+            negative, wt, dat = shr16(high, 15), and16(low, 0x3FFF), and16(shr16(high, 1), 0x3FFF)
+            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4 - 2
+            near = code <= NEAR_SHIFT // 4 - 2
+            # the low ``shift`` bits (shifts 8, 12, 16)
+            bits = shr16(0xFFFF, sub16(8, shl16(min(code, word16(2)), 2)))
+            product = sub16(xor16(mul16(wt, dat), sub16(0, negative)), sub16(0, negative))
+            carries[base + j] = word8(near & (and16(booth_sum_low16(negative, wt, dat), bits)
+                                              > and16(product, bits)))
+            far[base + j] = word8(code > NEAR_SHIFT // 4 - 2)
     for j in range(n):
         shifted[flagged[j]] -= carries[j]
     # the far lanes (one in a few thousand) by their places among the flagged, gathered

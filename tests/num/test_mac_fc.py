@@ -21,8 +21,16 @@ from sim.num.mac import (
     fp16_mac_operands,
     signed_product,
 )
-from sim.num.mac_fc import CHUNK, MAX_BLOCK_LANES, fc_data, fc_scratch, fp16_fc_blocks
-from sim.num.word32 import word32
+from sim.num.mac_fc import (
+    CHUNK,
+    MAX_BLOCK_LANES,
+    _mid_lanes,
+    _pack,
+    fc_data,
+    fc_scratch,
+    fp16_fc_blocks,
+)
+from sim.num.word32 import sar32, word32
 
 COMPENSATION = 0x55550000
 MAGNITUDES = 1 << 14  # every CMAC significand (0x3FF8, Inf's 0x2000, ...) is below
@@ -57,6 +65,53 @@ def test_products_from_the_low_bits_of_the_sum_word(negative):
     """Exhaustive over both magnitudes (every CMAC significand: zero, one, denormals, Inf's
     0x2000, the largest 0x3FF8, powers of two, all-ones patterns) for one product sign."""
     assert _formula_mismatches(negative) == (0, 0, 0, 0)
+
+
+@njit
+def _flagged_lane_mismatches(weights, weight_error):
+    """The shifted products the flagged lanes' pass (``_mid_lanes``) leaves, against the
+    definitional multiplier: for each weight magnitude of ``weights``, every data
+    magnitude, both signs and every shift of 8 to 28, each lane flagged (its packed word,
+    with ``weight_error`` added to its weight, and ``P >> s``, or 0 beyond 16, where the
+    products' pass leaves them).  How many differ."""
+    shifts = (8, 12, 16, 20, 24, 28)
+    lanes = 2 * len(shifts) * MAGNITUDES
+    room = lanes + 64
+    packed, shifted = np.zeros(room, np.uint32), np.zeros(lanes, np.int32)
+    flagged, words, far_at = np.zeros(room, np.int32), np.zeros(room, np.uint32), np.zeros(
+        room, np.int32)
+    carries, far = np.zeros(room, np.uint8), np.zeros(room, np.uint8)
+    lows, highs = np.zeros(room, np.uint16), np.zeros(room, np.uint16)
+    want = np.zeros(lanes, np.int32)
+    wrong = 0
+    for wt in weights:
+        i = 0
+        for negative in range(2):
+            for shift in shifts:
+                for dat in range(MAGNITUDES):
+                    neg, w, d, s = word32(negative), word32(wt), word32(dat), word32(shift)
+                    product = signed_product(neg, w, d)
+                    shifted[i] = np.int32(sar32(product, s)) if shift <= 16 else 0
+                    packed[i] = _pack(neg, w + word32(weight_error), d, s)
+                    want[i] = np.int32(booth_lane(neg, w, d, s))
+                    i += 1
+        _mid_lanes(packed, np.uint64(lanes), flagged, words, carries, far, far_at, lows,
+                   highs, shifted)
+        wrong += (shifted != want).sum()
+    return wrong
+
+
+def test_flagged_lanes_are_the_definition():
+    """The flagged lanes' pass (the 16-bit tree's carries of shifts 8 to 16, read from the
+    packed words' 16-bit halves; the whole tree beyond) over every data magnitude and a
+    spread of weight magnitudes (zero, one, the largest 0x3FF8 and 0x3FFF)."""
+    weights = np.unique(np.r_[np.arange(0, MAGNITUDES, 61), 1, 0x3FF8, MAGNITUDES - 1])
+    assert _flagged_lane_mismatches(weights, 0) == 0
+
+
+def test_flagged_lanes_check_can_fail():
+    """The comparison above sees a wrong word: each packed weight one off."""
+    assert _flagged_lane_mismatches(np.array([1234, 77]), 1) > 0
 
 
 @njit
