@@ -717,7 +717,8 @@ def _record_lines(rows: np.ndarray, index: np.ndarray | None, first: int, stop: 
     """The lines of records ``first`` up to ``stop`` (of ``rows``, or of the rows ``index``
     names), each offset written with ``digits`` hex digits: ``head`` offset ``rest``,
     ``rest``'s ``__`` placeholders filled with the bytes' hex digits, in chunks of
-    ``lines`` lines of one reused buffer.  The digits come from ``binascii.hexlify``
+    ``lines`` lines of one reused buffer.  The digits come from the numba kernel where
+    ``kernel`` says so (by default: once numba is loaded), else from ``binascii.hexlify``
     (lowercase, the high digit first, so a byte's two digits are one little-endian uint16
     store): three times faster than looking each byte up in a numpy table."""
     record = rows.shape[1]

@@ -156,8 +156,8 @@ def fetch_weights(ctx, layer: ConvLayer, *, as_stream: bool = False
     mem = ctx.memory(layer.weight_ram, "NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0.WEIGHT_RAM_TYPE")
     shape = (layer.kernels, layer.channels, layer.kernel_height, layer.kernel_width)
     kernel_bytes = layer.byte_per_kernel
-    # a view of the memory where it can be: the weights are unpacked (copied) below, before
-    # this layer writes anything
+    # a view of the memory where it can be: the weights are unpacked (copied) below, or
+    # handed on as this view (as_stream), before this layer writes anything
     fetched = mem.read_view(layer.weight_addr, layer.weight_bytes, f"{CDMA}.D_WEIGHT_ADDR",
                             mode=HELD)
     if layer.compressed:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -122,6 +123,18 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_RENDERER.forget)
 
 
+def _discard_unpublished(files: dict[str, Future]) -> None:
+    """Remove the hidden files of ``files`` (name -> rendering) and forget them: renders
+    not started are cancelled, the others waited for (a file cut short would stay)."""
+    for rendering in files.values():
+        if rendering.cancel() or rendering.exception() is not None:
+            continue
+        made = rendering.result()
+        if isinstance(made, Path):
+            made.unlink(missing_ok=True)
+    files.clear()
+
+
 def _kept_as_is(data) -> bool:
     """A memory's bytes the recorder may keep without a copy: a read-only, one-dimensional
     uint8 array owning its memory (its length is its size in bytes; no one can change it)."""
@@ -156,6 +169,12 @@ class TraceRecorder:
         # memory file name -> a future of its content or of the hidden file holding it:
         # made in a thread while the network runs
         self.files: dict[str, Future] = {}
+        # the files not yet put in place by save: a recorder dropped without it (a script
+        # that stops early) removes their hidden files, at the latest as Python exits (the
+        # render thread, a daemon, would be stopped mid-file and leave it there)
+        self._unpublished: dict[str, Future] = {}
+        if self._stream:
+            weakref.finalize(self, _discard_unpublished, self._unpublished)
         self._notifies: list[_Notify] = []
         self._task_start = 0  # index into _notifies of the running task's first interrupt
         self._checks: dict[int, _Check] = {}  # sync id -> its check_crc
@@ -232,7 +251,8 @@ class TraceRecorder:
         name = f"mem_{len(self.files):03d}_{addr:x}.{self.memory_format}"
         if self._stream and not self.files:  # the folder for the hidden files (save makes
             self.path.parent.mkdir(parents=True, exist_ok=True)  # it too)
-        self.files[name] = _RENDERER.submit(self._render, name, data, live)
+        self.files[name] = self._unpublished[name] = _RENDERER.submit(
+            self._render, name, data, live)
         self.ops.append(MemLoad(RAM_NAMES[ram], addr, name))
 
     def check_crc(self, ram, addr: int, size: int) -> None:
@@ -290,20 +310,16 @@ class TraceRecorder:
         if self._stream and path.parent.resolve() != self.path.parent.resolve():
             raise ValueError(f"{path}: the memory files are written beside {self.path}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        pending = list(self.files.items())
+        pending = self._unpublished
         try:
-            while pending:
-                name, rendering = pending[0]
+            for name, rendering in list(pending.items()):
                 made = rendering.result()
                 if isinstance(made, Path):
                     publish(made, path.parent / name)
                 else:
                     write_atomically(path.parent / name, made)
-                pending.pop(0)
-        finally:
-            for _, rendering in pending:  # a failure: no hidden file stays behind
-                made = rendering.exception() is None and rendering.result()
-                if isinstance(made, Path):
-                    made.unlink(missing_ok=True)
+                del pending[name]
+        finally:  # a failure: no hidden file stays behind
+            _discard_unpublished(pending)
         write_atomically(path, self.text())
         return path
