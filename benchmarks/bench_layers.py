@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 
-from timing import compiled_networks, network_arguments, verdict
+from timing import compiled_networks, network_arguments, network_inputs, verdict
 
 GOAL_RATIO = 1.0
 KINDS = ("fully connected", "convolution")
@@ -83,10 +83,7 @@ def main() -> int:
     print(f"{'network':28} {'kind':16} {'layers':>6} {'MACs':>9} {'s':>7} {'MAC/s':>8}")
     for path in networks:
         config = path.parent.parent.name
-        loadable = read_loadable(path)
-        inputs = {}
-        if (path.parent / "input.bin").is_file():
-            inputs = {0: (path.parent / "input.bin").read_bytes()}
+        loadable, inputs = read_loadable(path), network_inputs(path)
         run_loadable_bytes(loadable, args.firmware, config, inputs)  # loads what loads once
         best = None
         for _ in range(args.repeat):

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from timing import compiled_networks, network_arguments, verdict
+from timing import compiled_networks, network_arguments, network_inputs, verdict
 
 # numpy's BLAS with one thread, as ``nvdla-sim`` runs it (sim.cli.main, before numpy
 # loads; a user's own setting wins): with a thread per core its threads spun on the core
@@ -68,10 +68,7 @@ def main() -> int:
           f" {'.bin s':>7} {'MB':>6} {'ratio':>6}  goal")
     for path in networks:
         config = path.parent.parent.name
-        loadable = read_loadable(path)
-        inputs = {}
-        if (path.parent / "input.bin").is_file():
-            inputs = {0: (path.parent / "input.bin").read_bytes()}
+        loadable, inputs = read_loadable(path), network_inputs(path)
         run_loadable_bytes(loadable, args.firmware, config, inputs)  # loads what loads once
         plain, plain_cpu = [], []
         traced = {form: [] for form in FORMS}

@@ -44,6 +44,13 @@ def compiled_networks(args) -> list[Path]:
     return networks
 
 
+def network_inputs(loadable: Path) -> dict[int, bytes]:
+    """The input a compiled network runs on (its folder's ``input.bin`` as input 0, else
+    none: zeros), as ``sim.runtime.run_loadable_bytes`` takes it."""
+    given = loadable.parent / "input.bin"
+    return {0: given.read_bytes()} if given.is_file() else {}
+
+
 def verdict(value: float, goal: float, unit: str = "s", at_least: bool = False) -> str:
     """``(goal 5 s: met)`` or ``... missed``: lower is better unless ``at_least``."""
     met = value >= goal if at_least else value <= goal
