@@ -162,12 +162,14 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
             n_blocks = _block_exponents(lane_exp, count, block, positions, tops, block_exp)
         for b in range(n_blocks):
             block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
-        if known:
-            _spread(tops, count, FC_BLOCK, 1, block_exp)
+        if known and lanes % FC_BLOCK == 0:
+            some_mid = _shifted_products_by_block(d_sign, d_sig, w_bits, at, count, lane_exp,
+                                                  tops, shifted, packed)
         else:
             _spread(tops, count, block, positions, block_exp)
-        if _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp, block_exp, shifted,
-                             packed):
+            some_mid = _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp,
+                                         block_exp, shifted, packed)
+        if some_mid:
             _mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
                        shifted)
         if known:
@@ -289,6 +291,33 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         is_mid = may_carry(product, shift) & (shift < 32)
         packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
         some_mid |= is_mid
+    return some_mid
+
+
+@njit(distinct_arrays=True)
+def _shifted_products_by_block(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, shifted,
+                               packed):
+    """:func:`_shifted_products` of whole blocks of ``FC_BLOCK`` lanes, each block's
+    exponent read from ``tops`` once for its lanes: a loop a block, whole vectors for the
+    width known, and no pass spreading the block exponents to the lanes first."""
+    prefer_wide_vectors()
+    some_mid = False
+    width = np.uint64(FC_BLOCK)
+    for b in range(lanes // width):
+        top = tops[b]
+        for j in range(width):
+            i = b * width + j
+            negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
+            negative = and32(add32(negative, d_sign[m0 + i]), 1)
+            product = signed_product(negative, sig, d_sig[m0 + i])
+            shift = word32(sub16(top, lane_exp[i]))
+            near = shift <= NEAR_SHIFT
+            shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                                        sub32(0, word32(near))))
+            is_mid = may_carry(product, shift) & (shift < 32)
+            packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift),
+                              sub32(0, word32(is_mid)))
+            some_mid |= is_mid
     return some_mid
 
 

@@ -242,6 +242,12 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
     ("spread", "spread", 65, 7, 64, 3),  # a last group of one row (channel), one of 64
     ("spread", "network", 66, 2, 64, 3),  # a last group of two rows
     ("random", "spread", 7 * 16 + 3, 3, 16, 4),  # groups of 16 rows, a last one of 3
+    # whole 64-lane blocks of one position (their products a loop a block, the block's
+    # exponent read once): every exponent, the edge values, the largest sums
+    ("random", "random", 256, 1, 64, 5),
+    ("edges", "edges", 128, 1, 64, 4),
+    ("largest", "largest", 192, 1, 64, 3),
+    ("random", "edges", 64, 1, 64, 6),
 ]
 
 
