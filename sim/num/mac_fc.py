@@ -60,6 +60,7 @@ FC_BLOCK = 64
 #: What a flagged lane's (P >> s) needs (:func:`_mid_lanes`): a carry of 1 subtracted, or
 #: (shifted beyond NEAR_SHIFT: it is 0 so far) the product from the whole tree.
 NEEDS_CARRY, NEEDS_TREE = 1, 2
+FC_BLOCK_BITS = FC_BLOCK.bit_length() - 1  # a lane's block: lane >> FC_BLOCK_BITS
 #: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
 MID_VECTOR = 32
 #: The most lanes a block may have: the block sums add the low halves of ``P >> s`` (at most
@@ -163,15 +164,18 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
         for b in range(n_blocks):
             block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
         if known and lanes % FC_BLOCK == 0:
-            some_mid = _shifted_products_by_block(d_sign, d_sig, w_bits, at, count, lane_exp,
-                                                  tops, shifted, packed)
+            if _block_products(d_sign, d_sig, w_bits, at, count, lane_exp, tops, packed,
+                               sums, np.uint64(first)):
+                _mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
+                           sums, np.uint64(first), np.uint64(FC_BLOCK_BITS))
+            continue
         else:
             _spread(tops, count, block, positions, block_exp)
             some_mid = _shifted_products(d_sign, d_sig, w_bits, at, count, lane_exp,
                                          block_exp, shifted, packed)
         if some_mid:
             _mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
-                       shifted)
+                       shifted, np.uint64(0), np.uint64(0))
         if known:
             _block_sums(shifted, count, FC_BLOCK, 1, highs, lows, sums, np.uint64(first),
                         np.uint64(n_blocks))
@@ -295,16 +299,18 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
 
 
 @njit(distinct_arrays=True)
-def _shifted_products_by_block(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, shifted,
-                               packed):
-    """:func:`_shifted_products` of whole blocks of ``FC_BLOCK`` lanes, each block's
-    exponent read from ``tops`` once for its lanes: a loop a block, whole vectors for the
-    width known, and no pass spreading the block exponents to the lanes first."""
+def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, sums, first):
+    """Passes 2 and 3 of whole blocks of ``FC_BLOCK`` lanes in one loop a block (the width
+    known: whole vectors), each block's exponent read once from ``tops``: its sum of
+    ``P >> s`` (halves as :func:`_block_sums`'s) to ``sums[first + b]``, the flagged
+    lanes' packed words as :func:`_shifted_products`'s (their changes then go to the
+    sums, :func:`_mid_lanes`).  Returns whether some lanes are flagged."""
     prefer_wide_vectors()
     some_mid = False
     width = np.uint64(FC_BLOCK)
     for b in range(lanes // width):
         top = tops[b]
+        high, low = word32(0), word32(0)
         for j in range(width):
             i = b * width + j
             negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
@@ -312,12 +318,14 @@ def _shifted_products_by_block(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops,
             product = signed_product(negative, sig, d_sig[m0 + i])
             shift = word32(sub16(top, lane_exp[i]))
             near = shift <= NEAR_SHIFT
-            shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
-                                        sub32(0, word32(near))))
+            value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))), sub32(0, word32(near)))
+            high = add32(high, sar32(value, 16))
+            low = add32(low, and32(value, 0xFFFF))
             is_mid = may_carry(product, shift) & (shift < 32)
             packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift),
                               sub32(0, word32(is_mid)))
             some_mid |= is_mid
+        sums[first + b] = _from_halves(high, low)
     return some_mid
 
 
@@ -391,12 +399,16 @@ def _pack(negative, wt, dat, shift):
 
 
 @njit(distinct_arrays=True)
-def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, shifted):
+def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, target, first,
+               lane_bits):
     """The lanes of pass 2's packed words that are not 0 (those that may carry, shifts of
     20 to 28), the words and their indices gathered with the compressing store
     (:func:`sim.num.compress.compress_nonzero`): shifts of 8 to 16 get their carries
-    (subtracted from ``shifted``) from the 16-bit tree, in one vectorised loop over their
-    words; longer ones (rarer still) their products from the whole tree.  ``needs`` gets
+    from the 16-bit tree, in one vectorised loop over their words; longer ones (rarer
+    still) their products from the whole tree.  Each lane's change goes to
+    ``target[first + (lane >> lane_bits)]``: its ``(P >> s)`` (``shifted``, ``lane_bits``
+    0) or its block's sum (``sums``, ``lane_bits`` log2 of the block's lanes); a lane
+    shifted beyond ``NEAR_SHIFT`` counted 0 there so far.  ``needs`` gets
     each flagged lane's change (``NEEDS_CARRY``, ``NEEDS_TREE`` or 0), ``need_at`` the
     places of those that have one."""
     prefer_wide_vectors()
@@ -443,7 +455,8 @@ def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, shift
     for t in range(n_set):
         at = need_at[t]
         if needs[at] == NEEDS_CARRY:
-            shifted[flagged[at]] -= 1
-        else:
+            target[first + (np.uint64(flagged[at]) >> lane_bits)] -= 1
+        else:  # its (P >> s) so far 0
             negative, wt, dat, shift = _unpack(words[at])
-            shifted[flagged[at]] = np.int32(booth_lane(negative, wt, dat, shift))
+            target[first + (np.uint64(flagged[at]) >> lane_bits)] += np.int32(
+                booth_lane(negative, wt, dat, shift))

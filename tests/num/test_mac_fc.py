@@ -96,7 +96,7 @@ def _flagged_lane_mismatches(weights, weight_error):
                     want[i] = np.int32(booth_lane(neg, w, d, s))
                     i += 1
         _mid_lanes(packed, np.uint64(lanes), flagged, words, needs, need_at, lows, highs,
-                   shifted)
+                   shifted, np.uint64(0), np.uint64(0))
         wrong += (shifted != want).sum()
     return wrong
 
