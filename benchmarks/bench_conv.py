@@ -16,9 +16,9 @@ per weight on one thread (the weights' transpose, their Booth rows, the data's
 operands).
 Then two AlexNet-class fully connected fp16 layers through the MAC stage
 (``conv_fp16``: one output pixel, every weight used once), 6x6x256 -> 4096 and
-1x1x4096 -> 4096, their MACs per second and core beside the convolution's (goal:
-no slower per MAC), and per processor second (to set beside the convolution's on a
-busy machine).
+1x1x4096 -> 4096, their weights as their DC stream (as networks run them), their MACs
+per second and core beside the convolution's (goal: no slower per MAC), and per
+processor second (to set beside the convolution's on a busy machine).
 
     python benchmarks/bench_conv.py [--size 28] [--channels 64] [--kernels 64] [--repeat 3]
                                     [--no-fc]
@@ -36,6 +36,7 @@ from sim.conv.direct import compute_direct_layer as compute_layer
 from sim.conv.layer import decode_layer
 from sim.conv.mac_fp16 import conv_fp16
 from sim.dma.align import ceil_div
+from sim.dma.weights import dc_stream, pack_weight_dc
 from sim.jit import cores
 from sim.machine import LayerContext, Machine
 from sim.num import mac
@@ -174,20 +175,25 @@ def prep_rate(rng, repeat, kernels=512, channels=512):
 
 def fc_rate(rng, size, channels, kernels, repeat, conv_rate):
     """A fully connected fp16 layer (a size x size x channels input, kernels of its whole
-    size: one output pixel) through the MAC stage, MACs per second and core."""
+    size: one output pixel) through the MAC stage, MACs per second and core.  The weights
+    go in as networks give them: their DC stream (nv_full's MAC atomic C and K), whose
+    runs the layer reads in place (an unpacked (K, C, R, S) array takes another path)."""
     x = rng.standard_normal((1, channels, size, size)).astype(np.float16).view(np.uint16)
     w = (rng.standard_normal((kernels, channels, size, size)) * 0.02).astype(np.float16)
     w = w.view(np.uint16)
+    packed = pack_weight_dc(w, "fp16", mac_atomic_c=64, mac_atomic_k=32)
+    packed.flags.writeable = False  # as the memory's view is
+    stream = dc_stream(packed, w.shape, "fp16", mac_atomic_c=64, mac_atomic_k=32)
     layer = SimpleNamespace(pad_value=0, out_height=1, out_width=1, stride_y=1, stride_x=1,
-                            dilation_y=1, dilation_x=1, pad_top=0, pad_left=0)
-    conv_fp16(x, w, layer, 64)  # compile / warm up
-    t, t_cpu = wall_and_cpu(lambda: conv_fp16(x, w, layer, 64), repeat)
+                            dilation_y=1, dilation_x=1, pad_top=0, pad_left=0, batches=1,
+                            channels=channels)
+    conv_fp16(x, stream, layer, 64)  # compile / warm up
+    t, t_cpu = wall_and_cpu(lambda: conv_fp16(x, stream, layer, 64), repeat)
     rate = w.size / t / cores() / 1e6
-    print(f"fully connected fp16 {size}x{size}x{channels} -> {kernels}: {t * 1e3:9.2f} ms, "
-          f"{rate:.0f} M MAC/s per core (convolution: {conv_rate:.0f}) "
+    print(f"fully connected fp16 {size}x{size}x{channels} -> {kernels} (DC stream): "
+          f"{t * 1e3:9.2f} ms, {rate:.0f} M MAC/s per core (convolution: {conv_rate:.0f}) "
           f"{verdict(rate, round(conv_rate), 'M', at_least=True)}, "
           f"{w.size / t_cpu / 1e6:.0f} M MAC per processor second")
-
 
 if __name__ == "__main__":
     main()

@@ -78,9 +78,9 @@ def _flagged_lane_mismatches(weights, weight_error):
     lanes = 2 * len(shifts) * MAGNITUDES
     room = lanes + 64
     packed, shifted = np.zeros(room, np.uint32), np.zeros(lanes, np.int32)
-    flagged, words, far_at = np.zeros(room, np.int32), np.zeros(room, np.uint32), np.zeros(
+    flagged, words, need_at = np.zeros(room, np.int32), np.zeros(room, np.uint32), np.zeros(
         room, np.int32)
-    carries, far = np.zeros(room, np.uint8), np.zeros(room, np.uint8)
+    needs = np.zeros(room, np.uint8)
     lows, highs = np.zeros(room, np.uint16), np.zeros(room, np.uint16)
     want = np.zeros(lanes, np.int32)
     wrong = 0
@@ -95,8 +95,8 @@ def _flagged_lane_mismatches(weights, weight_error):
                     packed[i] = _pack(neg, w + word32(weight_error), d, s)
                     want[i] = np.int32(booth_lane(neg, w, d, s))
                     i += 1
-        _mid_lanes(packed, np.uint64(lanes), flagged, words, carries, far, far_at, lows,
-                   highs, shifted)
+        _mid_lanes(packed, np.uint64(lanes), flagged, words, needs, need_at, lows, highs,
+                   shifted, np.uint64(0), np.uint64(0))
         wrong += (shifted != want).sum()
     return wrong
 
@@ -242,6 +242,12 @@ CASES = [  # (kind of data, kind of weights, channels, positions, block, kernels
     ("spread", "spread", 65, 7, 64, 3),  # a last group of one row (channel), one of 64
     ("spread", "network", 66, 2, 64, 3),  # a last group of two rows
     ("random", "spread", 7 * 16 + 3, 3, 16, 4),  # groups of 16 rows, a last one of 3
+    # whole 64-lane blocks of one position (their products a loop a block, the block's
+    # exponent read once): every exponent, the edge values, the largest sums
+    ("random", "random", 256, 1, 64, 5),
+    ("edges", "edges", 128, 1, 64, 4),
+    ("largest", "largest", 192, 1, 64, 3),
+    ("random", "edges", 64, 1, 64, 6),
 ]
 
 
