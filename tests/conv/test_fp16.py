@@ -182,6 +182,16 @@ def make_layer(out_hw, stride=(1, 1), dil=(1, 1), pad=(0, 0), pad_value=0):
                            pad_value=pad_value, out_height=out_hw[0], out_width=out_hw[1])
 
 
+def padded_small_layer(rng, channels: int, kernels: int, nan_pad: bool):
+    """(data, weights, layer) of a small padded, strided layer: 3 x 3 output pixels of a
+    3 x 3 kernel, stride 2, padding 1, over a 5 x 5 input; the pad value a number, or a
+    NaN."""
+    x = random_bits(rng, (1, channels, 5, 5))
+    wt = random_bits(rng, (kernels, channels, 3, 3))
+    pad_value = 0xFE21 if nan_pad else int(fp16(-1.5)[()])
+    return x, wt, make_layer((3, 3), (2, 2), (1, 1), (1, 1), pad_value)
+
+
 @pytest.mark.parametrize("case", ["strided_dilated", "wide", "nans"])
 def test_fp16_tiles_are_the_definition(case):
     """The tiled kernel (pixels vectorised, rows of the data tabulated) against the
@@ -328,11 +338,8 @@ def test_fp16_few_pixels_are_the_definition(case):
     strided layer (pad value a number, or a NaN)."""
     rng = np.random.default_rng(len(case))
     c, k = 150, 37
-    if case.startswith("padded"):  # 3 x 3 pixels: a 3 x 3 kernel, stride 2, padding 1
-        x = random_bits(rng, (1, c, 5, 5))
-        wt = random_bits(rng, (k, c, 3, 3))
-        pad_value = 0xFE21 if case == "padded_nan" else int(fp16(-1.5)[()])
-        layer = make_layer((3, 3), (2, 2), (1, 1), (1, 1), pad_value)
+    if case.startswith("padded"):
+        x, wt, layer = padded_small_layer(rng, c, k, case == "padded_nan")
     else:  # a batch of windows of the kernel's size: one output pixel each
         size = 2 if case == "positions_nans" else 1
         x = random_bits(rng, (7, c, size, size))

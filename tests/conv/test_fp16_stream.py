@@ -12,7 +12,14 @@ from sim.conv.mac_fp16 import MIN_TILE, conv_fp16, reads_stream
 from sim.dma.weights import DcStream, dc_stream, pack_weight_dc
 from sim.num.specials import count_nans_and_infs
 
-from .test_fp16 import fp16, make_layer, network_bits, plant, random_bits, reference_fp16
+from .test_fp16 import (
+    make_layer,
+    network_bits,
+    padded_small_layer,
+    plant,
+    random_bits,
+    reference_fp16,
+)
 
 GROUP = 16  # kernels a weight group (nv_full fp16)
 
@@ -30,11 +37,8 @@ def as_stream(wt, block, group=GROUP):
 def test_stream_products_are_the_definition(case, block):
     rng = np.random.default_rng(len(case) * 10 + block)
     c, k = 2 * block if block == 64 else 3 * block, 37  # groups of 16, 16 and 5 kernels
-    if case.startswith("padded"):  # 3 x 3 pixels: a 3 x 3 kernel, stride 2, padding 1
-        x = random_bits(rng, (1, c, 5, 5))
-        wt = random_bits(rng, (k, c, 3, 3))
-        pad_value = 0xFE21 if case == "padded_nan" else int(fp16(-1.5)[()])
-        layer = make_layer((3, 3), (2, 2), (1, 1), (1, 1), pad_value)
+    if case.startswith("padded"):
+        x, wt, layer = padded_small_layer(rng, c, k, case == "padded_nan")
     else:  # a batch of windows of the kernel's size: one output pixel each
         size = 3 if case.startswith("positions") else 1
         n = 1 if case == "trained" else 5
