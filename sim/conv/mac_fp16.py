@@ -42,10 +42,8 @@ from ..num.mac import (
     weight_rows_bytes,
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
-from ..num.narrow import and16, word16
 from ..num.rounding import sign_extend
-from ..num.specials import count_nans_and_infs, nan_mask
-from ..num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
+from ..num.specials import count_nans_and_infs, fp16_nans_and_infs, nan_mask
 from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
@@ -244,39 +242,61 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     together.  ``data`` (:func:`sim.num.mac_fc.fc_data` of :func:`_csc_in_weight_order`'s
     operands) and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
     ``lanes`` are all the channels' blocks."""
-    d_exp, d_sign, d_sig = data
-    groups = lanes.size - 1
-    n_blocks = groups * n_pos
     block = lanes[1] - lanes[0]
-    out_h, out_w = out.shape[2], out.shape[3]
-    count = out.shape[0] * out_h * out_w
-    scratch = fc_scratch(max(block * n_pos, CHUNK))
-    data_nan = np.zeros(count, np.bool_)
-    for p in range(count):
-        data_nan[p] = (d_nan[p] >= 0).any()
-    block_exp4 = np.zeros((CACC_KERNELS, n_blocks), np.int32)
-    sums = np.zeros((CACC_KERNELS, n_blocks), np.int64)
-    w_nan = np.zeros(CACC_KERNELS, np.bool_)
-    acc_e = np.zeros(CACC_KERNELS, np.int64)
-    acc_m = np.zeros(CACC_KERNELS, np.int64)
-    by_block = (np.zeros((n_blocks, CACC_KERNELS), np.int32),
-                np.zeros((n_blocks, CACC_KERNELS), np.int64))
+    work = _small_layer_work((lanes.size - 1) * n_pos, max(block * n_pos, CHUNK))
+    data_nan = _pixels_with_nans(d_nan)
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
-        for p in range(count):
-            for k in range(k0, k1):
-                w_nan[k - k0] = fp16_fc_blocks(
-                    (d_exp[p], d_sign[p], d_sig[p]), weights[k], block,
-                    n_pos, scratch, block_exp4[k - k0], sums[k - k0])
-            # no NaN block: CACC without branches (the NaN kernels' results replaced below)
-            _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
-            for k in range(k0, k1):
-                if w_nan[k - k0] or data_nan[p]:
-                    acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
-                        weights[k], w_nan[k - k0], d_nan[p], lanes, n_pos, block_exp4[k - k0],
-                        sums[k - k0])
-                out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
-                    acc_e[k - k0], acc_m[k - k0])
+        for p in range(data_nan.size):
+            _pixel_of_kernels(p, data, d_nan, data_nan, weights, 0, k0, k1, block, n_pos, lanes,
+                              work, out)
+
+
+@njit(inline="always")
+def _small_layer_work(n_blocks, lanes):
+    """The work arrays of :func:`_pixel_of_kernels` for layers of ``n_blocks`` blocks a
+    kernel, ``lanes`` lanes a chunk: (the kernel's scratch, ``CACC_KERNELS`` kernels'
+    block exponents and sums, whether each has a NaN weight, their accumulators, and the
+    blocks block-major for :func:`_cacc_kernels`)."""
+    return (fc_scratch(lanes), np.zeros((CACC_KERNELS, n_blocks), np.int32),
+            np.zeros((CACC_KERNELS, n_blocks), np.int64), np.zeros(CACC_KERNELS, np.bool_),
+            np.zeros(CACC_KERNELS, np.int64), np.zeros(CACC_KERNELS, np.int64),
+            (np.zeros((n_blocks, CACC_KERNELS), np.int32),
+             np.zeros((n_blocks, CACC_KERNELS), np.int64)))
+
+
+@njit(inline="always")
+def _pixels_with_nans(d_nan):
+    """Whether each pixel's data has a NaN block (``d_nan``: first NaNs, -1 for none)."""
+    data_nan = np.zeros(d_nan.shape[0], np.bool_)
+    for p in range(d_nan.shape[0]):
+        data_nan[p] = (d_nan[p] >= 0).any()
+    return data_nan
+
+
+@njit(inline="always")
+def _pixel_of_kernels(p, data, d_nan, data_nan, weights, first, k0, k1, block, positions,
+                      lanes, work, out):
+    """Pixel ``p``'s outputs of kernels ``k0:k1`` (at most ``CACC_KERNELS``), kernel ``k``'s
+    weights ``weights[k - first]``: each kernel's blocks (``positions`` kernel positions a
+    channel group, :func:`sim.num.mac_fc.fp16_fc_blocks`), CACC of them together, then
+    the kernels with a NaN weight, or data, block by block."""
+    d_exp, d_sign, d_sig = data
+    scratch, block_exp4, sums, w_nan, acc_e, acc_m, by_block = work
+    for k in range(k0, k1):
+        w_nan[k - k0] = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p]), weights[k - first],
+                                       block, positions, scratch, block_exp4[k - k0],
+                                       sums[k - k0])
+    # no NaN block: CACC without branches (the NaN kernels' results replaced below)
+    _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
+    out_h, out_w = out.shape[2], out.shape[3]
+    for k in range(k0, k1):
+        if w_nan[k - k0] or data_nan[p]:
+            acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
+                weights[k - first], w_nan[k - k0], d_nan[p], lanes, positions,
+                block_exp4[k - k0], sums[k - k0])
+        out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
+            acc_e[k - k0], acc_m[k - k0])
 
 
 @njit
@@ -289,43 +309,20 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
     ``CACC_KERNELS`` kernels' blocks are gathered into rows of their own first (a run
     of a block's lanes at a time: the whole stream is read once, in order where the
     kernels are a weight group's), whole blocks of one position each; their NaNs and
-    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`).  (The loops over
-    pixels and kernels are :func:`_conv_fp16_kernels`'s: a body shared by both, its
-    work arrays passed in, took 3-10% longer there.)"""
-    d_exp, d_sign, d_sig = data
+    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`).  (Each
+    pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)"""
     lanes = np.arange(n_blocks + 1) * block
-    out_h, out_w = out.shape[2], out.shape[3]
-    count = out.shape[0] * out_h * out_w
-    scratch = fc_scratch(max(block, CHUNK))
-    data_nan = np.zeros(count, np.bool_)
-    for p in range(count):
-        data_nan[p] = (d_nan[p] >= 0).any()
+    work = _small_layer_work(n_blocks, max(block, CHUNK))
+    data_nan = _pixels_with_nans(d_nan)
     # C-contiguous rows of the kernels' lanes exactly (a slice of wider ones, of any
     # layout, kept fp16_fc_blocks' passes from vectorising: 4x the time)
     rows = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
-    block_exp4 = np.zeros((CACC_KERNELS, n_blocks), np.int32)
-    sums = np.zeros((CACC_KERNELS, n_blocks), np.int64)
-    w_nan = np.zeros(CACC_KERNELS, np.bool_)
-    acc_e = np.zeros(CACC_KERNELS, np.int64)
-    acc_m = np.zeros(CACC_KERNELS, np.int64)
-    by_block = (np.zeros((n_blocks, CACC_KERNELS), np.int32),
-                np.zeros((n_blocks, CACC_KERNELS), np.int64))
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
         _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials)
-        for p in range(count):
-            for k in range(k0, k1):
-                w_nan[k - k0] = fp16_fc_blocks(
-                    (d_exp[p], d_sign[p], d_sig[p]), rows[k - k0], block, 1, scratch,
-                    block_exp4[k - k0], sums[k - k0])
-            _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
-            for k in range(k0, k1):
-                if w_nan[k - k0] or data_nan[p]:  # block b: lanes b * block on, in a row
-                    acc_e[k - k0], acc_m[k - k0] = _cacc_blocks_with_nans(
-                        rows[k - k0], w_nan[k - k0], d_nan[p], lanes, 1, block_exp4[k - k0],
-                        sums[k - k0])
-                out[p // (out_h * out_w), k, (p // out_w) % out_h, p % out_w] = cacc_to_fp32(
-                    acc_e[k - k0], acc_m[k - k0])
+        for p in range(data_nan.size):  # one position: block b is lanes b * block on, in a row
+            _pixel_of_kernels(p, data, d_nan, data_nan, rows, k0, k0, k1, block, 1, lanes,
+                              work, out)
 
 
 @njit
@@ -350,9 +347,9 @@ def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, speci
     stream (the first's runs at ``first + b * stride``): a run of every kernel in turn,
     the stream read in order (the runs' addresses from ``first`` and ``stride`` alone:
     from each kernel's base and stride, loaded run by run, the gather took half as long
-    again).  Then a kernel's NaNs and Infs, counted weight by weight only where its
-    row's largest magnitude is Inf's or above (a loop over the whole row: kept in the
-    copy's loop over each run, it took half as long again too)."""
+    again).  Then each kernel's NaNs and Infs (:func:`sim.num.specials.fp16_nans_and_infs`,
+    a loop over the whole row: kept in the copy's loop over each run, the count took half
+    as long again too)."""
     prefer_wide_vectors()
     width, step = np.uint64(block), np.uint64(stride)
     for b in range(np.uint64(n_blocks)):
@@ -361,23 +358,8 @@ def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, speci
             src = np.uint64(first) + b * step + row * width
             for j in range(width):
                 rows[row, dst + j] = elements[src + j]
-    lanes = width * np.uint64(n_blocks)
     for row in range(np.uint64(kernels)):
-        top = word16(0)
-        for i in range(lanes):
-            top = max(top, and16(rows[row, i], 0x7FFF))
-        nans = infs = 0
-        if top >= FP16_INF:
-            for i in range(lanes):
-                nans += _is_nan(rows[row, i], *FP16)
-                infs += _is_inf(rows[row, i], *FP16)
-        specials[row, 0], specials[row, 1] = nans, infs
-
-
-#: fp16's Inf pattern, the least magnitude of an Inf or a NaN
-FP16_INF = 0x7C00
-_is_nan = njit(is_nan_pattern)
-_is_inf = njit(is_inf_pattern)
+        specials[row, 0], specials[row, 1] = fp16_nans_and_infs(rows[row])
 
 
 @njit(inline="always")

@@ -36,11 +36,19 @@ from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
 )
-from sim.num.narrow import add16, and16, or16, shl16, shr16, sub16, word8, word16, xor16
-from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32, word_op
-
-#: 16-bit products, for the low halves of the flagged lanes' products (:func:`_mid_lanes`).
-mul16 = word_op("mul", 16, "a * b modulo 2**16")
+from sim.num.narrow import (
+    add16,
+    and16,
+    mul16,
+    or16,
+    shl16,
+    shr16,
+    sub16,
+    word8,
+    word16,
+    xor16,
+)
+from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
 #: data value's (4 * ZERO_LANE_EXP) plus the bias stays above 0, which is a zero weight's.

@@ -22,6 +22,8 @@ after the dot.
 
 import numpy as np
 
+from sim.jit import njit
+from sim.num.narrow import and16, word16
 from sim.num.vector_fp import FP16, is_inf_pattern, is_nan_pattern
 
 from ..records import record
@@ -115,6 +117,30 @@ def count_nans_and_infs(bits, fmt=FP16) -> tuple[int, int]:
         piece = flat[start:start + COUNT_PIECE]
         nans += int(np.count_nonzero(is_nan_pattern(piece, *fmt)))
         infs += int(np.count_nonzero(is_inf_pattern(piece, *fmt)))
+    return nans, infs
+
+
+#: fp16's Inf pattern: the least magnitude of an Inf or a NaN
+FP16_INF = ((1 << FP16[0]) - 1) << FP16[1]
+_is_nan = njit(is_nan_pattern)
+_is_inf = njit(is_inf_pattern)
+
+
+@njit(inline="always")
+def fp16_nans_and_infs(words):
+    """:func:`count_nans_and_infs` of fp16 patterns (a 1-D array) inside a compiled kernel:
+    (NaNs, Infs).  The words' largest magnitude is found first, in one vectorised loop
+    (a layer's rows of weights hold neither, nearly always), and they are tested one by
+    one only where it reaches Inf's."""
+    n = np.uint64(words.size)
+    top = word16(0)
+    for i in range(n):
+        top = max(top, and16(words[i], 0x7FFF))
+    nans = infs = 0
+    if top >= FP16_INF:
+        for i in range(n):
+            nans += _is_nan(words[i], *FP16)
+            infs += _is_inf(words[i], *FP16)
     return nans, infs
 
 

@@ -25,3 +25,20 @@ def test_counts_match_the_masks(fmt, size, piece, monkeypatch):
     want = (int(nan_mask(cube, fmt).sum()), int(inf_mask(cube, fmt).sum()))
     assert count_nans_and_infs(cube, fmt) == want
     assert size < 64 or min(want) > 0  # the large cases hold both kinds
+
+
+@pytest.mark.parametrize("size,special", [(0, None), (70, None), (70, 0x7C00), (70, 0xFC01),
+                                           (4096, 0xFFFF), (4096, 0x7BFF), (333, 0xFE00)])
+def test_compiled_fp16_counts_match_the_masks(size, special):
+    """fp16_nans_and_infs (compiled kernels' count: a screen by the largest magnitude first)
+    against the masks: rows with no special, one planted (Inf, NaN, the largest finite
+    value, which the screen must pass over), and rows of random patterns."""
+    rng = np.random.default_rng(size)
+    bits = (rng.integers(0, 0x7BFF, size, dtype=np.uint16)
+            | (rng.integers(0, 2, size, dtype=np.uint16) << 15))
+    if size == 4096:  # every pattern's top 12 bits
+        bits = (np.arange(size, dtype=np.uint32) << 4).astype(np.uint16) | bits & 15
+    if special is not None:
+        bits[rng.integers(0, size, 3)] = special
+    want = (int(nan_mask(bits).sum()), int(inf_mask(bits).sum()))
+    assert specials.fp16_nans_and_infs(bits) == want
