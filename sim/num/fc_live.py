@@ -66,24 +66,43 @@ def live_layout(d_exp4, block: int):
     if block % WORD_LANES or d_exp4.shape[1] % block or block > MAX_BLOCK_LANES:
         return None
     live = (d_exp4 != 4 * ZERO_LANE_EXP).any(axis=0).reshape(-1, block)
-    n_blocks = live.shape[0]
-    counts = live.sum(axis=1)
-    vectors = -(-counts // VECTOR)
-    starts = np.zeros(n_blocks + 1, np.int64)
-    np.cumsum(vectors, out=starts[1:])
+    starts = _block_vectors(live)
     if starts[-1] * VECTOR > LIVE_AT_MOST * live.size:
         return None
+    return _layout(live, starts)
+
+
+@njit
+def _block_vectors(live):
+    """The first vector of each block of ``live`` (blocks, lanes) and the end."""
+    starts = np.zeros(live.shape[0] + 1, np.int64)
+    for b in range(live.shape[0]):
+        starts[b + 1] = starts[b] + (live[b].sum() + VECTOR - 1) // VECTOR
+    return starts
+
+
+@njit
+def _layout(live, starts):
+    """:func:`live_layout` of the blocks' live lanes ``live`` (blocks, lanes) (in numpy, a
+    loop over the blocks took 0.4 ms of fc6's 18, whole arrays 0.07)."""
+    n_blocks, block = live.shape
+    halves = block // WORD_LANES
     lanes = np.full(starts[-1] * VECTOR, -1, np.int64)
-    for b in np.flatnonzero(counts):
+    vector_block = np.zeros(starts[-1], np.int32)
+    masks = np.zeros(n_blocks * halves, np.uint32)
+    before = np.zeros(n_blocks * halves, np.int64)
+    for b in range(n_blocks):
+        vector_block[starts[b]:starts[b + 1]] = b
         at = starts[b] * VECTOR
-        lanes[at:at + counts[b]] = b * block + np.flatnonzero(live[b])
-    halves = live.reshape(-1, WORD_LANES)
-    masks = (halves.astype(np.uint64) << np.arange(WORD_LANES, dtype=np.uint64)).sum(
-        axis=1).astype(np.uint32)
-    before = np.cumsum(halves.sum(axis=1).reshape(n_blocks, -1), axis=1)
-    before = (before - halves.sum(axis=1).reshape(n_blocks, -1)).reshape(-1)
-    vector_block = np.repeat(np.arange(n_blocks, dtype=np.int32), vectors)
-    return lanes, starts, vector_block, masks, before.astype(np.int64)
+        for h in range(halves):
+            before[b * halves + h] = at - starts[b] * VECTOR
+            for j in range(WORD_LANES):
+                lane = h * WORD_LANES + j
+                if live[b, lane]:
+                    masks[b * halves + h] |= np.uint32(1) << np.uint32(j)
+                    lanes[at] = b * block + lane
+                    at += 1
+    return lanes, starts, vector_block, masks, before
 
 
 @njit
@@ -107,13 +126,19 @@ def whole_layout(n_blocks, block):
 def live_data(data, lanes):
     """:func:`sim.num.mac_fc.fc_data` arrays (pixels, lanes) at the live ``lanes`` only
     (:func:`live_layout`), padding lanes 0 (their weight 0 makes them dead)."""
-    pad = lanes < 0
-    out = []
-    for array in data:
-        packed = np.ascontiguousarray(array[:, np.maximum(lanes, 0)])
-        packed[:, pad] = 0
-        out.append(packed)
-    return tuple(out)
+    return tuple(_at_lanes(np.ascontiguousarray(array), lanes) for array in data)
+
+
+@njit
+def _at_lanes(array, lanes):
+    """``array[:, lanes]``, 0 where a lane is -1 (numpy's fancy indexing took 4 times as
+    long)."""
+    out = np.zeros((array.shape[0], lanes.size), array.dtype)
+    for p in range(array.shape[0]):
+        for i in range(lanes.size):
+            if lanes[i] >= 0:
+                out[p, i] = array[p, lanes[i]]
+    return out
 
 
 @njit
