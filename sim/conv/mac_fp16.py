@@ -23,6 +23,16 @@ import numpy as np
 from ..dma.align import align_up, ceil_div
 from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
+from ..num.compress import WORD_LANES, compress_words
+from ..num.fc_live import VECTOR as LIVE_VECTOR
+from ..num.fc_live import (
+    fc_live_scratch,
+    fp16_fc_live_blocks,
+    live_data,
+    live_layout,
+    whole_layout,
+)
+from ..num.fc_pieces import prefetch
 from ..num.mac import (
     MAC_NAN_EXP,
     ZERO_LANE_EXP,
@@ -226,6 +236,14 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                 out[b, k, oy, ox] = cacc_to_fp32(acc_e[k, p], acc_m[k, p])
 
 
+#: The weights a small layer's gathers (:func:`_gather_group`, :func:`_gather_live_group`)
+#: ask the caches for ahead of the run they copy, a line (``STREAM_LINE`` weights) at a
+#: time: the stream is read once, from memory, in order, and the processor's own
+#: prefetching kept the gathers waiting for it (fc6's 9216-lane kernels' live lanes,
+#: one thread: 0.110 ns a MAC without, 0.064 at 4 KB ahead, 0.042-0.044 at 16 KB,
+#: 0.050 at 32 KB).
+STREAM_AHEAD = 8192
+STREAM_LINE = 32
 #: Kernels whose blocks a thread of a small layer computes before it accumulates them:
 #: CACC's steps for one kernel form a chain (each waits for the last), the kernels' chains
 #: are independent and run side by side.
@@ -243,7 +261,7 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     operands) and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
     ``lanes`` are all the channels' blocks."""
     block = lanes[1] - lanes[0]
-    work = _small_layer_work((lanes.size - 1) * n_pos, max(block * n_pos, CHUNK))
+    work = _small_layer_work((lanes.size - 1) * n_pos, fc_scratch(max(block * n_pos, CHUNK)))
     data_nan = _pixels_with_nans(d_nan)
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
@@ -253,12 +271,12 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
 
 
 @njit(inline="always")
-def _small_layer_work(n_blocks, lanes):
+def _small_layer_work(n_blocks, scratch):
     """The work arrays of :func:`_pixel_of_kernels` for layers of ``n_blocks`` blocks a
-    kernel, ``lanes`` lanes a chunk: (the kernel's scratch, ``CACC_KERNELS`` kernels'
-    block exponents and sums, whether each has a NaN weight, their accumulators, and the
-    blocks block-major for :func:`_cacc_kernels`)."""
-    return (fc_scratch(lanes), np.zeros((CACC_KERNELS, n_blocks), np.int32),
+    kernel: (the kernel's ``scratch``, ``CACC_KERNELS`` kernels' block exponents and
+    sums, whether each has a NaN weight, their accumulators, and the blocks block-major
+    for :func:`_cacc_kernels`)."""
+    return (scratch, np.zeros((CACC_KERNELS, n_blocks), np.int32),
             np.zeros((CACC_KERNELS, n_blocks), np.int64), np.zeros(CACC_KERNELS, np.bool_),
             np.zeros(CACC_KERNELS, np.int64), np.zeros(CACC_KERNELS, np.int64),
             (np.zeros((n_blocks, CACC_KERNELS), np.int32),
@@ -287,6 +305,15 @@ def _pixel_of_kernels(p, data, d_nan, data_nan, weights, first, k0, k1, block, p
         w_nan[k - k0] = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p]), weights[k - first],
                                        block, positions, scratch, block_exp4[k - k0],
                                        sums[k - k0])
+    _pixel_out(p, d_nan, data_nan, weights, first, k0, k1, positions, lanes, work, out)
+
+
+@njit(inline="always")
+def _pixel_out(p, d_nan, data_nan, weights, first, k0, k1, positions, lanes, work, out):
+    """:func:`_pixel_of_kernels` once the kernels' blocks are in ``work``: CACC of them
+    together, then the kernels with a NaN weight (``weights[k - first]`` whole), or data,
+    block by block."""
+    _, block_exp4, sums, w_nan, acc_e, acc_m, by_block = work
     # no NaN block: CACC without branches (the NaN kernels' results replaced below)
     _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m)
     out_h, out_w = out.shape[2], out.shape[3]
@@ -309,17 +336,26 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
     ``CACC_KERNELS`` kernels' blocks are gathered into rows of their own first (a run
     of a block's lanes at a time: the whole stream is read once, in order where the
     kernels are a weight group's), whole blocks of one position each; their NaNs and
-    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`).  (Each
+    Infs counted on the way into ``specials[k]`` (:func:`_gather_runs`; runs of whole
+    ``WORD_LANES`` halves by :func:`_gather_live_runs` with every lane live, one
+    register copy and count a half: the copy and the count over the row took twice as
+    long).  (Each
     pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)"""
     lanes = np.arange(n_blocks + 1) * block
-    work = _small_layer_work(n_blocks, max(block, CHUNK))
+    work = _small_layer_work(n_blocks, fc_scratch(max(block, CHUNK)))
     data_nan = _pixels_with_nans(d_nan)
     # C-contiguous rows of the kernels' lanes exactly (a slice of wider ones, of any
     # layout, kept fp16_fc_blocks' passes from vectorising: 4x the time)
     rows = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
+    by_halves = block % WORD_LANES == 0  # runs of whole halves: copied as every lane live
+    every_lane = whole_layout(n_blocks, block if by_halves else WORD_LANES)
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
-        _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials)
+        if by_halves:
+            _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, every_lane,
+                              rows, specials)
+        else:
+            _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials)
         for p in range(data_nan.size):  # one position: block b is lanes b * block on, in a row
             _pixel_of_kernels(p, data, d_nan, data_nan, rows, k0, k0, k1, block, 1, lanes,
                               work, out)
@@ -356,10 +392,94 @@ def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, speci
         dst = b * width
         for row in range(np.uint64(kernels)):
             src = np.uint64(first) + b * step + row * width
+            for line in range(np.uint64(0), width, np.uint64(STREAM_LINE)):
+                prefetch(elements, src + line + np.uint64(STREAM_AHEAD))
             for j in range(width):
                 rows[row, dst + j] = elements[src + j]
     for row in range(np.uint64(kernels)):
         specials[row, 0], specials[row, 1] = fp16_nans_and_infs(rows[row])
+
+
+@njit
+def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, block,
+                         n_blocks, out, kernels):
+    """:func:`_conv_fp16_runs` of a layer whose data are zero in many lanes: only the live
+    lanes (:func:`sim.num.fc_live.live_layout` ``layout``) of each kernel's runs are
+    gathered (:func:`_gather_live_runs`) and multiplied
+    (:func:`sim.num.fc_live.fp16_fc_live_blocks`), ``data`` the live lanes' (count, live
+    lanes).  A kernel with a NaN weight (in a dead lane too: its block is NaN), or a pixel
+    with a NaN datum, takes its NaN blocks from the whole runs, gathered for those
+    kernels only then."""
+    lanes = np.arange(n_blocks + 1) * block
+    work = _small_layer_work(n_blocks, fc_live_scratch(layout))
+    data_nan = _pixels_with_nans(d_nan)
+    # a compressing store writes past its live lanes only 0s, so the padding lanes stay 0;
+    # what they hold adds nothing anyway (their data are 0, exponent far below any block)
+    rows = np.zeros((CACC_KERNELS, layout[0].size + WORD_LANES), np.uint16)
+    whole = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
+    every_lane = whole_layout(n_blocks, block)
+    d_exp, d_sign, d_sig = data
+    scratch, block_exp4, sums, w_nan = work[0], work[1], work[2], work[3]
+    for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
+        k1 = min(k0 + CACC_KERNELS, kernels[1])
+        _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, rows,
+                          specials)
+        some_nan = data_nan.any()
+        for k in range(k0, k1):
+            w_nan[k - k0] = specials[k, 0] > 0
+            some_nan |= w_nan[k - k0]
+        if some_nan:
+            _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, every_lane,
+                              whole, specials)
+        for p in range(data_nan.size):
+            for k in range(k0, k1):
+                fp16_fc_live_blocks((d_exp[p], d_sign[p], d_sig[p]), rows[k - k0], layout,
+                                    scratch, block_exp4[k - k0], sums[k - k0])
+            _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
+
+
+@njit
+def _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, rows,
+                      specials):
+    """:func:`_gather_runs` of the live lanes only (``layout``: each block's run of whole
+    vectors in ``rows[k - k0]``), each kernel's NaN and Inf weights counted over its whole
+    runs (:func:`_gather_live_group`)."""
+    k = k0
+    while k < k1:
+        end = k + 1  # the kernels whose runs follow k's in a row: k's group's
+        while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
+            end += 1
+        _gather_live_group(elements, base[k], stride[k], end - k, block, n_blocks, layout[1],
+                           layout[3], layout[4], rows[k - k0:], specials[k:end])
+        k = end
+
+
+@njit(distinct_arrays=True)
+def _gather_live_group(elements, first, stride, kernels, block, n_blocks, starts, masks,
+                       before, rows, specials):
+    """:func:`_gather_group` of the live lanes: each ``WORD_LANES``-lane half of a run
+    compressed to its live lanes (``masks``) and stored at its block's vectors
+    (``starts``) after the live lanes of the halves before it (``before``), in one
+    register compression and store (:func:`sim.num.compress.compress_words`), which
+    counts the half's NaNs and Infs, dead lanes' too."""
+    halves = np.uint64(block // WORD_LANES)
+    width, step = np.uint64(block), np.uint64(stride)
+    for row in range(np.uint64(kernels)):
+        specials[row, 0] = 0
+    for b in range(np.uint64(n_blocks)):
+        dst = np.uint64(starts[b] * LIVE_VECTOR)
+        for row in range(np.uint64(kernels)):
+            src = np.uint64(first) + b * step + row * width
+            found = np.int64(0)
+            for h in range(halves):
+                m = b * halves + h
+                prefetch(elements, src + h * np.uint64(WORD_LANES) + np.uint64(STREAM_AHEAD))
+                found += compress_words(elements, src + h * np.uint64(WORD_LANES), masks[m],
+                                        rows[row], dst + np.uint64(before[m]))
+            specials[row, 0] += found
+    for row in range(np.uint64(kernels)):
+        found = specials[row, 0]
+        specials[row, 0], specials[row, 1] = found & 0xFFFFFFFF, found >> 32
 
 
 @njit(inline="always")
@@ -527,6 +647,14 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
         data = fc_data(d_sign, d_sig, d_exp4)
         if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
             d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
+            layout = live_layout(d_exp4, block)
+            if layout is not None:  # many zero data (ReLU): their lanes skipped
+                operands = (live_data(data, layout[0]), layout, d_nan, stream.elements,
+                            stream.base, stream.stride, stream.specials, block,
+                            groups * n_r * n_s, out)
+                run_split(lambda a, b: _conv_fp16_live_runs(*operands, (a, b)), n_k,
+                          min_chunk=MIN_KERNELS)
+                return out
             operands = (data, d_nan, stream.elements, stream.base, stream.stride,
                         stream.specials, block, groups * n_r * n_s, out)
             run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,

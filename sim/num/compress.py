@@ -120,3 +120,52 @@ def compress_nonzero(typingctx, words, start, out_words, out_indices, count):
             and isinstance(out_indices, types.Array) and out_indices.dtype == types.int32):
         return None
     return types.int64(words, start, out_words, out_indices, count), codegen
+
+
+#: Words :func:`compress_words` reads a call: a 512-bit vector of 16-bit words.
+WORD_LANES = 32
+
+
+@intrinsic
+def compress_words(typingctx, words, start, mask, out, at):
+    """The ``WORD_LANES`` uint16 words ``words[start:start + WORD_LANES]``' lanes set in
+    ``mask`` (a uint32, bit ``j`` lane ``j``) stored in order at ``out[at:]``, 0s after
+    them up to ``out[at + WORD_LANES]`` (room needed): the live lanes of a run of weights
+    in one register compression and one whole store (the 0s are the padding the next
+    store overwrites).  Returns the NaNs and Infs among all ``WORD_LANES`` words, fp16
+    patterns (the lanes left out too): ``nans + (infs << 32)`` (int64)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        words_ary = context.make_array(sig.args[0])(context, builder, args[0])
+        out_ary = context.make_array(sig.args[3])(context, builder, args[3])
+        start_v = context.cast(builder, args[1], sig.args[1], types.int64)
+        at_v = context.cast(builder, args[4], sig.args[4], types.int64)
+        i16, i32, lanes = ir.IntType(16), ir.IntType(32), WORD_LANES
+        words_t, mask_t = ir.VectorType(i16, lanes), ir.VectorType(ir.IntType(1), lanes)
+        values = builder.load(builder.bitcast(builder.gep(words_ary.data, [start_v]),
+                                              words_t.as_pointer()), align=2)
+        keep = builder.bitcast(builder.trunc(context.cast(builder, args[2], sig.args[2],
+                                                          types.uint32), i32), mask_t)
+        compress = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(words_t, [words_t, mask_t, words_t]),
+            f"llvm.experimental.vector.compress.v{lanes}i16")
+        packed = builder.call(compress, [values, keep, ir.Constant(words_t, [0] * lanes)])
+        builder.store(packed, builder.bitcast(builder.gep(out_ary.data, [at_v]),
+                                              words_t.as_pointer()), align=2)
+        magnitude = builder.and_(values, ir.Constant(words_t, [0x7FFF] * lanes))
+        inf = ir.Constant(words_t, [0x7C00] * lanes)
+        i64 = ir.IntType(64)
+
+        def count(flags):
+            return builder.zext(builder.ctpop(builder.bitcast(flags, i32)), i64)
+
+        nans = count(builder.icmp_unsigned(">", magnitude, inf))
+        infs = count(builder.icmp_unsigned("==", magnitude, inf))
+        return builder.add(nans, builder.shl(infs, ir.Constant(i64, 32)))
+
+    if not (isinstance(words, types.Array) and words.dtype == types.uint16
+            and isinstance(out, types.Array) and out.dtype == types.uint16):
+        return None
+    return types.int64(words, start, mask, out, at), codegen

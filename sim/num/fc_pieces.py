@@ -1,5 +1,6 @@
-"""Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set;
-and a hint to fetch a cache line ahead of its use.
+"""Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set,
+the maximum of a run of 16-word vectors, the sum of 16 32-bit words; and a hint to fetch
+a cache line ahead of its use.
 
 A fully connected layer's block (one kernel position) is a run of 64 lanes; LLVM's loop
 over a run of unknown length takes four vectors side by side, and a run shorter than
@@ -25,9 +26,10 @@ def _element_address(context, builder, sig, args):
     return builder.gep(array.data, [start])
 
 
-def _piece_pointer(context, builder, sig, args, ir):
-    """The address of ``array[start]`` (arguments 0 and 1) as a pointer to a piece."""
-    piece_t = ir.VectorType(ir.IntType(16), PIECE)
+def _piece_pointer(context, builder, sig, args, ir, words=PIECE):
+    """The address of ``array[start]`` (arguments 0 and 1) as a pointer to a piece of
+    ``words`` words."""
+    piece_t = ir.VectorType(ir.IntType(16), words)
     return builder.bitcast(_element_address(context, builder, sig, args),
                            piece_t.as_pointer()), piece_t
 
@@ -49,6 +51,72 @@ def piece_max(typingctx, array, start):
     if not (isinstance(array, types.Array) and array.dtype == types.uint16):
         return None
     return types.uint16(array, start), codegen
+
+
+#: Words a vector of :func:`vectors_max` and :func:`half_piece_sum`: the fully connected
+#: layers' live lanes come in runs of whole 16-lane vectors (:mod:`sim.num.fc_live`).
+HALF_PIECE = PIECE // 2
+
+
+@intrinsic
+def vectors_max(typingctx, array, first, last, floor):
+    """The largest of ``floor`` and the uint16 words ``array[first * HALF_PIECE:last *
+    HALF_PIECE]`` (whole vectors of ``HALF_PIECE`` words): a vector maximum a vector, one
+    reduction at the end (in numba, the loop over a vector's words ran word by word, and
+    a reduction a vector took twice as long)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        i16, lanes = ir.IntType(16), HALF_PIECE
+        vector_t = ir.VectorType(i16, lanes)
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        start = context.cast(builder, args[1], sig.args[1], types.int64)
+        stop = context.cast(builder, args[2], sig.args[2], types.int64)
+        low = context.cast(builder, args[3], sig.args[3], types.uint16)
+        umax = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(vector_t, [vector_t, vector_t]),
+            f"llvm.umax.v{lanes}i16")
+        top = cgutils.alloca_once_value(builder, builder.shuffle_vector(
+            builder.insert_element(ir.Constant(vector_t, ir.Undefined), low,
+                                   ir.Constant(ir.IntType(32), 0)),
+            ir.Constant(vector_t, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), lanes), [0] * lanes)))
+        with cgutils.for_range_slice(builder, start, stop, ir.Constant(ir.IntType(64), 1)) \
+                as (v, _):
+            at = builder.mul(v, ir.Constant(ir.IntType(64), lanes))
+            words = builder.load(builder.bitcast(builder.gep(data, [at]),
+                                                 vector_t.as_pointer()), align=2)
+            builder.store(builder.call(umax, [builder.load(top), words]), top)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i16, [vector_t]),
+            f"llvm.vector.reduce.umax.v{lanes}i16")
+        return builder.call(reduce, [builder.load(top)])
+
+    if not (isinstance(array, types.Array) and array.dtype == types.uint16):
+        return None
+    return types.uint16(array, first, last, floor), codegen
+
+
+@intrinsic
+def half_piece_sum(typingctx, array, start):
+    """The sum (modulo 2**32) of the ``HALF_PIECE`` uint32 words ``array[start:start +
+    HALF_PIECE]``, in one vector reduction (a loop over them ran word by word)."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        words_t = ir.VectorType(ir.IntType(32), HALF_PIECE)
+        ptr = builder.bitcast(_element_address(context, builder, sig, args),
+                              words_t.as_pointer())
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(32), [words_t]),
+            f"llvm.vector.reduce.add.v{HALF_PIECE}i32")
+        return builder.call(reduce, [builder.load(ptr, align=4)])
+
+    if not (isinstance(array, types.Array) and array.dtype == types.uint32):
+        return None
+    return types.uint32(array, start), codegen
 
 
 @intrinsic

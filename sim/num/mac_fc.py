@@ -420,6 +420,22 @@ def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, targe
     each flagged lane's change (``NEEDS_CARRY``, ``NEEDS_TREE`` or 0), ``need_at`` the
     places of those that have one."""
     prefer_wide_vectors()
+    n_set = flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs)
+    for t in range(n_set):
+        at = need_at[t]
+        if needs[at] == NEEDS_CARRY:
+            target[first + (np.uint64(flagged[at]) >> lane_bits)] -= 1
+        else:  # its (P >> s) so far 0
+            negative, wt, dat, shift = _unpack(words[at])
+            target[first + (np.uint64(flagged[at]) >> lane_bits)] += np.int32(
+                booth_lane(negative, wt, dat, shift))
+
+
+@njit(inline="always")
+def flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs):
+    """:func:`_mid_lanes` up to the changes: returns how many lanes have one (their places
+    among the flagged in ``need_at``, the lanes in ``flagged``, what each needs in
+    ``needs``, their packed words in ``words``)."""
     lanes = np.int64(lanes)
     whole = (lanes + COMPRESS_LANES - 1) // COMPRESS_LANES * COMPRESS_LANES
     packed[lanes:whole] = 0
@@ -460,11 +476,4 @@ def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, targe
     n_set = 0
     for j in range(0, n, COMPRESS_LANES):
         n_set = compress_flagged(needs, j, need_at, n_set)
-    for t in range(n_set):
-        at = need_at[t]
-        if needs[at] == NEEDS_CARRY:
-            target[first + (np.uint64(flagged[at]) >> lane_bits)] -= 1
-        else:  # its (P >> s) so far 0
-            negative, wt, dat, shift = _unpack(words[at])
-            target[first + (np.uint64(flagged[at]) >> lane_bits)] += np.int32(
-                booth_lane(negative, wt, dat, shift))
+    return n_set

@@ -154,3 +154,88 @@ def test_a_layer_streams_its_weights_unless_the_cbuf_keeps_them(monkeypatch):
     out, _ = direct.compute_direct_layer(ctx, layer, cbuf)
     assert isinstance(fetched[-1], DcStream)
     np.testing.assert_array_equal(out[0], reference_fp16(x[None], w2, layer_shape, 64)[0])
+
+
+def _zeroed(rng, x, fraction):
+    """``x`` with a fraction of its values +0 or -0 (ReLU'd layers' inputs)."""
+    x = x.copy()
+    zero = rng.random(x.shape) < fraction
+    x[zero] = np.where(rng.random(x.shape) < 0.5, 0x0000, 0x8000)[zero]
+    return x
+
+
+def _spy_live(monkeypatch):
+    """The layouts conv_fp16 takes (None: the full blocks)."""
+    taken = []
+
+    def live_layout(*args):
+        taken.append(plain(*args))
+        return taken[-1]
+
+    plain = mac_fp16.live_layout
+    monkeypatch.setattr(mac_fp16, "live_layout", live_layout)
+    return taken
+
+
+LIVE_CASES = [  # (case, fraction of the data zero, block, channels, kernels, live lanes taken)
+    ("network", 0.0, 64, 256, 37, False),
+    ("network", 0.4, 64, 256, 37, True),
+    ("network", 0.5, 64, 128, 37, True),
+    ("network", 0.9, 32, 96, 21, True),
+    ("network", 1.0, 64, 128, 17, True),
+    ("dead_blocks", 0.5, 64, 256, 20, True),  # whole blocks of zeros
+    ("full_last_half", 0.0, 64, 128, 20, True),  # a block's last half all live, padded
+    ("weight_nan_in_dead_lane", 0.5, 64, 128, 37, True),
+    ("data_specials", 0.5, 64, 128, 20, True),  # NaN and Inf data, subnormals
+    ("random", 0.6, 32, 128, 19, True),  # every exponent: shifts to 28 and beyond
+    ("positions", 0.6, 64, 64, 20, True),  # a 3 x 3 kernel: 9 positions a group
+    ("pixels", 0.97, 64, 64, 20, True),  # several output pixels (a small padded layer)
+    ("chunks", 0.4, 64, 8192, 3, True),  # more live lanes than a chunk
+]
+
+
+@pytest.mark.parametrize("case,zeros,block,c,k,live", LIVE_CASES)
+def test_live_lanes_are_the_definition(case, zeros, block, c, k, live, monkeypatch):
+    """Layers whose data are mostly zero take only their live lanes
+    (sim.num.fc_live): the same output as the definition and as the full blocks, every
+    kernel's NaN and Inf weights counted over its whole runs (dead lanes too)."""
+    rng = np.random.default_rng(int(zeros * 100) + c + k + len(case))
+    taken = _spy_live(monkeypatch)
+    layer = make_layer((1, 1))
+    if case == "pixels":  # 3 x 3 pixels of a 3 x 3 kernel, stride 2, padding (0) 1
+        layer = make_layer((3, 3), (2, 2), (1, 1), (1, 1), 0)
+        x = _zeroed(rng, network_bits(rng, (1, c, 5, 5), 1.0, 0.0), zeros)
+        wt = network_bits(rng, (k, c, 3, 3), 0.02, 0.0)
+    else:
+        size = 3 if case == "positions" else 1
+        if case == "random":
+            x, wt = random_bits(rng, (1, c, size, size), 0.0), random_bits(rng, (k, c, size, size))
+        else:
+            x = network_bits(rng, (1, c, size, size), 1.0, 0.0)
+            wt = network_bits(rng, (k, c, size, size), 0.02, 0.0)
+        x = _zeroed(rng, x, zeros)
+    if case == "dead_blocks":
+        x[:, :block] = 0
+        x[:, 2 * block:3 * block] = 0x8000
+    if case == "full_last_half":  # per block: 5 live lanes, then 32: 37, padded to 48
+        x[:, :] = 0
+        for b in range(c // block):
+            x[0, b * block:b * block + 5] = 0x3C00
+            x[0, b * block + 32:(b + 1) * block] = 0x3555
+        wt[:, :] = np.where(wt == 0, 0x3800, wt)  # no weight 0: every live lane counts
+    if case == "weight_nan_in_dead_lane":
+        dead = np.flatnonzero(x.reshape(-1) & 0x7FFF == 0)
+        wt.reshape(k, -1)[5, dead[0]] = 0x7E11
+        wt.reshape(k, -1)[30, dead[-1]] = 0xFC00  # an Inf weight in a dead lane: counted
+    if case == "data_specials":
+        plant(rng, x, [0x7C00, 0xFC00, 0x0001, 0x83FF, 0x7E05])
+    layer.batches, layer.channels = x.shape[0], c
+    stream = as_stream(wt, block)
+    got = conv_fp16(x, stream, layer, block)
+    assert [t is not None for t in taken] == [live]
+    np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))
+    np.testing.assert_array_equal(got, conv_fp16(x, wt, layer, block))
+    np.testing.assert_array_equal(stream.specials, [count_nans_and_infs(kernel) for kernel in wt])
+    nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
+    if case == "weight_nan_in_dead_lane":
+        assert nan[0, 5].all() and nan.sum() == 1

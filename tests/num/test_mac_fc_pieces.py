@@ -1,10 +1,20 @@
-"""Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy; the prefetch hint."""
+"""Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy: the maximum of a piece
+and of a run of half pieces, a piece set, the sum of a half piece of 32-bit words; the
+prefetch hint."""
 
 import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
+from sim.num.fc_pieces import (
+    HALF_PIECE,
+    PIECE,
+    half_piece_sum,
+    piece_fill,
+    piece_max,
+    prefetch,
+    vectors_max,
+)
 
 
 @njit
@@ -55,3 +65,38 @@ def test_prefetch_changes_nothing(dtype):
     before = words.copy()
     assert _hinted_sum(words, np.array([0, 31, 999, 1000, 5000])) == before.sum()
     assert np.array_equal(words, before)
+
+
+@njit
+def _run_maxima(words, runs, floor):
+    out = np.zeros(len(runs), np.uint16)
+    for i in range(len(runs)):
+        out[i] = vectors_max(words, runs[i][0], runs[i][1], floor)
+    return out
+
+
+@pytest.mark.parametrize("floor", [0, 512, 0xFFFF])
+def test_vectors_max_is_the_maximum_of_its_vectors_and_the_floor(floor):
+    """Runs of whole vectors anywhere (none: the floor), 0xFFFF included."""
+    rng = np.random.default_rng(floor)
+    words = rng.integers(0, 1 << 16, 20 * HALF_PIECE).astype(np.uint16)
+    words[77] = 0xFFFF
+    runs = [(0, 1), (0, 20), (3, 4), (4, 9), (7, 7), (19, 20)]
+    want = [max([floor] + list(words[a * HALF_PIECE:b * HALF_PIECE])) for a, b in runs]
+    np.testing.assert_array_equal(_run_maxima(words, np.array(runs), floor), want)
+
+
+@njit
+def _half_sums(words, starts):
+    out = np.zeros(starts.size, np.uint32)
+    for i in range(starts.size):
+        out[i] = half_piece_sum(words, starts[i])
+    return out
+
+
+def test_half_piece_sum_adds_its_words_modulo_2_32():
+    rng = np.random.default_rng(9)
+    words = rng.integers(0, 1 << 32, 100, dtype=np.uint64).astype(np.uint32)
+    starts = np.arange(100 - HALF_PIECE + 1)
+    want = [int(words[s:s + HALF_PIECE].astype(np.uint64).sum()) % (1 << 32) for s in starts]
+    np.testing.assert_array_equal(_half_sums(words, starts), want)
