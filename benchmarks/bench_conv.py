@@ -12,7 +12,8 @@ a tile of 128 pixels, and of 64 as in a 7x7 layer), which a shared machine distu
 less; and the processor time the fp16 layer took (all its threads): on a machine
 whose cores also run other work, wall time per core understates the simulator,
 processor time does not. The fp16 layer's preparation outside the kernel follows,
-per weight on one thread (the weights' transpose, their Booth rows, the data's
+per weight on one thread (the weights' transpose, from an unpacked array and from their DC
+stream as networks give it (unpacked in the same pass), their Booth rows, the data's
 operands).
 Then two AlexNet-class fully connected fp16 layers through the MAC stage
 (``conv_fp16``: one output pixel, every weight used once), 6x6x256 -> 4096 and
@@ -162,8 +163,18 @@ def prep_rate(rng, repeat, kernels=512, channels=512):
     flat = dst.reshape(-1)
     rows, exp4 = np.empty(2 * n, np.uint64), np.empty(n, np.int32)
     sign, sig = np.empty(n, np.uint32), np.empty(n, np.uint32)
+    # the weights as networks give them: their DC stream (a read-only view of the memory)
+    packed = pack_weight_dc(w.reshape(kernels, channels, 3, 3), "fp16", mac_atomic_c=64,
+                            mac_atomic_k=32)
+    packed.flags.writeable = False
+    stream = dc_stream(packed, (kernels, channels, 3, 3), "fp16", mac_atomic_c=64,
+                       mac_atomic_k=32)
+    specials = np.zeros((squares, 2), np.int64)
     steps = {"transpose": lambda: mac_fp16._kernels_innermost(w, dst, lane_bits, lane_nan,
                                                                 (0, squares)),
+             "transpose of the DC stream": lambda: mac_fp16._stream_innermost(
+                 stream.elements, stream.base, stream.stride, stream.atomic_c, stream.group,
+                 dst, lane_bits, specials, (0, squares)),
              "Booth rows": lambda: mac._weight_rows(flat, rows, exp4),
              "data operands": lambda: mac._data_operands(flat, sign, sig, exp4)}
     times = []

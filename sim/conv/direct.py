@@ -36,13 +36,11 @@ def _reused(kept, shape, what: str):
 
 
 def _stream_weights(ctx, layer: ConvLayer) -> bool:
-    """Whether the products take the layer's weights as their DC stream (fp16 layers that
-    read each weight once or a few times: :func:`sim.conv.mac_fp16.reads_stream`); not
-    where the CBUF keeps them for the next layer (SKIP_WEIGHT_RLS: kept unpacked)."""
-    if layer.precision != FP16 or layer.skip_weight_release:
-        return False
-    from .mac_fp16 import reads_stream  # loaded by the first fp16 layer only
-    return reads_stream(layer, ctx.config.mac_atomic_c)
+    """Whether the products take the layer's weights as their DC stream (fp16 layers: the
+    products of a small layer read it as it is, :func:`sim.conv.mac_fp16.reads_stream`;
+    the others unpack it in one pass with the transpose they make of it); not where the
+    CBUF keeps them for the next layer (SKIP_WEIGHT_RLS: kept unpacked)."""
+    return layer.precision == FP16 and not layer.skip_weight_release
 
 
 def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during=None

@@ -53,7 +53,7 @@ from ..num.mac import (
 )
 from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
 from ..num.rounding import sign_extend
-from ..num.specials import count_nans_and_infs, fp16_nans_and_infs, nan_mask
+from ..num.specials import FP16_INF, count_nans_and_infs, fp16_nans_and_infs, nan_mask
 from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
@@ -598,6 +598,49 @@ def _kernels_innermost(src, dst, lane_bits, lane_nan, squares):
         lane_nan[square] = nan
 
 
+@njit
+def _stream_innermost(elements, base, stride, block, group, dst, lane_bits, specials,
+                      squares):
+    """:func:`_kernels_innermost` of a DC weight stream (:class:`sim.dma.weights.DcStream`:
+    kernel ``k``'s runs of ``block`` channels from ``base[k]``, ``stride[k]`` apart, run
+    ``b`` at channels ``b // (R*S) * block`` on and position ``b % (R*S)``) into ``dst``
+    (R*S, C, K), squares ``squares[0]:squares[1]`` of ``SQUARE`` kernels (whole groups of
+    ``group``): the unpack and the transpose in one pass, each group's runs read where they
+    lie (its kernels' runs follow each other).  Each square's magnitudes are ORed per
+    channel into ``lane_bits[square]``, and its NaNs and Infs counted into
+    ``specials[square]`` (a square's words are contiguous: groups follow each other)."""
+    n_pos, n_c, n_k = dst.shape
+    runs = n_pos * (n_c // block)
+    for square in range(squares[0], squares[1]):
+        k0 = square * SQUARE
+        k1 = min(k0 + SQUARE, n_k)
+        bits = lane_bits[square]
+        most = np.uint16(0)
+        for g0 in range(k0, k1, group):
+            n_g = min(group, k1 - g0)
+            for b in range(runs):
+                # slices and 2-d indices from 0: no fix-ups for negative indices (with them
+                # both loops stayed scalar, 3.5 times as long)
+                start = base[g0] + b * stride[g0]
+                runs_here = elements[start:start + n_g * block].reshape((n_g, block))
+                c0 = b // n_pos * block
+                ored = bits[c0:c0 + block]
+                for kk in range(n_g):  # magnitudes: vectors over a run's channels
+                    for j in range(block):
+                        v = runs_here[kk, j] & np.uint16(0x7FFF)
+                        ored[j] |= v
+                        most = max(most, v)
+                row = dst[b % n_pos]
+                for j in range(block):
+                    out = row[c0 + j, g0:g0 + n_g]
+                    for kk in range(n_g):
+                        out[kk] = runs_here[kk, j]
+        if most >= FP16_INF:  # some NaN or Inf: counted where they are (rare)
+            stop = base[k1] if k1 < n_k else elements.size
+            specials[square, 0], specials[square, 1] = fp16_nans_and_infs(
+                elements[base[k0]:stop])
+
+
 def reads_stream(layer: ConvLayer, block: int) -> bool:
     """Whether :func:`conv_fp16` takes the layer's weights as their DC stream
     (:class:`sim.dma.weights.DcStream`, with MAC atomic C ``block``) as well as unpacked:
@@ -612,13 +655,17 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     """fp32 bit patterns (N, K, H', W') as uint32: CACC's output for an fp16 layer.
 
     ``cube`` is (N, C, H, W) fp16 bits after the CDMA (NaN flush applied);
-    ``weights`` (K, C, R, S) fp16 bits, or their DC stream where :func:`reads_stream`
-    (its NaNs and Infs counted as the products read it: ``DcStream.specials``);
+    ``weights`` (K, C, R, S) fp16 bits, or their DC stream (its NaNs and Infs counted as
+    the products read it: ``DcStream.specials``), which a layer of :func:`reads_stream`
+    reads as it is and the others unpack as they transpose it (:func:`_stream_innermost`);
     ``block`` is the MAC atomic C.
     """
     cube = np.asarray(cube, dtype=np.uint16)
     stream = weights if isinstance(weights, DcStream) else None
-    if stream is not None and (stream.atomic_c != block or not reads_stream(layer, block)):
+    tiles = cube.shape[0] * layer.out_height * layer.out_width >= MIN_TILE
+    # the tiles read a stream's runs in one pass with the transpose (whole groups a square)
+    if stream is not None and (stream.atomic_c != block or not (
+            (tiles and SQUARE % stream.group == 0) or reads_stream(layer, block))):
         stream.specials[:] = 0
         stream.specials[0] = count_nans_and_infs(stream.elements)
         weights, stream = stream.unpacked(), None
@@ -664,16 +711,20 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                     lanes, n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
-    with _scratch("transposed", 2 * weights.size) as t_buf, \
-            _scratch("weights", weight_rows_bytes(weights.size)) as w_buf:
+    size = n_k * c * n_r * n_s
+    with _scratch("transposed", 2 * size) as t_buf, \
+            _scratch("weights", weight_rows_bytes(size)) as w_buf:
         # (R, S, C, K): kernels innermost
-        w = t_buf[:2 * weights.size].view(np.uint16).reshape(n_r, n_s, c, n_k)
+        w = t_buf[:2 * size].view(np.uint16).reshape(n_r, n_s, c, n_k)
         squares = ceil_div(n_k, SQUARE)
         lane_bits, lane_nan = np.zeros((squares, c), np.uint16), np.zeros(squares, np.bool_)
-        src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
-        run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k),
-                                                  lane_bits, lane_nan, (a, b)),
-                  squares)
+        if stream is not None:  # unpacked and transposed in one pass
+            _transpose_stream(stream, w.reshape(n_r * n_s, c, n_k), lane_bits, lane_nan)
+        else:
+            src = np.ascontiguousarray(weights).reshape(n_k, c, n_r * n_s)
+            run_split(lambda a, b: _kernels_innermost(src, w.reshape(n_r * n_s, c, n_k),
+                                                      lane_bits, lane_nan, (a, b)),
+                      squares)
         # Lanes whose weight is zero in every kernel contribute nothing to any block
         # (a NaN in them still decides its block): the products skip them.
         live = np.flatnonzero(lane_bits.any(axis=0))
@@ -692,6 +743,21 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                         out)
             _products(operands, n_k)
     return out
+
+
+def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,
+                      lane_nan: np.ndarray) -> None:
+    """:func:`_stream_innermost` of the whole stream over the threads, and its NaNs and Infs
+    into ``stream.specials`` (counted as the products read it: the CDMA's counters)."""
+    squares = lane_bits.shape[0]
+    specials = np.zeros((squares, 2), np.int64)
+    run_split(lambda a, b: _stream_innermost(stream.elements, stream.base, stream.stride,
+                                             stream.atomic_c, stream.group, dst, lane_bits,
+                                             specials, (a, b)),
+              squares)
+    stream.specials[:] = 0
+    stream.specials[0] = specials.sum(axis=0)
+    lane_nan[:] = specials[:, 0] > 0
 
 
 def _products(operands: tuple, n_k: int) -> None:

@@ -591,9 +591,11 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
 
     One kernel (not inlined: its loops over pixels are written out in its body rather than
     in inlined functions, whose array arguments cost atomic reference counts and whose
-    calls cost their arguments' stores, for every kernel).  ``rows`` (GROUP, 11) uint64
-    holds a kernel's :func:`_rows_of` of the group's weights (unsigned: numba indexes
-    without a fix-up for negative indices, ten of them a lane and kernel)."""
+    calls cost their arguments' stores, for every kernel).  The narrow loops take a
+    weight's row indices from ``w_rows`` where they are (bytes: unsigned, which numba
+    indexes without a fix-up for negative indices); ``rows`` (GROUP, 11) uint64 receives a
+    kernel's :func:`_rows_of` of the group's weights only for :func:`_correct_flagged` (a
+    copy for every lane and kernel was a sixth of a 7 x 7 layer's time)."""
     prefer_wide_vectors()
     zero = 4 * ZERO_LANE_EXP
     n_g = group.size
@@ -615,6 +617,9 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
     # more than 8, the 8-bit tree is tried first, until it has missed in more than one
     # kernel in WIDE_AFTER (its flagged lanes redone from the 16-bit tree): then the 16-bit one
     wide, misses = False, 0
+    zero_rows = np.empty(ROW_BYTES, np.uint8)  # a missing lane's rows: a zero weight's
+    for i in range(ROW_BYTES):
+        zero_rows[i] = _ZERO_ROWS[i] if i < 10 else 0
     for k in range(k0, k1):
         we0 = w_exp4[j0, k]
         we1 = w_exp4[j1, k] if n_g > 1 else zero
@@ -626,9 +631,6 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
         near8 = 0  # a bit for each lane whose own live shifts the exponents bound by 8
         for m in range(GROUP):
             real = m < n_g
-            r = _rows_of(w_rows, group[m] if real else j0, k, real)
-            for i in range(11):
-                rows[m, i] = r[i]
             lane_bound = np.int32(-1)
             if real and w_exp4[group[m], k] != zero:
                 lane_bound = np.int32(top[k] - low_exp[m] - w_exp4[group[m], k])
@@ -637,14 +639,16 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
         narrow8 = bound <= NARROW8 or not wide
         if narrow8:
             for m in range(GROUP):
-                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                r = w_rows[group[m], k] if m < n_g else zero_rows
+                i0, i1, i2, i3, i4 = r[0], r[1], r[2], r[3], r[4]
                 for p in range(n_narrow):
                     sums16[m, p] = booth_sum_low8_table(
                         tables8[m, i0, p], tables8[m, i1, p], tables8[m, i2, p],
                         tables8[m, i3, p], tables8[m, i4, p])
         else:
             for m in range(GROUP):
-                i0, i1, i2, i3, i4 = rows[m, 0], rows[m, 1], rows[m, 2], rows[m, 3], rows[m, 4]
+                r = w_rows[group[m], k] if m < n_g else zero_rows
+                i0, i1, i2, i3, i4 = r[0], r[1], r[2], r[3], r[4]
                 if (near8 >> m) & 1:
                     # a lane within the 8-bit tree's reach (or with a zero weight, whose
                     # rows pick words 0) takes its cheaper tree: a quarter of the work
@@ -653,7 +657,7 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
                             tables8[m, i0, p], tables8[m, i1, p], tables8[m, i2, p],
                             tables8[m, i3, p], tables8[m, i4, p])
                     continue
-                i5, i6, i7, i8, i9 = rows[m, 5], rows[m, 6], rows[m, 7], rows[m, 8], rows[m, 9]
+                i5, i6, i7, i8, i9 = r[5], r[6], r[7], r[8], r[9]
                 for p in range(n_narrow):
                     sums16[m, p] = booth_sum_low16_table(
                         tables16[m, i0, p], tables16[m, i1, p], tables16[m, i2, p],
@@ -661,8 +665,10 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
                         tables16[m, i6, p], tables16[m, i7, p], tables16[m, i8, p],
                         tables16[m, i9, p])
         reach = NARROW8 if narrow8 else NARROW16
-        sw0, sw1 = np.int16(rows[0, 10]), np.int16(rows[1, 10])
-        sw2, sw3 = np.int16(rows[2, 10]), np.int16(rows[3, 10])
+        sw0 = _signed_of(w_rows, j0, k)
+        sw1 = _signed_of(w_rows, j1, k) if n_g > 1 else np.int16(0)
+        sw2 = _signed_of(w_rows, j2, k) if n_g > 2 else np.int16(0)
+        sw3 = _signed_of(w_rows, j3, k) if n_g > 3 else np.int16(0)
         we = (we0, we1, we2, we3)
         sw = (sw0, sw1, sw2, sw3)
         if bound <= reach:  # nothing to flag
@@ -691,11 +697,21 @@ def _tile_group(d_sign, d_sig, d_exp4, n_p, w_rows, w_exp4, tables16, tables8, s
         flags = (np.int64(f0 < limit) | (np.int64(f1 < limit) << 1)
                  | (np.int64(f2 < limit) << 2) | (np.int64(f3 < limit) << 3))
         if flags:
+            for m in range(GROUP):  # the flagged lanes' rows, for the wider tree
+                r = _rows_of(w_rows, group[m] if m < n_g else j0, k, m < n_g)
+                for i in range(11):
+                    rows[m, i] = r[i]
             _correct_flagged(flags, group, k, reach, d_sign, d_sig, d_exp4, n_p, w_rows,
                              w_exp4, tables16, signed, sums16, rows, block_exp4, high, low)
             if narrow8:
                 misses += 1
                 wide = misses > (k - k0) // WIDE_AFTER
+
+
+@njit(inline="always")
+def _signed_of(w_rows, j, k):
+    """Weight ``(j, k)``'s signed significand (bytes 10-11 of its rows), int16."""
+    return np.int16(np.uint16(w_rows[j, k, 10]) | (np.uint16(w_rows[j, k, 11]) << np.uint16(8)))
 
 
 @njit(inline="always")
