@@ -18,7 +18,10 @@ padding included: the hardware writes whole atoms and counts them.
 fp16 data works in fp17/fp32 as NVDLA does: fp16 -> fp17 -> fp32, squares and
 sums in fp32 (summed from the centre outwards in symmetric pairs), the LUT in
 fp32/fp17, the product in fp17, then fp17 -> fp16.  The fp16 input and output
-convertors ignore their offset/scale/shifter registers.
+convertors ignore their offset/scale/shifter registers.  fp16 layers take one fused
+kernel per pixel range (:func:`_lrn_fp_pixels`); integer layers a fused kernel when
+large or once numba is loaded; :func:`_normalize_plain` (whole-array numpy steps) is the
+reference both are tested against.
 """
 
 from __future__ import annotations
@@ -255,7 +258,7 @@ def _fp_square(u):
 def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut, y, counts,
                    pixels):
     """The whole fp16 LRN of pixels ``pixels[0]:pixels[1]``, FP_BLOCK pixels at a time:
-    :func:`_normalize_fp_reference`'s steps element by element (NaN/Inf counts, fp16 ->
+    :func:`_normalize_plain`'s fp16 steps element by element (NaN/Inf counts, fp16 ->
     fp17 -> fp32, squares, fp32 window sums, lookup, fp17 product, fp17 -> fp16), so
     nothing goes through memory as whole-layer int64 arrays.  ``x`` and ``y`` are
     (rows, pixels) fp16 patterns, ``lut`` the tables and registers as
