@@ -18,7 +18,10 @@ padding included: the hardware writes whole atoms and counts them.
 fp16 data works in fp17/fp32 as NVDLA does: fp16 -> fp17 -> fp32, squares and
 sums in fp32 (summed from the centre outwards in symmetric pairs), the LUT in
 fp32/fp17, the product in fp17, then fp17 -> fp16.  The fp16 input and output
-convertors ignore their offset/scale/shifter registers.
+convertors ignore their offset/scale/shifter registers.  fp16 layers take one fused
+kernel per pixel range (:func:`_lrn_fp_pixels`); integer layers a fused kernel when
+large or once numba is loaded; :func:`_normalize_plain` (whole-array numpy steps) is the
+reference both are tested against.
 """
 
 from __future__ import annotations
@@ -29,14 +32,22 @@ import sim.num as num
 from sim.jit import njit, numba_loaded, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
-from sim.num.fp32_fast import fp32_add
-from sim.num.fpcore import fp_mul
+from sim.num.fp32_fast import fp32_add, ieee_fp32_mul
+from sim.num.fpcore import fp_mul, fp_widen
 from sim.num.lut import COUNTER_NAMES, lookup_int
-from sim.num.lut_cdp import lookup_fp, lookup_int_one
+from sim.num.lut_cdp import (
+    entry_fp,
+    lookup_fp,
+    lookup_int_one,
+    place_fp,
+    prepare_fp,
+    value_fp,
+)
+from sim.num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from sim.num.rounding import convert, convert_flag, sign_extend
 
 from ..configs import FP16, INT8, Precision
-from ..num.widths import FP17_EXP, FP17_FRAC
+from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 from ..records import record
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
@@ -230,6 +241,110 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outco
                 y[c, px] = fp_mul(x17[k, px], value, FP17_EXP, FP17_FRAC)
 
 
+FP_BLOCK = 64  # pixels the fused fp16 kernel converts at a time (its buffers stay in cache)
+FP_CHUNK = 256  # pixels a thread is worth
+FP16_INF = 0x7C00  # fp16 magnitudes above it are NaNs
+FP_COUNTS = len(COUNTER_NAMES) + 3  # the LUT outcomes, then NaN in, Inf in, NaN out
+
+
+@njit(inline="always")
+def _fp_square(u):
+    """fp32 ``u * u`` by NVDLA's rules: the processor's product where it is NVDLA's."""
+    ur, agrees = ieee_fp32_mul(u, u, False)
+    return ur if agrees else fp_mul(u, u, FP32_EXP, FP32_FRAC)
+
+
+@njit
+def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut, y, counts,
+                   pixels):
+    """The whole fp16 LRN of pixels ``pixels[0]:pixels[1]``, FP_BLOCK pixels at a time:
+    :func:`_normalize_plain`'s fp16 steps element by element (NaN/Inf counts, fp16 ->
+    fp17 -> fp32, squares, fp32 window sums, lookup, fp17 product, fp17 -> fp16), so
+    nothing goes through memory as whole-layer int64 arrays.  ``x`` and ``y`` are
+    (rows, pixels) fp16 patterns, ``lut`` the tables and registers as
+    :func:`sim.num.lut_cdp.prepare_fp` gives them; ``counts`` (FP_COUNTS) gains this
+    range's counters."""
+    rows = x.shape[0]
+    consts, bases, steps = lut
+    x17 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # rows outside the cube: +0,
+    x32 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # which converts and squares
+    sq = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)   # to +0 in every format
+    tally = np.zeros(len(COUNTER_NAMES), np.int64)
+    nans_in = infs_in = nans_out = 0
+    for first in range(pixels[0], pixels[1], FP_BLOCK):
+        width = min(FP_BLOCK, pixels[1] - first)
+        for c in range(rows):
+            k = c + HALO
+            for i in range(width):
+                h = np.int64(x[c, first + i])
+                magnitude = h & 0x7FFF
+                nans_in += magnitude > FP16_INF
+                infs_in += magnitude == FP16_INF
+                if c >= channels or (nan_to_zero and magnitude > FP16_INF):
+                    h = 0
+                a17 = fp16_to_fp17_bits(h)
+                a32 = fp_widen(a17, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False)
+                x17[k, i] = a17
+                x32[k, i] = a32
+                sq[k, i] = a32 if sqsum_bypass else _fp_square(a32)
+        for c in range(rows):
+            k = c + HALO
+            for i in range(width):
+                if sqsum_bypass:
+                    s = x32[k, i]
+                else:
+                    pair = fp32_add(sq[k - 1, i], sq[k + 1, i])
+                    s = fp32_add(pair, sq[k, i])
+                    for j in range(2, half + 1):
+                        pair = fp32_add(sq[k - j, i], sq[k + j, i])
+                        s = fp32_add(s, pair)
+                use_lo, which, kind, index, frac, d = place_fp(s, consts)
+                at = entry_fp(use_lo, kind, index)
+                value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
+                                 use_lo, consts)
+                tally[which] += 1
+                if mul_bypass:
+                    centre = x32[k, i]
+                    centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
+                    product = x17[k, i] if centre_nan else value
+                else:
+                    product = fp_mul(x17[k, i], value, FP17_EXP, FP17_FRAC)
+                out = fp17_to_fp16_bits(product & 0x1FFFF)
+                nans_out += (out & 0x7FFF) > FP16_INF
+                y[c, first + i] = out
+    for outcome in range(len(COUNTER_NAMES)):
+        counts[outcome] += tally[outcome]
+    counts[len(COUNTER_NAMES)] += nans_in
+    counts[len(COUNTER_NAMES) + 1] += infs_in
+    counts[len(COUNTER_NAMES) + 2] += nans_out
+
+
+def _normalize_fp_fused(x, channels, s: LrnSettings, le, lo, lut):
+    """(fp16 output patterns, counters by name) of an fp16 layer, by :func:`_lrn_fp_pixels`
+    on pixel ranges, one thread each."""
+    x = np.asarray(x)
+    if x.dtype != np.uint16:
+        x = (x & 0xFFFF).astype(np.uint16)
+    x = np.ascontiguousarray(x)
+    rows, pixels = x.shape
+    prepared = prepare_fp(le, lo, lut)
+    y = np.empty((rows, pixels), np.uint16)
+    parts = []
+
+    def body(start: int, stop: int) -> None:
+        counts = np.zeros(FP_COUNTS, np.int64)
+        _lrn_fp_pixels(x, channels, (s.window - 1) // 2, s.sqsum_bypass, s.mul_bypass,
+                       s.nan_to_zero, prepared, y, counts, (start, stop))
+        parts.append(counts)
+
+    run_split(body, pixels, FP_CHUNK)
+    counts = np.sum(parts, axis=0)
+    found = {"D_NAN_INPUT_NUM_0": int(counts[-3]), "D_INF_INPUT_NUM_0": int(counts[-2]),
+             "D_NAN_OUTPUT_NUM_0": int(counts[-1]), "D_OUT_SATURATION_0": 0}
+    found.update({name: int(counts[i]) for i, name in enumerate(COUNTER_NAMES)})
+    return y, found
+
+
 def _extend(x: np.ndarray, channels: int, pad: int) -> np.ndarray:
     """``x`` with rows at or beyond ``channels`` and HALO rows either side set to ``pad``."""
     rows, pixels = x.shape
@@ -261,14 +376,24 @@ def normalize(x: np.ndarray, channels: int, s: LrnSettings, le: np.ndarray, lo: 
     raw values: int8/int16 values or fp16 bit patterns) and the counters by
     register name.
     """
+    if s.precision == FP16:
+        return _normalize_fp_fused(x, channels, s, le, lo, lut)
     rows, pixels = x.shape
     found = {}
-    if s.precision != FP16 and _fused(x):
+    if _fused(x):
         out, saturated, counters = _normalize_int_fused(x, channels, s, le, lo, lut)
         found.update({"D_NAN_INPUT_NUM_0": 0, "D_INF_INPUT_NUM_0": 0, "D_NAN_OUTPUT_NUM_0": 0,
                       "D_OUT_SATURATION_0": saturated})
         found.update({name: int(counters[i]) for i, name in enumerate(COUNTER_NAMES)})
         return out, found
+    return _normalize_plain(x, channels, s, le, lo, lut)
+
+
+def _normalize_plain(x, channels, s: LrnSettings, le, lo, lut):
+    """:func:`normalize` by whole-array numpy steps and the window kernels: the reference
+    the fused kernels are tested against (small integer layers take it too)."""
+    rows, pixels = x.shape
+    found = {}
     x = np.asarray(x, np.int64)
     code = Precision(s.precision).code
     half = (s.window - 1) // 2

@@ -11,7 +11,7 @@ import numpy as np
 
 from sim.jit import njit
 from sim.num import lut  # the tables and the parameter vector's slots
-from sim.num.fp32_fast import as_float32
+from sim.num.fp32_fast import as_float32, fp32_add
 from sim.num.fpcore import fp_add, fp_mul, fp_sub
 from sim.num.ops import (
     fp16_to_fp17_bits,
@@ -216,3 +216,141 @@ def lookup_fp(x, le, lo, p):
     return _fp_table_value(le_place, x, le, lut.LE_ENTRIES, exponent, p[lut.P_LE_START],
                            p[lut.P_LE_END], p[lut.P_LE_OFFSET], p[lut.P_LE_USCALE],
                            p[lut.P_LE_OSCALE]), outcome
+
+
+# --- fp16 lookup with the layer's constants prepared once ---------------------
+# lookup_fp recomputes per value what only depends on the tables and registers (each
+# entry's fp17 value and its step to the next, the slopes, the exponent table's
+# underflow reference, 2**-select); prepare_fp computes them once.  The per-value
+# functions take and return scalars only: an array handed to a function in a loop
+# (inlined or not) gets its reference counted on every pass, which cost twice the
+# lookup itself.  A caller does:
+#     use_lo, outcome, kind, index, frac, d = place_fp(x, consts)
+#     at = entry_fp(use_lo, kind, index)
+#     value = value_fp(kind, frac, d, x, bases[use_lo, at], steps[use_lo, at], use_lo, consts)
+# and gets lookup_fp's (value, outcome) bits.
+SIGN32 = 0x80000000
+
+
+@njit(inline="always")
+def _fp32_sub(a, b):
+    """``fp_sub(a, b, FP32_EXP, FP32_FRAC)``'s bits, the processor's sum where it is NVDLA's."""
+    return fp32_add(a, b ^ SIGN32)
+
+
+@njit
+def _table_steps(table, size, bases, steps):
+    """Fill ``bases``/``steps`` with each entry's fp17 value and the fp17 of the fp32 step to
+    the next entry (as :func:`_fp_table_value` interpolates)."""
+    for i in range(size):
+        y0 = table[i] & 0xFFFF
+        bases[i] = fp16_to_fp17_bits(y0)
+        if i + 1 < size:
+            diff = fp_sub(fp16_to_fp32_bits(table[i + 1] & 0xFFFF), fp16_to_fp32_bits(y0),
+                          FP32_EXP, FP32_FRAC)
+            steps[i] = fp32_to_fp17_bits(diff)
+
+
+def prepare_fp(le, lo, p):
+    """(consts, bases, steps) of the fp16 lookup for tables ``le``/``lo`` and the parameter
+    vector ``p``: a tuple of scalars, and (2, LO_ENTRIES) arrays of fp17 entries and
+    steps, row 0 the LE table, row 1 the LO table."""
+    p = [int(v) for v in np.asarray(p, np.int64)]
+    offset = p[lut.P_LE_OFFSET]
+    bias = 0 if offset <= -127 else int(_power_of_two_bits(offset))
+    under_start = int(fp_add(p[lut.P_LE_START], bias, FP32_EXP, FP32_FRAC))
+
+    def slope(slot):
+        return int(fp16_to_fp17_bits(p[slot] & 0xFFFF))
+
+    consts = (p[lut.P_EXPONENT] != 0, p[lut.P_UFLOW_PRI], p[lut.P_OFLOW_PRI],
+              p[lut.P_HYBRID_PRI],
+              p[lut.P_LE_START], offset, 2.0 ** -p[lut.P_LE_SELECT], under_start,
+              p[lut.P_LE_END], slope(lut.P_LE_USCALE), slope(lut.P_LE_OSCALE),
+              p[lut.P_LO_START], 2.0 ** -p[lut.P_LO_SELECT], p[lut.P_LO_END],
+              slope(lut.P_LO_USCALE), slope(lut.P_LO_OSCALE))
+    bases = np.zeros((2, lut.LO_ENTRIES), np.int64)
+    steps = np.zeros((2, lut.LO_ENTRIES), np.int64)
+    _table_steps(np.asarray(le, np.int64), lut.LE_ENTRIES, bases[0], steps[0])
+    _table_steps(np.asarray(lo, np.int64), lut.LO_ENTRIES, bases[1], steps[1])
+    return consts, bases, steps
+
+
+@njit(inline="always")
+def _place_prepared(x, size, exponent, start, offset, scale):
+    """:func:`_fp_table_place` with ``2.0 ** -select`` given as ``scale``."""
+    d = _fp32_sub(x, start)
+    dv = _f32(d)
+    kind = 2
+    index = 0
+    frac = 0
+    if dv <= 0 or math.isnan(dv):
+        kind = 0
+    elif exponent:
+        index = ((d >> 23) & 0xFF) - 127 - offset
+        frac = (d >> 7) & 0xFFFF
+        if index < 0:
+            kind = 0
+        elif index >= size - 1:
+            kind = 1
+    else:
+        shifted = np.float64(np.float32(dv * scale))
+        if shifted >= size - 1:
+            kind = 1
+        else:
+            index = np.int64(shifted)
+            frac = np.int64((shifted - np.float64(index)) * 65536.0) & 0xFFFF
+    return kind, index, frac, d
+
+
+@njit(inline="always")
+def place_fp(x, consts):
+    """Where the fp32 square sum ``x`` falls: (use LO, outcome, and in the chosen table the
+    kind (0 under, 1 over, 2 inside), index, 16-bit fraction and ``x - start``)."""
+    (exponent, uflow_pri, oflow_pri, hybrid_pri, le_start, le_offset, le_scale, _, _, _, _,
+     lo_start, lo_scale, _, _, _) = consts
+    le_kind, le_index, le_frac, le_d = _place_prepared(x, lut.LE_ENTRIES, exponent, le_start,
+                                                       le_offset, le_scale)
+    lo_kind, lo_index, lo_frac, lo_d = _place_prepared(x, lut.LO_ENTRIES, False, lo_start, 0,
+                                                       lo_scale)
+    use_lo, outcome = choose_table(le_kind, lo_kind, uflow_pri, oflow_pri, hybrid_pri)
+    if use_lo:
+        return 1, outcome, lo_kind, lo_index, lo_frac, lo_d
+    return 0, outcome, le_kind, le_index, le_frac, le_d
+
+
+@njit(inline="always")
+def entry_fp(use_lo, kind, index):
+    """The chosen table's entry the value starts from: the first below it, the last above."""
+    last = (lut.LO_ENTRIES if use_lo else lut.LE_ENTRIES) - 1
+    return 0 if kind == 0 else (last if kind == 1 else index)
+
+
+@njit(inline="always")
+def value_fp(kind, frac, d, x, base, step, use_lo, consts):
+    """:func:`_fp_table_value` of a place from :func:`place_fp`, ``base``/``step`` the
+    prepared fp17 entry and step at :func:`entry_fp`."""
+    (exponent, _, _, _, _, _, _, le_under_start, le_end, le_uslope, le_oslope, _, _, lo_end,
+     lo_uslope, lo_oslope) = consts
+    if kind == 0:
+        if exponent and not use_lo:
+            d = _fp32_sub(x, le_under_start)
+        slope = lo_uslope if use_lo else le_uslope
+        term = fp_mul(fp32_to_fp17_bits(d), slope, FP17_EXP, FP17_FRAC)
+    elif kind == 1:
+        slope = lo_oslope if use_lo else le_oslope
+        over = _fp32_sub(x, lo_end if use_lo else le_end)
+        term = fp_mul(fp32_to_fp17_bits(over), slope, FP17_EXP, FP17_FRAC)
+    else:
+        term = fp_mul(step, uint16_to_fp17_bits(frac), FP17_EXP, FP17_FRAC)
+    return fp_add(term, base, FP17_EXP, FP17_FRAC)
+
+
+@njit
+def lookup_fp_prepared(x, consts, bases, steps):
+    """:func:`lookup_fp` of ``x`` from :func:`prepare_fp`'s results, the three steps above:
+    (fp17 value, counter index).  For tests and callers outside loops."""
+    use_lo, outcome, kind, index, frac, d = place_fp(x, consts)
+    at = entry_fp(use_lo, kind, index)
+    return value_fp(kind, frac, d, x, bases[use_lo, at], steps[use_lo, at], use_lo,
+                    consts), outcome
