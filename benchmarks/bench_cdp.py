@@ -22,19 +22,11 @@ from sim.machine import Machine
 SRC, DST = 0x80000000, 0x88000000
 
 
-def numpy_sums(x: np.ndarray, window: int) -> np.ndarray:
+def numpy_sums(x: np.ndarray, window: int, dtype=np.int64) -> np.ndarray:
+    """The squared-window sums over channels in ``dtype`` (int64: exact; float32: the fp16
+    reference)."""
     half = window // 2
-    a = np.pad(x.astype(np.int64), ((half, half), (0, 0), (0, 0)))
-    sq = a * a
-    s = sq[: x.shape[0]].copy()
-    for j in range(1, window):
-        s += sq[j: j + x.shape[0]]
-    return s
-
-
-def numpy_sums_fp32(x: np.ndarray, window: int) -> np.ndarray:
-    half = window // 2
-    a = np.pad(x.astype(np.float32), ((half, half), (0, 0), (0, 0)))
+    a = np.pad(x.astype(dtype), ((half, half), (0, 0), (0, 0)))
     sq = a * a
     s = sq[: x.shape[0]].copy()
     for j in range(1, window):
@@ -126,7 +118,7 @@ def main() -> None:
           f"({elements / t_sim / 1e6:7.1f} M elements/s) = {t_sim / t_numpy:6.2f} x numpy sums")
 
     h = (x.astype(np.float32) / 16).astype(np.float16)
-    t_numpy16 = best_of(lambda: numpy_sums_fp32(h, window), args.repeat, warm_up=False)
+    t_numpy16 = best_of(lambda: numpy_sums(h, window, np.float32), args.repeat, warm_up=False)
     print(f"numpy float32 window-{window} square sums {n}x{n}x{c}: {t_numpy16 * 1e3:8.2f} ms  "
           f"({elements / t_numpy16 / 1e6:7.1f} M elements/s)")
     data, layout = pack_feature(h, m.config)

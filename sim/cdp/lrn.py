@@ -211,6 +211,17 @@ def _window_int(a, half, sqsum_bypass, mul_bypass, le, lo, p):
     return (value if mul_bypass else value * centre), outcomes
 
 
+@njit(inline="always")
+def _window_sum_fp32(sq, k, px, half):
+    """The fp32 sum of the squares ``sq`` of rows ``k - half`` to ``k + half`` at column
+    ``px``, in NVDLA's order: the nearest pair plus the centre, then each further pair
+    (each pair summed first), every step rounded (``fp32_fast.fp32_add``)."""
+    s = fp32_add(fp32_add(sq[k - 1, px], sq[k + 1, px]), sq[k, px])
+    for j in range(2, half + 1):
+        s = fp32_add(s, fp32_add(sq[k - j, px], sq[k + j, px]))
+    return s
+
+
 @njit
 def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outcomes, pixels):
     """fp32 window sum, LUT and fp17 product of pixels ``pixels[0]:pixels[1]``.
@@ -223,14 +234,7 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outco
     for c in range(rows):
         k = c + HALO
         for px in range(pixels[0], pixels[1]):
-            if sqsum_bypass:
-                s = x32[k, px]
-            else:
-                pair = fp32_add(sq[k - 1, px], sq[k + 1, px])
-                s = fp32_add(pair, sq[k, px])
-                for j in range(2, half + 1):
-                    pair = fp32_add(sq[k - j, px], sq[k + j, px])
-                    s = fp32_add(s, pair)
+            s = x32[k, px] if sqsum_bypass else _window_sum_fp32(sq, k, px, half)
             value, which = lookup_fp(s, le, lo, p)
             outcomes[c, px] = which
             if mul_bypass:
@@ -290,14 +294,7 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
         for c in range(rows):
             k = c + HALO
             for i in range(width):
-                if sqsum_bypass:
-                    s = x32[k, i]
-                else:
-                    pair = fp32_add(sq[k - 1, i], sq[k + 1, i])
-                    s = fp32_add(pair, sq[k, i])
-                    for j in range(2, half + 1):
-                        pair = fp32_add(sq[k - j, i], sq[k + j, i])
-                        s = fp32_add(s, pair)
+                s = x32[k, i] if sqsum_bypass else _window_sum_fp32(sq, k, i, half)
                 use_lo, which, kind, index, frac, d = place_fp(s, consts)
                 at = entry_fp(use_lo, kind, index)
                 value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],

@@ -150,7 +150,14 @@ def _power_of_two_bits(exponent):
 def _fp_table_place(x, size, exponent, start, offset, select):
     """Where the fp32 square sum ``x`` falls in one table: (kind, index, 16-bit fraction,
     ``x - start`` as fp32 bits)."""
-    d = fp_sub(x, start, FP32_EXP, FP32_FRAC)
+    return _place_of_difference(fp_sub(x, start, FP32_EXP, FP32_FRAC), size, exponent,
+                                offset, 2.0 ** (-select))
+
+
+@njit(inline="always")
+def _place_of_difference(d, size, exponent, offset, scale):
+    """:func:`_fp_table_place` of ``d`` = ``x - start`` (fp32 bits), ``scale`` =
+    ``2.0 ** -select`` (exact: a power of two)."""
     dv = _f32(d)
     kind = 2
     index = 0
@@ -165,7 +172,7 @@ def _fp_table_place(x, size, exponent, start, offset, select):
         elif index >= size - 1:
             kind = 1
     else:
-        shifted = np.float64(np.float32(dv * (2.0 ** (-select))))
+        shifted = np.float64(np.float32(dv * scale))
         if shifted >= size - 1:
             kind = 1
         else:
@@ -278,29 +285,9 @@ def prepare_fp(le, lo, p):
 
 @njit(inline="always")
 def _place_prepared(x, size, exponent, start, offset, scale):
-    """:func:`_fp_table_place` with ``2.0 ** -select`` given as ``scale``."""
-    d = _fp32_sub(x, start)
-    dv = _f32(d)
-    kind = 2
-    index = 0
-    frac = 0
-    if dv <= 0 or math.isnan(dv):
-        kind = 0
-    elif exponent:
-        index = ((d >> 23) & 0xFF) - 127 - offset
-        frac = (d >> 7) & 0xFFFF
-        if index < 0:
-            kind = 0
-        elif index >= size - 1:
-            kind = 1
-    else:
-        shifted = np.float64(np.float32(dv * scale))
-        if shifted >= size - 1:
-            kind = 1
-        else:
-            index = np.int64(shifted)
-            frac = np.int64((shifted - np.float64(index)) * 65536.0) & 0xFFFF
-    return kind, index, frac, d
+    """:func:`_fp_table_place` with ``2.0 ** -select`` given as ``scale``, the difference
+    in the processor's fp32 (:func:`_fp32_sub`)."""
+    return _place_of_difference(_fp32_sub(x, start), size, exponent, offset, scale)
 
 
 @njit(inline="always")
