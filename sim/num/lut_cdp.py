@@ -341,3 +341,71 @@ def lookup_fp_prepared(x, consts, bases, steps):
     at = entry_fp(use_lo, kind, index)
     return value_fp(kind, frac, d, x, bases[use_lo, at], steps[use_lo, at], use_lo,
                     consts), outcome
+
+
+# --- the sign of a value times a zero centre ----------------------------------
+# An fp17 product with a +-0 operand is the signed zero (sign xor) unless the other operand
+# is a NaN, which it returns (rules 4 and 5: Inf is finite, 0 * Inf = 0).  So where the
+# centre is +-0 the LRN output needs only the LUT value's sign, and that is often known
+# from the chosen entry alone; zero_signs_fp finds where, once a layer.
+UNKNOWN_SIGN = -1
+EXP17_ALL_ONES = 0x3F << FP17_FRAC
+
+
+def _sign17(v: int) -> int:
+    return (v >> (FP17_EXP + FP17_FRAC)) & 1
+
+
+def _magnitude17(v: int) -> int:
+    return v & ((1 << (FP17_EXP + FP17_FRAC)) - 1)
+
+
+def _ordinary17(v: int) -> bool:
+    """Neither NaN nor Inf: fp_add takes its double path and cannot return the pattern."""
+    return (v & EXP17_ALL_ONES) != EXP17_ALL_ONES
+
+
+def _hit_sign(base: int, step: int) -> int:
+    """The sign of ``fp_add(fp_mul(step, f), base)`` for every fraction 0 <= f < 1, or
+    UNKNOWN_SIGN.  The term has the step's sign and at most its magnitude (a product below
+    a representable value rounds to at most it), so a non-zero base leads when the signs
+    agree or the step is smaller: the exact sum keeps the base's sign, and rounding,
+    flushing and saturating keep a sum's sign."""
+    if not (_ordinary17(base) and _ordinary17(step)) or _magnitude17(base) == 0:
+        return UNKNOWN_SIGN
+    if _sign17(step) == _sign17(base) or _magnitude17(step) < _magnitude17(base):
+        return _sign17(base)
+    return UNKNOWN_SIGN
+
+
+def _extrapolation_sign(base: int, slope: int, reference: int) -> int:
+    """The sign of ``fp_add(fp_mul(fp32_to_fp17(x - reference), slope), base)`` for every
+    x that is not a NaN: with a zero slope the term is a signed zero (the difference is
+    no NaN when neither x nor the reference is), and a non-zero base plus a zero is the
+    base.  Other slopes: UNKNOWN_SIGN."""
+    reference_nan = (reference & 0x7FFFFFFF) > 0x7F800000
+    if (reference_nan or _magnitude17(slope) != 0 or not _ordinary17(base)
+            or _magnitude17(base) == 0):
+        return UNKNOWN_SIGN
+    return _sign17(base)
+
+
+def zero_signs_fp(prepared):
+    """(2, LO_ENTRIES + 2) signs of the LUT value (0 +, 1 -, UNKNOWN_SIGN) by table (row 0
+    LE, 1 LO) and :func:`entry_fp`'s entry for hits; column LO_ENTRIES + kind for below and
+    above the table, which hold for square sums that are not NaNs.  From
+    :func:`prepare_fp`'s results."""
+    consts, bases, steps = prepared
+    (exponent, _, _, _, le_start, _, _, le_under_start, le_end, le_uslope, le_oslope,
+     lo_start, _, lo_end, lo_uslope, lo_oslope) = consts
+    signs = np.full((2, lut.LO_ENTRIES + 2), UNKNOWN_SIGN, np.int64)
+    tables = ((lut.LE_ENTRIES, le_under_start if exponent else le_start, le_end, le_uslope,
+               le_oslope),
+              (lut.LO_ENTRIES, lo_start, lo_end, lo_uslope, lo_oslope))
+    for t, (size, under_ref, over_ref, uslope, oslope) in enumerate(tables):
+        row = [int(v) for v in bases[t]], [int(v) for v in steps[t]]
+        for i in range(size - 1):
+            signs[t, i] = _hit_sign(row[0][i], row[1][i])
+        signs[t, lut.LO_ENTRIES] = _extrapolation_sign(row[0][0], uslope, under_ref)
+        signs[t, lut.LO_ENTRIES + 1] = _extrapolation_sign(row[0][size - 1], oslope, over_ref)
+    return signs
