@@ -37,7 +37,9 @@ from sim.num.fpcore import fp_mul, fp_widen
 from sim.num.lut import COUNTER_NAMES, LO_ENTRIES, lookup_int
 from sim.num.lut_cdp import (
     UNKNOWN_SIGN,
+    UNKNOWN_VALUE,
     entry_fp,
+    flat_values_fp,
     lookup_fp,
     lookup_int_one,
     place_fp,
@@ -268,12 +270,13 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
     fp17 -> fp32, squares, fp32 window sums, lookup, fp17 product, fp17 -> fp16), so
     nothing goes through memory as whole-layer int64 arrays.  ``x`` and ``y`` are
     (rows, pixels) fp16 patterns, ``lut`` the tables and registers as
-    :func:`sim.num.lut_cdp.prepare_fp` gives them plus :func:`~sim.num.lut_cdp.zero_signs_fp`'s
-    signs: a +-0 centre whose value's sign is known skips the value (half of AlexNet's
-    elements, a quarter of its LRN time); ``counts`` (FP_COUNTS) gains this range's
+    :func:`sim.num.lut_cdp.prepare_fp` gives them, plus :func:`~sim.num.lut_cdp.zero_signs_fp`
+    and :func:`~sim.num.lut_cdp.flat_values_fp`: a +-0 centre whose value's sign is known
+    and a sum off a table with a zero slope skip the value step (AlexNet: half its
+    elements, and a quarter more); ``counts`` (FP_COUNTS) gains this range's
     counters."""
     rows = x.shape[0]
-    consts, bases, steps, zero_signs = lut
+    consts, bases, steps, zero_signs, flat = lut
     x17 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # rows outside the cube: +0,
     x32 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # which converts and squares
     sq = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)   # to +0 in every format
@@ -303,16 +306,18 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                 at = entry_fp(use_lo, kind, index)
                 tally[which] += 1
                 centre = x17[k, i]
+                beside = kind != 2 and (s & 0x7FFFFFFF) <= 0x7F800000  # off the table, no NaN
                 sign = UNKNOWN_SIGN
                 if (centre & 0xFFFF) == 0 and not mul_bypass:  # +-0: the value's sign will do
-                    sign = zero_signs[use_lo, at if kind == 2 else LO_ENTRIES + kind]
-                    if kind != 2 and (s & 0x7FFFFFFF) > 0x7F800000:  # its NaN difference
-                        sign = UNKNOWN_SIGN  # can make the extrapolated value a NaN
+                    slot = at if kind == 2 else LO_ENTRIES + kind
+                    sign = zero_signs[use_lo, slot] if kind == 2 or beside else UNKNOWN_SIGN
                 if sign != UNKNOWN_SIGN:
                     product = ((centre >> 16) ^ sign) << 16  # fp_mul's signed zero
                 else:
-                    value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
-                                     use_lo, consts)
+                    value = flat[use_lo, kind] if beside else UNKNOWN_VALUE
+                    if value == UNKNOWN_VALUE:
+                        value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
+                                         use_lo, consts)
                     if mul_bypass:
                         wide = x32[k, i]
                         centre_nan = (wide & 0x7F800000) == 0x7F800000 and (wide & 0x7FFFFF) != 0
@@ -338,7 +343,7 @@ def _normalize_fp_fused(x, channels, s: LrnSettings, le, lo, lut):
     x = np.ascontiguousarray(x)
     rows, pixels = x.shape
     prepared = prepare_fp(le, lo, lut)
-    prepared = (*prepared, zero_signs_fp(prepared))
+    prepared = (*prepared, zero_signs_fp(prepared), flat_values_fp(prepared))
     y = np.empty((rows, pixels), np.uint16)
     parts = []
 

@@ -347,8 +347,10 @@ def lookup_fp_prepared(x, consts, bases, steps):
 # An fp17 product with a +-0 operand is the signed zero (sign xor) unless the other operand
 # is a NaN, which it returns (rules 4 and 5: Inf is finite, 0 * Inf = 0).  So where the
 # centre is +-0 the LRN output needs only the LUT value's sign, and that is often known
-# from the chosen entry alone; zero_signs_fp finds where, once a layer.
+# from the chosen entry alone; zero_signs_fp finds where, once a layer.  Below or above a
+# table with a zero slope the value itself is known (flat_values_fp), whatever the centre.
 UNKNOWN_SIGN = -1
+UNKNOWN_VALUE = -1  # (no fp17 pattern)
 EXP17_ALL_ONES = 0x3F << FP17_FRAC
 
 
@@ -378,16 +380,35 @@ def _hit_sign(base: int, step: int) -> int:
     return UNKNOWN_SIGN
 
 
-def _extrapolation_sign(base: int, slope: int, reference: int) -> int:
-    """The sign of ``fp_add(fp_mul(fp32_to_fp17(x - reference), slope), base)`` for every
-    x that is not a NaN: with a zero slope the term is a signed zero (the difference is
-    no NaN when neither x nor the reference is), and a non-zero base plus a zero is the
-    base.  Other slopes: UNKNOWN_SIGN."""
+def _flat_value(base: int, slope: int, reference: int) -> int:
+    """``fp_add(fp_mul(fp32_to_fp17(x - reference), slope), base)`` for every x that is not
+    a NaN, when that is one value, else UNKNOWN_VALUE.  With a +-0 slope the term is a
+    signed zero (0 * Inf is 0; the difference is no NaN when neither x nor the reference
+    is), and a zero plus a base of a normal exponent field is the base, exactly.  (A NaN
+    reference can narrow to the Inf pattern, whose term is a zero too; not worth telling
+    apart.)"""
     reference_nan = (reference & 0x7FFFFFFF) > 0x7F800000
-    if (reference_nan or _magnitude17(slope) != 0 or not _ordinary17(base)
-            or _magnitude17(base) == 0):
-        return UNKNOWN_SIGN
-    return _sign17(base)
+    exponent = (base >> FP17_FRAC) & 0x3F
+    if reference_nan or _magnitude17(slope) != 0 or not 0 < exponent < 0x3F:
+        return UNKNOWN_VALUE
+    return base
+
+
+def flat_values_fp(prepared):
+    """(2, 2) LUT values below (column 0) and above (1) each table (row 0 LE, 1 LO) where
+    the extrapolation is flat (:func:`_flat_value`), else UNKNOWN_VALUE; they hold for
+    square sums that are not NaNs.  From :func:`prepare_fp`'s results."""
+    consts, bases, _ = prepared
+    (exponent, _, _, _, le_start, _, _, le_under_start, le_end, le_uslope, le_oslope,
+     lo_start, _, lo_end, lo_uslope, lo_oslope) = consts
+    tables = ((lut.LE_ENTRIES, le_under_start if exponent else le_start, le_end, le_uslope,
+               le_oslope),
+              (lut.LO_ENTRIES, lo_start, lo_end, lo_uslope, lo_oslope))
+    flat = np.full((2, 2), UNKNOWN_VALUE, np.int64)
+    for t, (size, under_ref, over_ref, uslope, oslope) in enumerate(tables):
+        flat[t, 0] = _flat_value(int(bases[t, 0]), uslope, under_ref)
+        flat[t, 1] = _flat_value(int(bases[t, size - 1]), oslope, over_ref)
+    return flat
 
 
 def zero_signs_fp(prepared):
@@ -395,17 +416,13 @@ def zero_signs_fp(prepared):
     LE, 1 LO) and :func:`entry_fp`'s entry for hits; column LO_ENTRIES + kind for below and
     above the table, which hold for square sums that are not NaNs.  From
     :func:`prepare_fp`'s results."""
-    consts, bases, steps = prepared
-    (exponent, _, _, _, le_start, _, _, le_under_start, le_end, le_uslope, le_oslope,
-     lo_start, _, lo_end, lo_uslope, lo_oslope) = consts
+    _, bases, steps = prepared
     signs = np.full((2, lut.LO_ENTRIES + 2), UNKNOWN_SIGN, np.int64)
-    tables = ((lut.LE_ENTRIES, le_under_start if exponent else le_start, le_end, le_uslope,
-               le_oslope),
-              (lut.LO_ENTRIES, lo_start, lo_end, lo_uslope, lo_oslope))
-    for t, (size, under_ref, over_ref, uslope, oslope) in enumerate(tables):
-        row = [int(v) for v in bases[t]], [int(v) for v in steps[t]]
+    flat = flat_values_fp(prepared)
+    for t, size in enumerate((lut.LE_ENTRIES, lut.LO_ENTRIES)):
         for i in range(size - 1):
-            signs[t, i] = _hit_sign(row[0][i], row[1][i])
-        signs[t, lut.LO_ENTRIES] = _extrapolation_sign(row[0][0], uslope, under_ref)
-        signs[t, lut.LO_ENTRIES + 1] = _extrapolation_sign(row[0][size - 1], oslope, over_ref)
+            signs[t, i] = _hit_sign(int(bases[t, i]), int(steps[t, i]))
+        for kind in (0, 1):
+            if flat[t, kind] != UNKNOWN_VALUE:
+                signs[t, lut.LO_ENTRIES + kind] = _sign17(int(flat[t, kind]))
     return signs

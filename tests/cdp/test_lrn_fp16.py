@@ -13,7 +13,9 @@ from sim.num.fpcore import fp_mul
 from sim.num.lut import LO_ENTRIES
 from sim.num.lut_cdp import (
     UNKNOWN_SIGN,
+    UNKNOWN_VALUE,
     entry_fp,
+    flat_values_fp,
     lookup_fp,
     lookup_fp_prepared,
     place_fp,
@@ -198,17 +200,20 @@ def test_prepared_lookup_matches_lookup_fp(name):
 
 
 @njit
-def _zero_products(xs, consts, bases, steps, signs, out):
+def _zero_products(xs, consts, bases, steps, signs, flat, out):
     """Per sum: the sign zero_signs_fp claims (or UNKNOWN_SIGN; also for a NaN sum off the
-    table's entries, as the kernel asks), and fp_mul of +0 and -0 by the real value."""
+    table's entries, as the kernel asks), fp_mul of +0 and -0 by the real value, the value
+    flat_values_fp claims (or UNKNOWN_VALUE, likewise) and the real value."""
     for i in range(xs.size):
         value, _ = lookup_fp_prepared(xs[i], consts, bases, steps)
         use_lo, _, kind, index, _, _ = place_fp(xs[i], consts)
         at = entry_fp(use_lo, kind, index)
         sign = signs[use_lo, at if kind == 2 else LO_ENTRIES + kind]
+        claimed = flat[use_lo, kind] if kind != 2 else UNKNOWN_VALUE
         if kind != 2 and (xs[i] & 0x7FFFFFFF) > 0x7F800000:
-            sign = UNKNOWN_SIGN
+            sign, claimed = UNKNOWN_SIGN, UNKNOWN_VALUE
         out[i, 0] = sign
+        out[i, 3], out[i, 4] = claimed, value
         out[i, 1] = fp_mul(0, value, FP17_EXP, FP17_FRAC)
         out[i, 2] = fp_mul(1 << 16, value, FP17_EXP, FP17_FRAC)
 
@@ -216,8 +221,13 @@ def _zero_products(xs, consts, bases, steps, signs, out):
 @pytest.mark.parametrize("flat", [False, True])
 @pytest.mark.parametrize("name", sorted(LUTS))
 def test_zero_centre_signs_are_the_products(name, flat):
+    _check_shortcuts(name, flat)
+
+
+def _check_shortcuts(name: str, flat: bool) -> int:
     """Wherever zero_signs_fp knows the LUT value's sign, +-0 times the value is that
-    signed zero (the fused kernel's shortcut), over every kind of fp32 square sum."""
+    signed zero, and wherever flat_values_fp knows the value it is the value (the fused
+    kernel's shortcuts), over every kind of fp32 square sum."""
     rng = np.random.default_rng(len(name) + 7 * flat)
     xs = np.concatenate([
         rng.integers(0, 1 << 32, 20000),
@@ -227,13 +237,23 @@ def test_zero_centre_signs_are_the_products(name, flat):
     le, lo = random_tables(rng, specials=True, flat=flat)
     prepared = prepare_fp(le, lo, lut_params(registers(**LUTS[name]), "fp16"))
     signs = zero_signs_fp(prepared)
-    out = np.zeros((xs.size, 3), np.int64)
-    _zero_products(xs, *prepared, signs, out)
+    out = np.zeros((xs.size, 5), np.int64)
+    _zero_products(xs, *prepared, signs, flat_values_fp(prepared), out)
     known = out[:, 0] != UNKNOWN_SIGN
     np.testing.assert_array_equal(out[known, 1], out[known, 0] << 16)
     np.testing.assert_array_equal(out[known, 2], (out[known, 0] ^ 1) << 16)
-    assert known.sum() > xs.size // 20  # the shortcut is taken ...
-    assert (out[known, 0] == 1).any() or (out[known, 0] == 0).all()
+    assert known.sum() > xs.size // 20  # the shortcut is taken
+    level = out[:, 3] != UNKNOWN_VALUE
+    np.testing.assert_array_equal(out[level, 3], out[level, 4])
+    return int(level.sum())  # sums with a flat value
+
+
+def test_flat_values_are_taken():
+    """The LUTs with zero slopes make flat_values_fp's shortcut matter (linear-flat's LO
+    start is a NaN, so only its LE table is flat)."""
+    taken = {(name, flat): _check_shortcuts(name, flat) for name in
+             ("exponent-flat", "linear-flat", "linear-fine") for flat in (False, True)}
+    assert all(taken[name, False] + taken[name, True] > 1000 for name, _ in taken), taken
 
 
 def test_zero_signs_refuse_what_they_cannot_know():
@@ -247,8 +267,11 @@ def test_zero_signs_refuse_what_they_cannot_know():
     p = lut_params(registers(lut_le_function=1, lut_le_slope_uflow_scale=0x8000,
                              lut_le_slope_oflow_scale=0x3C00, lut_lo_slope_uflow_scale=0x7C00,
                              lut_lo_slope_oflow_scale=0x7E00), "fp16")
-    signs = zero_signs_fp(prepare_fp(le, lo, p))
+    prepared = prepare_fp(le, lo, p)
+    signs = zero_signs_fp(prepared)
     u = UNKNOWN_SIGN
+    assert UNKNOWN_VALUE == u  # (the layout below)
+    np.testing.assert_array_equal(flat_values_fp(prepared), [[prepared[1][0, 0], u], [u, u]])
     # entry 0 -> 1 steps to NaN; 1 NaN; 2 Inf; 3, 4 zeros; 5: 2 -> -2 crosses zero; 6: -2 ->
     # -1, a smaller step back; 7: -1 -> 1 crosses; 8, 9: ones
     np.testing.assert_array_equal(signs[0, :10], [u, u, u, u, u, u, 1, u, 0, 0])
