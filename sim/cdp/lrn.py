@@ -306,15 +306,18 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                 at = entry_fp(use_lo, kind, index)
                 tally[which] += 1
                 centre = x17[k, i]
-                beside = kind != 2 and (s & 0x7FFFFFFF) <= 0x7F800000  # off the table, no NaN
                 sign = UNKNOWN_SIGN
                 if (centre & 0xFFFF) == 0 and not mul_bypass:  # +-0: the value's sign will do
-                    slot = at if kind == 2 else LO_ENTRIES + kind
-                    sign = zero_signs[use_lo, slot] if kind == 2 or beside else UNKNOWN_SIGN
+                    if kind == 2:
+                        sign = zero_signs[use_lo, at]
+                    elif (s & 0x7FFFFFFF) <= 0x7F800000:  # off the table, no NaN sum
+                        sign = zero_signs[use_lo, LO_ENTRIES + kind]
                 if sign != UNKNOWN_SIGN:
                     product = ((centre >> 16) ^ sign) << 16  # fp_mul's signed zero
                 else:
-                    value = flat[use_lo, kind] if beside else UNKNOWN_VALUE
+                    value = UNKNOWN_VALUE
+                    if kind != 2 and (s & 0x7FFFFFFF) <= 0x7F800000:  # as above
+                        value = flat[use_lo, kind]
                     if value == UNKNOWN_VALUE:
                         value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
                                          use_lo, consts)

@@ -354,30 +354,28 @@ UNKNOWN_VALUE = -1  # (no fp17 pattern)
 EXP17_ALL_ONES = 0x3F << FP17_FRAC
 
 
-def _sign17(v: int) -> int:
+def _sign17(v):
     return (v >> (FP17_EXP + FP17_FRAC)) & 1
 
 
-def _magnitude17(v: int) -> int:
+def _magnitude17(v):
     return v & ((1 << (FP17_EXP + FP17_FRAC)) - 1)
 
 
-def _ordinary17(v: int) -> bool:
+def _ordinary17(v):
     """Neither NaN nor Inf: fp_add takes its double path and cannot return the pattern."""
     return (v & EXP17_ALL_ONES) != EXP17_ALL_ONES
 
 
-def _hit_sign(base: int, step: int) -> int:
+def _hit_signs(bases: np.ndarray, steps: np.ndarray) -> np.ndarray:
     """The sign of ``fp_add(fp_mul(step, f), base)`` for every fraction 0 <= f < 1, or
-    UNKNOWN_SIGN.  The term has the step's sign and at most its magnitude (a product below
-    a representable value rounds to at most it), so a non-zero base leads when the signs
-    agree or the step is smaller: the exact sum keeps the base's sign, and rounding,
-    flushing and saturating keep a sum's sign."""
-    if not (_ordinary17(base) and _ordinary17(step)) or _magnitude17(base) == 0:
-        return UNKNOWN_SIGN
-    if _sign17(step) == _sign17(base) or _magnitude17(step) < _magnitude17(base):
-        return _sign17(base)
-    return UNKNOWN_SIGN
+    UNKNOWN_SIGN, entry by entry.  The term has the step's sign and at most its magnitude
+    (a product below a representable value rounds to at most it), so a non-zero base
+    leads when the signs agree or the step is smaller: the exact sum keeps the base's
+    sign, and rounding, flushing and saturating keep a sum's sign."""
+    leads = (_sign17(steps) == _sign17(bases)) | (_magnitude17(steps) < _magnitude17(bases))
+    known = _ordinary17(bases) & _ordinary17(steps) & (_magnitude17(bases) != 0) & leads
+    return np.where(known, _sign17(bases), UNKNOWN_SIGN)
 
 
 def _flat_value(base: int, slope: int, reference: int) -> int:
@@ -420,8 +418,7 @@ def zero_signs_fp(prepared):
     signs = np.full((2, lut.LO_ENTRIES + 2), UNKNOWN_SIGN, np.int64)
     flat = flat_values_fp(prepared)
     for t, size in enumerate((lut.LE_ENTRIES, lut.LO_ENTRIES)):
-        for i in range(size - 1):
-            signs[t, i] = _hit_sign(int(bases[t, i]), int(steps[t, i]))
+        signs[t, :size - 1] = _hit_signs(bases[t, :size - 1], steps[t, :size - 1])
         for kind in (0, 1):
             if flat[t, kind] != UNKNOWN_VALUE:
                 signs[t, lut.LO_ENTRIES + kind] = _sign17(int(flat[t, kind]))
