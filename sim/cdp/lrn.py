@@ -34,14 +34,18 @@ from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
 from sim.num.fp32_fast import fp32_add, ieee_fp32_mul
 from sim.num.fpcore import fp_mul, fp_widen
-from sim.num.lut import COUNTER_NAMES, lookup_int
+from sim.num.lut import COUNTER_NAMES, LO_ENTRIES, lookup_int
 from sim.num.lut_cdp import (
+    UNKNOWN_SIGN,
+    UNKNOWN_VALUE,
     entry_fp,
+    flat_values_fp,
     lookup_fp,
     lookup_int_one,
     place_fp,
     prepare_fp,
     value_fp,
+    zero_signs_fp,
 )
 from sim.num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from sim.num.rounding import convert, convert_flag, sign_extend
@@ -266,10 +270,13 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
     fp17 -> fp32, squares, fp32 window sums, lookup, fp17 product, fp17 -> fp16), so
     nothing goes through memory as whole-layer int64 arrays.  ``x`` and ``y`` are
     (rows, pixels) fp16 patterns, ``lut`` the tables and registers as
-    :func:`sim.num.lut_cdp.prepare_fp` gives them; ``counts`` (FP_COUNTS) gains this
-    range's counters."""
+    :func:`sim.num.lut_cdp.prepare_fp` gives them, plus :func:`~sim.num.lut_cdp.zero_signs_fp`
+    and :func:`~sim.num.lut_cdp.flat_values_fp`: a +-0 centre whose value's sign is known
+    and a sum off a table with a zero slope skip the value step (AlexNet: half its
+    elements, and a quarter more); ``counts`` (FP_COUNTS) gains this range's
+    counters."""
     rows = x.shape[0]
-    consts, bases, steps = lut
+    consts, bases, steps, zero_signs, flat = lut
     x17 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # rows outside the cube: +0,
     x32 = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)  # which converts and squares
     sq = np.zeros((rows + 2 * HALO, FP_BLOCK), np.int64)   # to +0 in every format
@@ -297,15 +304,29 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                 s = x32[k, i] if sqsum_bypass else _window_sum_fp32(sq, k, i, half)
                 use_lo, which, kind, index, frac, d = place_fp(s, consts)
                 at = entry_fp(use_lo, kind, index)
-                value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
-                                 use_lo, consts)
                 tally[which] += 1
-                if mul_bypass:
-                    centre = x32[k, i]
-                    centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
-                    product = x17[k, i] if centre_nan else value
+                centre = x17[k, i]
+                sign = UNKNOWN_SIGN
+                if (centre & 0xFFFF) == 0 and not mul_bypass:  # +-0: the value's sign will do
+                    if kind == 2:
+                        sign = zero_signs[use_lo, at]
+                    elif (s & 0x7FFFFFFF) <= 0x7F800000:  # off the table, no NaN sum
+                        sign = zero_signs[use_lo, LO_ENTRIES + kind]
+                if sign != UNKNOWN_SIGN:
+                    product = ((centre >> 16) ^ sign) << 16  # fp_mul's signed zero
                 else:
-                    product = fp_mul(x17[k, i], value, FP17_EXP, FP17_FRAC)
+                    value = UNKNOWN_VALUE
+                    if kind != 2 and (s & 0x7FFFFFFF) <= 0x7F800000:  # as above
+                        value = flat[use_lo, kind]
+                    if value == UNKNOWN_VALUE:
+                        value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
+                                         use_lo, consts)
+                    if mul_bypass:
+                        wide = x32[k, i]
+                        centre_nan = (wide & 0x7F800000) == 0x7F800000 and (wide & 0x7FFFFF) != 0
+                        product = centre if centre_nan else value
+                    else:
+                        product = fp_mul(centre, value, FP17_EXP, FP17_FRAC)
                 out = fp17_to_fp16_bits(product & 0x1FFFF)
                 nans_out += (out & 0x7FFF) > FP16_INF
                 y[c, first + i] = out
@@ -325,6 +346,7 @@ def _normalize_fp_fused(x, channels, s: LrnSettings, le, lo, lut):
     x = np.ascontiguousarray(x)
     rows, pixels = x.shape
     prepared = prepare_fp(le, lo, lut)
+    prepared = (*prepared, zero_signs_fp(prepared), flat_values_fp(prepared))
     y = np.empty((rows, pixels), np.uint16)
     parts = []
 

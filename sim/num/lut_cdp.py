@@ -341,3 +341,85 @@ def lookup_fp_prepared(x, consts, bases, steps):
     at = entry_fp(use_lo, kind, index)
     return value_fp(kind, frac, d, x, bases[use_lo, at], steps[use_lo, at], use_lo,
                     consts), outcome
+
+
+# --- the sign of a value times a zero centre ----------------------------------
+# An fp17 product with a +-0 operand is the signed zero (sign xor) unless the other operand
+# is a NaN, which it returns (rules 4 and 5: Inf is finite, 0 * Inf = 0).  So where the
+# centre is +-0 the LRN output needs only the LUT value's sign, and that is often known
+# from the chosen entry alone; zero_signs_fp finds where, once a layer.  Below or above a
+# table with a zero slope the value itself is known (flat_values_fp), whatever the centre.
+UNKNOWN_SIGN = -1
+UNKNOWN_VALUE = -1  # (no fp17 pattern)
+EXP17_ALL_ONES = 0x3F << FP17_FRAC
+
+
+def _sign17(v):
+    return (v >> (FP17_EXP + FP17_FRAC)) & 1
+
+
+def _magnitude17(v):
+    return v & ((1 << (FP17_EXP + FP17_FRAC)) - 1)
+
+
+def _ordinary17(v):
+    """Neither NaN nor Inf: fp_add takes its double path and cannot return the pattern."""
+    return (v & EXP17_ALL_ONES) != EXP17_ALL_ONES
+
+
+def _hit_signs(bases: np.ndarray, steps: np.ndarray) -> np.ndarray:
+    """The sign of ``fp_add(fp_mul(step, f), base)`` for every fraction 0 <= f < 1, or
+    UNKNOWN_SIGN, entry by entry.  The term has the step's sign and at most its magnitude
+    (a product below a representable value rounds to at most it), so a non-zero base
+    leads when the signs agree or the step is smaller: the exact sum keeps the base's
+    sign, and rounding, flushing and saturating keep a sum's sign."""
+    leads = (_sign17(steps) == _sign17(bases)) | (_magnitude17(steps) < _magnitude17(bases))
+    known = _ordinary17(bases) & _ordinary17(steps) & (_magnitude17(bases) != 0) & leads
+    return np.where(known, _sign17(bases), UNKNOWN_SIGN)
+
+
+def _flat_value(base: int, slope: int, reference: int) -> int:
+    """``fp_add(fp_mul(fp32_to_fp17(x - reference), slope), base)`` for every x that is not
+    a NaN, when that is one value, else UNKNOWN_VALUE.  With a +-0 slope the term is a
+    signed zero (0 * Inf is 0; the difference is no NaN when neither x nor the reference
+    is), and a zero plus a base of a normal exponent field is the base, exactly.  (A NaN
+    reference can narrow to the Inf pattern, whose term is a zero too; not worth telling
+    apart.)"""
+    reference_nan = (reference & 0x7FFFFFFF) > 0x7F800000
+    exponent = (base >> FP17_FRAC) & 0x3F
+    if reference_nan or _magnitude17(slope) != 0 or not 0 < exponent < 0x3F:
+        return UNKNOWN_VALUE
+    return base
+
+
+def flat_values_fp(prepared):
+    """(2, 2) LUT values below (column 0) and above (1) each table (row 0 LE, 1 LO) where
+    the extrapolation is flat (:func:`_flat_value`), else UNKNOWN_VALUE; they hold for
+    square sums that are not NaNs.  From :func:`prepare_fp`'s results."""
+    consts, bases, _ = prepared
+    (exponent, _, _, _, le_start, _, _, le_under_start, le_end, le_uslope, le_oslope,
+     lo_start, _, lo_end, lo_uslope, lo_oslope) = consts
+    tables = ((lut.LE_ENTRIES, le_under_start if exponent else le_start, le_end, le_uslope,
+               le_oslope),
+              (lut.LO_ENTRIES, lo_start, lo_end, lo_uslope, lo_oslope))
+    flat = np.full((2, 2), UNKNOWN_VALUE, np.int64)
+    for t, (size, under_ref, over_ref, uslope, oslope) in enumerate(tables):
+        flat[t, 0] = _flat_value(int(bases[t, 0]), uslope, under_ref)
+        flat[t, 1] = _flat_value(int(bases[t, size - 1]), oslope, over_ref)
+    return flat
+
+
+def zero_signs_fp(prepared):
+    """(2, LO_ENTRIES + 2) signs of the LUT value (0 +, 1 -, UNKNOWN_SIGN) by table (row 0
+    LE, 1 LO) and :func:`entry_fp`'s entry for hits; column LO_ENTRIES + kind for below and
+    above the table, which hold for square sums that are not NaNs.  From
+    :func:`prepare_fp`'s results."""
+    _, bases, steps = prepared
+    signs = np.full((2, lut.LO_ENTRIES + 2), UNKNOWN_SIGN, np.int64)
+    flat = flat_values_fp(prepared)
+    for t, size in enumerate((lut.LE_ENTRIES, lut.LO_ENTRIES)):
+        signs[t, :size - 1] = _hit_signs(bases[t, :size - 1], steps[t, :size - 1])
+        for kind in (0, 1):
+            if flat[t, kind] != UNKNOWN_VALUE:
+                signs[t, lut.LO_ENTRIES + kind] = _sign17(int(flat[t, kind]))
+    return signs
