@@ -32,23 +32,25 @@ import sim.num as num
 from sim.jit import njit, numba_loaded, run_split
 from sim.num.arrays import sign_extend_array
 from sim.num.blocks import CDP_INT_WIDTHS
-from sim.num.fp32_fast import fp32_add, ieee_fp32_mul
+from sim.num.fp32_fast import fp32_add, fp32_mul
 from sim.num.fpcore import fp_mul, fp_widen
-from sim.num.lut import COUNTER_NAMES, LO_ENTRIES, lookup_int
+from sim.num.lut import COUNTER_NAMES, lookup_int
 from sim.num.lut_cdp import (
-    UNKNOWN_SIGN,
     UNKNOWN_VALUE,
     entry_fp,
+    flat_value,
     flat_values_fp,
     lookup_fp,
     lookup_int_one,
     place_fp,
     prepare_fp,
     value_fp,
+    zero_centre_product,
     zero_signs_fp,
 )
 from sim.num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from sim.num.rounding import convert, convert_flag, sign_extend
+from sim.num.specials import FP16_INF, is_nan_scalar
 
 from ..configs import FP16, INT8, Precision
 from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
@@ -242,24 +244,16 @@ def _window_fp(x17, x32, sq, half, sqsum_bypass, mul_bypass, le, lo, p, y, outco
             value, which = lookup_fp(s, le, lo, p)
             outcomes[c, px] = which
             if mul_bypass:
-                centre = x32[k, px]
-                centre_nan = (centre & 0x7F800000) == 0x7F800000 and (centre & 0x7FFFFF) != 0
-                y[c, px] = x17[k, px] if centre_nan else value
+                y[c, px] = x17[k, px] if is_nan_scalar(x32[k, px], FP32_EXP, FP32_FRAC) else value
             else:
                 y[c, px] = fp_mul(x17[k, px], value, FP17_EXP, FP17_FRAC)
 
 
 FP_BLOCK = 64  # pixels the fused fp16 kernel converts at a time (its buffers stay in cache)
 FP_CHUNK = 256  # pixels a thread is worth
-FP16_INF = 0x7C00  # fp16 magnitudes above it are NaNs
 FP_COUNTS = len(COUNTER_NAMES) + 3  # the LUT outcomes, then NaN in, Inf in, NaN out
 
 
-@njit(inline="always")
-def _fp_square(u):
-    """fp32 ``u * u`` by NVDLA's rules: the processor's product where it is NVDLA's."""
-    ur, agrees = ieee_fp32_mul(u, u, False)
-    return ur if agrees else fp_mul(u, u, FP32_EXP, FP32_FRAC)
 
 
 @njit
@@ -297,7 +291,7 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                 a32 = fp_widen(a17, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False)
                 x17[k, i] = a17
                 x32[k, i] = a32
-                sq[k, i] = a32 if sqsum_bypass else _fp_square(a32)
+                sq[k, i] = a32 if sqsum_bypass else fp32_mul(a32, a32)
         for c in range(rows):
             k = c + HALO
             for i in range(width):
@@ -306,25 +300,16 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                 at = entry_fp(use_lo, kind, index)
                 tally[which] += 1
                 centre = x17[k, i]
-                sign = UNKNOWN_SIGN
-                if (centre & 0xFFFF) == 0 and not mul_bypass:  # +-0: the value's sign will do
-                    if kind == 2:
-                        sign = zero_signs[use_lo, at]
-                    elif (s & 0x7FFFFFFF) <= 0x7F800000:  # off the table, no NaN sum
-                        sign = zero_signs[use_lo, LO_ENTRIES + kind]
-                if sign != UNKNOWN_SIGN:
-                    product = ((centre >> 16) ^ sign) << 16  # fp_mul's signed zero
-                else:
-                    value = UNKNOWN_VALUE
-                    if kind != 2 and (s & 0x7FFFFFFF) <= 0x7F800000:  # as above
-                        value = flat[use_lo, kind]
+                # a +-0 centre whose value's sign is known: the signed zero, no value step
+                product = UNKNOWN_VALUE if mul_bypass else zero_centre_product(
+                    centre, s, kind, use_lo, at, zero_signs)
+                if product == UNKNOWN_VALUE:
+                    value = flat_value(s, kind, use_lo, flat)
                     if value == UNKNOWN_VALUE:
                         value = value_fp(kind, frac, d, s, bases[use_lo, at], steps[use_lo, at],
                                          use_lo, consts)
                     if mul_bypass:
-                        wide = x32[k, i]
-                        centre_nan = (wide & 0x7F800000) == 0x7F800000 and (wide & 0x7FFFFF) != 0
-                        product = centre if centre_nan else value
+                        product = centre if is_nan_scalar(x32[k, i], FP32_EXP, FP32_FRAC) else value
                     else:
                         product = fp_mul(centre, value, FP17_EXP, FP17_FRAC)
                 out = fp17_to_fp16_bits(product & 0x1FFFF)

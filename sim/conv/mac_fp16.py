@@ -361,6 +361,17 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
                               work, out)
 
 
+@njit(inline="always")
+def _group_end(base, stride, k, k1, block):
+    """The kernel after the last of ``k:k1`` whose runs follow ``k``'s in a row (``block``
+    lanes apart, the same stride: ``k``'s weight group's,
+    :func:`sim.dma.weights.dc_kernel_runs`)."""
+    end = k + 1
+    while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
+        end += 1
+    return end
+
+
 @njit
 def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials):
     """Kernels ``k0:k1``'s ``n_blocks`` runs of ``block`` lanes each (at ``base[k] + b *
@@ -369,9 +380,7 @@ def _gather_runs(elements, base, stride, k0, k1, block, n_blocks, rows, specials
     weight group at a time (:func:`_gather_group`)."""
     k = k0
     while k < k1:
-        end = k + 1  # the kernels whose runs follow k's in a row: k's group's
-        while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
-            end += 1
+        end = _group_end(base, stride, k, k1, block)
         _gather_group(elements, base[k], stride[k], end - k, block, n_blocks, rows[k - k0:],
                       specials[k:end])
         k = end
@@ -446,9 +455,7 @@ def _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, r
     runs (:func:`_gather_live_group`)."""
     k = k0
     while k < k1:
-        end = k + 1  # the kernels whose runs follow k's in a row: k's group's
-        while end < k1 and stride[end] == stride[k] and base[end] == base[k] + (end - k) * block:
-            end += 1
+        end = _group_end(base, stride, k, k1, block)
         _gather_live_group(elements, base[k], stride[k], end - k, block, n_blocks, layout[1],
                            layout[3], layout[4], rows[k - k0:], specials[k:end])
         k = end

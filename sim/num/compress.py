@@ -13,6 +13,7 @@ own flags, copied with their indices.
 from __future__ import annotations
 
 from sim.jit import intrinsic
+from sim.num.specials import FP16_INF
 
 #: Lanes :func:`compress_flagged` looks at a call.
 COMPRESS_LANES = 16
@@ -155,7 +156,7 @@ def compress_words(typingctx, words, start, mask, out, at):
         builder.store(packed, builder.bitcast(builder.gep(out_ary.data, [at_v]),
                                               words_t.as_pointer()), align=2)
         magnitude = builder.and_(values, ir.Constant(words_t, [0x7FFF] * lanes))
-        inf = ir.Constant(words_t, [0x7C00] * lanes)
+        inf = ir.Constant(words_t, [FP16_INF] * lanes)
         i64 = ir.IntType(64)
 
         def count(flags):

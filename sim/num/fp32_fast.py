@@ -90,6 +90,14 @@ def ieee_fp32_mul(ua, ub, alike):
 
 
 @njit(inline="always")
+def fp32_mul(ua, ub):
+    """NVDLA's fp32 product, ``fpcore.fp_mul``'s bits: the processor's where that is
+    NVDLA's (:func:`ieee_fp32_mul`), else the rules'."""
+    ur, agrees = ieee_fp32_mul(ua, ub, False)
+    return ur if agrees else fpcore.fp_mul(ua, ub, FP32_EXP, FP32_FRAC)
+
+
+@njit(inline="always")
 def ieee_fp32_max(ua, ub, want_max):
     """(the larger (``want_max``) or smaller as IEEE compares, whether it is NVDLA's): all but
     two zeros, which IEEE finds equal and NVDLA orders.  A NaN compares false: ``b``."""

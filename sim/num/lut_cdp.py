@@ -352,14 +352,16 @@ def lookup_fp_prepared(x, consts, bases, steps):
 UNKNOWN_SIGN = -1
 UNKNOWN_VALUE = -1  # (no fp17 pattern)
 EXP17_ALL_ONES = 0x3F << FP17_FRAC
+SIGN17_BIT = FP17_EXP + FP17_FRAC
+MAGNITUDE32, INF32 = 0x7FFFFFFF, 0x7F800000
 
 
 def _sign17(v):
-    return (v >> (FP17_EXP + FP17_FRAC)) & 1
+    return (v >> SIGN17_BIT) & 1
 
 
 def _magnitude17(v):
-    return v & ((1 << (FP17_EXP + FP17_FRAC)) - 1)
+    return v & ((1 << SIGN17_BIT) - 1)
 
 
 def _ordinary17(v):
@@ -423,3 +425,31 @@ def zero_signs_fp(prepared):
             if flat[t, kind] != UNKNOWN_VALUE:
                 signs[t, lut.LO_ENTRIES + kind] = _sign17(int(flat[t, kind]))
     return signs
+
+
+@njit(inline="always")
+def zero_centre_product(centre, x, kind, use_lo, at, zero_signs):
+    """``fp_mul(centre, value)`` for an fp17 ``centre`` of +-0 whose LUT value's sign
+    :func:`zero_signs_fp` knows at the place of the square sum ``x`` (:func:`place_fp`'s
+    ``use_lo`` and ``kind``, :func:`entry_fp`'s ``at``): the signed zero; else
+    UNKNOWN_VALUE (a non-zero centre, an unknown sign, a NaN sum off the table)."""
+    if centre & ((1 << SIGN17_BIT) - 1):
+        return UNKNOWN_VALUE
+    if kind == 2:
+        sign = zero_signs[use_lo, at]
+    elif (x & MAGNITUDE32) <= INF32:  # off the table: the signs hold for sums not NaN
+        sign = zero_signs[use_lo, lut.LO_ENTRIES + kind]
+    else:
+        sign = UNKNOWN_SIGN
+    if sign == UNKNOWN_SIGN:
+        return UNKNOWN_VALUE
+    return (((centre >> SIGN17_BIT) ^ sign) & 1) << SIGN17_BIT
+
+
+@njit(inline="always")
+def flat_value(x, kind, use_lo, flat):
+    """The LUT value :func:`flat_values_fp` knows for the square sum ``x`` off a table
+    (``kind`` 0 below, 1 above), else UNKNOWN_VALUE (a hit, a NaN sum, a slope not 0)."""
+    if kind == 2 or (x & MAGNITUDE32) > INF32:
+        return UNKNOWN_VALUE
+    return flat[use_lo, kind]

@@ -122,8 +122,9 @@ def count_nans_and_infs(bits, fmt=FP16) -> tuple[int, int]:
 
 #: fp16's Inf pattern: the least magnitude of an Inf or a NaN
 FP16_INF = ((1 << FP16[0]) - 1) << FP16[1]
-_is_nan = njit(is_nan_pattern)
-_is_inf = njit(is_inf_pattern)
+#: is_nan_pattern / is_inf_pattern of one pattern inside a compiled kernel
+is_nan_scalar = njit(is_nan_pattern)
+is_inf_scalar = njit(is_inf_pattern)
 
 
 @njit(inline="always")
@@ -139,8 +140,8 @@ def fp16_nans_and_infs(words):
     nans = infs = 0
     if top >= FP16_INF:
         for i in range(n):
-            nans += _is_nan(words[i], *FP16)
-            infs += _is_inf(words[i], *FP16)
+            nans += is_nan_scalar(words[i], *FP16)
+            infs += is_inf_scalar(words[i], *FP16)
     return nans, infs
 
 

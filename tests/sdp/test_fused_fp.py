@@ -362,27 +362,36 @@ def test_scalar_steps_match_their_array_twins():
 
 
 @njit
-def _sums(a, b, out):
-    """fp32_fast.fp32_add (column 0) and fpcore.fp_add (column 1) of the pairs (a[i], b[i])."""
+def _fast_and_rules(a, b, out, product):
+    """fp32_fast.fp32_add (or fp32_mul: ``product``) in column 0 and fpcore.fp_add (fp_mul)
+    in column 1 of the pairs (a[i], b[i])."""
     for i in range(a.size):
-        out[i, 0] = fp32_fast.fp32_add(a[i], b[i])
-        out[i, 1] = fpcore.fp_add(a[i], b[i], 8, 23)
+        if product:
+            out[i, 0] = fp32_fast.fp32_mul(a[i], b[i])
+            out[i, 1] = fpcore.fp_mul(a[i], b[i], 8, 23)
+        else:
+            out[i, 0] = fp32_fast.fp32_add(a[i], b[i])
+            out[i, 1] = fpcore.fp_add(a[i], b[i], 8, 23)
 
 
-def test_fp32_add_gives_the_rules_sum_bit_for_bit():
-    """fp32_add (the processor's sum where it is NVDLA's, else the rules') gives
-    fpcore.fp_add's fp32 bits on every pair, two NaNs included (the rules take those):
-    crowded pairs, exact cancellations, and the squares the LRN window sums add."""
+@pytest.mark.parametrize("product", [False, True], ids=["fp32_add", "fp32_mul"])
+def test_fp32_fast_gives_the_rules_bits(product):
+    """fp32_add and fp32_mul (the processor's result where it is NVDLA's, else the rules')
+    give fpcore's fp32 bits on every pair, two NaNs included (the rules take those):
+    crowded pairs, exact cancellations, and the squares the LRN window sums add (and
+    the LRN squares: each value times itself)."""
     rng = np.random.default_rng(SEED + 7)
     a = np.concatenate([crowded_fp32(rng, 300_000), np.array(SPECIAL32, np.int64)])
     b = np.concatenate([crowded_fp32(rng, 300_000), np.array(SPECIAL32[::-1], np.int64)])
     b[: a.size // 8] = a[: a.size // 8] ^ (1 << 31)  # exact cancellation, +-0 against -+0
     squares = a[a.size // 2:] & 0x7FFFFFFF  # non-negative, as squares are
     a[a.size // 2:], b[a.size // 2:] = squares, np.roll(squares, 1)
+    if product:
+        b[a.size // 4: a.size // 2] = a[a.size // 4: a.size // 2]  # squares
     out = np.zeros((a.size, 2), np.int64)
-    _sums(a, b, out)
+    _fast_and_rules(a, b, out, product)
     np.testing.assert_array_equal(out[:, 0], out[:, 1])
-    assert np.mean(np.isin(a & 0x7F800000, [0, 0x7F800000])) < 0.3  # mostly ordinary sums
+    assert np.mean(np.isin(a & 0x7F800000, [0, 0x7F800000])) < 0.3  # mostly ordinary
 
 
 @pytest.mark.parametrize("cp, hw, block", [(8, 2048, 4096), (2, 10000, 5000)])
