@@ -30,6 +30,10 @@ from . import fast_fp
 
 MIN_ELEMENTS = 4096  # smaller blocks take numpy: the per-call set-up would dominate
 PIECE = 1024  # elements of a row the kernel carries through all steps at once
+#: Blocks of rows shorter than this run as one row (:func:`_one_row`): the kernel's
+#: set-up per row and step cost 250 ns a row, 1 ms for a fully connected layer's 4096
+#: one-pixel channels.
+SHORT_ROW = 64
 OPERAND_SLOTS = 6  # (alu, mul) of X1, X2 and Y: the kernel always takes this many
 SIGN = 0x80000000
 #: what :func:`run_tallied` counts: suspects, then among the other words the saturated
@@ -241,6 +245,25 @@ def run_tallied(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray, n
     if v.size == 0:
         return h, suspect, tally
     plan, operands = _plan(path, operand, v.shape)
-    _fused_block(_input_rows(v, path.fp16_in), path.fp16_in, plan, operands,
-                 h.reshape(-1, v.shape[-1]), suspect.reshape(-1, v.shape[-1]), tally)
+    rows = _input_rows(v, path.fp16_in)
+    if rows.shape[1] < SHORT_ROW and rows.shape[0] > 1:
+        rows, operands = _one_row(rows, operands)
+    _fused_block(rows, path.fp16_in, plan, operands, h.reshape(rows.shape),
+                 suspect.reshape(rows.shape), tally)
     return h, suspect, tally
+
+
+def _one_row(rows: np.ndarray, operands: tuple) -> tuple[np.ndarray, tuple]:
+    """The block ``rows`` (rows, pixels) as one row of all its elements (in memory
+    order), and each operand (:func:`_operand_rows`) as its value at each element (a
+    single value stays one)."""
+    n_rows, pixels = rows.shape
+    flat = []
+    for op in operands:
+        if op.shape == (1, 1):
+            flat.append(op)
+            continue
+        per_row = np.tile(op, (n_rows // op.shape[0], 1))  # op[row % its rows], as the kernel
+        # a copy: a broadcast view is read-only, which numba types apart
+        flat.append(np.broadcast_to(per_row, (n_rows, pixels)).reshape(1, -1).copy())
+    return rows.reshape(1, -1), tuple(flat)

@@ -29,7 +29,9 @@ from sim.sdp import fast_fp, fused_fp, pipeline, stages
 from .test_fast_fp import LAYERS, crowded_fp16, f16, f32, negated
 
 SEED = 20261126
-CP, H, W = 5, 3, 4  # the datapath's cube in the combination test
+# the datapath's cubes in the combination test: rows shorter than fused_fp.SHORT_ROW run
+# as one row (a fully connected layer's one pixel, a small map), longer ones row by row
+CUBES = {"one pixel": (5, 1, 1), "short rows": (5, 3, 4), "long rows": (5, 8, 9)}
 
 # fp32 patterns float32 meets apart from NVDLA, and the edges of what it meets alike
 SPECIAL32 = [
@@ -125,24 +127,27 @@ X_OPTIONS, Y_OPTIONS = _x_options(), _y_options()
 MODES = (stages.OP_REGISTER, stages.OP_CHANNEL, stages.OP_ELEMENT)
 
 
-def _stream(rng, mode: int, fp16: bool) -> tuple[np.ndarray, int]:
-    """One operand stream as the SDP_RDMA reader hands it over: (values, mode)."""
-    n = {stages.OP_REGISTER: 1, stages.OP_CHANNEL: CP, stages.OP_ELEMENT: CP * H * W}[mode]
+def _stream(rng, mode: int, fp16: bool, cube: tuple) -> tuple[np.ndarray, int]:
+    """One operand stream for the ``cube`` (channels, height, width) as the SDP_RDMA reader
+    hands it over: (values, mode)."""
+    cp, h, w = cube
+    n = {stages.OP_REGISTER: 1, stages.OP_CHANNEL: cp, stages.OP_ELEMENT: cp * h * w}[mode]
     if not fp16:
         return crowded_fp32(rng, n), mode
     words = crowded_fp16(rng, n).astype(np.int64)
     return np.where(rng.random(n) < 0.5, words, (words ^ 0x8000) - 0x8000), mode  # signed too
 
 
-def _layer_and_streams(rng, x1: dict, x2: dict, y: dict, modes) -> tuple:
-    """A layer with these stages, and operand streams in these modes (x1, x2, y; alu, mul).
+def _layer_and_streams(rng, x1: dict, x2: dict, y: dict, modes, cube: tuple) -> tuple:
+    """A layer with these stages, and operand streams for the ``cube`` (channels, height,
+    width) in these modes (x1, x2, y; alu, mul).
     A Y operand from memory goes through Y's convertor (fp16 widened); a Y register, or a
     Y memory operand with the source bit clear, is any fp32 pattern."""
     layer, lut = _template()
     from_mem = [mode != stages.OP_REGISTER and rng.random() < 0.5 for mode in modes[2]]
     y = dict(y, alu_src_mem=from_mem[0], mul_src_mem=from_mem[1], alu_cvt_bypass=True,
              mul_cvt_bypass=True)
-    streams = {name: tuple(_stream(rng, mode, fp16) for mode, fp16 in
+    streams = {name: tuple(_stream(rng, mode, fp16, cube) for mode, fp16 in
                            zip(mode_pair, (True, True) if name != "y" else from_mem,
                                strict=True))
                for name, mode_pair in zip(("x1", "x2", "y"), modes, strict=True)}
@@ -157,18 +162,20 @@ def _cube(rng, fp16_in: bool, shape) -> np.ndarray:
     return crowded_fp16(rng, shape) if fp16_in else crowded_fp32(rng, shape)
 
 
+@pytest.mark.parametrize("cube", CUBES)
 @pytest.mark.parametrize("fp16_in", [True, False], ids=["fp16 input", "fp32 input"])
-def test_every_stage_combination(fp16_in):
+def test_every_stage_combination(fp16_in, cube):
     """Every X1 option against every Y option, X2 taking each option in turn, operands
     in random modes."""
     rng = np.random.default_rng(SEED + fp16_in)
+    cp, h, w = CUBES[cube]
     kept = []
     for i, (x1, y) in enumerate(itertools.product(X_OPTIONS, Y_OPTIONS)):
         x2 = X_OPTIONS[(7 * i) % len(X_OPTIONS)]
         modes = rng.choice(MODES, (3, 2))
-        layer, streams, lut = _layer_and_streams(rng, x1, x2, y, modes)
-        path = pipeline.datapath(layer, streams, lut, fp16_in, CP, H, W)
-        v = _cube(rng, fp16_in, (2, CP, H * W))
+        layer, streams, lut = _layer_and_streams(rng, x1, x2, y, modes, CUBES[cube])
+        path = pipeline.datapath(layer, streams, lut, fp16_in, cp, h, w)
+        v = _cube(rng, fp16_in, (2, cp, h * w))
         suspect = assert_same_pass(path, v, label=f"x1={x1} x2={x2} y={y} modes={modes}")
         kept.append(1 - suspect.mean())
     assert np.mean(kept) > 0.2  # the inputs are not so crowded that float32 never stands
