@@ -118,6 +118,11 @@ class Memory:
         # when their rows follow each other (_slab_view; asking each page's address took
         # 1.5 us a page, 3 ms of AlexNet's fully connected layers' 1800 pages)
         self._rows: dict[int, int] = {}
+        # the first page of each page's run: the pages before it up to that one are the rows
+        # just before its own in the same slab (pages never move, so a run only grows at its
+        # end): a run of pages is checked in one look-up (_slab_view; page by page, AlexNet's
+        # fully connected weights' 1800 pages took 0.15 ms)
+        self._run_start: dict[int, int] = {}
         # pages are handed out from slabs of several (_new_page); none yet (a memory that
         # is never written makes none: a trace's sec_mem)
         self._slab = _NO_SLAB
@@ -280,13 +285,9 @@ class Memory:
         slab = None if head is None else head.base
         if slab is None or slab.ndim != 2 or slab.shape[1] != PAGE_SIZE:
             return None
-        rows = self._rows
-        row = rows[first]
-        for i in range(1, last - first + 1):
-            page = pages.get(first + i)
-            if page is None or page.base is not slab or rows[first + i] != row + i:
-                return None
-        offset = row * PAGE_SIZE + (addr & PAGE_MASK)
+        if self._run_start.get(last, last + 1) > first:  # not every page, or not in a row
+            return None
+        offset = self._rows[first] * PAGE_SIZE + (addr & PAGE_MASK)
         view = slab.reshape(-1)[offset: offset + size]
         view.flags.writeable = writeable
         return view
@@ -428,9 +429,7 @@ class Memory:
         missing = sorted(pages.difference(self._pages))
         if missing and self._room_for(len(missing)):
             slab = np.zeros((len(missing), PAGE_SIZE), dtype=np.uint8)
-            for row, page in enumerate(missing):
-                self._pages[page] = slab[row]
-                self._rows[page] = row
+            self._add_pages(missing, slab, 0)
 
     def _make_pages(self, pages: list[int]) -> None:
         """Make ``pages`` (missing, in address order) consecutive rows of one slab: the cube
@@ -439,9 +438,7 @@ class Memory:
         with self._slab_lock:
             pages = [page for page in pages if page not in self._pages]  # another thread's?
             first = self._slab_used_after(len(pages))
-            for i, page in enumerate(pages):
-                self._pages[page] = self._slab[first + i]
-                self._rows[page] = first + i
+            self._add_pages(pages, self._slab, first)
 
     def _new_page(self, page: int) -> np.ndarray:
         """Page ``page`` made: zeros, the next row of the current slab (a new one when it is
@@ -450,7 +447,37 @@ class Memory:
             row = self._slab_used_after(1)
             made = self._pages[page] = self._slab[row]
             self._rows[page] = row
+            self._run_start[page] = self._run_from(page, self._slab, row)
             return made
+
+    def _run_from(self, page: int, slab: np.ndarray, row: int) -> int:
+        """The first page of the run of ``page``, made row ``row`` of ``slab``: the run of
+        the page before it if that one is the row before in the same slab."""
+        before = self._pages.get(page - 1)
+        if before is not None and before.base is slab and self._rows[page - 1] == row - 1:
+            return self._run_start[page - 1]
+        return page
+
+    def _add_pages(self, pages: list[int], slab: np.ndarray, first_row: int) -> None:
+        """``pages`` (missing, in address order) made rows ``first_row`` on of ``slab``, each
+        page's run (``_run_start``) found for all at once (page by page, a loadable's 3800
+        pages took 0.5 ms more)."""
+        if not pages:
+            return
+        rows = range(first_row, first_row + len(pages))
+        self._pages.update(zip(pages, slab[rows.start:rows.stop], strict=True))
+        self._rows.update(zip(pages, rows, strict=True))
+        first = pages[0]
+        start = self._run_from(first, slab, first_row)
+        if len(pages) == 1:
+            self._run_start[first] = start
+            return
+        at = np.asarray(pages, np.int64)
+        starts = at.copy()  # a page whose page before is the row before starts no run
+        starts[1:][np.diff(at) == 1] = np.iinfo(np.int64).min
+        np.maximum.accumulate(starts, out=starts)
+        starts[starts == first] = start
+        self._run_start.update(zip(pages, starts.tolist(), strict=True))
 
     def _slab_used_after(self, n: int) -> int:
         """The first of the next ``n`` rows (pages of zeros) of the current slab, or of a new
