@@ -238,7 +238,7 @@ def _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed
                               sub32(0, word32(near)))
                 highs[j] = add32(highs[j], sar32(value, 16))
                 lows[j] = add32(lows[j], and32(value, 0xFFFF))
-                is_mid = may_carry(product, shift) & (shift < 32)
+                is_mid = may_carry(product, shift, sig) & (shift < 32)
                 packed[i - first] = and32(_pack(negative, sig, d_sig[i], shift),
                                           sub32(0, word32(is_mid)))
                 some_mid |= is_mid

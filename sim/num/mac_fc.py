@@ -300,7 +300,7 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         near = shift <= NEAR_SHIFT
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                     sub32(0, word32(near))))
-        is_mid = may_carry(product, shift) & (shift < 32)
+        is_mid = may_carry(product, shift, sig) & (shift < 32)
         packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
@@ -329,7 +329,7 @@ def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, su
             value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))), sub32(0, word32(near)))
             high = add32(high, sar32(value, 16))
             low = add32(low, and32(value, 0xFFFF))
-            is_mid = may_carry(product, shift) & (shift < 32)
+            is_mid = may_carry(product, shift, sig) & (shift < 32)
             packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift),
                               sub32(0, word32(is_mid)))
             some_mid |= is_mid
