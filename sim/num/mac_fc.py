@@ -91,8 +91,10 @@ def fc_scratch(lanes):
             # each lane's packed operands (_unpack) if it may carry or is shifted by 20 to
             # 28, else 0
             np.zeros(lanes + COMPRESS_LANES, np.uint32),
-            # each position's sums of the high and low halves (_block_sums)
-            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)),
+            # each position's sums of the high and low halves (_block_sums); the or of
+            # the flagged words of each lane of a vector (fc_live._live_products)
+            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32),
+             np.zeros(MID_VECTOR, np.uint32)),
             # the flagged lanes' packed words' low and high halves (_mid_lanes)
             (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)))
 
@@ -285,9 +287,7 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), exact but for the lanes
     that may carry (:func:`sim.num.fc_carries.may_carry`); packs what those and the lanes
     shifted by 20 to 28 need into one word each (:func:`_unpack`), the other lanes' words
-    0.  A flagged word is 0 only for a positive lane of zero operands shifted by 8, whose
-    carry is 0 at every shift, so skipping it as unflagged is exact.  Returns whether
-    some are.  One loop over the
+    0 (a flagged lane's word is never 0).  Returns whether some are.  One loop over the
     lanes, each lane's block exponent spread to ``block_exp`` (a loop per block ran
     scalar)."""
     prefer_wide_vectors()
@@ -392,18 +392,19 @@ def _from_halves(high, low):
 @njit(inline="always")
 def _unpack(word):
     """A flagged lane's (sign, weight and data significands, shift) from its packed word:
-    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4 - 2``
-    at 14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
-    half of the word as a 16-bit word)."""
+    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4`` at
+    14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
+    half of the word as a 16-bit word).  The shift's field is never 0: a flagged lane's
+    word is not 0, its own flag (:func:`sim.num.compress.compress_nonzero`)."""
     return (shr32(word, 31), and32(word, 0x3FFF), and32(shr32(word, 17), 0x3FFF),
-            shl32(add32(and32(shr32(word, 14), 7), 2), 2))
+            shl32(and32(shr32(word, 14), 7), 2))
 
 
 @njit(inline="always")
 def _pack(negative, wt, dat, shift):
-    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28)."""
-    return or32(or32(wt, shl32(sub32(shr32(shift, 2), 2), 14)),
-                or32(shl32(dat, 17), shl32(negative, 31)))
+    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28, a multiple of 4: ``shift << 12``
+    is its field, no mask needed)."""
+    return or32(or32(wt, shl32(shift, 12)), or32(shl32(dat, 17), shl32(negative, 31)))
 
 
 @njit(distinct_arrays=True)
@@ -459,14 +460,14 @@ def flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs):
         for j in range(width):
             low, high = lows[base + j], highs[base + j]
             negative, wt, dat = shr16(high, 15), and16(low, 0x3FFF), and16(shr16(high, 1), 0x3FFF)
-            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4 - 2
-            near = code <= NEAR_SHIFT // 4 - 2
+            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4
+            near = code <= NEAR_SHIFT // 4
             # the low ``shift`` bits (shifts 8, 12, 16)
-            bits = shr16(0xFFFF, sub16(8, shl16(min(code, word16(2)), 2)))
+            bits = shr16(0xFFFF, sub16(16, shl16(min(code, word16(NEAR_SHIFT // 4)), 2)))
             product = sub16(xor16(mul16(wt, dat), sub16(0, negative)), sub16(0, negative))
             carry = word8(near & (and16(booth_sum_low16(negative, wt, dat), bits)
                                   > and16(product, bits)))
-            needs[base + j] = or16(carry, and16(sub16(0, word16(code > NEAR_SHIFT // 4 - 2)),
+            needs[base + j] = or16(carry, and16(sub16(0, word16(code > NEAR_SHIFT // 4)),
                                                 NEEDS_TREE))
     # the lanes to change (a carry of 1, or shifted beyond NEAR_SHIFT) by their places
     # among the flagged, gathered as those were: subtracting every flagged lane's

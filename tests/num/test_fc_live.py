@@ -10,6 +10,7 @@ from sim.jit import njit
 from sim.num.compress import WORD_LANES, compress_words
 from sim.num.fc_live import (
     LIVE_AT_MOST,
+    SLOT_VECTORS,
     VECTOR,
     fc_live_scratch,
     fp16_fc_live_blocks,
@@ -59,6 +60,10 @@ CASES = [  # (kind of data, kind of weights, fraction zero, blocks all zero, blo
     ("largest", "largest", 0.4, (), 64, 3),  # sums near 2**34
     ("spread", "random", 0.7, (1, 2), 32, 8),
     ("network", "network", 1.0, (), 64, 3),  # no live lane anywhere
+    # blocks of more than SLOT_VECTORS vectors (their sums' lanes added up in int32 words
+    # a run of vectors at a time), at the largest products and with flagged lanes
+    ("largest", "largest", 0.4, (), 512, 3),
+    ("spread", "spread", 0.35, (1,), 256, 4),
 ]
 
 
@@ -81,6 +86,15 @@ def test_live_blocks_are_the_full_blocks_and_the_definition(d_kind, w_kind, zero
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got, _definition_blocks(x, w, block, 1, n_blocks))
+
+
+def test_slot_words_hold_their_vectors_sums():
+    """A lane's int32 word adds ``SLOT_VECTORS`` of the largest products exactly, and no
+    more: the largest magnitude is the square of the largest significand of any fp16 value
+    (NaNs aside)."""
+    bits = np.arange(1 << 16).astype(np.uint16)
+    largest = int(fp16_mac_operands(bits[(bits & 0x7FFF) <= 0x7C00])[1].max()) ** 2
+    assert SLOT_VECTORS * largest < 2**31 <= (SLOT_VECTORS + 1) * largest
 
 
 def test_a_wrong_gather_is_seen():
