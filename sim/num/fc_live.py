@@ -34,6 +34,7 @@ from sim.num.mac_fc import (
     MAX_BLOCK_LANES,
     NEAR_SHIFT,
     NEEDS_CARRY,
+    SLOT_VECTORS,
     _lane_exponents,
     _pack,
     _unpack,
@@ -47,10 +48,6 @@ from sim.num.word32 import add32, and32, or32, sar32, sub32, word32
 #: products' loop runs in whole ones, no remainder loop).
 VECTOR = HALF_PIECE
 VECTOR_BITS = VECTOR.bit_length() - 1
-#: Vectors of a block whose shifted products a lane of the products' loop adds up in an
-#: int32 word before they go to the block's sum: each is below 2**28 in magnitude, so
-#: eight of them stay below 2**31.
-SLOT_VECTORS = 8
 #: Layers whose padded live lanes are more than this fraction of all lanes take the
 #: full blocks (:func:`sim.num.mac_fc.fp16_fc_blocks`): the gather and the shorter
 #: passes did not pay for few zeros.

@@ -10,7 +10,6 @@ from sim.jit import njit
 from sim.num.compress import WORD_LANES, compress_words
 from sim.num.fc_live import (
     LIVE_AT_MOST,
-    SLOT_VECTORS,
     VECTOR,
     fc_live_scratch,
     fp16_fc_live_blocks,
@@ -18,7 +17,7 @@ from sim.num.fc_live import (
     live_layout,
 )
 from sim.num.mac import fp16_mac_operands
-from sim.num.mac_fc import CHUNK, fc_data
+from sim.num.mac_fc import CHUNK, FC_BLOCK, SLOT_LANES, SLOT_VECTORS, fc_data
 
 from .test_mac_fc import _bits, _definition_blocks, _fc_blocks
 
@@ -95,6 +94,7 @@ def test_slot_words_hold_their_vectors_sums():
     bits = np.arange(1 << 16).astype(np.uint16)
     largest = int(fp16_mac_operands(bits[(bits & 0x7FFF) <= 0x7C00])[1].max()) ** 2
     assert SLOT_VECTORS * largest < 2**31 <= (SLOT_VECTORS + 1) * largest
+    assert FC_BLOCK // SLOT_LANES <= SLOT_VECTORS  # the full blocks' words (mac_fc)
 
 
 def test_a_wrong_gather_is_seen():
