@@ -245,7 +245,7 @@ def _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed
                     value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                   sub32(0, word32(near)))
                     slots[j] = np.int32(add32(slots[j], value))
-                    is_mid = may_carry(product, shift, sig) & (shift < 32)
+                    is_mid = may_carry(product, shift) & (shift < 32)
                     word = and32(_pack(negative, sig, d_sig[i], shift), sub32(0, word32(is_mid)))
                     packed[i - first] = word
                     ors[j] = or32(ors[j], word)

@@ -317,7 +317,7 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
         near = shift <= NEAR_SHIFT
         shifted[i] = np.int32(and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                                     sub32(0, word32(near))))
-        is_mid = may_carry(product, shift, sig) & (shift < 32)
+        is_mid = may_carry(product, shift) & (shift < 32)
         packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
         some_mid |= is_mid
     return some_mid
@@ -355,7 +355,7 @@ def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, su
                 value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
                               sub32(0, word32(near)))
                 slots[j] = np.int32(add32(slots[j], value))
-                is_mid = may_carry(product, shift, sig) & (shift < 32)
+                is_mid = may_carry(product, shift) & (shift < 32)
                 word = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
                 packed[i] = word
                 ors[j] = or32(ors[j], word)

@@ -3,8 +3,7 @@
 Exhaustive over both magnitudes (every CMAC significand: zero, denormals, Inf's 0x2000,
 the largest 0x3FF8, ...) and both product signs: wherever the 16-bit tree's carry
 (``sum_word_carry``, itself held to the definitional multiplier in test_mac_fc.py) of a
-shift from 0 to 16 is 1, ``may_carry`` says it may be; and both bounds it uses (the
-product's low byte, the weight's low bits) are tight.
+shift from 0 to 16 is 1, ``may_carry`` says it may be; and the bound it uses is tight.
 """
 
 import functools
@@ -14,7 +13,7 @@ import pytest
 
 from sim.jit import njit
 from sim.num.booth import booth_sum_low16
-from sim.num.fc_carries import CARRY8_LOW_MAX, CARRY8_WEIGHT_BITS, may_carry
+from sim.num.fc_carries import CARRY8_LOW_MAX, may_carry
 from sim.num.mac import signed_product, sum_word_carry
 from sim.num.word32 import and32, word32
 
@@ -26,9 +25,8 @@ SHIFTS = (0, 4, 8, 12, 16)
 def _missed_carries(negative):
     """Over every pair of magnitudes of one product sign and each shift of ``SHIFTS``: how
     many carries of 1 ``may_carry`` says cannot be, how many carries are 1 (the comparison
-    must see some), the largest low byte of a product whose shift by 8 carries, and the
-    most trailing zeros of a weight (not 0) whose product's shift by 8 carries."""
-    missed, ones, top, zeros = 0, 0, -1, -1
+    must see some), and the largest low byte of a product whose shift by 8 carries."""
+    missed, ones, top = 0, 0, -1
     neg = word32(negative)
     for wt in range(MAGNITUDES):
         for dat in range(MAGNITUDES):
@@ -38,27 +36,16 @@ def _missed_carries(negative):
             for shift in SHIFTS:
                 carry = sum_word_carry(product, tree, word32(shift))
                 ones += carry
-                if carry and not may_carry(product, word32(shift), w):
+                if carry and not may_carry(product, word32(shift)):
                     missed += 1
                 if carry and shift == 8:
                     top = max(top, np.int64(and32(product, 0xFF)))
-                    if wt:
-                        zeros = max(zeros, _trailing_zeros(wt))
-    return missed, ones, top, zeros
+    return missed, ones, top
 
 
 @njit
-def _trailing_zeros(x):
-    n = 0
-    while x % 2 == 0:
-        x //= 2
-        n += 1
-    return n
-
-
-@njit
-def _may_carry(product, shift, wt):
-    return bool(may_carry(product, shift, wt))
+def _may_carry(product, shift):
+    return bool(may_carry(product, shift))
 
 
 @functools.cache
@@ -68,29 +55,22 @@ def _census(negative):
 
 @pytest.mark.parametrize("negative", [0, 1])
 def test_rule_misses_no_carry(negative):
-    missed, ones, top, zeros = _census(negative)
+    missed, ones, top = _census(negative)
     assert missed == 0
     assert ones > MAGNITUDES  # many carries are 1: a rule that says "never" would fail
     assert top <= CARRY8_LOW_MAX
-    assert zeros < CARRY8_WEIGHT_BITS
 
 
-def test_bounds_are_tight():
-    """A carry of a product with the bound's low byte exists, and one of a weight with a
-    one in its low bits at the last of them only: a lower bound, or fewer bits, would miss
-    it."""
+def test_bound_is_tight():
+    """A carry of a product with the bound's low byte exists: a lower bound would miss it."""
     assert max(_census(0)[2], _census(1)[2]) == CARRY8_LOW_MAX
-    assert max(_census(0)[3], _census(1)[3]) == CARRY8_WEIGHT_BITS - 1
 
 
 @pytest.mark.parametrize("shift", SHIFTS + (20, 28))
 def test_may_carry_is_the_rule(shift):
-    """``may_carry`` reads a product's low byte and the weight's low bits only, and of
-    shifts up to 8 only 8's."""
+    """``may_carry`` reads a product's low byte only, and of shifts up to 8 only 8's."""
     for low in range(256):
         for high in (0, 0x100, 0xFFFFFF00):
-            for wt in (0, 1, 4, 8, 0x10, 0x18, 0x400, 0x3FF8, 0x2000):
-                product = np.uint32(high | low)
-                want = shift > 8 or (shift == 8 and low <= CARRY8_LOW_MAX
-                                     and wt % (1 << CARRY8_WEIGHT_BITS) != 0)
-                assert _may_carry(product, np.uint32(shift), np.uint32(wt)) == want
+            product = np.uint32(high | low)
+            want = shift > 8 or (shift == 8 and low <= CARRY8_LOW_MAX)
+            assert _may_carry(product, np.uint32(shift)) == want
