@@ -26,7 +26,7 @@ from sim.num.booth import booth_lane
 from sim.num.borrowed import borrowed
 from sim.num.compress import WORD_LANES
 from sim.num.fc_carries import may_carry
-from sim.num.fc_pieces import HALF_PIECE, half_piece_sum, vectors_max
+from sim.num.fc_pieces import HALF_PIECE, half_piece_or, half_piece_wide_sum, vectors_max
 from sim.num.mac import ZERO_LANE_EXP, fp16_weight_operand, signed_product
 from sim.num.mac_fc import (
     CHUNK,
@@ -34,7 +34,7 @@ from sim.num.mac_fc import (
     MAX_BLOCK_LANES,
     NEAR_SHIFT,
     NEEDS_CARRY,
-    _from_halves,
+    SLOT_VECTORS,
     _lane_exponents,
     _pack,
     _unpack,
@@ -42,7 +42,7 @@ from sim.num.mac_fc import (
     flagged_changes,
 )
 from sim.num.narrow import sub16
-from sim.num.word32 import add32, and32, sar32, sub32, word32
+from sim.num.word32 import add32, and32, or32, sar32, sub32, word32
 
 #: Lanes a block's live lanes are padded to a multiple of: a vector of 32-bit words (the
 #: products' loop runs in whole ones, no remainder loop).
@@ -165,13 +165,13 @@ def fp16_fc_live_blocks(data, w_live, layout, scratch, block_exp4, sums):
                  borrowed(layout[1]), borrowed(layout[2]), borrowed(lane_exp),
                  borrowed(tops), borrowed(packed), borrowed(flagged),
                  borrowed(words), borrowed(needs), borrowed(need_at), borrowed(halves16[0]),
-                 borrowed(halves16[1]), borrowed(halves[0]), borrowed(halves[1]),
-                 borrowed(block_exp4), borrowed(sums))
+                 borrowed(halves16[1]), borrowed(halves[0].view(np.int32)),
+                 borrowed(halves[2]), borrowed(block_exp4), borrowed(sums))
 
 
 @njit
 def _live_blocks(d_exp, d_sign, d_sig, w_live, starts, vector_block, lane_exp, tops, packed,
-                 flagged, words, needs, need_at, low16s, high16s, highs, lows, block_exp4, sums):
+                 flagged, words, needs, need_at, low16s, high16s, slots, ors, block_exp4, sums):
     """:func:`fp16_fc_live_blocks` of the arrays one by one."""
     n_blocks = starts.size - 1
     b0 = 0
@@ -186,7 +186,7 @@ def _live_blocks(d_exp, d_sign, d_sig, w_live, starts, vector_block, lane_exp, t
             tops[b] = vectors_max(lane_exp, starts[b] - v0, starts[b + 1] - v0, EXP_BIAS)
             block_exp4[b] = np.int32(tops[b]) - EXP_BIAS
         if _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed, sums,
-                          highs, lows):
+                          slots, ors):
             _live_mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
                             vector_block, v0, sums)
         b0 = b1
@@ -210,37 +210,46 @@ def _live_mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, 
 
 
 @njit(distinct_arrays=True)
-def _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed, sums, highs,
-                   lows):
+def _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed, sums, slots,
+                   ors):
     """:func:`sim.num.mac_fc._block_products` of blocks of whole ``VECTOR``-lane vectors
     (``starts``): each block's sum of ``P >> s``, the flagged lanes' packed words.
-    Returns whether some lanes are flagged.  The halves' sums are kept lane by lane
-    (``highs``, ``lows``: ``VECTOR`` words, kept in registers) and added up once a block:
-    added up every vector, they took a fifth of the loop."""
+    Returns whether some lanes are flagged.  The sums are kept lane by lane (``slots``:
+    ``VECTOR`` int32 words, kept in a register) over up to ``SLOT_VECTORS`` vectors, then
+    widened and added up (added up every vector, they took a fifth of the loop; kept as
+    :func:`sim.num.mac_fc._block_sums`' halves, three more operations a vector).  Whether
+    some lane is flagged is kept the same way (``ors``: ``VECTOR`` words, each lane's
+    flagged words or'd; a flag or'd into one bool was a scalar chain through every
+    vector, a word or'd into one word a reduction every vector)."""
     prefer_wide_vectors()
-    some_mid = False
     width = np.uint64(VECTOR)
+    for j in range(width):
+        ors[j] = 0
     first = np.uint64(starts[b0]) * width  # the chunk's first lane: the scratch's 0
     for b in range(b0, b1):
         top = tops[b]
-        for j in range(width):
-            highs[j] = 0
-            lows[j] = 0
-        for v in range(np.uint64(starts[b]), np.uint64(starts[b + 1])):
+        total = np.int64(0)
+        v, end = np.uint64(starts[b]), np.uint64(starts[b + 1])
+        while v < end:
+            stop = min(v + np.uint64(SLOT_VECTORS), end)
             for j in range(width):
-                i = v * width + j
-                negative, sig, _, _ = fp16_weight_operand(word32(w_live[i]))
-                negative = and32(add32(negative, d_sign[i]), 1)
-                product = signed_product(negative, sig, d_sig[i])
-                shift = word32(sub16(top, lane_exp[i - first]))
-                near = shift <= NEAR_SHIFT
-                value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
-                              sub32(0, word32(near)))
-                highs[j] = add32(highs[j], sar32(value, 16))
-                lows[j] = add32(lows[j], and32(value, 0xFFFF))
-                is_mid = may_carry(product, shift) & (shift < 32)
-                packed[i - first] = and32(_pack(negative, sig, d_sig[i], shift),
-                                          sub32(0, word32(is_mid)))
-                some_mid |= is_mid
-        sums[b] = _from_halves(half_piece_sum(highs, 0), half_piece_sum(lows, 0))
-    return some_mid
+                slots[j] = 0
+            for vector in range(v, stop):
+                for j in range(width):
+                    i = vector * width + j
+                    negative, sig, _, _ = fp16_weight_operand(word32(w_live[i]))
+                    negative = and32(add32(negative, d_sign[i]), 1)
+                    product = signed_product(negative, sig, d_sig[i])
+                    shift = word32(sub16(top, lane_exp[i - first]))
+                    near = shift <= NEAR_SHIFT
+                    value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                                  sub32(0, word32(near)))
+                    slots[j] = np.int32(add32(slots[j], value))
+                    is_mid = may_carry(product, shift) & (shift < 32)
+                    word = and32(_pack(negative, sig, d_sig[i], shift), sub32(0, word32(is_mid)))
+                    packed[i - first] = word
+                    ors[j] = or32(ors[j], word)
+            total += half_piece_wide_sum(slots, 0)
+            v = stop
+        sums[b] = total
+    return half_piece_or(ors, 0) != 0

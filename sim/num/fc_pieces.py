@@ -1,6 +1,6 @@
 """Whole vectors of 16-bit words for numba kernels: the maximum of 32 words, 32 words set,
-the maximum of a run of 16-word vectors, the sum of 16 32-bit words; and a hint to fetch
-a cache line ahead of its use.
+the maximum of a run of 16-word vectors, the exact sum and the or of 16 32-bit words; and
+a hint to fetch a cache line ahead of its use.
 
 A fully connected layer's block (one kernel position) is a run of 64 lanes; LLVM's loop
 over a run of unknown length takes four vectors side by side, and a run shorter than
@@ -53,7 +53,8 @@ def piece_max(typingctx, array, start):
     return types.uint16(array, start), codegen
 
 
-#: Words a vector of :func:`vectors_max` and :func:`half_piece_sum`: the fully connected
+#: Words a vector of :func:`vectors_max`, :func:`half_piece_wide_sum` and
+#: :func:`half_piece_or`: the fully connected
 #: layers' live lanes come in runs of whole 16-lane vectors (:mod:`sim.num.fc_live`).
 HALF_PIECE = PIECE // 2
 
@@ -99,9 +100,31 @@ def vectors_max(typingctx, array, first, last, floor):
 
 
 @intrinsic
-def half_piece_sum(typingctx, array, start):
-    """The sum (modulo 2**32) of the ``HALF_PIECE`` uint32 words ``array[start:start +
-    HALF_PIECE]``, in one vector reduction (a loop over them ran word by word)."""
+def half_piece_wide_sum(typingctx, array, start):
+    """The exact sum (int64) of the ``HALF_PIECE`` int32 words ``array[start:start +
+    HALF_PIECE]``: widened and added in one vector reduction."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        words_t = ir.VectorType(ir.IntType(32), HALF_PIECE)
+        wide_t = ir.VectorType(ir.IntType(64), HALF_PIECE)
+        ptr = builder.bitcast(_element_address(context, builder, sig, args),
+                              words_t.as_pointer())
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), [wide_t]),
+            f"llvm.vector.reduce.add.v{HALF_PIECE}i64")
+        return builder.call(reduce, [builder.sext(builder.load(ptr, align=4), wide_t)])
+
+    if not (isinstance(array, types.Array) and array.dtype == types.int32):
+        return None
+    return types.int64(array, start), codegen
+
+
+@intrinsic
+def half_piece_or(typingctx, array, start):
+    """The or of the ``HALF_PIECE`` uint32 words ``array[start:start + HALF_PIECE]``, in one
+    vector reduction."""
     from llvmlite import ir
     from numba.core import cgutils, types
 
@@ -111,7 +134,7 @@ def half_piece_sum(typingctx, array, start):
                               words_t.as_pointer())
         reduce = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.IntType(32), [words_t]),
-            f"llvm.vector.reduce.add.v{HALF_PIECE}i32")
+            f"llvm.vector.reduce.or.v{HALF_PIECE}i32")
         return builder.call(reduce, [builder.load(ptr, align=4)])
 
     if not (isinstance(array, types.Array) and array.dtype == types.uint32):

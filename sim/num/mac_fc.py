@@ -31,7 +31,15 @@ from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.borrowed import borrowed
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
-from sim.num.fc_pieces import PIECE, piece_fill, piece_max, prefetch
+from sim.num.fc_pieces import (
+    HALF_PIECE,
+    PIECE,
+    half_piece_or,
+    half_piece_wide_sum,
+    piece_fill,
+    piece_max,
+    prefetch,
+)
 from sim.num.mac import (
     fp16_weight_operand,
     signed_product,
@@ -69,6 +77,13 @@ FC_BLOCK = 64
 #: (shifted beyond NEAR_SHIFT: it is 0 so far) the product from the whole tree.
 NEEDS_CARRY, NEEDS_TREE = 1, 2
 FC_BLOCK_BITS = FC_BLOCK.bit_length() - 1  # a lane's block: lane >> FC_BLOCK_BITS
+#: Lanes of 32-bit words in a 512-bit vector: the products' loops keep a block's sums and
+#: flags in one such vector (:func:`_block_products`, :func:`sim.num.fc_live._live_products`).
+SLOT_LANES = HALF_PIECE
+#: Vectors whose shifted products a lane of those loops adds up in an int32 word before
+#: they go to the block's sum: each is below 2**28 in magnitude, so eight of them stay
+#: below 2**31.
+SLOT_VECTORS = 8
 #: Lanes of 16-bit words in a 512-bit vector: the 16-bit tree's loop runs in whole ones.
 MID_VECTOR = 32
 #: The most lanes a block may have: the block sums add the low halves of ``P >> s`` (at most
@@ -91,8 +106,11 @@ def fc_scratch(lanes):
             # each lane's packed operands (_unpack) if it may carry or is shifted by 20 to
             # 28, else 0
             np.zeros(lanes + COMPRESS_LANES, np.uint32),
-            # each position's sums of the high and low halves (_block_sums)
-            (np.zeros(lanes, np.uint32), np.zeros(lanes, np.uint32)),
+            # each position's sums of the high and low halves (_block_sums), the first
+            # also a block's int32 sums lane by lane of a vector (_block_products); the or
+            # of the flagged words of each lane of a vector (_block_products)
+            (np.zeros(max(lanes, SLOT_LANES), np.uint32), np.zeros(lanes, np.uint32),
+             np.zeros(SLOT_LANES, np.uint32)),
             # the flagged lanes' packed words' low and high halves (_mid_lanes)
             (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)))
 
@@ -126,14 +144,15 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
                    block, positions, borrowed(lane_exp), borrowed(tops), borrowed(shifted),
                    borrowed(block_exp), borrowed(packed), borrowed(flagged),
                    borrowed(words), borrowed(needs), borrowed(need_at),
-                   borrowed(halves[0]), borrowed(halves[1]), borrowed(halves16[0]),
-                   borrowed(halves16[1]), borrowed(block_exp4), borrowed(sums))
+                   borrowed(halves[0]), borrowed(halves[1]), borrowed(halves[0].view(np.int32)),
+                   borrowed(halves[2]), borrowed(halves16[0]), borrowed(halves16[1]),
+                   borrowed(block_exp4), borrowed(sums))
 
 
 @njit
 def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shifted,
-            block_exp, packed, flagged, words, needs, need_at, highs, lows, low16s,
-            high16s, block_exp4, sums):
+            block_exp, packed, flagged, words, needs, need_at, highs, lows, slots, ors,
+            low16s, high16s, block_exp4, sums):
     """:func:`fp16_fc_blocks` of the data's and scratch's arrays one by one."""
     if block > MAX_BLOCK_LANES:
         raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
@@ -173,7 +192,7 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
             block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
         if known and lanes % FC_BLOCK == 0:
             if _block_products(d_sign, d_sig, w_bits, at, count, lane_exp, tops, packed,
-                               sums, np.uint64(first)):
+                               sums, np.uint64(first), slots, ors):
                 _mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
                            sums, np.uint64(first), np.uint64(FC_BLOCK_BITS))
             continue
@@ -285,9 +304,7 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
     """Pass 2: ``P >> s`` (0 for shifts beyond ``NEAR_SHIFT``), exact but for the lanes
     that may carry (:func:`sim.num.fc_carries.may_carry`); packs what those and the lanes
     shifted by 20 to 28 need into one word each (:func:`_unpack`), the other lanes' words
-    0.  A flagged word is 0 only for a positive lane of zero operands shifted by 8, whose
-    carry is 0 at every shift, so skipping it as unflagged is exact.  Returns whether
-    some are.  One loop over the
+    0 (a flagged lane's word is never 0).  Returns whether some are.  One loop over the
     lanes, each lane's block exponent spread to ``block_exp`` (a loop per block ran
     scalar)."""
     prefer_wide_vectors()
@@ -307,34 +324,43 @@ def _shifted_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, block_exp, shi
 
 
 @njit(distinct_arrays=True)
-def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, sums, first):
+def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, sums, first,
+                    slots, ors):
     """Passes 2 and 3 of whole blocks of ``FC_BLOCK`` lanes in one loop a block (the width
     known: whole vectors), each block's exponent read once from ``tops``: its sum of
-    ``P >> s`` (halves as :func:`_block_sums`'s) to ``sums[first + b]``, the flagged
-    lanes' packed words as :func:`_shifted_products`'s (their changes then go to the
-    sums, :func:`_mid_lanes`).  Returns whether some lanes are flagged."""
+    ``P >> s`` to ``sums[first + b]``, the flagged lanes' packed words as
+    :func:`_shifted_products`'s (their changes then go to the sums, :func:`_mid_lanes`).
+    Returns whether some lanes are flagged.  A block's sum is kept lane by lane of a
+    vector (``slots``: ``SLOT_LANES`` int32 words, in a register: ``FC_BLOCK /
+    SLOT_LANES`` products each, at most ``SLOT_VECTORS``), then widened and added up once
+    (kept as :func:`_block_sums`' halves, three more operations a vector); the flagged
+    words or'd the same way (``ors``: a flag or'd into one bool was a scalar chain)."""
     prefer_wide_vectors()
-    some_mid = False
-    width = np.uint64(FC_BLOCK)
-    for b in range(lanes // width):
+    width = np.uint64(SLOT_LANES)
+    vectors = np.uint64(FC_BLOCK // SLOT_LANES)
+    for j in range(width):
+        ors[j] = 0
+    for b in range(lanes // np.uint64(FC_BLOCK)):
         top = tops[b]
-        high, low = word32(0), word32(0)
         for j in range(width):
-            i = b * width + j
-            negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
-            negative = and32(add32(negative, d_sign[m0 + i]), 1)
-            product = signed_product(negative, sig, d_sig[m0 + i])
-            shift = word32(sub16(top, lane_exp[i]))
-            near = shift <= NEAR_SHIFT
-            value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))), sub32(0, word32(near)))
-            high = add32(high, sar32(value, 16))
-            low = add32(low, and32(value, 0xFFFF))
-            is_mid = may_carry(product, shift) & (shift < 32)
-            packed[i] = and32(_pack(negative, sig, d_sig[m0 + i], shift),
-                              sub32(0, word32(is_mid)))
-            some_mid |= is_mid
-        sums[first + b] = _from_halves(high, low)
-    return some_mid
+            slots[j] = 0
+        for v in range(vectors):
+            for j in range(width):
+                i = (b * vectors + v) * width + j
+                negative, sig, _, _ = fp16_weight_operand(word32(w_bits[m0 + i]))
+                negative = and32(add32(negative, d_sign[m0 + i]), 1)
+                product = signed_product(negative, sig, d_sig[m0 + i])
+                shift = word32(sub16(top, lane_exp[i]))
+                near = shift <= NEAR_SHIFT
+                value = and32(sar32(product, min(shift, word32(NEAR_SHIFT))),
+                              sub32(0, word32(near)))
+                slots[j] = np.int32(add32(slots[j], value))
+                is_mid = may_carry(product, shift) & (shift < 32)
+                word = and32(_pack(negative, sig, d_sig[m0 + i], shift), sub32(0, word32(is_mid)))
+                packed[i] = word
+                ors[j] = or32(ors[j], word)
+        sums[first + b] = half_piece_wide_sum(slots, 0)
+    return half_piece_or(ors, 0) != 0
 
 
 @njit(distinct_arrays=True)
@@ -392,18 +418,19 @@ def _from_halves(high, low):
 @njit(inline="always")
 def _unpack(word):
     """A flagged lane's (sign, weight and data significands, shift) from its packed word:
-    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4 - 2``
-    at 14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
-    half of the word as a 16-bit word)."""
+    the weight's significand (14 bits) at bit 0, the shift (8 to 28) as ``shift / 4`` at
+    14-16, the data's significand at 17, the sign at 31 (:func:`_mid_lanes` reads each
+    half of the word as a 16-bit word).  The shift's field is never 0: a flagged lane's
+    word is not 0, its own flag (:func:`sim.num.compress.compress_nonzero`)."""
     return (shr32(word, 31), and32(word, 0x3FFF), and32(shr32(word, 17), 0x3FFF),
-            shl32(add32(and32(shr32(word, 14), 7), 2), 2))
+            shl32(and32(shr32(word, 14), 7), 2))
 
 
 @njit(inline="always")
 def _pack(negative, wt, dat, shift):
-    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28)."""
-    return or32(or32(wt, shl32(sub32(shr32(shift, 2), 2), 14)),
-                or32(shl32(dat, 17), shl32(negative, 31)))
+    """:func:`_unpack`'s word of a lane (``shift`` 8 to 28, a multiple of 4: ``shift << 12``
+    is its field, no mask needed)."""
+    return or32(or32(wt, shl32(shift, 12)), or32(shl32(dat, 17), shl32(negative, 31)))
 
 
 @njit(distinct_arrays=True)
@@ -459,14 +486,14 @@ def flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs):
         for j in range(width):
             low, high = lows[base + j], highs[base + j]
             negative, wt, dat = shr16(high, 15), and16(low, 0x3FFF), and16(shr16(high, 1), 0x3FFF)
-            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4 - 2
-            near = code <= NEAR_SHIFT // 4 - 2
+            code = or16(shr16(low, 14), shl16(and16(high, 1), 2))  # _unpack's shift / 4
+            near = code <= NEAR_SHIFT // 4
             # the low ``shift`` bits (shifts 8, 12, 16)
-            bits = shr16(0xFFFF, sub16(8, shl16(min(code, word16(2)), 2)))
+            bits = shr16(0xFFFF, sub16(16, shl16(min(code, word16(NEAR_SHIFT // 4)), 2)))
             product = sub16(xor16(mul16(wt, dat), sub16(0, negative)), sub16(0, negative))
             carry = word8(near & (and16(booth_sum_low16(negative, wt, dat), bits)
                                   > and16(product, bits)))
-            needs[base + j] = or16(carry, and16(sub16(0, word16(code > NEAR_SHIFT // 4 - 2)),
+            needs[base + j] = or16(carry, and16(sub16(0, word16(code > NEAR_SHIFT // 4)),
                                                 NEEDS_TREE))
     # the lanes to change (a carry of 1, or shifted beyond NEAR_SHIFT) by their places
     # among the flagged, gathered as those were: subtracting every flagged lane's

@@ -17,7 +17,7 @@ from sim.num.fc_live import (
     live_layout,
 )
 from sim.num.mac import fp16_mac_operands
-from sim.num.mac_fc import CHUNK, fc_data
+from sim.num.mac_fc import CHUNK, FC_BLOCK, SLOT_LANES, SLOT_VECTORS, fc_data
 
 from .test_mac_fc import _bits, _definition_blocks, _fc_blocks
 
@@ -59,6 +59,10 @@ CASES = [  # (kind of data, kind of weights, fraction zero, blocks all zero, blo
     ("largest", "largest", 0.4, (), 64, 3),  # sums near 2**34
     ("spread", "random", 0.7, (1, 2), 32, 8),
     ("network", "network", 1.0, (), 64, 3),  # no live lane anywhere
+    # blocks of more than SLOT_VECTORS vectors (their sums' lanes added up in int32 words
+    # a run of vectors at a time), at the largest products and with flagged lanes
+    ("largest", "largest", 0.4, (), 512, 3),
+    ("spread", "spread", 0.35, (1,), 256, 4),
 ]
 
 
@@ -81,6 +85,16 @@ def test_live_blocks_are_the_full_blocks_and_the_definition(d_kind, w_kind, zero
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_array_equal(got, _definition_blocks(x, w, block, 1, n_blocks))
+
+
+def test_slot_words_hold_their_vectors_sums():
+    """A lane's int32 word adds ``SLOT_VECTORS`` of the largest products exactly, and no
+    more: the largest magnitude is the square of the largest significand of any fp16 value
+    (NaNs aside)."""
+    bits = np.arange(1 << 16).astype(np.uint16)
+    largest = int(fp16_mac_operands(bits[(bits & 0x7FFF) <= 0x7C00])[1].max()) ** 2
+    assert SLOT_VECTORS * largest < 2**31 <= (SLOT_VECTORS + 1) * largest
+    assert FC_BLOCK // SLOT_LANES <= SLOT_VECTORS  # the full blocks' words (mac_fc)
 
 
 def test_a_wrong_gather_is_seen():

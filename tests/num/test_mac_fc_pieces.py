@@ -1,6 +1,6 @@
 """Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy: the maximum of a piece
-and of a run of half pieces, a piece set, the sum of a half piece of 32-bit words; the
-prefetch hint."""
+and of a run of half pieces, a piece set, the exact sum and the or of a half piece of
+32-bit words; the prefetch hint."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,8 @@ from sim.jit import njit
 from sim.num.fc_pieces import (
     HALF_PIECE,
     PIECE,
-    half_piece_sum,
+    half_piece_or,
+    half_piece_wide_sum,
     piece_fill,
     piece_max,
     prefetch,
@@ -88,15 +89,37 @@ def test_vectors_max_is_the_maximum_of_its_vectors_and_the_floor(floor):
 
 @njit
 def _half_sums(words, starts):
-    out = np.zeros(starts.size, np.uint32)
+    out = np.zeros(starts.size, np.int64)
     for i in range(starts.size):
-        out[i] = half_piece_sum(words, starts[i])
+        out[i] = half_piece_wide_sum(words, starts[i])
     return out
 
 
-def test_half_piece_sum_adds_its_words_modulo_2_32():
+@njit
+def _half_ors(words, starts):
+    out = np.zeros(starts.size, np.uint32)
+    for i in range(starts.size):
+        out[i] = half_piece_or(words, starts[i])
+    return out
+
+
+def test_half_piece_wide_sum_adds_its_words_exactly():
+    """At every start, int32 words of every magnitude (the extremes too: a 32-bit sum would
+    wrap) added as int64."""
     rng = np.random.default_rng(9)
-    words = rng.integers(0, 1 << 32, 100, dtype=np.uint64).astype(np.uint32)
+    words = rng.integers(-(1 << 31), 1 << 31, 100, dtype=np.int64).astype(np.int32)
+    words[10:10 + HALF_PIECE] = np.iinfo(np.int32).max
+    words[40:40 + HALF_PIECE] = np.iinfo(np.int32).min
     starts = np.arange(100 - HALF_PIECE + 1)
-    want = [int(words[s:s + HALF_PIECE].astype(np.uint64).sum()) % (1 << 32) for s in starts]
+    want = [int(words[s:s + HALF_PIECE].astype(np.int64).sum()) for s in starts]
     np.testing.assert_array_equal(_half_sums(words, starts), want)
+
+
+def test_half_piece_or_ors_its_words():
+    """At every start, words mostly 0 with single bits here and there."""
+    rng = np.random.default_rng(10)
+    words = np.zeros(100, np.uint32)
+    words[rng.integers(0, 100, 6)] = np.uint32(1) << rng.integers(0, 32, 6).astype(np.uint32)
+    starts = np.arange(100 - HALF_PIECE + 1)
+    want = [np.bitwise_or.reduce(words[s:s + HALF_PIECE]) for s in starts]
+    np.testing.assert_array_equal(_half_ors(words, starts), want)
