@@ -99,47 +99,48 @@ def vectors_max(typingctx, array, first, last, floor):
     return types.uint16(array, first, last, floor), codegen
 
 
+def _half_piece_reduction(reduction: str, widen: bool):
+    """A codegen reducing the ``HALF_PIECE`` 32-bit words ``array[start:start +
+    HALF_PIECE]`` with LLVM's ``llvm.vector.reduce.<reduction>``, in one vector operation;
+    ``widen``: the words sign-extended to 64 bits first (an exact sum)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    def codegen(context, builder, sig, args):
+        words_t = ir.VectorType(ir.IntType(32), HALF_PIECE)
+        bits = 64 if widen else 32
+        vector_t = ir.VectorType(ir.IntType(bits), HALF_PIECE)
+        ptr = builder.bitcast(_element_address(context, builder, sig, args),
+                              words_t.as_pointer())
+        words = builder.load(ptr, align=4)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(bits), [vector_t]),
+            f"llvm.vector.reduce.{reduction}.v{HALF_PIECE}i{bits}")
+        return builder.call(reduce, [builder.sext(words, vector_t) if widen else words])
+
+    return codegen
+
+
 @intrinsic
 def half_piece_wide_sum(typingctx, array, start):
     """The exact sum (int64) of the ``HALF_PIECE`` int32 words ``array[start:start +
     HALF_PIECE]``: widened and added in one vector reduction."""
-    from llvmlite import ir
-    from numba.core import cgutils, types
-
-    def codegen(context, builder, sig, args):
-        words_t = ir.VectorType(ir.IntType(32), HALF_PIECE)
-        wide_t = ir.VectorType(ir.IntType(64), HALF_PIECE)
-        ptr = builder.bitcast(_element_address(context, builder, sig, args),
-                              words_t.as_pointer())
-        reduce = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.IntType(64), [wide_t]),
-            f"llvm.vector.reduce.add.v{HALF_PIECE}i64")
-        return builder.call(reduce, [builder.sext(builder.load(ptr, align=4), wide_t)])
+    from numba.core import types
 
     if not (isinstance(array, types.Array) and array.dtype == types.int32):
         return None
-    return types.int64(array, start), codegen
+    return types.int64(array, start), _half_piece_reduction("add", widen=True)
 
 
 @intrinsic
 def half_piece_or(typingctx, array, start):
     """The or of the ``HALF_PIECE`` uint32 words ``array[start:start + HALF_PIECE]``, in one
     vector reduction."""
-    from llvmlite import ir
-    from numba.core import cgutils, types
-
-    def codegen(context, builder, sig, args):
-        words_t = ir.VectorType(ir.IntType(32), HALF_PIECE)
-        ptr = builder.bitcast(_element_address(context, builder, sig, args),
-                              words_t.as_pointer())
-        reduce = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.IntType(32), [words_t]),
-            f"llvm.vector.reduce.or.v{HALF_PIECE}i32")
-        return builder.call(reduce, [builder.load(ptr, align=4)])
+    from numba.core import types
 
     if not (isinstance(array, types.Array) and array.dtype == types.uint32):
         return None
-    return types.uint32(array, start), codegen
+    return types.uint32(array, start), _half_piece_reduction("or", widen=False)
 
 
 @intrinsic

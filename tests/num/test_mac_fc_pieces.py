@@ -1,34 +1,25 @@
 """Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy: the maximum of a piece
 and of a run of half pieces, a piece set, the exact sum and the or of a half piece of
-32-bit words; the prefetch hint."""
+32-bit words; the pieces.prefetch hint."""
 
 import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.fc_pieces import (
-    HALF_PIECE,
-    PIECE,
-    half_piece_or,
-    half_piece_wide_sum,
-    piece_fill,
-    piece_max,
-    prefetch,
-    vectors_max,
-)
+from sim.num import fc_pieces as pieces
 
 
 @njit
 def _maxima(words, starts):
     out = np.zeros(starts.size, np.uint16)
     for i in range(starts.size):
-        out[i] = piece_max(words, starts[i])
+        out[i] = pieces.piece_max(words, starts[i])
     return out
 
 
 @njit
 def _filled(words, start, value):
-    piece_fill(words, start, value)
+    pieces.piece_fill(words, start, value)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -37,8 +28,8 @@ def test_piece_max_is_the_maximum_of_its_words(seed):
     rng = np.random.default_rng(seed)
     words = rng.integers(0, 1 << (4 * seed + 4), 200).astype(np.uint16)
     words[rng.integers(0, 200)] = 0xFFFF if seed == 3 else words.max()
-    starts = np.arange(200 - PIECE + 1)
-    want = np.array([words[s:s + PIECE].max() for s in starts], np.uint16)
+    starts = np.arange(200 - pieces.PIECE + 1)
+    want = np.array([words[s:s + pieces.PIECE].max() for s in starts], np.uint16)
     np.testing.assert_array_equal(_maxima(words, starts), want)
 
 
@@ -46,7 +37,7 @@ def test_piece_max_is_the_maximum_of_its_words(seed):
 def test_piece_fill_sets_its_words_only(start):
     words = np.arange(100, dtype=np.uint16)
     want = words.copy()
-    want[start:start + PIECE] = 0xBEEF
+    want[start:start + pieces.PIECE] = 0xBEEF
     _filled(words, start, 0xBEEF)
     np.testing.assert_array_equal(words, want)
 
@@ -54,7 +45,7 @@ def test_piece_fill_sets_its_words_only(start):
 @njit
 def _hinted_sum(words, hints):
     for i in hints:
-        prefetch(words, i)
+        pieces.prefetch(words, i)
     return words.sum()
 
 
@@ -72,7 +63,7 @@ def test_prefetch_changes_nothing(dtype):
 def _run_maxima(words, runs, floor):
     out = np.zeros(len(runs), np.uint16)
     for i in range(len(runs)):
-        out[i] = vectors_max(words, runs[i][0], runs[i][1], floor)
+        out[i] = pieces.vectors_max(words, runs[i][0], runs[i][1], floor)
     return out
 
 
@@ -80,10 +71,11 @@ def _run_maxima(words, runs, floor):
 def test_vectors_max_is_the_maximum_of_its_vectors_and_the_floor(floor):
     """Runs of whole vectors anywhere (none: the floor), 0xFFFF included."""
     rng = np.random.default_rng(floor)
-    words = rng.integers(0, 1 << 16, 20 * HALF_PIECE).astype(np.uint16)
+    words = rng.integers(0, 1 << 16, 20 * pieces.HALF_PIECE).astype(np.uint16)
     words[77] = 0xFFFF
     runs = [(0, 1), (0, 20), (3, 4), (4, 9), (7, 7), (19, 20)]
-    want = [max([floor] + list(words[a * HALF_PIECE:b * HALF_PIECE])) for a, b in runs]
+    half = pieces.HALF_PIECE
+    want = [max([floor] + list(words[a * half:b * half])) for a, b in runs]
     np.testing.assert_array_equal(_run_maxima(words, np.array(runs), floor), want)
 
 
@@ -91,7 +83,7 @@ def test_vectors_max_is_the_maximum_of_its_vectors_and_the_floor(floor):
 def _half_sums(words, starts):
     out = np.zeros(starts.size, np.int64)
     for i in range(starts.size):
-        out[i] = half_piece_wide_sum(words, starts[i])
+        out[i] = pieces.half_piece_wide_sum(words, starts[i])
     return out
 
 
@@ -99,7 +91,7 @@ def _half_sums(words, starts):
 def _half_ors(words, starts):
     out = np.zeros(starts.size, np.uint32)
     for i in range(starts.size):
-        out[i] = half_piece_or(words, starts[i])
+        out[i] = pieces.half_piece_or(words, starts[i])
     return out
 
 
@@ -108,10 +100,10 @@ def test_half_piece_wide_sum_adds_its_words_exactly():
     wrap) added as int64."""
     rng = np.random.default_rng(9)
     words = rng.integers(-(1 << 31), 1 << 31, 100, dtype=np.int64).astype(np.int32)
-    words[10:10 + HALF_PIECE] = np.iinfo(np.int32).max
-    words[40:40 + HALF_PIECE] = np.iinfo(np.int32).min
-    starts = np.arange(100 - HALF_PIECE + 1)
-    want = [int(words[s:s + HALF_PIECE].astype(np.int64).sum()) for s in starts]
+    words[10:10 + pieces.HALF_PIECE] = np.iinfo(np.int32).max
+    words[40:40 + pieces.HALF_PIECE] = np.iinfo(np.int32).min
+    starts = np.arange(100 - pieces.HALF_PIECE + 1)
+    want = [int(words[s:s + pieces.HALF_PIECE].astype(np.int64).sum()) for s in starts]
     np.testing.assert_array_equal(_half_sums(words, starts), want)
 
 
@@ -120,6 +112,6 @@ def test_half_piece_or_ors_its_words():
     rng = np.random.default_rng(10)
     words = np.zeros(100, np.uint32)
     words[rng.integers(0, 100, 6)] = np.uint32(1) << rng.integers(0, 32, 6).astype(np.uint32)
-    starts = np.arange(100 - HALF_PIECE + 1)
-    want = [np.bitwise_or.reduce(words[s:s + HALF_PIECE]) for s in starts]
+    starts = np.arange(100 - pieces.HALF_PIECE + 1)
+    want = [np.bitwise_or.reduce(words[s:s + pieces.HALF_PIECE]) for s in starts]
     np.testing.assert_array_equal(_half_ors(words, starts), want)
