@@ -97,7 +97,53 @@ def _load_target() -> None:
                 # instead (_ready_to_compile)
                 rtsys.initialize(cpu_target.target_context)
                 _links_cached_code_lazily(cpu_target.target_context.codegen())
+                _environments_without_imports()
             _target_ready = True
+
+
+_UNIMPORTED_GLOBALS: dict[str, dict] = {}  # numba module name -> its kernels' globals
+
+
+def _environments_without_imports() -> None:
+    """Load cached kernels without importing the numba modules whose functions they inlined.
+
+    A cached kernel carries the environment (module globals, constants) of every function
+    compiled into it, numba's own array and math implementations included, and numba's
+    load imports each one's module for its globals: 30-40 ms of imports in every fp16 run
+    (``numba.np.arrayobj`` and what it imports).  Only object-mode code reads an
+    environment's globals; the kernels are all nopython, and their machine code reads only
+    constants.  So a module not imported yet lends a stand-in dict, filled with the
+    module's globals when numba is readied to compile (:func:`_ready_to_compile`).
+    """
+    from numba.core import environment
+
+    numbas_own = environment._rebuild_env
+
+    def rebuild_env(modname, consts, env_name):
+        if (_compiler_ready or not isinstance(modname, str) or not modname.startswith("numba.")
+                or modname in sys.modules or environment.lookup_environment(env_name)):
+            return numbas_own(modname, consts, env_name)
+        stand_in = _UNIMPORTED_GLOBALS.setdefault(modname, {"__name__": modname})
+        env = environment.Environment(stand_in)
+        env.consts[:] = consts
+        env.env_name = env_name
+        environment.Environment._memo[env_name] = env
+        return env
+
+    # pickled by name as numba's (an environment's __reduce__ names this module global)
+    rebuild_env.__module__ = numbas_own.__module__
+    rebuild_env.__qualname__ = numbas_own.__qualname__
+    environment._rebuild_env = rebuild_env
+
+
+def _fill_stand_in_globals() -> None:
+    """The stand-in globals of :func:`_environments_without_imports` become their
+    modules' (imported by the CPU target's refresh), before anything compiles."""
+    import importlib
+
+    for modname, stand_in in list(_UNIMPORTED_GLOBALS.items()):
+        stand_in.update(importlib.import_module(modname).__dict__)
+        del _UNIMPORTED_GLOBALS[modname]
 
 
 def _links_cached_code_lazily(codegen) -> None:
@@ -176,6 +222,7 @@ def _ready_to_compile() -> None:
                 # the CPU target loads its implementations now, while the packages are
                 # hidden
                 cpu_target.target_context.refresh()
+                _fill_stand_in_globals()
             _compiler_ready = True
 
 

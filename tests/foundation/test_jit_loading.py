@@ -1,4 +1,5 @@
-"""Cached kernels load without parsing their link bitcode, and compute as numba's own load.
+"""Cached kernels load without parsing their link bitcode nor importing numba's modules
+their environments name, and compute as numba's own load does.
 
 Each check runs fresh interpreters with a cache folder of their own: one compiles and
 caches small kernels, the next loads them the simulator's way (:mod:`sim.jit`).
@@ -17,23 +18,25 @@ from sim.jit_symbols import defined_symbols
 
 REPO = Path(__file__).resolve().parents[2]
 
-# kernels with a callee, a constant table (data symbols) and an array argument
+# kernels (cached, as sim.jit's are) with a callee, a constant table (data symbols) and an
+# array argument
 KERNELS = """
 import numpy as np
-from numba import njit
+
+from sim.jit import njit
 
 TABLE = np.array([5, 3, 11, 7, 2, 13, 17, 19], dtype=np.int64)
 
-@njit(cache=True)
+@njit
 def inner(x):
     return x * TABLE[x % 8] + 1
 
-@njit(cache=True)
-def table_sum(a):
-    s = 0
-    for v in a:
-        s += inner(v)
-    return s
+@njit
+def table_sum(a):  # np.zeros and .sum are numba's array implementations
+    out = np.zeros(a.size, dtype=np.int64)
+    for i in range(a.size):
+        out[i] = inner(a[i])
+    return out.sum()
 """
 
 CACHE_THEM = """
@@ -42,7 +45,19 @@ import toy
 toy.table_sum(np.arange(20, dtype=np.int64))
 """
 
+USER = """
+from sim.jit import njit
+import toy
+
+
+@njit
+def user(x):  # compiled in the second process, linking inner's bitcode; loaded in the third
+    return toy.inner(x) - 1
+"""
+
 LOAD_THEM = """
+import sys
+
 import numpy as np
 import sim.jit_symbols as symbols
 from sim import jit
@@ -68,7 +83,6 @@ def checked_load(state):
 
 codegen.unserialize_library = checked_load
 
-import numba
 import toy
 
 TABLE = [5, 3, 11, 7, 2, 13, 17, 19]
@@ -79,18 +93,27 @@ assert len(loads) == 1
 library = toy.table_sum.overloads[toy.table_sum.signatures[0]].library
 assert type(library).__name__ == "LinkBitcodeParsedWhenLinked"
 assert library._shared_module is None  # not parsed: nothing linked it yet
+# the array iteration's environment stands in for numba's array module, not imported
+assert "numba.np.arrayobj" in jit._UNIMPORTED_GLOBALS
+assert "numba.np.arrayobj" not in sys.modules
+stand_in = jit._UNIMPORTED_GLOBALS["numba.np.arrayobj"]
 assert toy.inner(9) == 9 * 3 + 1 and len(loads) == 2
 inner = toy.inner.overloads[toy.inner.signatures[0]].library
-
-
-@numba.njit
-def user(x):  # not cached: compiled now, linking inner's bitcode
-    return toy.inner(x) - 1
-
-
 assert inner._shared_module is None
-assert user(12) == 12 * 2 and user(5) == 5 * 13
+
+import toy_user
+
+assert toy_user.user(12) == 12 * 2 and toy_user.user(5) == 5 * 13  # compiled and cached
 assert inner._shared_module is not None  # parsed when the compilation linked it
+assert not jit._UNIMPORTED_GLOBALS  # numba readied to compile: the stand-in filled
+assert stand_in["make_array"] is sys.modules["numba.np.arrayobj"].make_array
+"""
+
+LOAD_THE_USER = """
+import toy_user
+
+assert toy_user.user(12) == 12 * 2
+assert sum(toy_user.user.stats.cache_hits.values()) == 1, "not loaded from the cache"
 """
 
 
@@ -100,11 +123,13 @@ def _run(code: str, cache: Path, path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=path, env=env)
 
 
-def test_cached_kernels_load_lazily_and_link_when_compiled(tmp_path):
+def test_cached_kernels_load_lazily_and_compile_and_cache_callers(tmp_path):
     (tmp_path / "toy.py").write_text(KERNELS)
+    (tmp_path / "toy_user.py").write_text(USER)
     cache = tmp_path / "cache"
     _run(CACHE_THEM, cache, tmp_path)
     _run(LOAD_THEM, cache, tmp_path)
+    _run(LOAD_THE_USER, cache, tmp_path)
 
 
 def _elf64(symbols: list[tuple[str, int, int]]) -> bytes:
