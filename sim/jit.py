@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
@@ -51,6 +51,16 @@ def source_digest() -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+_CACHE_DIR = None  # cache_dir(), once found
+
+
+def _cache_dir() -> str:
+    global _CACHE_DIR
+    if _CACHE_DIR is None:
+        _CACHE_DIR = cache_dir()
+    return _CACHE_DIR
 
 
 def cache_dir() -> str:
@@ -92,13 +102,64 @@ def _load_target() -> None:
                 from numba.core.registry import cpu_target
                 from numba.core.runtime import rtsys
 
+                _links_cached_code_lazily(cpu_target.target_context.codegen())
+                _environments_without_imports()
                 # numba's runtime (reference counts, array allocation), which cached
                 # kernels call; numba's own cache loads have the whole target loaded
                 # instead (_ready_to_compile)
-                rtsys.initialize(cpu_target.target_context)
-                _links_cached_code_lazily(cpu_target.target_context.codegen())
-                _environments_without_imports()
+                with _runtime_from_the_cache():
+                    rtsys.initialize(cpu_target.target_context)
             _target_ready = True
+
+
+@contextmanager
+def _runtime_from_the_cache():
+    """numba's runtime functions, compiled by LLVM when the runtime starts (15 ms of every
+    process that runs a kernel), come from the cache folder instead, once compiled there.
+
+    The file is named after what the machine code depends on: numba's and llvmlite's
+    versions and the processor LLVM compiles for.  A file that cannot be read or loaded is
+    compiled again; one that cannot be written is not kept.
+    """
+    import hashlib
+    import pickle
+
+    import llvmlite
+    import numba
+    from numba.core.runtime import nrtdynmod
+
+    numbas_own = nrtdynmod.compile_nrt_functions
+
+    def compile_nrt_functions(ctx):
+        codegen = ctx.codegen()
+        what = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+        path = os.path.join(_cache_dir(), "runtime-"
+                            f"{hashlib.sha256(what.encode()).hexdigest()[:16]}.pickle")
+        try:
+            with open(path, "rb") as file:
+                return codegen.unserialize_library(pickle.load(file))
+        except Exception:  # noqa: BLE001 - absent or unusable: compiled below
+            pass
+        module, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()  # keeps the machine code to write
+        library.add_ir_module(module)
+        library.finalize()
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            partial = f"{path}.{os.getpid()}"
+            with open(partial, "wb") as file:
+                pickle.dump(library.serialize_using_object_code(), file)
+            os.replace(partial, path)  # whole or absent for a process reading it
+        except OSError:
+            with suppress(OSError):
+                os.remove(partial)
+        return library
+
+    nrtdynmod.compile_nrt_functions = compile_nrt_functions
+    try:
+        yield
+    finally:
+        nrtdynmod.compile_nrt_functions = numbas_own
 
 
 _UNIMPORTED_GLOBALS: dict[str, dict] = {}  # numba module name -> its kernels' globals
@@ -251,7 +312,7 @@ def _load_numba():
     _load_target()
     import numba
 
-    path = cache_dir()
+    path = _cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
         numba.config.CACHE_DIR = path

@@ -1,5 +1,6 @@
 """Cached kernels load without parsing their link bitcode nor importing numba's modules
-their environments name, and compute as numba's own load does.
+their environments name, numba's runtime loads from the cache, and all compute as numba's
+own would.
 
 Each check runs fresh interpreters with a cache folder of their own: one compiles and
 caches small kernels, the next loads them the simulator's way (:mod:`sim.jit`).
@@ -63,9 +64,22 @@ import sim.jit_symbols as symbols
 from sim import jit
 
 from llvmlite import binding as llvm
+from numba.core.runtime.nrtdynmod import create_nrt_module
 
+from numba.core.runtime import nrtdynmod
+
+
+def refuse(ctx):
+    raise AssertionError("numba's runtime compiled again: not loaded from the cache")
+
+
+nrtdynmod.create_nrt_module = refuse
 jit._load_target()  # makes ready the simulator's loading
+nrtdynmod.create_nrt_module = create_nrt_module
 from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
+
+assert type(rtsys.library).__name__ == "LinkBitcodeParsedWhenLinked"
 
 codegen = cpu_target.target_context.codegen()
 loads, lazy_load = [], codegen.unserialize_library
@@ -105,6 +119,7 @@ import toy_user
 
 assert toy_user.user(12) == 12 * 2 and toy_user.user(5) == 5 * 13  # compiled and cached
 assert inner._shared_module is not None  # parsed when the compilation linked it
+assert rtsys.library._shared_module is not None  # the runtime's too
 assert not jit._UNIMPORTED_GLOBALS  # numba readied to compile: the stand-in filled
 assert stand_in["make_array"] is sys.modules["numba.np.arrayobj"].make_array
 """
@@ -117,19 +132,29 @@ assert sum(toy_user.user.stats.cache_hits.values()) == 1, "not loaded from the c
 """
 
 
+LOADED_RUNTIME = """
+from numba.core.runtime import rtsys
+assert type(rtsys.library).__name__ == "LinkBitcodeParsedWhenLinked"
+"""
+
+
 def _run(code: str, cache: Path, path: Path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
            "PYTHONPATH": os.pathsep.join([str(path), str(REPO)])}
     subprocess.run([sys.executable, "-c", code], check=True, cwd=path, env=env)
 
 
-def test_cached_kernels_load_lazily_and_compile_and_cache_callers(tmp_path):
+def test_cached_kernels_and_runtime_load_lazily_and_compile_and_cache_callers(tmp_path):
     (tmp_path / "toy.py").write_text(KERNELS)
     (tmp_path / "toy_user.py").write_text(USER)
     cache = tmp_path / "cache"
     _run(CACHE_THEM, cache, tmp_path)
     _run(LOAD_THEM, cache, tmp_path)
     _run(LOAD_THE_USER, cache, tmp_path)
+    (runtime,) = cache.glob("numba-*/runtime-*.pickle")
+    runtime.write_bytes(runtime.read_bytes()[:100])  # cut short: compiled again, rewritten
+    _run(LOAD_THE_USER, cache, tmp_path)
+    _run(LOAD_THE_USER + LOADED_RUNTIME, cache, tmp_path)
 
 
 def _elf64(symbols: list[tuple[str, int, int]]) -> bytes:
