@@ -99,8 +99,14 @@ def _load_target() -> None:
             unused = () if os.path.exists(".numba_config.yaml") else ("yaml",)
             with _unused_packages_hidden(HIDDEN_FROM_NUMBA + unused):
                 import numba  # noqa: F401
+                from numba.core import entrypoints
                 from numba.core.registry import cpu_target
                 from numba.core.runtime import rtsys
+
+                # numba looks for extensions among the installed packages' entry points
+                # (a scan of every package's metadata) before a dispatcher's first call,
+                # loaded kernel or not; kernels use none
+                entrypoints._already_initialized = True
 
                 _links_cached_code_lazily(cpu_target.target_context.codegen())
                 _environments_without_imports()
@@ -274,12 +280,8 @@ def _ready_to_compile() -> None:
     with global_compiler_lock, _compiler_lock:
         if not _compiler_ready:
             with _unused_packages_hidden():
-                from numba.core import entrypoints
                 from numba.core.registry import cpu_target
 
-                # numba looks for extensions among the installed packages' entry points
-                # (a scan of every package's metadata, about 30 ms); kernels use none
-                entrypoints._already_initialized = True
                 # the CPU target loads its implementations now, while the packages are
                 # hidden
                 cpu_target.target_context.refresh()

@@ -1,6 +1,6 @@
 """Cached kernels load without parsing their link bitcode nor importing numba's modules
-their environments name, numba's runtime loads from the cache, and all compute as numba's
-own would.
+their environments name nor looking for numba extensions, numba's runtime loads from the
+cache, and all compute as numba's own would.
 
 Each check runs fresh interpreters with a cache folder of their own: one compiles and
 caches small kernels, the next loads them the simulator's way (:mod:`sim.jit`).
@@ -57,7 +57,15 @@ def user(x):  # compiled in the second process, linking inner's bitcode; loaded 
 """
 
 LOAD_THEM = """
+import importlib.metadata
 import sys
+
+
+def scan(*args, **kwargs):
+    raise AssertionError("scanned the installed packages for numba extensions")
+
+
+importlib.metadata.entry_points = scan  # kernels use no extension: never looked for
 
 import numpy as np
 import sim.jit_symbols as symbols
