@@ -30,7 +30,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 JIT_OPTIONS = {"cache": True, "nogil": True}
@@ -51,6 +51,16 @@ def source_digest() -> str:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+_CACHE_DIR = None  # cache_dir(), once found
+
+
+def _cache_dir() -> str:
+    global _CACHE_DIR
+    if _CACHE_DIR is None:
+        _CACHE_DIR = cache_dir()
+    return _CACHE_DIR
 
 
 def cache_dir() -> str:
@@ -89,14 +99,165 @@ def _load_target() -> None:
             unused = () if os.path.exists(".numba_config.yaml") else ("yaml",)
             with _unused_packages_hidden(HIDDEN_FROM_NUMBA + unused):
                 import numba  # noqa: F401
+                from numba.core import entrypoints
                 from numba.core.registry import cpu_target
                 from numba.core.runtime import rtsys
 
+                # numba looks for extensions among the installed packages' entry points
+                # (a scan of every package's metadata) before a dispatcher's first call,
+                # loaded kernel or not; kernels use none
+                entrypoints._already_initialized = True
+
+                _links_cached_code_lazily(cpu_target.target_context.codegen())
+                _environments_without_imports()
                 # numba's runtime (reference counts, array allocation), which cached
                 # kernels call; numba's own cache loads have the whole target loaded
                 # instead (_ready_to_compile)
-                rtsys.initialize(cpu_target.target_context)
+                with _runtime_from_the_cache():
+                    rtsys.initialize(cpu_target.target_context)
             _target_ready = True
+
+
+@contextmanager
+def _runtime_from_the_cache():
+    """numba's runtime functions, compiled by LLVM when the runtime starts (15 ms of every
+    process that runs a kernel), come from the cache folder instead, once compiled there.
+
+    The file is named after what the machine code depends on: numba's and llvmlite's
+    versions and the processor LLVM compiles for.  A file that cannot be read or loaded is
+    compiled again; one that cannot be written is not kept.
+    """
+    import hashlib
+    import pickle
+
+    import llvmlite
+    import numba
+    from numba.core.runtime import nrtdynmod
+
+    numbas_own = nrtdynmod.compile_nrt_functions
+
+    def compile_nrt_functions(ctx):
+        codegen = ctx.codegen()
+        what = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+        path = os.path.join(_cache_dir(), "runtime-"
+                            f"{hashlib.sha256(what.encode()).hexdigest()[:16]}.pickle")
+        try:
+            with open(path, "rb") as file:
+                return codegen.unserialize_library(pickle.load(file))
+        except Exception:  # noqa: BLE001 - absent or unusable: compiled below
+            pass
+        module, library = nrtdynmod.create_nrt_module(ctx)
+        library.enable_object_caching()  # keeps the machine code to write
+        library.add_ir_module(module)
+        library.finalize()
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            partial = f"{path}.{os.getpid()}"
+            with open(partial, "wb") as file:
+                pickle.dump(library.serialize_using_object_code(), file)
+            os.replace(partial, path)  # whole or absent for a process reading it
+        except OSError:
+            with suppress(OSError):
+                os.remove(partial)
+        return library
+
+    nrtdynmod.compile_nrt_functions = compile_nrt_functions
+    try:
+        yield
+    finally:
+        nrtdynmod.compile_nrt_functions = numbas_own
+
+
+_UNIMPORTED_GLOBALS: dict[str, dict] = {}  # numba module name -> its kernels' globals
+
+
+def _environments_without_imports() -> None:
+    """Load cached kernels without importing the numba modules whose functions they inlined.
+
+    A cached kernel carries the environment (module globals, constants) of every function
+    compiled into it, numba's own array and math implementations included, and numba's
+    load imports each one's module for its globals: 30-40 ms of imports in every fp16 run
+    (``numba.np.arrayobj`` and what it imports).  Only object-mode code reads an
+    environment's globals; the kernels are all nopython, and their machine code reads only
+    constants.  So a module not imported yet lends a stand-in dict, filled with the
+    module's globals when numba is readied to compile (:func:`_ready_to_compile`).
+    """
+    from numba.core import environment
+
+    numbas_own = environment._rebuild_env
+
+    def rebuild_env(modname, consts, env_name):
+        if (_compiler_ready or not isinstance(modname, str) or not modname.startswith("numba.")
+                or modname in sys.modules or environment.lookup_environment(env_name)):
+            return numbas_own(modname, consts, env_name)
+        stand_in = _UNIMPORTED_GLOBALS.setdefault(modname, {"__name__": modname})
+        env = environment.Environment(stand_in)
+        env.consts[:] = consts
+        env.env_name = env_name
+        environment.Environment._memo[env_name] = env
+        return env
+
+    # pickled by name as numba's (an environment's __reduce__ names this module global)
+    rebuild_env.__module__ = numbas_own.__module__
+    rebuild_env.__qualname__ = numbas_own.__qualname__
+    environment._rebuild_env = rebuild_env
+
+
+def _fill_stand_in_globals() -> None:
+    """The stand-in globals of :func:`_environments_without_imports` become their
+    modules' (imported by the CPU target's refresh), before anything compiles."""
+    import importlib
+
+    for modname, stand_in in list(_UNIMPORTED_GLOBALS.items()):
+        stand_in.update(importlib.import_module(modname).__dict__)
+        del _UNIMPORTED_GLOBALS[modname]
+
+
+def _links_cached_code_lazily(codegen) -> None:
+    """Load cached kernels without parsing the LLVM bitcode they carry for linking.
+
+    A cached kernel is its machine code and its bitcode (with its callees', inlined: the
+    FC kernel's is 400 KB); numba parses the bitcode at every load, to list the symbols
+    the code defines and to keep it for kernels compiled later that link it (a fifth of
+    loading a kernel, 50 ms of an AlexNet run).  Here the symbols come from the machine
+    code's ELF symbol table (:mod:`sim.jit_symbols`: the same names) and the bitcode is
+    parsed only when a compilation links it.  Anything else (another numba, a non-ELF
+    object) loads numba's way.
+    """
+    from llvmlite import binding as llvm
+
+    from .jit_symbols import defined_symbols
+
+    library_class = getattr(codegen, "_library_class", None)
+    engine = getattr(codegen, "_engine", None)
+    if library_class is None or not isinstance(getattr(engine, "_defined_symbols", None), set):
+        return
+
+    class LinkBitcodeParsedWhenLinked(library_class):
+        link_bitcode = None
+
+        def _get_module_for_linking(self):
+            if self._shared_module is None and self.link_bitcode is not None:
+                self._shared_module = llvm.parse_bitcode(self.link_bitcode)
+                self.link_bitcode = None
+            return super()._get_module_for_linking()
+
+    numbas_own = codegen.unserialize_library
+
+    def unserialize_library(state):
+        name, kind, data = state
+        symbols = defined_symbols(data[0]) if kind == "object" else None
+        if symbols is None:
+            return numbas_own(state)
+        library = LinkBitcodeParsedWhenLinked(codegen, name)
+        library.enable_object_caching()
+        library._set_compiled_object(data[0])
+        library.link_bitcode = data[1]
+        library._finalize_final_module()
+        engine._defined_symbols |= symbols
+        return library
+
+    codegen.unserialize_library = unserialize_library
 
 
 _compiler_lock = threading.Lock()  # _ready_to_compile's
@@ -119,15 +280,12 @@ def _ready_to_compile() -> None:
     with global_compiler_lock, _compiler_lock:
         if not _compiler_ready:
             with _unused_packages_hidden():
-                from numba.core import entrypoints
                 from numba.core.registry import cpu_target
 
-                # numba looks for extensions among the installed packages' entry points
-                # (a scan of every package's metadata, about 30 ms); kernels use none
-                entrypoints._already_initialized = True
                 # the CPU target loads its implementations now, while the packages are
                 # hidden
                 cpu_target.target_context.refresh()
+                _fill_stand_in_globals()
             _compiler_ready = True
 
 
@@ -156,7 +314,7 @@ def _load_numba():
     _load_target()
     import numba
 
-    path = cache_dir()
+    path = _cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
         numba.config.CACHE_DIR = path
