@@ -108,8 +108,12 @@ def _load_target() -> None:
                 # loaded kernel or not; kernels use none
                 entrypoints._already_initialized = True
 
-                _links_cached_code_lazily(cpu_target.target_context.codegen())
-                _environments_without_imports()
+                # each leaves numba's own way where this numba lacks what it replaces
+                # (numba>=0.62 is all the project asks for)
+                with suppress(AttributeError, ImportError):
+                    _links_cached_code_lazily(cpu_target.target_context.codegen())
+                with suppress(AttributeError, ImportError):
+                    _environments_without_imports()
                 # numba's runtime (reference counts, array allocation), which cached
                 # kernels call; numba's own cache loads have the whole target loaded
                 # instead (_ready_to_compile)
@@ -134,11 +138,17 @@ def _runtime_from_the_cache():
     import numba
     from numba.core.runtime import nrtdynmod
 
-    numbas_own = nrtdynmod.compile_nrt_functions
+    numbas_own = getattr(nrtdynmod, "compile_nrt_functions", None)
+    if numbas_own is None:  # another numba: its own way
+        yield
+        return
 
     def compile_nrt_functions(ctx):
-        codegen = ctx.codegen()
-        what = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+        try:
+            codegen = ctx.codegen()
+            what = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+        except AttributeError:
+            return numbas_own(ctx)
         path = os.path.join(_cache_dir(), "runtime-"
                             f"{hashlib.sha256(what.encode()).hexdigest()[:16]}.pickle")
         try:
@@ -146,15 +156,19 @@ def _runtime_from_the_cache():
                 return codegen.unserialize_library(pickle.load(file))
         except Exception:  # noqa: BLE001 - absent or unusable: compiled below
             pass
-        module, library = nrtdynmod.create_nrt_module(ctx)
-        library.enable_object_caching()  # keeps the machine code to write
-        library.add_ir_module(module)
-        library.finalize()
+        try:
+            module, library = nrtdynmod.create_nrt_module(ctx)
+            library.enable_object_caching()  # keeps the machine code to write
+            library.add_ir_module(module)
+            library.finalize()
+            state = library.serialize_using_object_code()
+        except AttributeError:
+            return numbas_own(ctx)
+        partial = f"{path}.{os.getpid()}"
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            partial = f"{path}.{os.getpid()}"
             with open(partial, "wb") as file:
-                pickle.dump(library.serialize_using_object_code(), file)
+                pickle.dump(state, file)
             os.replace(partial, path)  # whole or absent for a process reading it
         except OSError:
             with suppress(OSError):
@@ -185,6 +199,8 @@ def _environments_without_imports() -> None:
     from numba.core import environment
 
     numbas_own = environment._rebuild_env
+    # what the stand-in needs, checked now rather than at a kernel's load
+    environment.lookup_environment, environment.Environment._memo  # noqa: B018
 
     def rebuild_env(modname, consts, env_name):
         if (_compiler_ready or not isinstance(modname, str) or not modname.startswith("numba.")
