@@ -31,7 +31,7 @@ from .test_fast_fp import LAYERS, crowded_fp16, f16, f32, negated
 SEED = 20261126
 # the datapath's cubes in the combination test: rows shorter than fused_fp.SHORT_ROW run
 # as one row (a fully connected layer's one pixel, a small map), longer ones row by row
-CUBES = {"one pixel": (5, 1, 1), "short rows": (5, 3, 4), "long rows": (5, 8, 9)}
+CUBES = {"one pixel": (5, 1, 1), "short rows": (5, 3, 4), "long rows": (5, 6, 6)}
 
 # fp32 patterns float32 meets apart from NVDLA, and the edges of what it meets alike
 SPECIAL32 = [
@@ -160,6 +160,11 @@ def _layer_and_streams(rng, x1: dict, x2: dict, y: dict, modes, cube: tuple) -> 
 
 def _cube(rng, fp16_in: bool, shape) -> np.ndarray:
     return crowded_fp16(rng, shape) if fp16_in else crowded_fp32(rng, shape)
+
+
+def test_the_cubes_take_both_row_paths():
+    short = {name: cp > 1 and h * w < fused_fp.SHORT_ROW for name, (cp, h, w) in CUBES.items()}
+    assert short == {"one pixel": True, "short rows": True, "long rows": False}
 
 
 @pytest.mark.parametrize("cube", CUBES)
