@@ -146,7 +146,11 @@ def _runtime_from_the_cache():
     def compile_nrt_functions(ctx):
         try:
             codegen = ctx.codegen()
-            what = repr((numba.__version__, llvmlite.__version__, codegen.magic_tuple()))
+            # what the runtime's code depends on: the versions, the processor, and numba's
+            # reference-count debugging switches (they change the functions made)
+            what = repr((numba.__version__, llvmlite.__version__, sys.version_info[:2],
+                         codegen.magic_tuple(), numba.config.DEBUG_NRT,
+                         getattr(numba.config, "DEBUG_NRT_STACK_LIMIT", 0)))
         except AttributeError:
             return numbas_own(ctx)
         path = os.path.join(_cache_dir(), "runtime-"
@@ -240,6 +244,8 @@ def _links_cached_code_lazily(codegen) -> None:
     parsed only when a compilation links it.  Anything else (another numba, a non-ELF
     object) loads numba's way.
     """
+    import struct
+
     from llvmlite import binding as llvm
 
     from .jit_symbols import defined_symbols
@@ -247,6 +253,11 @@ def _links_cached_code_lazily(codegen) -> None:
     library_class = getattr(codegen, "_library_class", None)
     engine = getattr(codegen, "_engine", None)
     if library_class is None or not isinstance(getattr(engine, "_defined_symbols", None), set):
+        return
+    # what a load below calls, checked now: a numba without one loads its own way
+    used = ("enable_object_caching", "_set_compiled_object", "_finalize_final_module",
+            "_get_module_for_linking")
+    if not all(hasattr(library_class, method) for method in used):
         return
 
     class LinkBitcodeParsedWhenLinked(library_class):
@@ -262,7 +273,10 @@ def _links_cached_code_lazily(codegen) -> None:
 
     def unserialize_library(state):
         name, kind, data = state
-        symbols = defined_symbols(data[0]) if kind == "object" else None
+        try:
+            symbols = defined_symbols(data[0]) if kind == "object" else None
+        except (struct.error, ValueError, UnicodeDecodeError):  # a damaged object: numba's way
+            symbols = None
         if symbols is None:
             return numbas_own(state)
         library = LinkBitcodeParsedWhenLinked(codegen, name)

@@ -21,7 +21,7 @@ _STT_SECTION, _STT_FILE = 3, 4  # names of sections and source files, not of cod
 
 def defined_symbols(obj: bytes) -> set[str] | None:
     """Names of the functions and data ``obj`` defines; None when ``obj`` is not a
-    64-bit little-endian ELF file (the caller then asks LLVM)."""
+    64-bit little-endian ELF file or lists none (the caller then asks LLVM)."""
     if len(obj) < 64 or obj[:4] != b"\x7fELF" or obj[4] != 2 or obj[5] != 1:
         return None
     (table,) = struct.unpack_from("<Q", obj, 0x28)
@@ -42,4 +42,4 @@ def defined_symbols(obj: bytes) -> set[str] | None:
                 continue
             start = strings + name
             names.add(obj[start:obj.index(b"\0", start)].decode())
-    return names
+    return names or None  # no symbol table: LLVM's list instead (a kernel defines some)

@@ -146,10 +146,12 @@ assert type(rtsys.library).__name__ == "LinkBitcodeParsedWhenLinked"
 """
 
 
-def _run(code: str, cache: Path, path: Path) -> None:
+def _run(code: str, cache: Path, path: Path, **env_vars: str) -> str:
+    """Run ``code`` in a fresh interpreter; returns what it printed."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
-           "PYTHONPATH": os.pathsep.join([str(path), str(REPO)])}
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=path, env=env)
+           "PYTHONPATH": os.pathsep.join([str(path), str(REPO)]), **env_vars}
+    return subprocess.run([sys.executable, "-c", code], check=True, cwd=path, env=env,
+                          capture_output=True, text=True).stdout
 
 
 def test_cached_kernels_and_runtime_load_lazily_and_compile_and_cache_callers(tmp_path):
@@ -163,6 +165,19 @@ def test_cached_kernels_and_runtime_load_lazily_and_compile_and_cache_callers(tm
     runtime.write_bytes(runtime.read_bytes()[:100])  # cut short: compiled again, rewritten
     _run(LOAD_THE_USER, cache, tmp_path)
     _run(LOAD_THE_USER + LOADED_RUNTIME, cache, tmp_path)
+
+
+def test_a_runtime_made_for_reference_count_debugging_is_kept_apart(tmp_path):
+    """numba's NRT debugging switches change the runtime's functions (printing, an extra
+    argument): a runtime cached under them must never serve a run without them."""
+    (tmp_path / "toy.py").write_text(KERNELS)
+    cache = tmp_path / "cache"
+    _run(CACHE_THEM, cache, tmp_path)
+    debugging = _run(CACHE_THEM, cache, tmp_path, NUMBA_DEBUG_NRT="1",
+                     NUMBA_DEBUG_NRT_STACK_LIMIT="5")
+    assert "NRT" in debugging  # the switch took effect
+    assert len(list(cache.glob("numba-*/runtime-*.pickle"))) == 2
+    assert "NRT" not in _run(CACHE_THEM, cache, tmp_path)
 
 
 def _elf64(symbols: list[tuple[str, int, int]]) -> bytes:
@@ -201,6 +216,7 @@ def test_defined_symbols_reads_the_symbol_table(symbols, defined):
 
 
 @pytest.mark.parametrize("data", [b"", b"BC\xc0\xde" + bytes(80), b"\x7fELF\x01\x01" + bytes(80),
-                                  b"\x7fELF\x02\x02" + bytes(80)])
+                                  b"\x7fELF\x02\x02" + bytes(80),
+                                  _elf64([("undefined", 0x10, 0)])])  # defines nothing
 def test_defined_symbols_declines_what_is_not_a_64_bit_little_endian_elf(data):
     assert defined_symbols(data) is None
