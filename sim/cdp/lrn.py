@@ -50,10 +50,10 @@ from sim.num.lut_cdp import (
 )
 from sim.num.ops import fp16_to_fp17_bits, fp17_to_fp16_bits
 from sim.num.rounding import convert, convert_flag, sign_extend
-from sim.num.specials import FP16_INF, is_nan_scalar
+from sim.num.specials import is_inf_scalar, is_nan_scalar
 
 from ..configs import FP16, INT8, Precision
-from ..num.widths import FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
+from ..num.widths import FP16_EXP, FP16_FRAC, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC
 from ..records import record
 
 HALO = 4  # the widest window (9) reaches 4 channels either side
@@ -282,10 +282,10 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
             k = c + HALO
             for i in range(width):
                 h = np.int64(x[c, first + i])
-                magnitude = h & 0x7FFF
-                nans_in += magnitude > FP16_INF
-                infs_in += magnitude == FP16_INF
-                if c >= channels or (nan_to_zero and magnitude > FP16_INF):
+                nan = is_nan_scalar(h, FP16_EXP, FP16_FRAC)
+                nans_in += nan
+                infs_in += is_inf_scalar(h, FP16_EXP, FP16_FRAC)
+                if c >= channels or (nan_to_zero and nan):
                     h = 0
                 a17 = fp16_to_fp17_bits(h)
                 a32 = fp_widen(a17, FP17_EXP, FP17_FRAC, FP32_EXP, FP32_FRAC, False)
@@ -313,7 +313,7 @@ def _lrn_fp_pixels(x, channels, half, sqsum_bypass, mul_bypass, nan_to_zero, lut
                     else:
                         product = fp_mul(centre, value, FP17_EXP, FP17_FRAC)
                 out = fp17_to_fp16_bits(product & 0x1FFFF)
-                nans_out += (out & 0x7FFF) > FP16_INF
+                nans_out += is_nan_scalar(out, FP16_EXP, FP16_FRAC)
                 y[c, first + i] = out
     for outcome in range(len(COUNTER_NAMES)):
         counts[outcome] += tally[outcome]

@@ -23,7 +23,7 @@ import numpy as np
 from ..dma.align import align_up, ceil_div
 from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
-from ..num.compress import WORD_LANES, compress_words
+from ..num.compress import WORD_LANES, compress_words, nans_and_infs
 from ..num.fc_live import VECTOR as LIVE_VECTOR
 from ..num.fc_live import (
     fc_live_scratch,
@@ -486,7 +486,7 @@ def _gather_live_group(elements, first, stride, kernels, block, n_blocks, starts
             specials[row, 0] += found
     for row in range(np.uint64(kernels)):
         found = specials[row, 0]
-        specials[row, 0], specials[row, 1] = found & 0xFFFFFFFF, found >> 32
+        specials[row, 0], specials[row, 1] = nans_and_infs(found)
 
 
 @njit(inline="always")

@@ -12,7 +12,7 @@ own flags, copied with their indices.
 
 from __future__ import annotations
 
-from sim.jit import intrinsic
+from sim.jit import intrinsic, njit
 from sim.num.specials import FP16_INF
 
 #: Lanes :func:`compress_flagged` looks at a call.
@@ -170,3 +170,10 @@ def compress_words(typingctx, words, start, mask, out, at):
             and isinstance(out, types.Array) and out.dtype == types.uint16):
         return None
     return types.int64(words, start, mask, out, at), codegen
+
+
+@njit(inline="always")
+def nans_and_infs(counts):
+    """(NaNs, Infs) of :func:`compress_words`' packed counts (summed over calls: each part
+    stays below 2**32)."""
+    return counts & 0xFFFFFFFF, counts >> 32

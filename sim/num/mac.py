@@ -723,9 +723,7 @@ def _rows_of(w_rows, j, k, real):
     return (np.int64(w_rows[j, k, 0]), np.int64(w_rows[j, k, 1]), np.int64(w_rows[j, k, 2]),
             np.int64(w_rows[j, k, 3]), np.int64(w_rows[j, k, 4]), np.int64(w_rows[j, k, 5]),
             np.int64(w_rows[j, k, 6]), np.int64(w_rows[j, k, 7]), np.int64(w_rows[j, k, 8]),
-            np.int64(w_rows[j, k, 9]),
-            np.int64(np.int16(np.uint16(w_rows[j, k, 10])
-                              | (np.uint16(w_rows[j, k, 11]) << np.uint16(8)))))
+            np.int64(w_rows[j, k, 9]), np.int64(_signed_of(w_rows, j, k)))
 
 
 @njit(distinct_arrays=True)

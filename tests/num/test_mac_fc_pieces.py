@@ -1,6 +1,6 @@
 """Whole vectors of 16-bit words (sim.num.fc_pieces) against numpy: the maximum of a piece
 and of a run of half pieces, a piece set, the exact sum and the or of a half piece of
-32-bit words; the pieces.prefetch hint."""
+32-bit words; the prefetch hint."""
 
 import numpy as np
 import pytest
