@@ -123,6 +123,15 @@ def fc_data(sign, sig, exp4):
 
 
 @njit(inline="always")
+def pixel_data(data, p):
+    """Pixel ``p``'s operands of a layer's :func:`fc_data` arrays (pixels, lanes): the
+    ``data`` :func:`fp16_fc_blocks` and :func:`sim.num.fc_live.fp16_fc_live_blocks` take
+    (what they hold is this module's)."""
+    d_exp, d_sign, d_sig = data
+    return d_exp[p], d_sign[p], d_sig[p]
+
+
+@njit(inline="always")
 def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     """Every CMAC block of one data vector against one kernel's weights ``w_bits`` (lanes,)
     fp16 bits, in the order a layer stores them: lane ``c * positions + pos`` is channel
