@@ -1,7 +1,7 @@
 """The float32 shifted products of the fully connected layers (sim.num.fc_float) against the
 integer ones (sim.num.mac: fp16_weight_operand, signed_product, sar32) lane by lane: every
 fp16 weight pattern (but exponent 31's, which the integer loop keeps) against data of every
-exponent and several significands (zero, subnormal, the largest), both signs, block
+exponent (31's too) and several significands (zero, subnormal, the largest), both signs, block
 exponents giving every shift 0 to 60; the flags against the carry rule
 (sim.num.fc_carries.may_carry, shifts below 32)."""
 
@@ -27,10 +27,11 @@ MAX_BLOCK_EXP4 = 56
 
 
 def _data_patterns():
-    """fp16 data bits: every exponent field 0 to 30 with a few mantissas, both signs,
-    and both zeros."""
+    """fp16 data bits: every exponent field 0 to 31 (the CMAC takes Inf's and NaN's
+    exponent as a finite one: their blocks are the caller's, the other lanes' products
+    still count) with a few mantissas, both signs, and both zeros."""
     mantissas = np.array([0, 1, 0x155, 0x2AA, 0x3FF])
-    e, m = np.meshgrid(np.arange(31), mantissas)
+    e, m = np.meshgrid(np.arange(32), mantissas)
     bits = ((e << 10) | m).ravel()
     return np.unique(np.r_[bits, bits | 0x8000]).astype(np.uint16)
 
