@@ -51,7 +51,7 @@ from ..num.mac import (
     tile_scratch_layout,
     weight_rows_bytes,
 )
-from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks
+from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks, pixel_data
 from ..num.rounding import sign_extend
 from ..num.specials import FP16_INF, count_nans_and_infs, fp16_nans_and_infs, nan_mask
 from .layer import ConvLayer
@@ -299,12 +299,10 @@ def _pixel_of_kernels(p, data, d_nan, data_nan, weights, first, k0, k1, block, p
     weights ``weights[k - first]``: each kernel's blocks (``positions`` kernel positions a
     channel group, :func:`sim.num.mac_fc.fp16_fc_blocks`), CACC of them together, then
     the kernels with a NaN weight, or data, block by block."""
-    d_exp, d_sign, d_sig = data
     scratch, block_exp4, sums, w_nan, acc_e, acc_m, by_block = work
     for k in range(k0, k1):
-        w_nan[k - k0] = fp16_fc_blocks((d_exp[p], d_sign[p], d_sig[p]), weights[k - first],
-                                       block, positions, scratch, block_exp4[k - k0],
-                                       sums[k - k0])
+        w_nan[k - k0] = fp16_fc_blocks(pixel_data(data, p), weights[k - first], block,
+                                       positions, scratch, block_exp4[k - k0], sums[k - k0])
     _pixel_out(p, d_nan, data_nan, weights, first, k0, k1, positions, lanes, work, out)
 
 
@@ -427,7 +425,6 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     rows = np.zeros((CACC_KERNELS, layout[0].size + WORD_LANES), np.uint16)
     whole = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
     every_lane = whole_layout(n_blocks, block)
-    d_exp, d_sign, d_sig = data
     scratch, block_exp4, sums, w_nan = work[0], work[1], work[2], work[3]
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
@@ -442,8 +439,8 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
                               whole, specials)
         for p in range(data_nan.size):
             for k in range(k0, k1):
-                fp16_fc_live_blocks((d_exp[p], d_sign[p], d_sig[p]), rows[k - k0], layout,
-                                    scratch, block_exp4[k - k0], sums[k - k0])
+                fp16_fc_live_blocks(pixel_data(data, p), rows[k - k0], layout, scratch,
+                                    block_exp4[k - k0], sums[k - k0])
             _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
 
 

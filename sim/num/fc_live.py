@@ -12,7 +12,8 @@ the last filled up with dead lanes (weight 0: lane exponent 0, product 0; never 
 so the blocks become runs of whole vectors of various counts (none for a block without
 a live lane: exponent 0, sum 0, as the full block's).  :func:`fp16_fc_live_blocks` runs
 :mod:`sim.num.mac_fc`'s passes over them, the flagged lanes' changes sent to their
-blocks through each vector's block.  A NaN weight in a dead lane still makes its block
+blocks through each vector's block (pass 2 in float32 arithmetic where the chunk's weights
+allow it, as there: :mod:`sim.num.fc_float`).  A NaN weight in a dead lane still makes its block
 NaN: the caller takes NaNs from the full weights (:func:`sim.num.compress.compress_words`
 counts them on the way), not from the live lanes.
 """
@@ -26,10 +27,12 @@ from sim.num.booth import booth_lane
 from sim.num.borrowed import borrowed
 from sim.num.compress import WORD_LANES
 from sim.num.fc_carries import may_carry
+from sim.num.fc_float import float_run
 from sim.num.fc_pieces import HALF_PIECE, half_piece_or, half_piece_wide_sum, vectors_max
 from sim.num.mac import ZERO_LANE_EXP, fp16_weight_operand, signed_product
 from sim.num.mac_fc import (
     CHUNK,
+    EXP31_WEIGHT,
     EXP_BIAS,
     MAX_BLOCK_LANES,
     NEAR_SHIFT,
@@ -40,6 +43,8 @@ from sim.num.mac_fc import (
     _unpack,
     fc_scratch,
     flagged_changes,
+    flagged_word,
+    halves_needs,
 )
 from sim.num.narrow import sub16
 from sim.num.word32 import add32, and32, or32, sar32, sub32, word32
@@ -158,21 +163,29 @@ def fp16_fc_live_blocks(data, w_live, layout, scratch, block_exp4, sums):
     0), ``data`` the live lanes' (:func:`live_data`): each block's exponent (times four)
     into ``block_exp4`` and its sum into ``sums``.  NaN weights are the caller's (they may
     sit in dead lanes)."""
-    d_exp, d_sign, d_sig = data
-    lane_exp, tops, _, compact, _, packed, halves, halves16 = scratch
+    d_exp, d_sign, d_sig, d_float = data
+    lane_exp, tops, _, compact, _, packed, halves, halves16, flagged16 = scratch
     flagged, words, needs, need_at = compact
-    _live_blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(w_live),
-                 borrowed(layout[1]), borrowed(layout[2]), borrowed(lane_exp),
+    # the float loop loads whole vectors: contiguous arrays (those are the same arrays; any
+    # other, copied)
+    d_sign, d_sig = np.ascontiguousarray(d_sign), np.ascontiguousarray(d_sig)
+    d_float, w_live = np.ascontiguousarray(d_float), np.ascontiguousarray(w_live)
+    _live_blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(d_float),
+                 borrowed(w_live), borrowed(layout[1]), borrowed(layout[2]), borrowed(lane_exp),
                  borrowed(tops), borrowed(packed), borrowed(flagged),
                  borrowed(words), borrowed(needs), borrowed(need_at), borrowed(halves16[0]),
                  borrowed(halves16[1]), borrowed(halves[0].view(np.int32)),
-                 borrowed(halves[2]), borrowed(block_exp4), borrowed(sums))
+                 borrowed(halves[2]), borrowed(flagged16), borrowed(block_exp4),
+                 borrowed(sums))
 
 
 @njit
-def _live_blocks(d_exp, d_sign, d_sig, w_live, starts, vector_block, lane_exp, tops, packed,
-                 flagged, words, needs, need_at, low16s, high16s, slots, ors, block_exp4, sums):
-    """:func:`fp16_fc_live_blocks` of the arrays one by one."""
+def _live_blocks(d_exp, d_sign, d_sig, d_float, w_live, starts, vector_block, lane_exp, tops,
+                 packed, flagged, words, needs, need_at, low16s, high16s, slots, ors,
+                 flagged16, block_exp4, sums):
+    """:func:`fp16_fc_live_blocks` of the arrays one by one: a chunk whose weights have no
+    exponent field of 31 in float32 arithmetic (:mod:`sim.num.fc_float`), else in the
+    integer loop."""
     n_blocks = starts.size - 1
     b0 = 0
     while b0 < n_blocks:  # chunks of whole blocks, up to CHUNK lanes (one block at least)
@@ -181,15 +194,59 @@ def _live_blocks(d_exp, d_sign, d_sig, w_live, starts, vector_block, lane_exp, t
             b1 += 1
         v0 = starts[b0]
         count = np.uint64((starts[b1] - v0) * VECTOR)
-        _lane_exponents(d_exp, w_live, np.uint64(v0 * VECTOR), count, lane_exp)
+        specials = _lane_exponents(d_exp, w_live, np.uint64(v0 * VECTOR), count, lane_exp)
         for b in range(b0, b1):
             tops[b] = vectors_max(lane_exp, starts[b] - v0, starts[b + 1] - v0, EXP_BIAS)
             block_exp4[b] = np.int32(tops[b]) - EXP_BIAS
-        if _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed, sums,
+        if not specials & EXP31_WEIGHT:
+            n_flagged = _float_live_products(d_float, d_sign, d_sig, w_live, starts, b0, b1,
+                                             lane_exp, tops, low16s, high16s, flagged16, sums)
+            _float_live_mid_lanes(n_flagged, low16s, high16s, flagged16, needs, need_at,
+                                  vector_block, v0, sums)
+        elif _live_products(d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, packed, sums,
                           slots, ors):
             _live_mid_lanes(packed, count, flagged, words, needs, need_at, low16s, high16s,
                             vector_block, v0, sums)
         b0 = b1
+
+
+@njit(distinct_arrays=True)
+def _float_live_products(d_float, d_sign, d_sig, w_live, starts, b0, b1, lane_exp, tops, lows,
+                         highs, flagged, sums):
+    """:func:`_live_products` in float32 arithmetic (:func:`sim.num.fc_float.float_run`, up
+    to ``SLOT_VECTORS`` vectors a call): each block's sum of ``P >> s``; the flagged lanes'
+    packed words' halves to ``lows`` and ``highs``, their lanes (from the chunk's first,
+    ``starts[b0] * VECTOR``) to ``flagged``.  Returns how many are flagged."""
+    first = np.uint64(starts[b0]) * np.uint64(VECTOR)
+    n = 0
+    for b in range(b0, b1):
+        top = tops[b]
+        total = np.int64(0)
+        v, end = np.uint64(starts[b]), np.uint64(starts[b + 1])
+        while v < end:
+            stop = min(v + np.uint64(SLOT_VECTORS), end)
+            at = v * np.uint64(VECTOR)
+            run_sum, n = float_run(w_live, d_float, lane_exp, d_sign, d_sig, lows, highs,
+                                   flagged, at, at - first, stop - v, top, n)
+            total += run_sum
+            v = stop
+        sums[b] = total
+    return n
+
+
+@njit(distinct_arrays=True)
+def _float_live_mid_lanes(n, lows, highs, flagged, needs, need_at, vector_block, v0, sums):
+    """:func:`_live_mid_lanes` of :func:`_float_live_products`' ``n`` flagged lanes."""
+    prefer_wide_vectors()
+    n_set = halves_needs(n, lows, highs, needs, need_at)
+    for t in range(n_set):
+        at = need_at[t]
+        block = vector_block[np.uint64(v0) + (np.uint64(flagged[at]) >> np.uint64(VECTOR_BITS))]
+        if needs[at] == NEEDS_CARRY:
+            sums[block] -= 1
+        else:  # its (P >> s) so far 0
+            negative, wt, dat, shift = _unpack(flagged_word(lows, highs, at))
+            sums[block] += np.int32(booth_lane(negative, wt, dat, shift))
 
 
 @njit(distinct_arrays=True)

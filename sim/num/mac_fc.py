@@ -20,6 +20,12 @@ lanes shifted by 20 to 28 (rarer still) their product from the whole tree
 (:func:`sim.num.booth.booth_lane`), each in a pass over the lanes flagged (their carries
 subtracted there).  Weights are decoded twice (exponents,
 then significands): a few word operations, cheaper than storing and loading them.
+
+Whole 64-lane blocks of one position (nv_full's fully connected layers) take pass 2 in
+float32 arithmetic (:mod:`sim.num.fc_float`: exact, a third of the integer loop's
+instructions), their flagged lanes' packed words made in the same loop for the flagged
+lanes only; a chunk with an Inf or NaN weight (exponent field 31) takes the integer loop,
+which stays the reference.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.borrowed import borrowed
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
+from sim.num.fc_float import FLOAT_LANES, float_data, float_run
 from sim.num.fc_pieces import (
     HALF_PIECE,
     PIECE,
@@ -56,6 +63,7 @@ from sim.num.narrow import (
     word16,
     xor16,
 )
+from sim.num.specials import FP16_INF
 from sim.num.word32 import add32, and32, or32, sar32, shl32, shr32, sub32, word32
 
 #: Lane exponents (four times) are kept biased by this in unsigned 16-bit words: a zero
@@ -76,6 +84,9 @@ FC_BLOCK = 64
 #: What a flagged lane's (P >> s) needs (:func:`_mid_lanes`): a carry of 1 subtracted, or
 #: (shifted beyond NEAR_SHIFT: it is 0 so far) the product from the whole tree.
 NEEDS_CARRY, NEEDS_TREE = 1, 2
+#: What pass 1 says of a chunk's weights (:func:`_lane_exponents`): a NaN, an exponent
+#: field of 31 (Inf or NaN: the chunk takes the integer loop, not the float one).
+NAN_WEIGHT, EXP31_WEIGHT = 1, 2
 FC_BLOCK_BITS = FC_BLOCK.bit_length() - 1  # a lane's block: lane >> FC_BLOCK_BITS
 #: Lanes of 32-bit words in a 512-bit vector: the products' loops keep a block's sums and
 #: flags in one such vector (:func:`_block_products`, :func:`sim.num.fc_live._live_products`).
@@ -112,14 +123,28 @@ def fc_scratch(lanes):
             (np.zeros(max(lanes, SLOT_LANES), np.uint32), np.zeros(lanes, np.uint32),
              np.zeros(SLOT_LANES, np.uint32)),
             # the flagged lanes' packed words' low and high halves (_mid_lanes)
-            (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)))
+            (np.zeros(lanes + MID_VECTOR, np.uint16), np.zeros(lanes + MID_VECTOR, np.uint16)),
+            # the float loop's flagged lanes (_float_products; their packed words' halves
+            # in the halves above)
+            np.zeros(lanes + MID_VECTOR, np.uint16))
 
 
 def fc_data(sign, sig, exp4):
     """A pixel's data operands as :func:`fp16_fc_blocks` takes them (numpy arrays in the
-    weights' lane order): (biased exponents uint16, signs uint8, significands uint16)."""
+    weights' lane order): (biased exponents uint16, signs uint8, significands uint16,
+    values float32 (:func:`sim.num.fc_float.float_data`))."""
     return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
-            np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16))
+            np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
+            float_data(sign, sig, exp4))
+
+
+@njit(inline="always")
+def pixel_data(data, p):
+    """Pixel ``p``'s operands of a layer's :func:`fc_data` arrays (pixels, lanes): the
+    ``data`` :func:`fp16_fc_blocks` and :func:`sim.num.fc_live.fp16_fc_live_blocks` take
+    (what they hold is this module's)."""
+    d_exp, d_sign, d_sig, d_float = data
+    return d_exp[p], d_sign[p], d_sig[p], d_float[p]
 
 
 @njit(inline="always")
@@ -137,22 +162,26 @@ def fp16_fc_blocks(data, w_bits, block, positions, scratch, block_exp4, sums):
     # every array apart, borrowed (sim.num.borrowed): counting the references to the
     # 21 arrays cost 20 pairs of atomic operations a call, a sixth of a 4096-lane
     # kernel's time
-    d_exp, d_sign, d_sig = data
-    lane_exp, tops, shifted, compact, block_exp, packed, halves, halves16 = scratch
+    d_exp, d_sign, d_sig, d_float = data
+    lane_exp, tops, shifted, compact, block_exp, packed, halves, halves16, flagged16 = scratch
     flagged, words, needs, need_at = compact
-    return _blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(w_bits),
-                   block, positions, borrowed(lane_exp), borrowed(tops), borrowed(shifted),
-                   borrowed(block_exp), borrowed(packed), borrowed(flagged),
+    # the float loop loads whole vectors: contiguous arrays (those are the same arrays; any
+    # other, copied)
+    d_sign, d_sig = np.ascontiguousarray(d_sign), np.ascontiguousarray(d_sig)
+    d_float, w_bits = np.ascontiguousarray(d_float), np.ascontiguousarray(w_bits)
+    return _blocks(borrowed(d_exp), borrowed(d_sign), borrowed(d_sig), borrowed(d_float),
+                   borrowed(w_bits), block, positions, borrowed(lane_exp), borrowed(tops),
+                   borrowed(shifted), borrowed(block_exp), borrowed(packed), borrowed(flagged),
                    borrowed(words), borrowed(needs), borrowed(need_at),
                    borrowed(halves[0]), borrowed(halves[1]), borrowed(halves[0].view(np.int32)),
                    borrowed(halves[2]), borrowed(halves16[0]), borrowed(halves16[1]),
-                   borrowed(block_exp4), borrowed(sums))
+                   borrowed(flagged16), borrowed(block_exp4), borrowed(sums))
 
 
 @njit
-def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shifted,
+def _blocks(d_exp, d_sign, d_sig, d_float, w_bits, block, positions, lane_exp, tops, shifted,
             block_exp, packed, flagged, words, needs, need_at, highs, lows, slots, ors,
-            low16s, high16s, block_exp4, sums):
+            low16s, high16s, flagged16, block_exp4, sums):
     """:func:`fp16_fc_blocks` of the data's and scratch's arrays one by one."""
     if block > MAX_BLOCK_LANES:
         raise ValueError("fp16_fc_blocks: more lanes a block than MAX_BLOCK_LANES")
@@ -183,13 +212,20 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
         # shared by the threads), and a slice of each array per chunk took 6% of the
         # layer's time
         at, count = np.uint64(m0), np.uint64(lanes)
-        nan |= _lane_exponents(d_exp, w_bits, at, count, lane_exp)
+        specials = _lane_exponents(d_exp, w_bits, at, count, lane_exp)
+        nan |= (specials & NAN_WEIGHT) != 0
         if known:
             n_blocks = _block_exponents(lane_exp, count, FC_BLOCK, 1, tops, block_exp)
         else:
             n_blocks = _block_exponents(lane_exp, count, block, positions, tops, block_exp)
         for b in range(n_blocks):
             block_exp4[first + b] = np.int32(tops[b]) - EXP_BIAS
+        if known and lanes % FC_BLOCK == 0 and not specials & EXP31_WEIGHT:
+            n_flagged = _float_products(d_float, d_sign, d_sig, w_bits, at, count, lane_exp,
+                                        tops, low16s, high16s, flagged16, sums, np.uint64(first))
+            _float_mid_lanes(n_flagged, low16s, high16s, flagged16, needs, need_at, sums,
+                             np.uint64(first))
+            continue
         if known and lanes % FC_BLOCK == 0:
             if _block_products(d_sign, d_sig, w_bits, at, count, lane_exp, tops, packed,
                                sums, np.uint64(first), slots, ors):
@@ -215,15 +251,18 @@ def _blocks(d_exp, d_sign, d_sig, w_bits, block, positions, lane_exp, tops, shif
 @njit(distinct_arrays=True)
 def _lane_exponents(d_exp, w_bits, m0, lanes, lane_exp):
     """Pass 1: the exponent of each lane of ``m0:m0 + lanes`` (biased, 0 for a zero weight);
-    whether a weight is NaN."""
+    whether a weight is NaN (``NAN_WEIGHT``), whether one has the exponent field 31 (Inf
+    or NaN, ``EXP31_WEIGHT``: no float the integer path agrees with)."""
     prefer_wide_vectors()
-    nan = False
+    # the largest magnitude tells both (one maximum a vector: two flags or'd took longer)
+    largest = word16(0)
     for i in range(lanes):
         w = word16(w_bits[m0 + i])
         live = sub16(0, word16(and16(w, 0x7FFF) != 0))
         lane_exp[i] = and16(add16(d_exp[m0 + i], and16(shr16(w, 10), 0x1C)), live)
-        nan |= and16(w, 0x7FFF) > 0x7C00
-    return nan
+        largest = max(largest, and16(w, 0x7FFF))
+    return (np.uint8(largest > FP16_INF) * np.uint8(NAN_WEIGHT)
+            | np.uint8(largest >= FP16_INF) * np.uint8(EXP31_WEIGHT))
 
 
 @njit(distinct_arrays=True)
@@ -364,6 +403,44 @@ def _block_products(d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, packed, su
 
 
 @njit(distinct_arrays=True)
+def _float_products(d_float, d_sign, d_sig, w_bits, m0, lanes, lane_exp, tops, lows, highs,
+                    flagged, sums, first):
+    """:func:`_block_products` in float32 arithmetic (:func:`sim.num.fc_float.float_run`;
+    no weight of the chunk has the exponent field 31): each block's sum of ``P >> s`` to
+    ``sums[first + b]``; the flagged lanes' packed words' halves to ``lows`` and
+    ``highs``, the lanes to ``flagged``.  Returns how many are flagged."""
+    per_block = np.uint64(FC_BLOCK // FLOAT_LANES)
+    n = 0
+    for b in range(lanes // np.uint64(FC_BLOCK)):
+        sums[first + b], n = float_run(w_bits, d_float, lane_exp, d_sign, d_sig, lows, highs,
+                                       flagged, m0 + b * FC_BLOCK, b * FC_BLOCK, per_block,
+                                       tops[b], n)
+    return n
+
+
+@njit(distinct_arrays=True)
+def _float_mid_lanes(n, lows, highs, flagged, needs, need_at, sums, first):
+    """:func:`_mid_lanes` of :func:`_float_products`' ``n`` flagged lanes: each one's change
+    to its block's sum ``sums[first + lane // FC_BLOCK]``."""
+    prefer_wide_vectors()
+    n_set = halves_needs(n, lows, highs, needs, need_at)
+    for t in range(n_set):
+        at = need_at[t]
+        lane_block = first + (np.uint64(flagged[at]) >> np.uint64(FC_BLOCK_BITS))
+        if needs[at] == NEEDS_CARRY:
+            sums[lane_block] -= 1
+        else:  # its (P >> s) so far 0
+            negative, wt, dat, shift = _unpack(flagged_word(lows, highs, at))
+            sums[lane_block] += np.int32(booth_lane(negative, wt, dat, shift))
+
+
+@njit(inline="always")
+def flagged_word(lows, highs, at):
+    """The packed word (:func:`_unpack`) of halves ``lows[at]``, ``highs[at]``."""
+    return or32(word32(lows[at]), shl32(word32(highs[at]), 16))
+
+
+@njit(distinct_arrays=True)
 def _block_sums(shifted, lanes, block, positions, highs, lows, sums, first, n_blocks):
     """Pass 3: each block's sum of ``(P >> s) - c``.  Added in 32-bit words (16 lanes a
     vector, not 8), the high halves (``>> 16``, signed) apart from the low ones (``&
@@ -481,6 +558,17 @@ def flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs):
     for j in range(rows * width):
         lows[j] = word16(words[j])
         highs[j] = word16(shr32(words[j], 16))
+    return halves_needs(n, lows, highs, needs, need_at)
+
+
+@njit(inline="always")
+def halves_needs(n, lows, highs, needs, need_at):
+    """:func:`flagged_changes` from the ``n`` flagged lanes' packed words' halves ``lows``,
+    ``highs`` (room for ``MID_VECTOR`` more; 0s set after them up to whole vectors)."""
+    width = np.uint64(MID_VECTOR)
+    rows = (np.uint64(n) + width - np.uint64(1)) // width
+    lows[n:rows * width] = 0
+    highs[n:rows * width] = 0
     for row in range(rows):
         base = row * width
         for j in range(width):
