@@ -357,7 +357,7 @@ def _truncate(layer, c, r, s, dmax, wmax) -> int:
     if layer.precision == "fp16":
         return 0
     bits = 8 if layer.precision == "int8" else 16
-    typical = int(np.sqrt(c * r * s)) * dmax * wmax
+    typical = int(np.sqrt(c * r * s)) * int(dmax) * int(wmax)
     return max(0, typical.bit_length() - (bits - 1) + 1)
 
 
@@ -441,12 +441,12 @@ def build_conv(m, layer, alloc, rng, outputs):
                               "sdp.out_precision")
     obey(layer, SdpFacts(proc, out_prec, flying=True, to_pdp=fly_pdp is not None,
                          winograd=mode == "winograd", batches=batch), keys=FLY_SDP_RULE_KEYS)
-    wt = random_cube(rng, (k, c, r, s), proc, None, "weight")
+    wt = random_cube(rng, (k, c, r, s), proc, layer.get("weights"), "weight")
     lo, hi = _ranges(layer, proc)
     truncate = layer.get("truncate")
     if truncate is None:
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
-                             max(abs(v) for v in (_wrange(proc))))
+                             max(abs(v) for v in _ranges(layer, proc, "weights")))
     truncate = integer(layer, "truncate", truncate, 0, 31)
     if mode == "winograd":
         w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
@@ -550,19 +550,14 @@ class _PoolView:
         return self.options.get(key, default)
 
 
-def _ranges(layer, proc):
+def _ranges(layer, proc, key: str = "data"):
+    """The (low, high) a convolution draws its input (``data``) or ``weights`` from."""
     from .data import RANGES
 
-    data = layer.get("data") or {}
-    lo, hi = RANGES[proc]["conv"]
+    data = layer.get(key) or {}
+    lo, hi = RANGES[proc]["conv" if key == "data" else "weight"]
     return (data.get("low") if data.get("low") is not None else lo,
             data.get("high") if data.get("high") is not None else hi)
-
-
-def _wrange(proc):
-    from .data import RANGES
-
-    return RANGES[proc]["weight"]
 
 
 def _conv_facts(cfg, mode, proc, cube, out, batch, kernels, kernel, stride, dilation, pad,
