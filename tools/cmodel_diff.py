@@ -273,9 +273,38 @@ def conv_layer(r, precision: str) -> dict:
         sdp["cvt"] = c
     if sdp:
         layer["sdp"] = sdp
-    if r.random() < 0.2:
-        layer["pdp"] = _pooling(r, precision)
+    if r.random() < 0.3 and mode != "winograd" and layer.get("batch", 1) == 1:
+        layer["pdp"] = _fly_pooling(r, precision, layer)
     return layer
+
+
+def _fly_pooling(r, precision: str, conv: dict) -> dict:
+    """Pooling on the fly whose windows tile the convolution's output (pdp.flying_windows_tile:
+    the padded output less the kernel a multiple of the stride)."""
+    _, h, w = conv["input"]
+    kh, kw = conv.get("kernel", [3, 3])
+    sy, sx = conv.get("stride", [1, 1])
+    dy, dx = conv.get("dilation", [1, 1])
+    left, right, top, bottom = conv.get("pad", [0, 0, 0, 0])
+    out = [max(1, (h + top + bottom - (kh - 1) * dy - 1) // sy + 1),
+           max(1, (w + left + right - (kw - 1) * dx - 1) // sx + 1)]
+    kernel, stride, pad = [], [], [[0, 0], [0, 0]]
+    for axis, size in enumerate(out):
+        k = r.randint(1, min(8, size + 2))
+        step = r.randint(1, k)
+        extra = (-(size - k)) % step if size >= k else k - size
+        before = min(r.randint(0, extra), k - 1)
+        after = extra - before
+        if after > k - 1 or (size + before + after - k) % step:
+            k, step, before, after = 1, 1, 0, 0  # no tiling with this draw: 1x1 windows
+        kernel.append(k)
+        stride.append(step)
+        pad[axis] = [before, after]
+    p = {"method": r.choice(["max", "min", "average"]), "kernel": kernel, "stride": stride,
+         "pad": [pad[1][0], pad[1][1], pad[0][0], pad[0][1]]}
+    if precision != "fp16" and r.random() < 0.5:
+        p["pad_value"] = r.choice([-20, 5, -128, 127])
+    return p
 
 
 BUILDERS = {"conv": conv_layer, "sdp": sdp_layer, "pdp": pdp_layer, "cdp": cdp_layer,
