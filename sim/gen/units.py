@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains import CONV_UNITS
+from ..conv.layer import MAX_CLIP_TRUNCATE
 from ..dma.align import align_up, ceil_div, window_count
 from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
@@ -358,7 +359,7 @@ def _truncate(layer, c, r, s, dmax, wmax) -> int:
         return 0
     bits = 8 if layer.precision == "int8" else 16
     typical = int(np.sqrt(c * r * s)) * int(dmax) * int(wmax)
-    return max(0, typical.bit_length() - (bits - 1) + 1)
+    return min(max(0, typical.bit_length() - (bits - 1) + 1), MAX_CLIP_TRUNCATE)
 
 
 def build_conv(m, layer, alloc, rng, outputs):
@@ -447,7 +448,8 @@ def build_conv(m, layer, alloc, rng, outputs):
     if truncate is None:
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
                              max(abs(v) for v in _ranges(layer, proc, "weights")))
-    truncate = integer(layer, "truncate", truncate, 0, 31)
+    # CACC delivers 32 of its 48 accumulator bits: at most 16 truncated (fp16 ignores it)
+    truncate = integer(layer, "truncate", truncate, 0, 31 if proc == "fp16" else MAX_CLIP_TRUNCATE)
     if mode == "winograd":
         w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
         wt_addr = alloc.take(w4.size * 2 + 4096)

@@ -110,6 +110,17 @@ def test_conv_weights_take_a_data_table(tmp_path, precision, weights, wanted):
         assert wanted(_loaded_words(folder, dtype)) == (table is not None)
 
 
+def test_default_truncate_stays_within_the_accumulator(tmp_path):
+    """Full-range int16 data and weights would want more than CACC's 16 truncated bits: the
+    default truncation stops there (the layer is generated, saturating) instead of failing."""
+    spec = _write(tmp_path, 'unit = "conv"\nprecision = "int16"\ninput = [64, 5, 5]\n'
+                  'kernels = 4\nkernel = [5, 5]\ndata = { low = -32768, high = 32767 }\n'
+                  'weights = { low = -32768, high = 32767 }', "nv_full")
+    generate(spec, tmp_path / "out", fmt="cfg")
+    text = next((tmp_path / "out").glob("*.cfg")).read_text()
+    assert "reg_write(NVDLA_CACC.D_CLIP_CFG_0, 0x10);" in text
+
+
 def _write(tmp_path, body: str, config="nv_small") -> Path:
     path = tmp_path / "spec.toml"
     path.write_text(f'config = "{config}"\n[[layer]]\n{body}\n')
@@ -117,6 +128,8 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\ntruncate = 17',
+     r"layer0\)\.truncate: 17 is outside 0\.\.16"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { specials = ["nan"] }',
      r"\.weights\.specials: .*need precision fp16"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { high = -5, low = 3 }',
