@@ -12,7 +12,7 @@ import numpy as np
 
 from ..chains import CONV_UNITS
 from ..conv.layer import MAX_CLIP_TRUNCATE
-from ..dma.align import align_up, ceil_div, window_count
+from ..dma.align import LayoutError, align_up, ceil_div, window_count
 from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
 from ..dma.operands import pack_operand
@@ -451,7 +451,11 @@ def build_conv(m, layer, alloc, rng, outputs):
     # CACC delivers 32 of its 48 accumulator bits: at most 16 truncated (fp16 ignores it)
     truncate = integer(layer, "truncate", truncate, 0, 31 if proc == "fp16" else MAX_CLIP_TRUNCATE)
     if mode == "winograd":
-        w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
+        try:  # integer weights transform exactly at x4, but must still fit the precision
+            w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
+        except LayoutError:
+            raise layer.fail("weights", f"the Winograd transform (4 G W G^T) of these "
+                             f"weights leaves {proc}: narrow weights.low/high") from None
         wt_addr = alloc.take(w4.size * 2 + 4096)
         program_winograd(m, cube, w4, precision=proc, pad=pad, pad_value=pad_value,
                          out_size=(out_w, out_h), truncate=truncate, in_addr=src,

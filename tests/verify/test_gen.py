@@ -128,6 +128,9 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [8, 10, 10]\npad = 1\n'
+     'weights = { low = -128, high = 127 }', r"layer0\)\.weights: the Winograd transform "
+     r"\(4 G W G\^T\) of these weights leaves int8"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\ntruncate = 17',
      r"layer0\)\.truncate: 17 is outside 0\.\.16"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { specials = ["nan"] }',
