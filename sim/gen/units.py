@@ -202,15 +202,19 @@ def _load_random_input(m, layer, cube, src: int) -> None:
 
 # -- PDP ------------------------------------------------------------------------------------
 
-def _pooling(layer, table, shape, flying: bool = False) -> tuple[Pooling, tuple]:
-    """Validated pooling options and the output cube (C, H', W')."""
+def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
+             ) -> tuple[Pooling, tuple]:
+    """Validated pooling options and the output cube (C, H', W'); ``columns``: the
+    configuration's PDP line buffer (HardwareConfig.pdp_line_buffer_columns)."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
     sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
     left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
+    out_w = window_count(w, left, right, kw, sw)
     obey(layer, PdpFacts(kw, kh, left, right, top, bottom, flying=flying, width=w, height=h,
-                         stride_x=sw, stride_y=sh))
+                         stride_x=sw, stride_y=sh, out_widths=(out_w,) if out_w > 0 else (),
+                         buffer_columns=columns))
     pad_value = table.get("pad_value", 0)
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
@@ -225,7 +229,8 @@ def build_pdp(m, layer, alloc, rng, outputs):
     m.select_group([PDP, PDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     shape = cube.shape
-    pool, out_shape = _pooling(layer, layer.options, shape)
+    pool, out_shape = _pooling(layer, layer.options, shape,
+                               columns=m.config.pdp_line_buffer_columns)
     _load_random_input(m, layer, cube, src)
     out = output_region(m, alloc, out_shape, layer.precision)
     program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
@@ -508,7 +513,8 @@ def build_conv(m, layer, alloc, rng, outputs):
                          flying=True, winograd=winograd)
         return out, tuple(units)
     pdp_layer = _PoolView(layer, out_prec)
-    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True)
+    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True,
+                               columns=cfg.pdp_line_buffer_columns)
     out = output_region(m, alloc, out_shape, out_prec)
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)

@@ -128,6 +128,10 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "pdp"\nprecision = "int16"\ninput = [16, 12, 80]\nkernel = [8, 1]\n'
+     'stride = [1, 1]', r"layer0\)\.input: 80 output columns \(a split's, or the cube's\) "
+     r"exceed the line buffer's 16 at a 8-line kernel and stride 1 \(pdp\.line_buffer_width: "
+     r"unit description"),
     ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [8, 10, 10]\npad = 1\n'
      'weights = { low = -128, high = 127 }', r"layer0\)\.weights: the Winograd transform "
      r"\(4 G W G\^T\) of these weights leaves int8"),
