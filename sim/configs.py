@@ -40,6 +40,9 @@ class HardwareConfig:
     # CDP D_OUT_SATURATION counts saturated outputs: so in the nvdlav1 RTL; the later RTL
     # (every master-map configuration) ties the register to 0, and reads give 0
     cdp_saturation_counter: bool = True
+    # PDP shared line buffer, in output columns one pooling line may use (0: not known here):
+    # nvdlav1's 7 KB, 8 banks of 64 entries, 4 entries a column of 16 int16/fp16 or 32 int8
+    pdp_line_buffer_columns: int = 0
 
     def supports(self, precision: Precision | str) -> bool:
         return precision in self.precisions
@@ -80,7 +83,7 @@ CONFIGS: dict[str, HardwareConfig] = {
             address_map="nvdlav1", winograd=True, batch=True, max_batch=32,
             weight_compression=True, secondary_memory=True, sdp_bs=True, sdp_bn=True,
             sdp_ew=True, sdp_lut=True, bdma=True, rubik=True, pdp=True, cdp=True,
-            address_bits=64,
+            address_bits=64, pdp_line_buffer_columns=128,
         ),
         HardwareConfig(
             name="nv_large", atom_bytes=32, mac_atomic_c=64, mac_atomic_k=32,

@@ -142,11 +142,24 @@ class PdpFacts:
     height: int | None = None
     stride_x: int = 1
     stride_y: int = 1
+    out_widths: tuple = ()  # output columns of the cube, or of each split (first, mid, last)
+    buffer_columns: int = 0  # HardwareConfig.pdp_line_buffer_columns (0: not checked)
 
 
 def pool_out(size: int, pad_lo: int, pad_hi: int, kernel: int, stride: int) -> int:
     """Pooling windows along one axis (the last one ending inside the padded input)."""
     return window_count(size, pad_lo, pad_hi, kernel, stride)
+
+
+def pdp_lines_in_flight(kernel_height: int, stride_y: int) -> int:
+    """Pooling output lines the PDP's line buffer holds at once: ceil(kernel / stride),
+    rounded up to 1, 2, 4 or 8 (the buffer's 8 banks shared by those lines)."""
+    lines = ceil_div(kernel_height, stride_y)
+    return next(n for n in (1, 2, 4, 8) if lines <= n)
+
+
+def pdp_max_out_width(f: PdpFacts) -> int:
+    return f.buffer_columns // pdp_lines_in_flight(f.kernel_height, f.stride_y)
 
 
 def pool_tiles(f: PdpFacts) -> bool:
@@ -189,11 +202,20 @@ def sdp_facts(sdp, rdma, cfg: HardwareConfig) -> SdpFacts:
         else PRECISION_NAMES.get(rdma.in_precision, "int8"))
 
 
-def pdp_facts(pdp) -> PdpFacts:
-    """The PDP rules' facts from the PDP register group (as ``ctx.regs`` gives it)."""
+def pdp_facts(pdp, cfg: HardwareConfig | None = None) -> PdpFacts:
+    """The PDP rules' facts from the PDP register group (as ``ctx.regs`` gives it); with
+    ``cfg`` the line buffer check too."""
+    splits = pdp.split_num + 1
+    if splits == 1:
+        widths = (pdp.cube_out_width + 1,)
+    else:
+        widths = (pdp.partial_width_out_first + 1, pdp.partial_width_out_last + 1) + (
+            (pdp.partial_width_out_mid + 1,) if splits > 2 else ())
     return PdpFacts(pdp.kernel_width + 1, pdp.kernel_height + 1, pdp.pad_left, pdp.pad_right,
                     pdp.pad_top, pdp.pad_bottom, flying=pdp.flying_mode == 0,
-                    split_num=pdp.split_num + 1)
+                    split_num=splits, stride_x=pdp.kernel_stride_width + 1,
+                    stride_y=pdp.kernel_stride_height + 1, out_widths=widths,
+                    buffer_columns=cfg.pdp_line_buffer_columns if cfg is not None else 0)
 
 
 # -- quantities the rules share (also what gen programs) ---------------------------------
@@ -496,6 +518,18 @@ RULES: tuple[Rule, ...] = (
                     f"{f.stride_x} does not end on the last line and column of the padded "
                     f"{f.height}x{f.width} input sent on the fly"),
          applies=lambda f: f.flying and f.width is not None),
+    Rule("pdp.line_buffer_width", "pdp", f"{PDP}.D_PARTIAL_WIDTH_OUT_0",
+         f"{UD} Planar Data Processor: output width <= 7 KB / (data width x ongoing channels "
+         f"x f(ceil(kernel_h/stride_h))), f 1/2/4/8; {PG} Limitation/PDP: 'For any mode, "
+         "first/mid/last_out_width should be less than maximum flying width'; nvdlav1 RTL "
+         "NV_NVDLA_PDP_CORE_cal2d.v: 8 banks of 64 entries merged 8/4/2/1 per line in flight. "
+         "The C-model computes the simulator's answer past it until its own buffer model "
+         "stalls (never raising the interrupt: 80 columns at kernel 5 or 8, stride 1)",
+         DOCUMENTED, lambda f: max(f.out_widths) <= pdp_max_out_width(f),
+         lambda f: (f"{max(f.out_widths)} output columns (a split's, or the cube's) exceed the "
+                    f"line buffer's {pdp_max_out_width(f)} at a {f.kernel_height}-line kernel "
+                    f"and stride {f.stride_y}"),
+         applies=lambda f: f.buffer_columns > 0 and bool(f.out_widths)),
     Rule("pdp.flying_no_split", "pdp", f"{PDP}.D_OPERATION_MODE_CFG_0 SPLIT_NUM",
          f"{PG} PDP programming: on the fly SPLIT_NUM=0 (split width is an offline mode)",
          DOCUMENTED, lambda f: f.split_num == 1,
@@ -533,4 +567,5 @@ _UNIT_OF = {ConvFacts: "conv", SdpFacts: "sdp", PdpFacts: "pdp"}
 __all__ = ["BY_NAME", "DIFFERS", "DOCUMENTED", "ENFORCED", "HANGS", "RULES", "ConvFacts",
            "PdpFacts", "Rule", "SdpFacts", "check", "data_entries_needed", "describe",
            "direct_entries", "entries_per_bank", "entry_bytes", "line_entries", "pdp_facts",
-           "sdp_facts", "violations", "winograd_extended"]
+           "pdp_lines_in_flight", "pdp_max_out_width", "sdp_facts", "violations",
+           "winograd_extended"]

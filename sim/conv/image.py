@@ -135,9 +135,19 @@ def decode_image_layer(ctx) -> ImageLayer:
     cfg.require_precision(proc, f"{CDMA}.D_MISC_CFG_0")
     check_proc_precision(ctx, proc)
     cvt = bool(cdma.cvt_en)
-    if not cvt and in_prec != proc:
+    # T_R16_F: fp16 pixels whose Table 33 input precision is int16.  Into fp16 processing
+    # the CDMA stores them unconverted with the convertor off (NVIDIA's C-model, checked on
+    # convolutions); through the convertor it has no int16->fp16 path for fp16 formats and
+    # writes zeros, so that is refused rather than computed.
+    raw_fp16 = fmt.dtype == np.float16 and proc == FP16
+    if not cvt and in_prec != proc and not raw_fp16:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: converting {in_prec} pixels to {proc} "
                                  "needs the convertor (CVT_EN)")
+    if cvt and in_prec != proc and raw_fp16:
+        raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: {fmt.name} (fp16 pixels, {in_prec} "
+                                 f"input precision) through the convertor into {proc}: "
+                                 "NVIDIA's C-model converts no fp16 pixel format (it writes "
+                                 "zeros); leave CVT_EN off to take the pixels as they are")
     for blk, unit in ((cdma, CDMA), (csc, CSC), (cacc, CACC)):
         if blk.reg("D_BATCH_NUMBER_0").batches:
             raise ConfigurationError(f"{unit}.D_BATCH_NUMBER_0: image input has no batch mode")

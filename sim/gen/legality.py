@@ -51,6 +51,7 @@ KEYS = {
     "pdp.kernel_max_8": "kernel",
     "pdp.flying_no_split": "input",
     "pdp.flying_windows_tile": "stride",
+    "pdp.line_buffer_width": "input",
 }
 
 
@@ -95,7 +96,7 @@ def obeys_rules(m, layer, units) -> None:
     if "NVDLA_SDP" in units:
         facts.append(sdp_facts(ctx.regs("NVDLA_SDP"), ctx.regs("NVDLA_SDP_RDMA"), m.config))
     if "NVDLA_PDP" in units:
-        facts.append(pdp_facts(ctx.regs("NVDLA_PDP")))
+        facts.append(pdp_facts(ctx.regs("NVDLA_PDP"), m.config))
     for fact in facts:
         for rule in violations(fact):
             raise RuntimeError(f"gen programmed layer {layer.index} ({layer.name}) against "

@@ -157,6 +157,8 @@ def _layer(path: Path, i: int, entry, cfg: HardwareConfig, earlier: list) -> Lay
     spec.precision = precision
     spec.input = _input(spec, entry.get("input"), earlier)
     spec.options["data"] = _data(spec, entry.get("data", {}))
+    if "weights" in spec.options:  # a convolution's weights: drawn as data is
+        spec.options["weights"] = _data(spec, spec.options["weights"], "weights")
     return spec
 
 
@@ -214,23 +216,24 @@ def check_keys(spec: LayerSpec, key: str, table, known: set) -> dict:
     return table
 
 
-def _data(spec: LayerSpec, table) -> dict:
-    table = check_keys(spec, "data", table, DATA_KEYS)
+def _data(spec: LayerSpec, table, key: str = "data") -> dict:
+    """A ``data`` (or a convolution's ``weights``) table: value range and fp16 specials."""
+    table = check_keys(spec, key, table, DATA_KEYS)
     specials = table.get("specials", [])
     if not isinstance(specials, list):
-        raise spec.fail("data.specials", f"expected a list of kinds ({', '.join(SPECIALS)}), "
+        raise spec.fail(f"{key}.specials", f"expected a list of kinds ({', '.join(SPECIALS)}), "
                         f"got {specials!r}")
     if specials and spec.precision != "fp16":
-        raise spec.fail("data.specials", "NaN/Inf/denormal specials need precision fp16")
+        raise spec.fail(f"{key}.specials", "NaN/Inf/denormal specials need precision fp16")
     for s in specials:
-        choice(spec, "data.specials", s, SPECIALS)
+        choice(spec, f"{key}.specials", s, SPECIALS)
     fraction = table.get("fraction", 0.1)
     if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise spec.fail("data.fraction", f"{fraction!r} is not in (0, 1]")
+        raise spec.fail(f"{key}.fraction", f"{fraction!r} is not in (0, 1]")
     low, high = table.get("low"), table.get("high")
-    for key, v in (("low", low), ("high", high)):
+    for name, v in (("low", low), ("high", high)):
         if v is not None and not isinstance(v, (int, float)):
-            raise spec.fail(f"data.{key}", f"expected a number, got {v!r}")
+            raise spec.fail(f"{key}.{name}", f"expected a number, got {v!r}")
     if low is not None and high is not None and low > high:
-        raise spec.fail("data.low", f"{low} is above data.high {high}")
+        raise spec.fail(f"{key}.low", f"{low} is above {key}.high {high}")
     return {"low": low, "high": high, "specials": list(specials), "fraction": float(fraction)}

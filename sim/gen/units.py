@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..chains import CONV_UNITS
-from ..dma.align import align_up, ceil_div, window_count
+from ..conv.layer import MAX_CLIP_TRUNCATE
+from ..dma.align import LayoutError, align_up, ceil_div, window_count
 from ..dma.elements import float_to_fp16_bits
 from ..dma.feature import feature_layout
 from ..dma.operands import pack_operand
@@ -201,15 +202,19 @@ def _load_random_input(m, layer, cube, src: int) -> None:
 
 # -- PDP ------------------------------------------------------------------------------------
 
-def _pooling(layer, table, shape, flying: bool = False) -> tuple[Pooling, tuple]:
-    """Validated pooling options and the output cube (C, H', W')."""
+def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
+             ) -> tuple[Pooling, tuple]:
+    """Validated pooling options and the output cube (C, H', W'); ``columns``: the
+    configuration's PDP line buffer (HardwareConfig.pdp_line_buffer_columns)."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
     sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
     left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
+    out_w = window_count(w, left, right, kw, sw)
     obey(layer, PdpFacts(kw, kh, left, right, top, bottom, flying=flying, width=w, height=h,
-                         stride_x=sw, stride_y=sh))
+                         stride_x=sw, stride_y=sh, out_widths=(out_w,) if out_w > 0 else (),
+                         buffer_columns=columns))
     pad_value = table.get("pad_value", 0)
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
@@ -224,7 +229,8 @@ def build_pdp(m, layer, alloc, rng, outputs):
     m.select_group([PDP, PDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     shape = cube.shape
-    pool, out_shape = _pooling(layer, layer.options, shape)
+    pool, out_shape = _pooling(layer, layer.options, shape,
+                               columns=m.config.pdp_line_buffer_columns)
     _load_random_input(m, layer, cube, src)
     out = output_region(m, alloc, out_shape, layer.precision)
     program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
@@ -357,8 +363,8 @@ def _truncate(layer, c, r, s, dmax, wmax) -> int:
     if layer.precision == "fp16":
         return 0
     bits = 8 if layer.precision == "int8" else 16
-    typical = int(np.sqrt(c * r * s)) * dmax * wmax
-    return max(0, typical.bit_length() - (bits - 1) + 1)
+    typical = int(np.sqrt(c * r * s)) * int(dmax) * int(wmax)
+    return min(max(0, typical.bit_length() - (bits - 1) + 1), MAX_CLIP_TRUNCATE)
 
 
 def build_conv(m, layer, alloc, rng, outputs):
@@ -441,15 +447,20 @@ def build_conv(m, layer, alloc, rng, outputs):
                               "sdp.out_precision")
     obey(layer, SdpFacts(proc, out_prec, flying=True, to_pdp=fly_pdp is not None,
                          winograd=mode == "winograd", batches=batch), keys=FLY_SDP_RULE_KEYS)
-    wt = random_cube(rng, (k, c, r, s), proc, None, "weight")
+    wt = random_cube(rng, (k, c, r, s), proc, layer.get("weights"), "weight")
     lo, hi = _ranges(layer, proc)
     truncate = layer.get("truncate")
     if truncate is None:
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
-                             max(abs(v) for v in (_wrange(proc))))
-    truncate = integer(layer, "truncate", truncate, 0, 31)
+                             max(abs(v) for v in _ranges(layer, proc, "weights")))
+    # CACC delivers 32 of its 48 accumulator bits: at most 16 truncated (fp16 ignores it)
+    truncate = integer(layer, "truncate", truncate, 0, 31 if proc == "fp16" else MAX_CLIP_TRUNCATE)
     if mode == "winograd":
-        w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
+        try:  # integer weights transform exactly at x4, but must still fit the precision
+            w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)
+        except LayoutError:
+            raise layer.fail("weights", f"the Winograd transform (4 G W G^T) of these "
+                             f"weights leaves {proc}: narrow weights.low/high") from None
         wt_addr = alloc.take(w4.size * 2 + 4096)
         program_winograd(m, cube, w4, precision=proc, pad=pad, pad_value=pad_value,
                          out_size=(out_w, out_h), truncate=truncate, in_addr=src,
@@ -502,7 +513,8 @@ def build_conv(m, layer, alloc, rng, outputs):
                          flying=True, winograd=winograd)
         return out, tuple(units)
     pdp_layer = _PoolView(layer, out_prec)
-    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True)
+    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True,
+                               columns=cfg.pdp_line_buffer_columns)
     out = output_region(m, alloc, out_shape, out_prec)
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)
@@ -550,19 +562,14 @@ class _PoolView:
         return self.options.get(key, default)
 
 
-def _ranges(layer, proc):
+def _ranges(layer, proc, key: str = "data"):
+    """The (low, high) a convolution draws its input (``data``) or ``weights`` from."""
     from .data import RANGES
 
-    data = layer.get("data") or {}
-    lo, hi = RANGES[proc]["conv"]
+    data = layer.get(key) or {}
+    lo, hi = RANGES[proc]["conv" if key == "data" else "weight"]
     return (data.get("low") if data.get("low") is not None else lo,
             data.get("high") if data.get("high") is not None else hi)
-
-
-def _wrange(proc):
-    from .data import RANGES
-
-    return RANGES[proc]["weight"]
 
 
 def _conv_facts(cfg, mode, proc, cube, out, batch, kernels, kernel, stride, dilation, pad,

@@ -213,3 +213,25 @@ def test_conversion_needs_the_convertor():
     with pytest.raises(ConfigurationError, match="CVT_EN"):
         run_mode("nv_full", program_image, image, w, fmt="T_R8", precision="int16",
                  in_precision="int8")
+
+
+def test_r16_f_pixels_enter_fp16_processing_unconverted():
+    """T_R16_F (fp16 pixels; Table 33 gives int16 as its input precision) into fp16
+    processing with the convertor off: the pixels are the fp16 elements (what NVIDIA's
+    C-model computes).  Quarters times small integers keep every sum exact."""
+    rng = np.random.default_rng(16)
+    image = (rng.integers(-40, 41, (1, 4, 5)) / 4).astype(np.float16)
+    w = rng.integers(-3, 4, (3, 1, 1, 1)).astype(np.float16)
+    out, _ = run_mode("nv_full", program_image, image, w.view(np.uint16), fmt="T_R16_F",
+                      precision="fp16", in_precision="int16", cvt=None)
+    expect = w[:, 0, 0, 0].astype(np.float32)[:, None, None] * image[0].astype(np.float32)
+    np.testing.assert_array_equal(out.view(np.float32), expect)
+
+
+def test_r16_f_pixels_through_the_convertor_into_fp16_are_refused():
+    image = np.zeros((1, 2, 3), np.float16)
+    w = np.zeros((1, 1, 1, 1), np.float16).view(np.uint16)
+    with pytest.raises(ConfigurationError, match=r"T_R16_F \(fp16 pixels, int16 input "
+                       r"precision\) through the convertor into fp16"):
+        run_mode("nv_full", program_image, image, w, fmt="T_R16_F", precision="fp16",
+                 in_precision="int16", cvt=(0, 1, 0))

@@ -237,3 +237,20 @@ def test_errors():
         pack_weight_image(np.zeros((1, 1, 4, 1), np.int8), "int8", NV_FULL, post_extension=3)
     with pytest.raises(LayoutError, match="int8 data out of range"):
         pack_weight_dc(np.full((1, 1, 1, 1), 300), "int8", NV_FULL)
+
+
+def test_winograd_fp16_transform_past_the_range_is_inf_quietly():
+    """G W G^T of weights at fp16's largest value passes 65504: those elements are Inf (as an
+    fp16 conversion gives), the others exact, and no overflow warning reaches the user."""
+    import warnings
+
+    w = np.zeros((1, 8, 3, 3), np.float16)
+    w[0, 0] = 65504.0  # every tap: the centre element of the transform is 65504 * 9 / 4
+    w[0, 1, 0, 0] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = winograd_weights(w.view(np.uint16), "fp16").view(np.float16)
+    plane0, plane1 = out[0, 0].astype(np.float64), out[0, 1].astype(np.float64)
+    assert np.isposinf(plane0).any()
+    expected = winograd_transform(w[0, 1].astype(np.float64))
+    np.testing.assert_array_equal(plane1, expected.astype(np.float16))

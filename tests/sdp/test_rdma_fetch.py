@@ -157,3 +157,50 @@ def test_fetched_view_lends_memory_only_where_no_window_covers_it(window):
         expected[lo - addr: hi - addr] = 0xAB
     np.testing.assert_array_equal(lent, expected)
     assert np.shares_memory(lent, mem._pages[addr >> PAGE_BITS]) == (lo >= hi)
+
+
+def test_rdma_nan_inf_counters_land_in_the_rdma_group():
+    """NVIDIA's RTL latches SDP_RDMA's D_STATUS_NAN/INF_INPUT_NUM into the group the RDMA
+    itself ran (NV_NVDLA_SDP_RDMA_reg.v: dp2reg_d<g>_set when the RDMA's own group g
+    completes); the nvdlav1 C-model stores them in the SDP core's group instead.  Firmware
+    numbers the RDMA's groups apart from the SDP's (a fused layer uses no RDMA), so they
+    differ: here the SDP runs group 1 and its RDMA group 0, as after a fused convolution
+    layer that ran SDP group 0 without its RDMA."""
+    rng = np.random.default_rng(3)
+    shape = (16, 3, 4)
+    cube = quarters(rng, shape, 4)
+    flat = cube.reshape(-1)
+    flat[rng.permutation(flat.size)[:7]] = np.inf
+    flat[rng.permutation(flat.size)[:5]] = np.nan  # may cover an Inf: counted as found
+    nans, infs = int(np.isnan(flat).sum()), int(np.isinf(flat).sum())
+    m = Machine("nv_full")
+    m.regfile.consumer[SDP] = 1  # the fused layer's SDP group done, its RDMA never ran
+    program(m, 1, shape, dst=0x8040_0000, src=0x8100_0000, cube=cube)
+    m.write_reg("NVDLA_SDP_RDMA.S_POINTER_0", 0)
+    for name in ("D_DATA_CUBE_WIDTH_0", "D_DATA_CUBE_HEIGHT_0", "D_DATA_CUBE_CHANNEL_0"):
+        m.write_reg(f"NVDLA_SDP_RDMA.{name}", m.read_reg(f"NVDLA_SDP.{name}"))
+    program_rdma_source(m, cube, 0x8100_0000)
+    put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_nan_inf_count_en=1)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    assert m.run() == 1
+    counts = {}
+    for group in (0, 1):
+        m.write_reg("NVDLA_SDP_RDMA.S_POINTER_0", group)
+        counts[group] = (m.read_reg("NVDLA_SDP_RDMA.D_STATUS_NAN_INPUT_NUM_0"),
+                         m.read_reg("NVDLA_SDP_RDMA.D_STATUS_INF_INPUT_NUM_0"))
+    assert counts == {0: (nans, infs), 1: (0, 0)}
+    assert nans and infs
+
+
+def program_rdma_source(m, cube, src):
+    """The RDMA half of :func:`program` again, in the group S_POINTER now selects."""
+    _, layout = pack_feature(fp16(cube), precision="fp16", atom_bytes=32)
+    m.write_reg("NVDLA_SDP_RDMA.D_SRC_BASE_ADDR_LOW_0", src)
+    m.write_reg("NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0", layout.line_stride)
+    m.write_reg("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", layout.surface_stride)
+    put(m, "NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0", src_ram_type=1)
+    put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=FP16.code,
+        proc_precision=FP16.code, out_precision=FP16.code)
+    for name in ("bs", "bn", "ew"):
+        program_operand(m, name, None, "fp16")

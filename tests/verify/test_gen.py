@@ -84,6 +84,43 @@ def test_dump_formats_for_rtl(tmp_path):
     assert (folder / "layer0_in1.mem").is_file()
 
 
+def _loaded_words(folder: Path, dtype) -> np.ndarray:
+    """Every element gen loaded into memory for layer 0 (inputs, weights, operands)."""
+    return np.concatenate([np.frombuffer(read_hex_dat(p), dtype=dtype)
+                           for p in sorted(folder.glob("layer0_in*.dat"))])
+
+
+@pytest.mark.parametrize("precision, weights, wanted", [
+    ("int8", "{ low = -128, high = 127 }", lambda w: (w == -128).any() and (w == 127).any()),
+    ("int16", "{ low = -32768, high = 32767 }",
+     lambda w: (w < -30000).any() and (w > 30000).any()),
+    ("fp16", '{ specials = ["nan", "-inf"], fraction = 0.2 }',
+     lambda w: ((w.view(np.uint16) & 0x7C00) == 0x7C00).any()),
+])
+def test_conv_weights_take_a_data_table(tmp_path, precision, weights, wanted):
+    """``weights`` draws a convolution's weights from its range and specials; without it they
+    keep the default range (whose extremes the input never reaches either)."""
+    dtype = {"int8": np.int8, "int16": np.int16, "fp16": np.float16}[precision]
+    body = (f'unit = "conv"\nprecision = "{precision}"\ninput = [8, 6, 6]\nkernels = 8\n'
+            f'kernel = [3, 3]\nsdp = {{ relu = true }}')
+    for key, table in (("plain", None), ("extreme", weights)):
+        spec = _write(tmp_path, body + (f"\nweights = {table}" if table else ""), "nv_full")
+        folder = tmp_path / key
+        generate(spec, folder, fmt="txn")
+        assert wanted(_loaded_words(folder, dtype)) == (table is not None)
+
+
+def test_default_truncate_stays_within_the_accumulator(tmp_path):
+    """Full-range int16 data and weights would want more than CACC's 16 truncated bits: the
+    default truncation stops there (the layer is generated, saturating) instead of failing."""
+    spec = _write(tmp_path, 'unit = "conv"\nprecision = "int16"\ninput = [64, 5, 5]\n'
+                  'kernels = 4\nkernel = [5, 5]\ndata = { low = -32768, high = 32767 }\n'
+                  'weights = { low = -32768, high = 32767 }', "nv_full")
+    generate(spec, tmp_path / "out", fmt="cfg")
+    text = next((tmp_path / "out").glob("*.cfg")).read_text()
+    assert "reg_write(NVDLA_CACC.D_CLIP_CFG_0, 0x10);" in text
+
+
 def _write(tmp_path, body: str, config="nv_small") -> Path:
     path = tmp_path / "spec.toml"
     path.write_text(f'config = "{config}"\n[[layer]]\n{body}\n')
@@ -91,6 +128,21 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "pdp"\nprecision = "int16"\ninput = [16, 12, 80]\nkernel = [8, 1]\n'
+     'stride = [1, 1]', r"layer0\)\.input: 80 output columns \(a split's, or the cube's\) "
+     r"exceed the line buffer's 16 at a 8-line kernel and stride 1 \(pdp\.line_buffer_width: "
+     r"unit description"),
+    ("nv_full", 'unit = "conv"\nmode = "winograd"\ninput = [8, 10, 10]\npad = 1\n'
+     'weights = { low = -128, high = 127 }', r"layer0\)\.weights: the Winograd transform "
+     r"\(4 G W G\^T\) of these weights leaves int8"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\ntruncate = 17',
+     r"layer0\)\.truncate: 17 is outside 0\.\.16"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { specials = ["nan"] }',
+     r"\.weights\.specials: .*need precision fp16"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { high = -5, low = 3 }',
+     r"\.weights\.low: 3 is above weights\.high -5"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { scale = 2 }',
+     r"\.weights\.scale: no such key"),
     ("nv_full", 'unit = "pdp"\nprecision = "fp16"\ninput = [8, 4, 4]\nkernel = [2, 2]\n'
      'data = { specials = true }', r"\.data\.specials: expected a list of kinds"),
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\nprecision = "int16"',

@@ -32,6 +32,7 @@ from sim.rules import (
     check,
     direct_entries,
     line_entries,
+    pdp_max_out_width,
     violations,
 )
 
@@ -168,6 +169,12 @@ CASES = [
      r"input sent on the fly"),
     ("pdp.flying_no_split", pdp(flying=True), pdp(flying=True, split_num=2),
      r"2 width splits with input on the fly"),
+    # nvdlav1's 128 columns shared by the 8 lines a kernel of 8 at stride 1 keeps in flight
+    ("pdp.line_buffer_width",
+     pdp(kernel_height=8, stride_y=1, out_widths=(16, 16, 9), buffer_columns=128),
+     pdp(kernel_height=8, stride_y=1, out_widths=(16, 17, 9), buffer_columns=128),
+     r"17 output columns \(a split's, or the cube's\) exceed the line buffer's 16 at a "
+     r"8-line kernel and stride 1"),
 ]
 
 
@@ -343,6 +350,27 @@ def test_sdp_facts_from_registers():
         check(facts)
 
 
+@pytest.mark.parametrize("kernel, stride, columns", [
+    (1, 1, 128), (2, 2, 128), (3, 5, 128),  # one line in flight: all 8 banks
+    (2, 1, 64), (3, 2, 64), (8, 4, 64), (5, 3, 64),  # two lines: 4 banks each
+    (3, 1, 32), (4, 1, 32), (7, 3, 32), (8, 3, 32), (7, 2, 32), (8, 2, 32),  # 3-4: 2 banks
+    (5, 1, 16), (8, 1, 16),  # 5-8 lines: a bank each
+])
+def test_pdp_line_buffer_columns_per_kernel(kernel, stride, columns):
+    """Output columns a pooling line may take on nv_full (the unit description's f() of
+    ceil(kernel / stride)); a layer within them breaks no rule, one past them does."""
+    facts = pdp(kernel_height=kernel, stride_y=stride, buffer_columns=128,
+                out_widths=(columns,))
+    assert pdp_max_out_width(facts) == columns
+    assert violations(facts) == []
+    assert [r.name for r in violations(replace(facts, out_widths=(columns + 1,)))] == [
+        "pdp.line_buffer_width"]
+
+
+def test_pdp_line_buffer_unchecked_without_a_known_buffer():
+    assert violations(pdp(kernel_height=8, stride_y=1, out_widths=(500,))) == []
+
+
 def test_pdp_facts_from_registers():
     from sim.dma.feature import feature_layout
     from sim.program.pdp import Pooling, program_pdp
@@ -356,3 +384,11 @@ def test_pdp_facts_from_registers():
     assert (facts.kernel_width, facts.kernel_height, facts.pad_left, facts.pad_top) == (3, 3, 2, 1)
     assert facts.flying and facts.split_num == 1
     assert violations(facts) == []
+    assert facts.out_widths == (6,) and facts.buffer_columns == 0
+    assert pdp_facts(ctx.regs("NVDLA_PDP"), m.config).buffer_columns == 128
+    # three splits: first, last and mid output widths, each held to the line buffer
+    set_reg(m, "NVDLA_PDP", "D_OPERATION_MODE_CFG_0", flying_mode=1, split_num=2)
+    set_reg(m, "NVDLA_PDP", "D_PARTIAL_WIDTH_OUT_0", partial_width_out_first=1,
+            partial_width_out_last=2, partial_width_out_mid=0)
+    split = pdp_facts(LayerContext(m, {"NVDLA_PDP": 0}).regs("NVDLA_PDP"), m.config)
+    assert (split.split_num, split.out_widths, split.stride_y) == (3, (2, 3, 1), 1)

@@ -1,0 +1,451 @@
+"""Differential fuzzing against NVIDIA's nv_full C-model: random ``nvdla-sim gen`` specs.
+
+    python tools/cmodel_diff.py --player TP [--count 500] [--seed 1] [--out DIR]
+                                [--only conv,sdp,...] [--spec FILE ...]
+
+Each random spec (every unit and mode gen supports: direct/Winograd/image/batched
+convolutions with SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or
+memory, LUT, PReLU and convertors, PDP, CDP, BDMA, Rubik, chains of layers; int8, int16,
+fp16; data and weights pushed toward saturation, extreme exponents and fp16 specials) is
+generated in this process, so the expected CRCs and counters are this simulator's, written
+as a ``.cfg`` trace and replayed on the C-model's trace player TP through
+``<shared>/cmodel/harness/tp.py`` (niced: it is a guest on a shared machine).  A spec gen
+refuses is counted, not run.  Any check the C-model fails is a disagreement: the spec, the
+trace and the C-model's output are kept under ``DIR/fail/<name>/``; ``DIR/log.jsonl`` has a
+line per spec.  Nothing here builds or ships the C-model, and no test needs it.
+
+Known places where we follow NVIDIA's RTL and the C-model does not (a disagreement there is
+reported as ``known``, not as a failure):
+
+* SDP_RDMA's D_STATUS_NAN/INF_INPUT_NUM: the RTL latches them in the RDMA's own register
+  group, the C-model in the SDP core's (they differ after a fused layer that used no RDMA);
+* int8 average pooling with a padding value past int8, whose sums leave the RTL's 11/14-bit
+  accumulators (:func:`sim.pdp.pooling._int8_average`): the C-model's wider sums give other
+  bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from sim.errors import SimError  # noqa: E402
+from sim.gen import generate  # noqa: E402
+
+PRECISIONS = ("int8", "int16", "fp16")
+SPECIALS = ["nan", "inf", "-inf", "denormal", "max", "-max", "zero"]
+IMAGE_FORMATS = ["T_A8B8G8R8", "T_A8R8G8B8", "T_B8G8R8A8", "T_R8G8B8A8", "T_X8B8G8R8",
+                 "T_X8R8G8B8", "T_B8G8R8X8", "T_R8G8B8X8", "T_A8Y8U8V8", "T_V8U8Y8A8", "T_R8"]
+# SDP_RDMA D_STATUS_NAN_INPUT_NUM / D_STATUS_INF_INPUT_NUM on the nvdlav1 address map
+RDMA_NAN_INF = ("addr=0x0000a078", "addr=0x0000a07c")
+UNIT_WEIGHTS = {"conv": 5, "sdp": 4, "pdp": 3, "cdp": 2, "bdma": 1, "rubik": 1, "chain": 2}
+
+
+# -- random specs ---------------------------------------------------------------------------
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return f'"{v}"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+
+
+def to_toml(seed: int, layers: list[dict]) -> str:
+    lines = ['config = "nv_full"', f"seed = {seed}", ""]
+    for layer in layers:
+        lines += ["[[layer]]", *(f"{k} = {_toml_value(v)}" for k, v in layer.items()), ""]
+    return "\n".join(lines)
+
+
+def _cube(r, cmax=40, hmax=10, wmax=12) -> list[int]:
+    if r.random() < 0.25:  # now and then several atoms, lines and CBUF banks
+        cmax, hmax, wmax = cmax * 4, hmax * 3, wmax * 3
+    return [r.randint(1, cmax), r.randint(1, hmax), r.randint(1, wmax)]
+
+
+def _data(r, precision: str) -> dict:
+    """A data/weights table, pushed toward the edges now and then."""
+    d: dict = {}
+    if precision == "fp16":
+        if r.random() < 0.35:
+            d["specials"] = r.sample(SPECIALS, r.randint(1, 4))
+            d["fraction"] = r.choice([0.01, 0.05, 0.2, 0.5])
+        x = r.random()
+        if x < 0.15:
+            big = r.choice([100.0, 1000.0, 30000.0, 65000.0])
+            d["low"], d["high"] = -big, big
+        elif x < 0.3:
+            tiny = r.choice([1e-3, 1e-5, 6e-8])
+            d["low"], d["high"] = -tiny, tiny
+        return d
+    top = 127 if precision == "int8" else 32767
+    x = r.random()
+    if x < 0.3:
+        d["low"], d["high"] = -top - 1, top
+    elif x < 0.4:
+        d["low"], d["high"] = top - 5, top
+    return d
+
+
+def _cvt(r, precision: str, out_precision: str | None):
+    if r.random() < 0.5:
+        return None
+    offset = r.randint(-1000, 1000) if r.random() < 0.7 else r.randint(-(1 << 20), 1 << 20)
+    scale = r.choice([1, 1, 2, 3, -1, 255, r.randint(-32768, 32767)])
+    shift = r.choice([0, 1, 2, 5, 8, 16, r.randint(0, 31)])
+    if precision == "fp16" and (out_precision or precision) == "fp16":
+        shift = r.choice([0, shift])
+    return [offset, scale, shift]
+
+
+def _operand(r, precision: str, bits: int = 16):
+    if precision == "fp16":
+        return r.choice([0.5, -1.25, 2.0, 0.0, 3.140625, -65504.0, 1e-4, 100.0,
+                         round(r.uniform(-8, 8), 3)])
+    top = (1 << (bits - 1)) - 1
+    if precision == "int8" and r.random() < 0.7:
+        return r.randint(-128, 127)
+    return r.choice([r.randint(-300, 300), r.randint(-top - 1, top), top, -top - 1])
+
+
+def _stage(r, precision: str, key: str) -> dict:
+    bits = 32 if key == "y" else 16
+    t: dict = {}
+    if r.random() < 0.6:
+        t["alu"] = r.choice(["sum", "max", "min"])
+        t["alu_operand"] = "memory" if r.random() < 0.4 else _operand(r, precision, bits)
+        if key != "y" and r.random() < 0.3:
+            t["alu_shift"] = r.randint(0, 10)
+    if r.random() < 0.6:
+        t["mul"] = "memory" if r.random() < 0.4 else _operand(r, precision, bits)
+        if r.random() < 0.5:
+            t["mul_shift"] = r.randint(0, 12)
+        if key != "y" and r.random() < 0.25:
+            t["prelu"] = True
+    if key != "y" and r.random() < 0.4:
+        t["relu"] = True
+    if key == "y" and precision != "fp16" and r.random() < 0.3:
+        t["lut"] = True
+    return t
+
+
+def sdp_layer(r, precision: str, source=None) -> dict:
+    layer = {"unit": "sdp", "precision": precision, "input": source or _cube(r)}
+    if source is None and (d := _data(r, precision)):
+        layer["data"] = d
+    for key in ("x1", "x2", "y"):
+        if r.random() < 0.55 and (t := _stage(r, precision, key)):
+            layer[key] = t
+    if r.random() < 0.4:
+        layer["out_precision"] = r.choice(PRECISIONS)
+    if c := _cvt(r, precision, layer.get("out_precision")):
+        layer["cvt"] = c
+    if precision == "fp16" and r.random() < 0.3:
+        layer["nan_to_zero"] = True
+    return layer
+
+
+def _pooling(r, precision: str, shape=None) -> dict:
+    kh, kw = r.randint(1, 8), r.randint(1, 8)
+    if shape is not None:
+        kh, kw = min(kh, shape[1]), min(kw, shape[2])
+    p: dict = {"method": r.choice(["max", "min", "average"]), "kernel": [kh, kw]}
+    if r.random() < 0.6:
+        p["stride"] = [r.randint(1, min(kh + 2, 16)), r.randint(1, min(kw + 2, 16))]
+    if r.random() < 0.5:
+        p["pad"] = [r.randint(0, min(kw - 1, 7)), r.randint(0, min(kw - 1, 7)),
+                    r.randint(0, min(kh - 1, 7)), r.randint(0, min(kh - 1, 7))]
+        if precision != "fp16" and r.random() < 0.6:
+            p["pad_value"] = r.choice([-20, 5, -128, 127, r.randint(-32768, 32767)])
+    return p
+
+
+def pdp_layer(r, precision: str, source=None) -> dict:
+    shape = source or _cube(r, 40, 14, 16)
+    layer = {"unit": "pdp", "precision": precision, "input": shape,
+             **_pooling(r, precision, None if source else shape)}
+    if source is None and (d := _data(r, precision)):
+        layer["data"] = d
+    if precision == "fp16" and r.random() < 0.3:
+        layer["nan_to_zero"] = True
+    return layer
+
+
+def cdp_layer(r, precision: str, source=None) -> dict:
+    if precision == "fp16":  # gen builds integer LRN only
+        precision = r.choice(["int8", "int16"])
+    layer = {"unit": "cdp", "precision": precision, "input": source or _cube(r, 40, 6, 6),
+             "window": r.choice([3, 5, 7, 9])}
+    if r.random() < 0.6:
+        layer["datin"] = [r.randint(-20, 20), r.choice([1, 2, 3, 7, 100]), r.randint(0, 6)]
+    if r.random() < 0.7:
+        layer["datout"] = [r.randint(-100, 100), r.choice([1, 3, 17, 255, 1000]),
+                           r.randint(0, 30)]
+    for key in ("sqsum_bypass", "mul_bypass"):
+        if r.random() < 0.2:
+            layer[key] = True
+    if source is None and (d := _data(r, precision)):
+        layer["data"] = d
+    return layer
+
+
+def bdma_layer(r, precision: str) -> dict:
+    return {"unit": "bdma", "line_bytes": 32 * r.randint(1, 8), "lines": r.randint(1, 6),
+            "surfaces": r.randint(1, 4), "src": r.choice(["mc", "cv"]),
+            "dst": r.choice(["mc", "cv"])}
+
+
+def rubik_layer(r, precision: str) -> dict:
+    mode = r.choice(["contract", "split", "merge"])
+    layer = {"unit": "rubik", "mode": mode, "precision": precision, "input": _cube(r, 40, 5, 8)}
+    if mode == "contract":
+        layer["stride"] = [r.randint(1, 4), r.randint(1, 4)]
+    if r.random() < 0.3:
+        layer["src"], layer["dst"] = r.choice(["mc", "cv"]), r.choice(["mc", "cv"])
+    return layer
+
+
+def conv_layer(r, precision: str) -> dict:
+    mode = r.choices(["direct", "winograd", "image"], [6, 2, 2])[0]
+    layer: dict = {"unit": "conv", "precision": precision}
+    if mode == "image":
+        fmt = r.choice(IMAGE_FORMATS)
+        layer.update(mode="image", pixel_format=fmt,
+                     input=[1 if fmt == "T_R8" else 4, r.randint(3, 12), r.randint(3, 14)])
+    elif mode == "winograd":
+        layer.update(mode="winograd", kernel=[3, 3],
+                     input=[r.randint(1, 40), r.randint(2, 12), r.randint(2, 12)])
+    else:
+        layer["input"] = _cube(r, 48, 10, 12)
+    layer["kernels"] = r.choice([1, 2, 7, 8, 16, 17, 33, r.randint(1, 70)])
+    if mode != "winograd":
+        kh = r.randint(1, min(5, layer["input"][1]))
+        kw = r.randint(1, min(5, layer["input"][2]))
+        layer["kernel"] = [kh, kw]
+        if r.random() < 0.4:
+            layer["stride"] = [r.randint(1, 4), r.randint(1, 4)]
+        if mode == "direct" and r.random() < 0.25:
+            layer["dilation"] = [r.randint(1, 3), r.randint(1, 3)]
+        if r.random() < 0.5:
+            layer["pad"] = [r.randint(0, kw - 1), r.randint(0, kw - 1), r.randint(0, kh - 1),
+                            r.randint(0, kh - 1)]
+    if r.random() < 0.4:
+        layer["pad_value"] = r.randint(-128, 127) if precision == "int8" \
+            else _operand(r, precision)
+    if mode == "direct" and r.random() < 0.2:
+        layer["batch"] = r.randint(2, 4)
+    if mode != "image" and (d := _data(r, precision)):
+        layer["data"] = d
+    if r.random() < 0.5 and (w := _data(r, precision)):
+        layer["weights"] = w
+    if precision != "fp16" and r.random() < 0.3:
+        layer["truncate"] = r.randint(0, 20)
+    if precision == "fp16" and r.random() < 0.2:
+        layer["nan_to_zero"] = True
+    sdp: dict = {}
+    if r.random() < 0.5:
+        sdp["bias"] = _operand(r, precision)
+    if r.random() < 0.3:
+        sdp["mul"] = _operand(r, precision)
+        if r.random() < 0.5:
+            sdp["mul_shift"] = r.randint(0, 10)
+    if r.random() < 0.4:
+        sdp["relu"] = True
+    if r.random() < 0.3:
+        sdp["out_precision"] = r.choice(PRECISIONS)
+    if c := _cvt(r, precision, sdp.get("out_precision")):
+        sdp["cvt"] = c
+    if sdp:
+        layer["sdp"] = sdp
+    if r.random() < 0.3 and mode != "winograd" and layer.get("batch", 1) == 1:
+        layer["pdp"] = _fly_pooling(r, precision, layer)
+    return layer
+
+
+def _fly_pooling(r, precision: str, conv: dict) -> dict:
+    """Pooling on the fly whose windows tile the convolution's output (pdp.flying_windows_tile:
+    the padded output less the kernel a multiple of the stride)."""
+    _, h, w = conv["input"]
+    kh, kw = conv.get("kernel", [3, 3])
+    sy, sx = conv.get("stride", [1, 1])
+    dy, dx = conv.get("dilation", [1, 1])
+    left, right, top, bottom = conv.get("pad", [0, 0, 0, 0])
+    out = [max(1, (h + top + bottom - (kh - 1) * dy - 1) // sy + 1),
+           max(1, (w + left + right - (kw - 1) * dx - 1) // sx + 1)]
+    kernel, stride, pad = [], [], [[0, 0], [0, 0]]
+    for axis, size in enumerate(out):
+        k = r.randint(1, min(8, size + 2))
+        step = r.randint(1, k)
+        extra = (-(size - k)) % step if size >= k else k - size
+        before = min(r.randint(0, extra), k - 1)
+        after = extra - before
+        if after > k - 1 or (size + before + after - k) % step:
+            k, step, before, after = 1, 1, 0, 0  # no tiling with this draw: 1x1 windows
+        kernel.append(k)
+        stride.append(step)
+        pad[axis] = [before, after]
+    p = {"method": r.choice(["max", "min", "average"]), "kernel": kernel, "stride": stride,
+         "pad": [pad[1][0], pad[1][1], pad[0][0], pad[0][1]]}
+    if precision != "fp16" and r.random() < 0.5:
+        p["pad_value"] = r.choice([-20, 5, -128, 127])
+    return p
+
+
+BUILDERS = {"conv": conv_layer, "sdp": sdp_layer, "pdp": pdp_layer, "cdp": cdp_layer,
+            "bdma": bdma_layer, "rubik": rubik_layer}
+
+
+def random_spec(r, only=None) -> str:
+    units = [u for u in UNIT_WEIGHTS if not only or u in only]
+    unit = r.choices(units, [UNIT_WEIGHTS[u] for u in units])[0]
+    precision = r.choice(PRECISIONS)
+    seed = r.randint(0, 10 ** 6)
+    if unit != "chain":
+        return to_toml(seed, [BUILDERS[unit](r, precision)])
+    layers = [conv_layer(r, precision) if r.random() < 0.6 else sdp_layer(r, precision)]
+    for i in range(1, r.randint(2, 3)):
+        layers.append(BUILDERS[r.choice(["sdp", "pdp", "cdp"])](r, precision, f"l{i - 1}"))
+    for i, layer in enumerate(layers):
+        layer["name"] = f"l{i}"
+    return to_toml(seed, layers)
+
+
+# -- the C-model side -----------------------------------------------------------------------
+
+def replay(trace: Path, player: Path, harness: Path, header: Path | None, out: Path,
+           timeout: float) -> tuple[list[str], list[str]]:
+    """(disagreements, known C-model/RTL differences) of ``trace`` replayed on ``player``."""
+    args = ["nice", "-n", "19", sys.executable, str(harness), str(trace), "--player",
+            str(player), "-o", str(out), "--timeout", str(timeout)]
+    if header is not None:
+        args += ["--regs-header", str(header)]
+    subprocess.run(args, env=dict(os.environ, SC_SIGNAL_WRITE_CHECK="DISABLE"),
+                   capture_output=True, text=True)
+    result_file = out / "result.json"
+    if not result_file.is_file():
+        return ["the harness wrote no result.json"], []
+    res = json.loads(result_file.read_text())
+    bad, known = [], []
+    if res.get("error"):
+        bad.append(f"error: {res['error']}")
+    if not res.get("trace_done"):
+        bad.append("the trace did not run to its end")
+    if res.get("wait_timeouts"):
+        bad.append(f"{res['wait_timeouts']} interrupt(s) never came")
+    for line in res.get("mismatches", []):
+        (known if any(a in line for a in RDMA_NAN_INF) else bad).append(f"poll {line}")
+    for check in res["checks"]:
+        if check["status"] != "MATCH":
+            bad.append(f"{check['kind']} {check['status']} of {check['size']} bytes at "
+                       f"{check['addr']}")
+    return bad, known
+
+
+def int8_average_overflows(spec_text: str) -> bool:
+    """Does the spec pool int8 averages with a padding value past int8?  Only then can the
+    sums leave the RTL's 11/14-bit accumulators (8 elements of int8 always fit)."""
+    import tomllib
+
+    for layer in tomllib.loads(spec_text)["layer"]:
+        pool = layer.get("pdp", layer) if layer["unit"] == "conv" else layer
+        if layer.get("precision") == "int8" and pool.get("method") == "average" \
+                and not -128 <= pool.get("pad_value", 0) <= 127:
+            return True
+    return False
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--player", required=True, type=Path, help="the C-model's trace player")
+    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared",
+                    help="the shared folder (its cmodel/harness/tp.py runs the player)")
+    ap.add_argument("--regs-header", type=Path, default=None,
+                    help="the C-model's arnvdla.h (default: the harness's choice)")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=Path("cmodel-diff"))
+    ap.add_argument("--only", default="", help="units to draw: conv,sdp,pdp,cdp,bdma,rubik,chain")
+    ap.add_argument("--spec", type=Path, action="append", default=[],
+                    help="replay these spec files instead of random ones")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per C-model run")
+    a = ap.parse_args(argv)
+    harness = a.shared / "cmodel" / "harness" / "tp.py"
+    if not harness.is_file():
+        ap.error(f"{harness}: no C-model harness (pass --shared)")
+    r = random.Random(a.seed)
+    only = set(a.only.split(",")) if a.only else None
+    work = a.out / "work"
+    (a.out / "fail").mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
+    items = [(p.read_text(), p.stem) for p in a.spec] or \
+        [(None, f"s{a.seed}_{i}") for i in range(a.count)]
+    stats = dict.fromkeys(("ran", "ok", "known", "disagree", "refused", "gen_crash"), 0)
+    with open(a.out / "log.jsonl", "a") as log:
+        for text, name in items:
+            text = text or random_spec(r, only)
+            verdict = _one(a, text, name, work, harness)
+            stats[verdict["verdict"]] += 1
+            stats["ran"] += verdict["verdict"] in ("ok", "disagree", "known")
+            log.write(json.dumps(verdict) + "\n")
+            log.flush()
+            if verdict["verdict"] in ("disagree", "gen_crash"):
+                print(name, verdict["verdict"], verdict.get("bad", verdict.get("msg")),
+                      flush=True)
+    print(json.dumps(stats))
+    return 1 if stats["disagree"] or stats["gen_crash"] else 0
+
+
+def _one(a, text: str, name: str, work: Path, harness: Path) -> dict:
+    spec = work / f"{name}.toml"
+    spec.write_text(text)
+    trace, out = work / name, work / f"{name}.cmodel"
+    start = time.perf_counter()
+    try:
+        generate(spec, trace, fmt="cfg", dump_format="bin", force=True)
+    except SimError as exc:
+        spec.unlink()
+        return {"name": name, "verdict": "refused", "msg": str(exc), "spec": text}
+    except Exception:  # a crash of gen's is a finding too: keep it
+        keep = a.out / "fail" / f"{name}_gen"
+        keep.mkdir(exist_ok=True)
+        (keep / "spec.toml").write_text(text)
+        (keep / "traceback.txt").write_text(traceback.format_exc())
+        return {"name": name, "verdict": "gen_crash",
+                "msg": traceback.format_exc().splitlines()[-1], "spec": text}
+    gen_s = time.perf_counter() - start
+    bad, known = replay(trace, a.player, harness, a.regs_header, out, a.timeout)
+    if bad and int8_average_overflows(text) and all(b.startswith("crc") for b in bad):
+        known, bad = known + bad, []
+    verdict = "disagree" if bad else "known" if known else "ok"
+    if bad or known:
+        keep = a.out / "fail" / name
+        shutil.rmtree(keep, ignore_errors=True)
+        shutil.copytree(trace, keep / "trace")
+        shutil.copytree(out, keep / "cmodel")
+        (keep / "spec.toml").write_text(text)
+        (keep / "found.txt").write_text("\n".join(bad + known) + "\n")
+    shutil.rmtree(trace, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    spec.unlink()
+    return {"name": name, "verdict": verdict, "bad": bad, "known": known,
+            "gen_s": round(gen_s, 3), "spec": text}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
