@@ -241,12 +241,8 @@ def _float_live_mid_lanes(n, lows, highs, flagged, needs, need_at, vector_block,
     n_set = halves_needs(n, lows, highs, needs, need_at)
     for t in range(n_set):
         at = need_at[t]
-        block = vector_block[np.uint64(v0) + (np.uint64(flagged[at]) >> np.uint64(VECTOR_BITS))]
-        if needs[at] == NEEDS_CARRY:
-            sums[block] -= 1
-        else:  # its (P >> s) so far 0
-            negative, wt, dat, shift = _unpack(flagged_word(lows, highs, at))
-            sums[block] += np.int32(booth_lane(negative, wt, dat, shift))
+        _send_change(needs[at], flagged[at], flagged_word(lows, highs, at), vector_block, v0,
+                     sums)
 
 
 @njit(distinct_arrays=True)
@@ -258,12 +254,19 @@ def _live_mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, 
     n_set = flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs)
     for t in range(n_set):
         at = need_at[t]
-        block = vector_block[np.uint64(v0) + (np.uint64(flagged[at]) >> np.uint64(VECTOR_BITS))]
-        if needs[at] == NEEDS_CARRY:
-            sums[block] -= 1
-        else:  # its (P >> s) so far 0
-            negative, wt, dat, shift = _unpack(words[at])
-            sums[block] += np.int32(booth_lane(negative, wt, dat, shift))
+        _send_change(needs[at], flagged[at], words[at], vector_block, v0, sums)
+
+
+@njit(inline="always")
+def _send_change(need, lane, word, vector_block, v0, sums):
+    """A flagged ``lane``'s change (``need``: a carry of 1, or its product from the whole
+    tree, its packed ``word`` unpacked) to the sum of its vector's block."""
+    block = vector_block[np.uint64(v0) + (np.uint64(lane) >> np.uint64(VECTOR_BITS))]
+    if need == NEEDS_CARRY:
+        sums[block] -= 1
+    else:  # its (P >> s) so far 0
+        negative, wt, dat, shift = _unpack(word)
+        sums[block] += np.int32(booth_lane(negative, wt, dat, shift))
 
 
 @njit(distinct_arrays=True)
