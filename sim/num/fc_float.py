@@ -86,6 +86,46 @@ def _scale_of(builder, top):
     return builder.bitcast(builder.shl(field, ir.Constant(i32, 23)), ir.FloatType())
 
 
+def _converts_halves(context) -> bool:
+    """Whether the processor code is compiled for converts fp16 to float32 in one
+    instruction (x86's F16C).  Elsewhere LLVM may lower the conversion to a call of
+    ``__extendhfsf2``, a library function numba's linker does not find (the process
+    aborts), so those targets build the float from the bits (:func:`_weights_as_float`)."""
+    features = getattr(context.codegen(), "_tm_features", "") or ""
+    return "+f16c" in features.split(",")
+
+
+def _weights_as_float(context, builder, bits):
+    """The fp16 weights ``bits`` (an i16 vector) as float32 values, exactly: by the
+    conversion instruction where there is one, else as the CMAC significand (the implicit
+    bit set, shifted by the exponent's low two bits; a subnormal's mantissa shifted by 1)
+    converted to float (exact: below 2**13) times ``2**(4 * (e >> 2) - 25)``, the sign
+    bit or'd in: the same value (exponent 31's weights never come here)."""
+    from llvmlite import ir
+
+    n = bits.type.count
+    i16_t, i32_t = ir.VectorType(ir.IntType(16), n), ir.VectorType(ir.IntType(32), n)
+    f32_t = ir.VectorType(ir.FloatType(), n)
+    if _converts_halves(context):
+        return builder.fpext(builder.bitcast(bits, ir.VectorType(ir.HalfType(), n)), f32_t)
+
+    def const(v, vector_t=i16_t):
+        return ir.Constant(vector_t, [v] * n)
+
+    field = builder.and_(builder.lshr(bits, const(10)), const(31))
+    subnormal = builder.icmp_unsigned("==", field, const(0))
+    significand = builder.shl(
+        builder.or_(builder.and_(bits, const(0x3FF)),
+                    builder.select(subnormal, const(0), const(0x400))),
+        builder.select(subnormal, const(1), builder.and_(field, const(3))))
+    power = builder.shl(builder.zext(builder.add(builder.and_(field, const(0x1C)),
+                                                 const(_FLOAT_ONE - _WEIGHT_SCALE)), i32_t),
+                        const(23, i32_t))
+    magnitude = builder.fmul(builder.uitofp(significand, f32_t), builder.bitcast(power, f32_t))
+    sign = builder.shl(builder.zext(builder.lshr(bits, const(15)), i32_t), const(31, i32_t))
+    return builder.bitcast(builder.or_(builder.bitcast(magnitude, i32_t), sign), f32_t)
+
+
 def _lanes_step(context, builder, sig, args, at, local, top_v, scale_v):
     """One vector of lanes: (``P >> s`` as i32 lanes, 0 beyond ``_NEAR``; the flags as an
     i16 mask; the weights' bits and the shifts, i16 lanes).  ``args[0:3]``: the weights
@@ -98,7 +138,7 @@ def _lanes_step(context, builder, sig, args, at, local, top_v, scale_v):
     i16, i32, f32 = ir.IntType(16), ir.IntType(32), ir.FloatType()
     f32_t, i32_t, i16_t = ir.VectorType(f32, n), ir.VectorType(i32, n), ir.VectorType(i16, n)
     bits = builder.load(_vector_at(context, builder, sig.args[0], args[0], at, n, i16), align=2)
-    weight = builder.fpext(builder.bitcast(bits, ir.VectorType(ir.HalfType(), n)), f32_t)
+    weight = _weights_as_float(context, builder, bits)
     data = builder.load(_vector_at(context, builder, sig.args[1], args[1], at, n, f32), align=4)
     value = builder.fmul(builder.fmul(weight, data), scale_v)
     floor = cgutils.get_or_insert_function(builder.module, ir.FunctionType(f32_t, [f32_t]),

@@ -5,6 +5,11 @@ exponent (31's too) and several significands (zero, subnormal, the largest), bot
 exponents giving every shift 0 to 60; the flags against the carry rule
 (sim.num.fc_carries.may_carry, shifts below 32)."""
 
+import os
+import platform
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -223,3 +228,18 @@ def test_pass_one_tells_nans_and_exponent_31(special, want, at):
     d_exp = np.full(256, EXP_BIAS, np.uint16)
     got = _lane_exponents(d_exp, w, np.uint64(0), np.uint64(256), np.zeros(256, np.uint16))
     assert got == want
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="x86 only: the processor without F16C is named by its x86 model")
+def test_float_path_without_f16c(tmp_path):
+    """Compiled for a processor without F16C (x86-64's first model, no feature added), the
+    conversion of the weights is built from their bits (LLVM would lower the conversion
+    to a library call numba cannot link, and abort): this module's tests pass there too,
+    in a process of their own with its own kernel cache."""
+    env = {**os.environ, "NUMBA_CPU_NAME": "x86-64", "NUMBA_CPU_FEATURES": "",
+           "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
+         "-k", "not without_f16c"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
