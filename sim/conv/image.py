@@ -138,8 +138,9 @@ def decode_image_layer(ctx) -> ImageLayer:
     # T_R16_F: fp16 pixels whose Table 33 input precision is int16.  Into fp16 processing
     # the CDMA stores them unconverted with the convertor off (NVIDIA's C-model, checked on
     # convolutions); through the convertor it has no int16->fp16 path for fp16 formats and
-    # writes zeros, so that is refused rather than computed.
-    raw_fp16 = fmt.dtype == np.float16 and proc == FP16
+    # writes zeros, so that is refused rather than computed.  Only with the int16 input
+    # precision the C-model was seen to take (int8 with an fp16 format stays refused).
+    raw_fp16 = fmt.dtype == np.float16 and proc == FP16 and in_prec == INT16
     if not cvt and in_prec != proc and not raw_fp16:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: converting {in_prec} pixels to {proc} "
                                  "needs the convertor (CVT_EN)")

@@ -235,3 +235,15 @@ def test_r16_f_pixels_through_the_convertor_into_fp16_are_refused():
                        r"precision\) through the convertor into fp16"):
         run_mode("nv_full", program_image, image, w, fmt="T_R16_F", precision="fp16",
                  in_precision="int16", cvt=(0, 1, 0))
+
+
+@pytest.mark.parametrize("fmt", ["T_R16_F", "T_A16B16G16R16_F"])
+def test_fp16_pixels_of_int8_input_precision_need_the_convertor(fmt):
+    """Only int16, the input precision NVIDIA's C-model was seen to take fp16 pixels with,
+    lets fp16 pixels into fp16 processing unconverted: with int8 the layer stays refused."""
+    channels = 1 if fmt == "T_R16_F" else 4
+    image = np.zeros((channels, 2, 3), np.float16)
+    w = np.zeros((1, channels, 1, 1), np.float16).view(np.uint16)
+    with pytest.raises(ConfigurationError, match="CVT_EN"):
+        run_mode("nv_full", program_image, image, w, fmt=fmt, precision="fp16",
+                 in_precision="int8", cvt=None)
