@@ -553,10 +553,16 @@ class _PoolView:
         self.options = layer.get("pdp")
 
     def fail(self, key, rule):
-        return self._layer.fail(f"pdp.{key}", rule)
+        return self._layer.fail(self._key(key), rule)
 
     def where(self, key):
-        return self._layer.where(f"pdp.{key}")
+        return self._layer.where(self._key(key))
+
+    @staticmethod
+    def _key(key: str) -> str:
+        """The spec key of a pooling key: the pooled cube is the convolution's output, so
+        its size is decided by the layer's own ``input``."""
+        return key if key == "input" else f"pdp.{key}"
 
     def get(self, key, default=None):
         return self.options.get(key, default)

@@ -128,6 +128,8 @@ def _write(tmp_path, body: str, config="nv_small") -> Path:
 
 
 ILLEGAL = [
+    ("nv_full", 'unit = "conv"\ninput = [8, 8, 200]\npdp = { kernel = [3, 3], stride = [1, 1] }',
+     r"layer0\)\.input: 196 output columns \(a split's, or the cube's\) exceed"),
     ("nv_full", 'unit = "pdp"\nprecision = "int16"\ninput = [16, 12, 80]\nkernel = [8, 1]\n'
      'stride = [1, 1]', r"layer0\)\.input: 80 output columns \(a split's, or the cube's\) "
      r"exceed the line buffer's 16 at a 8-line kernel and stride 1 \(pdp\.line_buffer_width: "
