@@ -224,9 +224,10 @@ class Memory:
         of guessing.  Not refused, because the result does not depend on timing:
         writes onto bytes the layer never reads (only the bytes each line moves
         count, not the gaps its strides leave), reads held in a buffer the
-        layer keeps (the convolution buffer), and an elementwise unit writing
-        each element exactly where it read it (every byte is read before the
-        element computed from it is written).
+        layer keeps (the convolution buffer), and a unit writing each element
+        exactly where it read it, every input byte fetched once (an elementwise
+        SDP layer; CDP, whose datapath keeps the channel window it fetched): every
+        byte is read before the element computed from it is written.
         """
         for read in self._reads_near(write):
             if read.mode == ELEMENTWISE and read.same_bytes(write):
