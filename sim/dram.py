@@ -45,6 +45,7 @@ SCATTER_MEAN_BYTES = 64
 STREAMED = "streamed"  # fetched while the layer writes: overlapping writes are timing-dependent
 HELD = "held"  # fetched into a buffer the layer keeps (the convolution buffer)
 ELEMENTWISE = "elementwise"  # each element written exactly where it was read is safe
+ORDERED = "ordered"  # the unit's order puts every write after the reads of its bytes
 
 
 class LayerAccess:
@@ -195,7 +196,7 @@ class Memory:
         self._layer_reads = None
 
     def _record_read(self, read: LayerAccess) -> None:
-        if self._layer_reads is None or not read.size or read.mode == HELD:
+        if self._layer_reads is None or not read.size or read.mode in (HELD, ORDERED):
             return
         with self._reads_lock:
             n = len(self._layer_reads)
