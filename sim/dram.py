@@ -45,6 +45,7 @@ SCATTER_MEAN_BYTES = 64
 STREAMED = "streamed"  # fetched while the layer writes: overlapping writes are timing-dependent
 HELD = "held"  # fetched into a buffer the layer keeps (the convolution buffer)
 ELEMENTWISE = "elementwise"  # each element written exactly where it was read is safe
+ORDERED = "ordered"  # the unit's order puts every write after the reads of its bytes
 
 
 class LayerAccess:
@@ -195,7 +196,7 @@ class Memory:
         self._layer_reads = None
 
     def _record_read(self, read: LayerAccess) -> None:
-        if self._layer_reads is None or not read.size or read.mode == HELD:
+        if self._layer_reads is None or not read.size or read.mode in (HELD, ORDERED):
             return
         with self._reads_lock:
             n = len(self._layer_reads)
@@ -224,9 +225,10 @@ class Memory:
         of guessing.  Not refused, because the result does not depend on timing:
         writes onto bytes the layer never reads (only the bytes each line moves
         count, not the gaps its strides leave), reads held in a buffer the
-        layer keeps (the convolution buffer), and an elementwise unit writing
-        each element exactly where it read it (every byte is read before the
-        element computed from it is written).
+        layer keeps (the convolution buffer), and a unit writing each element
+        exactly where it read it, every input byte fetched once (an elementwise
+        SDP layer; CDP, whose datapath keeps the channel window it fetched): every
+        byte is read before the element computed from it is written.
         """
         for read in self._reads_near(write):
             if read.mode == ELEMENTWISE and read.same_bytes(write):

@@ -20,6 +20,7 @@ from ..chains import CDP, CDP_RDMA
 from ..dma import read_feature, write_feature
 from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
+from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..num.lut import ACCESS_DATA, LUT_PORTS, LutRam
 
@@ -65,9 +66,13 @@ class CdpEngine(Engine):
         shape = (align_up(cfg.channels, group), cfg.height, cfg.width)
         src_mem = ctx.memory(cfg.src_ram, "NVDLA_CDP_RDMA.D_SRC_DMA_CFG_0.SRC_RAM_TYPE")
         dst_mem = ctx.memory(cfg.dst_ram, "NVDLA_CDP.D_DST_DMA_CFG_0.DST_RAM_TYPE")
+        # CDP_RDMA fetches each input byte once (line by line, a run of atoms of every
+        # surface at a time) and the datapath keeps the channel window itself, so an
+        # output written over its own input with the same strides (NVIDIA's compiler
+        # places LRN so) only overwrites elements already read: ELEMENTWISE
         raw = read_feature(src_mem, cfg.src_addr, shape, cfg.precision, atom,
                            cfg.src_line_stride, cfg.src_surface_stride,
-                           what="NVDLA_CDP_RDMA.D_SRC_BASE_ADDR")
+                           what="NVDLA_CDP_RDMA.D_SRC_BASE_ADDR", mode=ELEMENTWISE)
         settings = LrnSettings(
             precision=cfg.precision, window=cfg.window, sqsum_bypass=cfg.sqsum_bypass,
             mul_bypass=cfg.mul_bypass, nan_to_zero=cfg.nan_to_zero, datin=cfg.datin,

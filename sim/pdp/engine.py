@@ -31,6 +31,7 @@ from ..dma.align import align_up
 from ..dma.elements import element_dtype, elements_per_atom
 from ..dma.feature import read_feature, write_feature
 from ..dma.precision import check_precision
+from ..dram import ORDERED, STREAMED
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
 from ..num import flush_nans, inf_mask, nan_mask
@@ -191,13 +192,42 @@ def read_splits(ctx, pdp, cfg: PoolConfig, splits: list[Split]) -> list[np.ndarr
     channels = padded_channels(rdma.cube_in_channel + 1, cfg.precision, atom)
     mem = ctx.memory(rdma.src_ram_type, "NVDLA_PDP_RDMA.D_SRC_RAM_CFG_0.SRC_RAM_TYPE")
     base = rdma.address("src_base_addr")
+    in_order = len(cols) == 1 and writes_follow_reads(rdma, pdp, cfg, channels, atom)
+    mode = ORDERED if in_order else STREAMED
     cubes = []
     for start, width in cols:
         cubes.append(read_feature(mem, base + start * atom, (channels, rdma.cube_in_height + 1,
                                                              width),
                                   prec, atom, rdma.src_line_stride, rdma.src_surface_stride,
-                                  what="NVDLA_PDP_RDMA"))
+                                  what="NVDLA_PDP_RDMA", mode=mode))
     return cubes
+
+
+def writes_follow_reads(rdma, pdp, cfg: PoolConfig, channels: int, atom: int) -> bool:
+    """Whether a one-split layer writes each output line only onto input bytes already read.
+
+    PDP_RDMA reads each input byte once, surface after surface and line after line, and the
+    PDP writes output line ``j`` of a surface once the last line of its window
+    (``j * stride - pad_top + kernel - 1``) is in.  NVIDIA's compiler places pooling
+    over its own input (a concat's output pooled in place); when every output line ends
+    below the first input byte still unread, the result cannot depend on DMA timing.
+    """
+    width, height = rdma.cube_in_width + 1, rdma.cube_in_height + 1
+    s_line, s_surf = rdma.src_line_stride, rdma.src_surface_stride
+    if s_line < width * atom or s_surf < height * s_line:
+        return False  # lines or surfaces interleave: "unread" is not one address range
+    dst = pdp.address("dst_base_addr") - rdma.address("src_base_addr")  # offsets from the input
+    if abs(dst) >= 1 << 48:
+        return dst < 0  # far below the input, or far past it
+    surfaces = channels // elements_per_atom(cfg.precision, atom)
+    s = np.arange(surfaces, dtype=np.int64)[:, None]
+    j = np.arange(pdp.cube_out_height + 1, dtype=np.int64)[None, :]
+    lines_in = np.minimum(j * cfg.stride_height - cfg.pad_top + cfg.kernel_height, height)
+    first_unread = s * s_surf + np.where(lines_in < height, lines_in * s_line, s_surf)
+    all_read = (s == surfaces - 1) & (lines_in >= height)
+    out_end = (dst + s * pdp.dst_surface_stride + j * pdp.dst_line_stride
+               + (pdp.cube_out_width + 1) * atom)
+    return bool(np.all(all_read | (out_end <= first_unread)))
 
 
 def pool_and_write(ctx, pdp, cfg: PoolConfig, splits: list[Split], cubes: list[np.ndarray],

@@ -15,7 +15,9 @@ import pytest
 from sim.dma.feature import pack_feature, read_feature
 from sim.dram import MemoryFault
 from sim.machine import Machine
+from sim.program.cdp import linear_lut, program_cdp
 from sim.program.conv import program
+from sim.program.pdp import Pooling, program_pdp, program_pdp_rdma
 from sim.program.registers import write_fields
 from sim.program.sdp import program_sdp_core, program_sdp_input, program_sdp_output, program_x
 
@@ -135,3 +137,79 @@ def test_reads_near_a_write_are_exactly_those_whose_windows_meet_it(base):
         want = [r for r in reads if r.addr < write.addr + write.size
                 and write.addr < r.addr + r.size]
         assert mem._reads_near(write) == want
+
+
+def _lrn(dst: int, line: int, cube: np.ndarray) -> np.ndarray:
+    """A 5-channel int8 LRN of ``cube`` at SRC through CDP, its output at ``dst`` with
+    the input's strides (NVIDIA's compiler writes LRN over its own input so)."""
+    m = Machine("nv_small")
+    c, h, w = cube.shape
+    data, lay = pack_feature(cube, precision="int8", atom_bytes=8, line_stride=line,
+                             surface_stride=line * h)
+    m.load(SRC, data)
+    program_cdp(m, cube.shape, "int8", (SRC, lay), (dst, lay), window=5, datin=(0, 1, 0),
+                datout=(0, 1, 12), lut=linear_lut("int8", 5))
+    m.write_reg("NVDLA_CDP_RDMA.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_CDP.D_OP_ENABLE_0", 1)
+    assert m.run() == 1
+    return read_feature(m.memory(1), dst, cube.shape, "int8", 8, line, line * h)
+
+
+@pytest.mark.parametrize("dst_offset, line_stride, refused", [
+    (0, None, False),  # in place: each element where it was read, fetched once
+    (0x40, 0x80, False),  # into the gaps between the input's lines
+    (0x20, None, True),  # one line later: overwrites lines not yet read
+])
+def test_lrn_output_over_its_input(dst_offset, line_stride, refused):
+    rng = np.random.default_rng(11)
+    cube = rng.integers(-128, 128, (20, 4, 8), dtype=np.int64).astype(np.int8)
+    line = line_stride or 8 * 8
+    if refused:
+        with pytest.raises(MemoryFault, match="overlaps bytes this layer reads"):
+            _lrn(SRC + dst_offset, line, cube)
+        return
+    got = _lrn(SRC + dst_offset, line, cube)
+    np.testing.assert_array_equal(got, _lrn(OUT_OF_PLACE, line, cube))
+    assert np.any(got != cube)  # the layer changed the data it overwrote
+
+
+def _pool(dst_offset: int, out_line: int | None, cube: np.ndarray) -> np.ndarray:
+    """A 2x2/2 int8 max pooling of ``cube`` at SRC through PDP_RDMA, its output at SRC +
+    ``dst_offset`` (OUT_OF_PLACE for None) with line stride ``out_line`` (packed if None)."""
+    m = Machine("nv_small")
+    c, h, w = cube.shape
+    line = w * 8
+    data, lay = pack_feature(cube, precision="int8", atom_bytes=8, line_stride=line,
+                             surface_stride=line * h)
+    m.load(SRC, data)
+    oh, ow = h // 2, w // 2
+    o_line = out_line or ow * 8
+    _, out_lay = pack_feature(np.zeros((c, oh, ow), np.int8), precision="int8", atom_bytes=8,
+                              line_stride=o_line, surface_stride=o_line * oh)
+    dst = OUT_OF_PLACE if dst_offset is None else SRC + dst_offset
+    pool = Pooling("max", (2, 2), (2, 2), (0, 0, 0, 0), 0)
+    program_pdp(m, cube.shape, "int8", pool, (dst, out_lay), src=(SRC, lay))
+    program_pdp_rdma(m, cube.shape, "int8", pool, (SRC, lay))
+    m.write_reg("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    assert m.run() == 1
+    return read_feature(m.memory(1), dst, (c, oh, ow), "int8", 8, o_line, o_line * oh)
+
+
+@pytest.mark.parametrize("dst_offset, out_line, refused", [
+    (0, None, False),  # in place, packed: each output line lands on lines already read
+    (0, 8 * 8, False),  # in place with the input's line stride
+    (64, None, False),  # an input line on: still behind each window's last line
+    (2 * 64, None, True),  # two lines on: output line 0 onto input line 2, not yet read
+    (-0x100, 8 * 8, False),  # below the input
+])
+def test_pooling_output_over_its_input(dst_offset, out_line, refused):
+    rng = np.random.default_rng(13)
+    cube = rng.integers(-128, 128, (16, 6, 8), dtype=np.int64).astype(np.int8)
+    if refused:
+        with pytest.raises(MemoryFault, match="overlaps bytes this layer reads"):
+            _pool(dst_offset, out_line, cube)
+        return
+    got = _pool(dst_offset, out_line, cube)
+    np.testing.assert_array_equal(got, _pool(None, out_line, cube))
+    np.testing.assert_array_equal(got, cube.reshape(16, 3, 2, 4, 2).max(axis=(2, 4)))

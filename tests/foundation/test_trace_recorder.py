@@ -1,11 +1,16 @@
 """The trace recorder writes its memory files while the network runs, but they appear
 (and the trace) only when it saves; a failed save leaves nothing half-written."""
 
+import numpy as np
 import pytest
 
+from sim.dma.feature import pack_feature
 from sim.errors import SimError
 from sim.machine import Machine
 from sim.memfiles import format_record_dat
+from sim.program.registers import write_fields
+from sim.program.sdp import program_sdp_core, program_sdp_input, program_x
+from sim.trace import cfg
 from sim.trace.record import TraceRecorder
 
 DATA = bytes(range(256)) * 8  # no zero records: one file holding every record
@@ -156,3 +161,33 @@ def test_a_read_only_array_of_wider_elements_is_recorded_by_its_bytes(tmp_path):
     assert [fill.size for fill in fills] == [len(data)]  # zeroed first: half its records are 0
     assert any(isinstance(op, MemLoad) for op in recorder.ops)
     recorder.save()
+
+
+def test_regions_outnumbering_the_last_interrupts_share_the_last_one(tmp_path):
+    """A task whose last interrupt is the first after which two regions hold their final
+    bytes (NVIDIA's compiler reusing a memory, say): both are checked on it, with their
+    own CRCs, rather than the recording failing (NVIDIA's RTL bench wants one check per
+    sync id, which such a task cannot have)."""
+    m = Machine("nv_small")
+    recorder = TraceRecorder(m, tmp_path / "t.cfg")
+    recorder.begin_task("task 0")
+    cube = np.arange(-64, 64, dtype=np.int64).astype(np.int8).reshape(8, 4, 4)
+    data, lay = pack_feature(cube, precision="int8", atom_bytes=8)
+    m.load(0x1000, data)
+    program_sdp_input(m, cube.shape, (0x1000, lay), "int8", "int8")
+    program_sdp_core(m, cube.shape, "int8", "int8", dst=(0x2000, lay))
+    program_x(m, "bs", {"bypass": 0, "alu_bypass": 0, "alu_algo": 2, "alu_operand": 1})
+    program_x(m, "bn", None)
+    write_fields(m, "NVDLA_SDP.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
+                 ew_lut_bypass=1)
+    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    assert m.run() == 1
+    recorder.interrupt(m)  # the task's one interrupt: SDP done
+    half = len(data) // 2
+    for addr in (0x2000, 0x2000 + half):  # two regions, both final only after it
+        recorder.check_crc("pri_mem", addr, half)
+    checks = [op for op in cfg.parse(recorder.text()) if op.cmd == "check_crc"]
+    assert [op.args[0] for op in checks] == ["sync_id_0", "sync_id_0"]
+    assert [op.args[4] for op in checks] == [m.memory("pri_mem").crc32(a, half)
+                                                     for a in (0x2000, 0x2000 + half)]
