@@ -37,6 +37,14 @@ class HardwareConfig:
     pdp: bool
     cdp: bool
     address_bits: int
+    # Largest CACC CLIP_TRUNCATE of an integer layer: the master RTL's int8 CACC takes the
+    # whole 5-bit field (sim.num.mac.cacc_round_int32); past 16, NVIDIA's nvdlav1 C-model
+    # fails the layer and no nvdlav1 RTL was checked, so nv_full refuses it
+    cacc_truncate_max: int = 16
+    # SDP D_PERF_OUT_SATURATION counts what the master RTL's output convertor flags: every
+    # result it saturates (sim.num.vector_int.saturated); nvdlav1's C-model leaves out
+    # results a rounding step from the plain shift (its RTL was not checked)
+    sdp_rtl_saturation_flag: bool = False
     # CDP D_OUT_SATURATION counts saturated outputs: so in the nvdlav1 RTL; the later RTL
     # (every master-map configuration) ties the register to 0, and reads give 0
     cdp_saturation_counter: bool = True
@@ -71,7 +79,8 @@ _I8 = frozenset({INT8})
 _SMALL_FEATURES = dict(
     winograd=False, batch=False, max_batch=1, weight_compression=False,
     sdp_bs=True, sdp_bn=True, bdma=False, rubik=False, pdp=True, cdp=True,
-    cdp_saturation_counter=False,
+    cdp_saturation_counter=False, cacc_truncate_max=31,
+    sdp_rtl_saturation_flag=True,
 )
 
 CONFIGS: dict[str, HardwareConfig] = {

@@ -25,7 +25,7 @@ from ..rules import ConvFacts, check
 
 CDMA, CSC, CMAC_A, CMAC_B, CACC = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B",
                                     "NVDLA_CACC")
-MAX_CLIP_TRUNCATE = 16  # CACC: a 48-bit accumulator delivers 32 bits
+MAX_CLIP_TRUNCATE = 16  # nv_full's largest (HardwareConfig.cacc_truncate_max)
 
 # The layer's mode, decoded from the registers (:func:`conv_mode`)
 DIRECT, IMAGE, WINOGRAD = "direct", "image", "winograd"
@@ -392,9 +392,9 @@ def _cross_check(ctx, layer: ConvLayer, cdma, csc, cacc) -> None:
     if layer.cvt_enable and layer.precision == FP16:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: the data convertor does not take fp16 "
                                  "feature data")
-    if layer.clip_truncate > MAX_CLIP_TRUNCATE and layer.precision != FP16:
+    if layer.clip_truncate > cfg.cacc_truncate_max and layer.precision != FP16:
         raise ConfigurationError(f"{CACC}.D_CLIP_CFG_0: CLIP_TRUNCATE {layer.clip_truncate} "
-                                 f"exceeds {MAX_CLIP_TRUNCATE} (48-bit accumulator, 32-bit output)")
+                                 f"exceeds {cfg.cacc_truncate_max} on {cfg.name}")
 
     # Output size against the CDMA padding (the right/bottom pads are only used here).
     pad = cdma.reg("D_ZERO_PADDING_0")

@@ -854,6 +854,9 @@ def block_sum(high, low):
     return np.int64(np.int32(high)) * 65536 + np.int64(sub32(low, shl32(high, 16)))
 
 
+STICKY_REACH = 16  # CACC's rounding sees this many bits below the result (guide + sticky)
+
+
 def cacc_round_is_identity(bound: int, truncate: int) -> bool:
     """Whether :func:`cacc_round_int32` leaves sums within ``[-bound, bound]`` as they are,
     saturating none: no rounding shift, and the bound within int32."""
@@ -865,8 +868,17 @@ def cacc_round_int32(acc: np.ndarray, truncate: int) -> tuple[np.ndarray, int]:
 
     ``acc`` holds the exact 48-bit sums (int64).  Returns the int32 cube and
     the number of saturated values (D_OUT_SATURATION).
+
+    The RTL shifts the sum with 16 fraction bits appended, so it rounds from the bit
+    below the result (guide) and the 15 bits under it (sticky) only: past 16 bits of
+    truncation the sum's lowest ``truncate - 16`` bits are lost, and a negative sum just
+    above a tie rounds as the tie, away from zero (nv_small's RTL, CLIP_TRUNCATE 17-31).
+    Clearing those bits first keeps the guide, the sticky bits and the floor the RTL uses.
     """
-    acc = shift_right_round(np.asarray(acc, np.int64), truncate)
+    acc = np.asarray(acc, np.int64)
+    if truncate > STICKY_REACH:
+        acc = acc & ~np.int64((1 << (truncate - STICKY_REACH)) - 1)
+    acc = shift_right_round(acc, truncate)
     if acc.size == 0 or (INT32_MIN <= acc.min() and acc.max() <= INT32_MAX):
         return acc.astype(np.int32), 0  # the usual case: nothing to saturate
     sat = int(np.count_nonzero((acc > INT32_MAX) | (acc < INT32_MIN)))

@@ -33,13 +33,14 @@ from sim.num.vector_int import (
     converted_bounds,
     dtype_bounds,
     i64,
+    overflow_flags,
     owned_sign_extend,
     round_bound,
     saturate,
+    saturated,
     shift_left_saturate,
     shift_signed,
     sign_extend,
-    step_overflow,
     step_overflow_count,
     step_overflow_possible,
     wrap,
@@ -300,8 +301,10 @@ def x_stage(data, alu_op, mul_op, alu_bypass, alu_algo, alu_shift, mul_bypass, m
 
 
 # --- C: output convertor -------------------------------------------------------
-def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_eql):
-    """The output convertor: (16-bit out, saturation flag)."""
+def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_eql,
+            rtl_flag: bool = False):
+    """The output convertor: (16-bit out, saturation flag).  ``rtl_flag``: the flag of
+    NVIDIA's master RTL (:func:`saturated`), else the C-model's."""
     data, out_precision = i64(data), i64(out_precision) & 3
 
     def fp_path():
@@ -313,6 +316,8 @@ def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_e
     def int_path():
         x = (sign_extend(data, 32) - sign_extend(offset, 32)) * sign_extend(scale, 16)
         t, sat = convert_flag(x, i64(truncate) & 63, 17)
+        if rtl_flag:
+            sat = saturated(x, i64(truncate) & 63, 17)
         bits = np.where(out_precision == Precision.INT8.code, 8, 16)
         out = np.where(out_precision == 3, 0, wrap(saturate(t, bits), 16))  # 3: undefined
         out = choose(out_precision == Precision.FP16.code, lambda: fp.int_to_float(t, *FP16),
@@ -322,7 +327,7 @@ def c_stage(data, offset, scale, truncate, proc_precision, out_precision, mode_e
     fp_on = (i64(proc_precision) & 3) == Precision.FP16.code
     if (_one_setting(offset, scale, truncate, out_precision, mode_eql) and not fp_on
             and data.ndim):
-        out, sat = _c_int_layer(data, offset, scale, truncate, out_precision)
+        out, sat = _c_int_layer(data, offset, scale, truncate, out_precision, rtl_flag)
         return (wrap(data, 16) if mode_eql else out), sat
     out, sat = choose(fp_on, fp_path, int_path)
     return np.where(flag(mode_eql), wrap(data, 16), out), sat
@@ -411,10 +416,11 @@ def _windowed(bounds, offset: int, scale: int, shift: int, code: int) -> bool:
     return not step_overflow_possible(scaled, shift, 17)
 
 
-def c_int_block(x, bounds, offset, scale, truncate, out_precision, owned: bool = True
-                ) -> tuple[np.ndarray, int]:
+def c_int_block(x, bounds, offset, scale, truncate, out_precision, owned: bool = True,
+                rtl_flag: bool = False) -> tuple[np.ndarray, int]:
     """The integer output convertor, one setting per field, on signed int32 values ``x``
-    within ``bounds``: (output, how many saturated int17).
+    within ``bounds``: (output, how many saturated int17, by the rule ``rtl_flag`` picks
+    as for :func:`c_stage`).
 
     The output is the signed int8/int16 value (the low bits of :func:`c_stage`'s word),
     or the fp16 pattern.  ``owned`` as for :func:`x_int_block`.
@@ -430,17 +436,17 @@ def c_int_block(x, bounds, offset, scale, truncate, out_precision, owned: bool =
         x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)
         return _c_output(x, bounds, shift, code, owned), 0
     x, bounds, owned = _c_scaled(x, bounds, offset, scale, owned)
-    saturated = step_overflow_count(x, shift, 17, bounds)
-    return _c_output(x, bounds, shift, code, owned), saturated
+    count = step_overflow_count(x, shift, 17, bounds, rtl_flag)
+    return _c_output(x, bounds, shift, code, owned), count
 
 
-def _c_int_layer(data, offset, scale, truncate, out_precision):
+def _c_int_layer(data, offset, scale, truncate, out_precision, rtl_flag: bool = False):
     """The integer output convertor for one setting of each field: (16-bit words, flags)."""
     offset, scale = sign_extend(int(offset), 32), sign_extend(int(scale), 16)
     x = owned_sign_extend(data, 32)
     x, bounds, owned = _c_scaled(x, array_bounds(x) if x.size else None, offset, scale, True)
     shift = int(truncate) & 63
-    sat = step_overflow(x, shift, 17, bounds)
+    sat = overflow_flags(x, shift, 17, rtl_flag, bounds)
     out = _c_output(x, bounds, shift, out_precision, owned)
     if int(out_precision) in (Precision.INT8.code, Precision.INT16.code):
         out = out & 0xFFFF

@@ -211,16 +211,51 @@ def step_overflow(x: np.ndarray, s: int, bits: int, bounds=None) -> np.ndarray:
 
 
 def step_overflow_possible(bounds: tuple[int, int], s: int, bits: int) -> bool:
-    """Whether :func:`step_overflow` can flag a value within ``bounds``."""
-    t = ((1 << (bits - 1)) + 1) << s
-    return bounds[1] >= t or bounds[0] < -t
+    """Whether :func:`step_overflow` or :func:`saturated` can flag a value within
+    ``bounds`` (the latter's thresholds are the lower)."""
+    high, low = _saturation_thresholds(s, bits)
+    return bounds[1] >= high or bounds[0] < low
 
 
-def step_overflow_count(x: np.ndarray, s: int, bits: int, bounds=None) -> int:
-    """How many values :func:`step_overflow` flags (no pass when ``bounds`` rule it out)."""
+def _saturation_thresholds(s: int, bits: int) -> tuple[int, int]:
+    """(high, low): :func:`saturated` flags ``x >= high`` and ``x < low``."""
+    top = 1 << (bits - 1)
+    return (top << s) - ((1 << s) >> 1), -(top << s)
+
+
+def saturated(x: np.ndarray, s, bits: int) -> np.ndarray:
+    """The saturation flag of NVIDIA's master RTL (NV_NVDLA_HLS_shiftrightsatsu) for the
+    shift ``s``: a positive ``x`` whose rounded shift passes the largest value, a negative
+    one whose plain shift ``x >> s`` passes the smallest (the rounding step that could
+    bring it back is not looked at).  The C-model's :func:`step_overflow` leaves out
+    results a rounding step from ``x >> s``."""
+    x, s = i64(x), i64(s)
+    if s.ndim == 0:
+        high, low = _saturation_thresholds(int(s), bits)
+        if high > np.iinfo(np.int64).max:
+            return np.zeros(x.shape, bool)
+        flag = x >= high
+        flag |= x < low
+        return flag
+    past = s > 62 - bits  # thresholds beyond int64: no int64 value reaches them
+    s = np.where(past, 0, s)
+    top = np.int64(1) << (bits - 1)
+    high, low = (top << s) - ((np.int64(1) << s) >> 1), -(top << s)
+    return ~past & ((x >= high) | (x < low))
+
+
+def overflow_flags(x: np.ndarray, s: int, bits: int, rtl: bool, bounds=None) -> np.ndarray:
+    """:func:`saturated` (``rtl``) or :func:`step_overflow`."""
+    return saturated(x, s, bits) if rtl else step_overflow(x, s, bits, bounds)
+
+
+def step_overflow_count(x: np.ndarray, s: int, bits: int, bounds=None, rtl: bool = False
+                        ) -> int:
+    """How many values :func:`step_overflow` (or, ``rtl``, :func:`saturated`) flags (no
+    pass when ``bounds`` rule it out)."""
     if bounds is not None and not step_overflow_possible(bounds, s, bits):
         return 0
-    return int(np.count_nonzero(step_overflow(x, s, bits, bounds)))
+    return int(np.count_nonzero(overflow_flags(x, s, bits, rtl, bounds)))
 
 
 def shift_left_saturate(x, s, bits: int) -> np.ndarray:

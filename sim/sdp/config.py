@@ -181,6 +181,7 @@ class SdpLayer:
     perf_sat: bool
     perf_nan_out: bool  # SDP D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN
     perf_nan_in: bool  # SDP_RDMA D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN
+    rtl_saturation_flag: bool = False  # which convertor flags count (hw.sdp_rtl_saturation_flag)
 
     @property
     def eql(self) -> bool:
@@ -471,6 +472,7 @@ def _decode(sdp, rdma, hw) -> SdpLayer:
         cvt_shift=s.cvt_shift & 63,
         dmas=dmas,
         perf_lut=bool(s.perf_lut_en), perf_sat=bool(s.perf_sat_en),
+        rtl_saturation_flag=hw.sdp_rtl_saturation_flag,
         perf_nan_out=bool(s.reg("D_PERF_ENABLE_0").perf_nan_inf_count_en),
         perf_nan_in=bool(rdma.reg("D_PERF_ENABLE_0").perf_nan_inf_count_en)
         if rdma is not None else False,

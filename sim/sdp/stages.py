@@ -198,7 +198,8 @@ class Datapath:
             if not y.lut_bypass:
                 v = self._lut(v, counts)
         out, sat = c_stage(v, layer.cvt_offset & 0xFFFFFFFF, layer.cvt_scale & 0xFFFF,
-                           layer.cvt_shift, self.precision, self.out_precision, layer.eql)
+                           layer.cvt_shift, self.precision, self.out_precision, layer.eql,
+                           layer.rtl_saturation_flag)
         return np.array(np.broadcast_to(out, v.shape)), sat
 
     def _int_values(self, v: np.ndarray, channels: slice, pixels: slice) -> tuple:
@@ -217,7 +218,8 @@ class Datapath:
                                     stage.mul_bypass, stage.mul_shift, stage.relu_bypass, owned)
             owned = True
         out, saturated = c_int_block(x, bounds, layer.cvt_offset, layer.cvt_scale,
-                                     layer.cvt_shift, self.out_precision, owned)
+                                     layer.cvt_shift, self.out_precision, owned,
+                                     layer.rtl_saturation_flag)
         if np.shape(out) != v.shape:  # a stage left one value (per operand element at most)
             saturated *= v.size // max(np.size(out), 1)  # each stands for as many elements
             out = np.broadcast_to(out, v.shape)

@@ -127,16 +127,16 @@ def test_invalid_precision_pair_is_rejected():
         decode_layer(LayerContext(m, {u: 0 for u in UNITS}))
 
 
-@pytest.mark.parametrize("kw,match", [
-    (dict(entries=1), "ENTRY_PER_SLICE"),
-    (dict(out_size=(4, 2)), "DATAOUT_SIZE"),
-    (dict(truncate=17), "CLIP_TRUNCATE"),
+@pytest.mark.parametrize("config,kw,match", [
+    ("nv_small", dict(entries=1), "ENTRY_PER_SLICE"),
+    ("nv_small", dict(out_size=(4, 2)), "DATAOUT_SIZE"),
+    ("nv_full", dict(truncate=17), "CLIP_TRUNCATE"),  # nv_small takes it (test_cacc_truncate)
 ])
-def test_bad_registers_raise(kw, match):
+def test_bad_registers_raise(config, kw, match):
     x = np.zeros((40, 3, 4), np.int8)
     w = np.zeros((2, 40, 2, 2), np.int8)
     with pytest.raises(ConfigurationError, match=match):
-        run_conv("nv_small", x, w, precision="int8", **kw)
+        run_conv(config, x, w, precision="int8", **kw)
 
 
 @pytest.mark.parametrize("prec,k", [("int8", 37), ("int16", 20)])

@@ -292,7 +292,7 @@ FEATURES = {
 # holds at most 32 batches, nv_full's maximum)
 ALWAYS_PRESENT = {"pdp", "cdp", "sdp_bs", "sdp_bn", "max_batch"}
 # flags of how a unit behaves, not features a register asks for: nothing to reject
-BEHAVIOURS = {"cdp_saturation_counter"}
+BEHAVIOURS = {"cdp_saturation_counter", "sdp_rtl_saturation_flag"}
 
 
 def lacking(config) -> list[str]:
