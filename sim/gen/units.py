@@ -453,8 +453,10 @@ def build_conv(m, layer, alloc, rng, outputs):
     if truncate is None:
         truncate = _truncate(layer, c, r, s, max(abs(lo), abs(hi)),
                              max(abs(v) for v in _ranges(layer, proc, "weights")))
-    # CACC delivers 32 of its 48 accumulator bits: at most 16 truncated (fp16 ignores it)
-    truncate = integer(layer, "truncate", truncate, 0, 31 if proc == "fp16" else MAX_CLIP_TRUNCATE)
+    # CACC delivers 32 of its 48 accumulator bits: nv_full's takes at most 16 truncated,
+    # the master RTL's (nv_small & co) up to 31, rounding as it does (fp16 ignores it)
+    truncate = integer(layer, "truncate", truncate, 0,
+                       31 if proc == "fp16" else cfg.cacc_truncate_max)
     if mode == "winograd":
         try:  # integer weights transform exactly at x4, but must still fit the precision
             w4 = winograd_weights(wt, proc, scale=1.0 if proc == "fp16" else 4.0)

@@ -121,6 +121,17 @@ def test_default_truncate_stays_within_the_accumulator(tmp_path):
     assert "reg_write(NVDLA_CACC.D_CLIP_CFG_0, 0x10);" in text
 
 
+@pytest.mark.parametrize("truncate", [17, 20, 31])
+def test_explicit_truncate_beyond_16_on_the_master_rtl_configurations(tmp_path, truncate):
+    """nv_small's CACC (NVIDIA's master RTL) takes a truncation up to 31, which gen programs
+    as asked (nv_full's stops at 16: ILLEGAL below)."""
+    spec = _write(tmp_path, f'unit = "conv"\nprecision = "int8"\ninput = [8, 4, 4]\n'
+                  f'truncate = {truncate}', "nv_small")
+    generate(spec, tmp_path / "out", fmt="cfg")
+    text = next((tmp_path / "out").glob("*.cfg")).read_text()
+    assert f"reg_write(NVDLA_CACC.D_CLIP_CFG_0, {truncate:#x});" in text
+
+
 def _write(tmp_path, body: str, config="nv_small") -> Path:
     path = tmp_path / "spec.toml"
     path.write_text(f'config = "{config}"\n[[layer]]\n{body}\n')
