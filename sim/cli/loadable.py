@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write every hardware layer's output cube to DIR as layerNNN_UNIT.npy "
                         "(int8/int16, or float16 for fp16) with a summary line per layer in "
                         "DIR/layers.txt")
+    p.add_argument("--dimg", choices=("regression", "current"), default="regression",
+                   help="whose .dimg packing the outputs get: regression (default), the runtime "
+                        "of NVIDIA's regression goldens and of the shared networks' expected "
+                        "outputs (int8 in groups of 32 channels on every configuration); "
+                        "current, NVIDIA's current runtime (nv_small's int8 FEATURE_X8 "
+                        "outputs in groups of 8, its newer format codes)")
     p.add_argument("-o", "--out-dir", required=True, metavar="OUTDIR")
     p.add_argument("--force", action="store_true",
                    help="replace OUTDIR (and the --layers DIR) if it exists")
@@ -122,7 +128,7 @@ def main(argv: list[str]) -> int:
         layers = LayerOutputs()
     result = run_loadable_bytes(loadable, args.firmware, args.config, inputs, args.trace_out,
                                 progress=sys.stderr, layers=layers,
-                                trace_memory=args.trace_memory or "dat")
+                                trace_memory=args.trace_memory or "dat", dimg=args.dimg)
     if result.notes:
         print(f"note: {len(result.notes)} dependency link(s) between DLA tasks made task-local "
               f"(NVIDIA's compiler chains engines across tasks; see the README)",

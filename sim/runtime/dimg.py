@@ -6,10 +6,17 @@ seven little-endian uint32) and the elements in channel, line, pixel order
 (the "stable hash" packing: padding dropped).  Feature tensors are
 channel-interleaved surfaces of ``group`` channels.
 
-The surface-format codes are those of the runtime that produced NVIDIA's
-regression goldens (before the int8 x8 format was inserted into the enum):
-int8 features are ``D_F8_CxHWx_x32_I`` = 40, int16 ``D_F16_CxHWx_x16_I`` = 41,
-fp16 ``D_F16_CxHWx_x16_F`` = 42, whatever the configuration's atom size.
+Two conventions (:data:`CONVENTIONS`):
+
+* ``regression`` (the default): the runtime that produced NVIDIA's regression goldens
+  (before the int8 x8 format was inserted into the enum): int8 features are
+  ``D_F8_CxHWx_x32_I`` = 40, int16 ``D_F16_CxHWx_x16_I`` = 41, fp16
+  ``D_F16_CxHWx_x16_F`` = 42, whatever the configuration's atom size.  The shared
+  networks' expected outputs (nv_small's int8 too) are packed so.
+* ``current``: NVIDIA's current runtime (nvdla/sw ``umd/apps/runtime``), whose enum has
+  ``D_F8_CxHWx_x8_I`` = 41 (int16 42, fp16 43) and which reads an int8 ``FEATURE_X8``
+  tensor (nv_small's outputs) in groups of 8 channels, as it lies in memory: groups
+  of 32 read other channels' bytes there, or past the buffer.
 """
 
 from __future__ import annotations
@@ -33,6 +40,17 @@ FEATURE_FORMATS = {
     DATA_TYPE_INT16: (41, 2, 16, False),
     DATA_TYPE_HALF: (42, 2, 16, True),
 }
+# the current runtime's: (pixel format, data type) -> the same
+_CURRENT_FORMATS = {
+    **{(pf, DATA_TYPE_INT16): (42, 2, 16, False) for pf in (PIXEL_FORMAT_FEATURE,
+                                                            PIXEL_FORMAT_FEATURE_X8)},
+    **{(pf, DATA_TYPE_HALF): (43, 2, 16, True) for pf in (PIXEL_FORMAT_FEATURE,
+                                                          PIXEL_FORMAT_FEATURE_X8)},
+    (PIXEL_FORMAT_FEATURE, DATA_TYPE_INT8): (40, 1, 32, False),
+    (PIXEL_FORMAT_FEATURE_X8, DATA_TYPE_INT8): (41, 1, 8, False),
+}
+REGRESSION, CURRENT = "regression", "current"
+CONVENTIONS = (REGRESSION, CURRENT)
 
 
 @record
@@ -46,15 +64,19 @@ class DimgMeta:
     size: int
 
 
-def feature_meta(tensor) -> tuple[DimgMeta, int, int, bool]:
-    """(metadata, bytes per element, channel group, IEEE) of a loadable tensor."""
+def feature_meta(tensor, convention: str = REGRESSION) -> tuple[DimgMeta, int, int, bool]:
+    """(metadata, bytes per element, channel group, IEEE) of a loadable tensor, packed by
+    the runtime of ``convention``."""
     if tensor.pixel_format not in (PIXEL_FORMAT_FEATURE, PIXEL_FORMAT_FEATURE_X8):
         raise SimError(f"tensor {tensor.name!r}: pixel format {tensor.pixel_format} has no "
                        f".dimg writer (feature tensors only)")
     if tensor.data_type not in FEATURE_FORMATS:
         raise SimError(f"tensor {tensor.name!r}: data type {tensor.data_type} is not int8, "
                        f"int16 or fp16")
-    code, bpe, group, ieee = FEATURE_FORMATS[tensor.data_type]
+    if convention == CURRENT:
+        code, bpe, group, ieee = _CURRENT_FORMATS[tensor.pixel_format, tensor.data_type]
+    else:
+        code, bpe, group, ieee = FEATURE_FORMATS[tensor.data_type]
     _, c, h, w = tensor.dims
     meta = DimgMeta(code, w, h, c, tensor.strides[1], tensor.strides[2], tensor.size)
     return meta, bpe, group, ieee
@@ -67,13 +89,18 @@ def element_offsets(meta: DimgMeta, bpe: int, group: int) -> np.ndarray:
     return layout.element_offsets().reshape(-1)
 
 
-def pack_dimg(buffer: bytes, tensor) -> bytes:
-    """The ``.dimg`` file NVIDIA's runtime writes for output ``tensor`` held in ``buffer``."""
-    meta, bpe, group, ieee = feature_meta(tensor)
+def pack_dimg(buffer: bytes, tensor, convention: str = REGRESSION) -> bytes:
+    """The ``.dimg`` file NVIDIA's runtime of ``convention`` writes for output ``tensor``
+    held in ``buffer``."""
+    meta, bpe, group, ieee = feature_meta(tensor, convention)
     offsets = element_offsets(meta, bpe, group)
     if offsets.size and offsets.max() + bpe > meta.size:
+        hint = ""
+        if convention == REGRESSION and group != feature_meta(tensor, CURRENT)[2]:
+            hint = (f" in groups of {group} channels (NVIDIA's current runtime reads it in "
+                    f"groups of {feature_meta(tensor, CURRENT)[2]}: --dimg current)")
         raise SimError(f"tensor {tensor.name!r}: element at byte {int(offsets.max())} is past "
-                       f"its {meta.size}-byte buffer")
+                       f"its {meta.size}-byte buffer{hint}")
     data = np.frombuffer(bytes(buffer[: meta.size]).ljust(meta.size, b"\0"), np.uint8)
     index = offsets[:, None] + np.arange(bpe)
     elements = data[index].reshape(-1)
@@ -93,4 +120,5 @@ def unpack_dimg(data: bytes) -> tuple[DimgMeta, bytes]:
     return meta, data[36:]
 
 
-__all__ = ["pack_dimg", "unpack_dimg", "feature_meta", "element_offsets", "half_from_float32"]
+__all__ = ["pack_dimg", "unpack_dimg", "feature_meta", "element_offsets", "half_from_float32",
+           "CONVENTIONS"]

@@ -212,8 +212,9 @@ def task_addresses(loadable: Loadable, place: Placement, task) -> list[tuple[str
 def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full",
                        inputs: dict[int, bytes] | None = None, recorder_path=None,
                        progress=None, layers=None, on_task=None,
-                       trace_memory: str = "dat") -> RunResult:
+                       trace_memory: str = "dat", dimg: str = "regression") -> RunResult:
     """Run every submitted task; ``progress``: a stream for a progress bar (sim.progress).
+    ``dimg``: whose ``.dimg`` packing the outputs get (:data:`sim.runtime.dimg.CONVENTIONS`).
 
     ``recorder_path``: record the run there as a ``.cfg`` trace, its memories as
     ``trace_memory`` files (sim.trace.record.TraceRecorder's ``memory_format``).
@@ -226,7 +227,7 @@ def run_loadable_bytes(loadable: Loadable, firmware_dir, config: str = "nv_full"
     total = sum(len(submit) for submit in loadable.submits)
     with Progress(total, progress, "loadable") if progress is not None else _NoProgress() as bar:
         return _run_tasks(loadable, firmware_dir, config, inputs, recorder_path, bar, layers,
-                          on_task, trace_memory)
+                          on_task, trace_memory, dimg)
 
 
 class _NoProgress:
@@ -241,7 +242,8 @@ class _NoProgress:
 
 
 def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_path,
-               bar, layers=None, on_task=None, trace_memory: str = "dat") -> RunResult:
+               bar, layers=None, on_task=None, trace_memory: str = "dat",
+               dimg: str = "regression") -> RunResult:
     from ..firmware import Firmware
 
     start = time.perf_counter()
@@ -334,7 +336,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
         ram, base, size = place.where[mem.id]
         data = machine.memory(ram).read(base, size)
         result.outputs.append(data)
-        result.dimgs.append(pack_dimg(data, _tensor_of(loadable, mem)))
+        result.dimgs.append(pack_dimg(data, _tensor_of(loadable, mem), dimg))
     if recorder is not None:
         recorder.save(recorder_path)
     result.macs = macs.macs

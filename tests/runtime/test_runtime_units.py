@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from sim.cli import main
+from sim.errors import SimError
 from sim.num.host import half_from_float32, stable_half_bits
-from sim.runtime.dimg import element_offsets, pack_dimg
+from sim.runtime.dimg import CONVENTIONS, element_offsets, feature_meta, pack_dimg
 from sim.runtime.emu import EmuTask
 from sim.runtime.loadable import LoadableError, TensorDesc, parse_loadable
 
@@ -156,3 +157,54 @@ def test_a_recording_compares_memories_as_their_bytes(size, piece):
     unwritten = 0x40_0000  # pages never written read as zeros
     assert _holds(mem, unwritten, size, bytes(size))
     assert size == 0 or not _holds(mem, unwritten, size, b"\1" + bytes(size - 1))
+
+
+def _x8_tensor(c, h, w):
+    """An nv_small int8 output (FEATURE_X8): channel ci of pixel (y, x) at byte
+    (ci // 8) * surface + y * line + x * 8 + ci % 8; and a buffer holding a random cube so."""
+    line, surface = w * 8, h * w * 8
+    size = -(-c // 8) * surface
+    cube = np.random.default_rng(c * h * w).integers(-128, 128, (c, h, w)).astype(np.int8)
+    buf = np.zeros(size, np.uint8)
+    for ci in range(c):
+        for y in range(h):
+            for x in range(w):
+                buf[(ci // 8) * surface + y * line + x * 8 + ci % 8] = cube[ci, y, x].view(np.uint8)
+    tensor = TensorDesc("t", 0, 0, size, 0, 3, 4, 2, 37, 0, (1, c, h, w),
+                        (1, line, surface, 0, 0, 0, 0, 0))
+    return tensor, buf.tobytes(), cube
+
+
+@pytest.mark.parametrize("c, h, w", [(10, 1, 1), (1000, 1, 1), (5, 7, 4), (17, 3, 2)])
+def test_current_runtime_packs_int8_x8_outputs_in_groups_of_8(c, h, w):
+    tensor, buf, cube = _x8_tensor(c, h, w)
+    data = pack_dimg(buf, tensor, "current")
+    line, surface = tensor.strides[1], tensor.strides[2]
+    assert struct.unpack("<8I", data[4:36]) == (0, 41, w, h, c, line, surface, tensor.size)
+    assert np.array_equal(np.frombuffer(data[36:], np.int8), cube.reshape(-1))
+
+
+def test_regression_packing_of_a_wide_x8_output_names_the_current_convention():
+    """Groups of 32 read past an nv_small output wider than a pixel: the error says why and
+    what NVIDIA's current runtime does."""
+    tensor, buf, _ = _x8_tensor(5, 1, 4)
+    with pytest.raises(SimError, match=r"past its 32-byte buffer in groups of 32 channels "
+                       r"\(NVIDIA's current runtime reads it in groups of 8: --dimg current\)"):
+        pack_dimg(buf, tensor)
+
+
+@pytest.mark.parametrize("pixel_format, dtype, regression, current", [
+    (36, 4, 40, 40), (37, 4, 40, 41), (36, 3, 41, 42), (37, 3, 41, 42), (36, 2, 42, 43),
+    (37, 2, 42, 43)])
+def test_surface_format_codes_of_each_convention(pixel_format, dtype, regression, current):
+    tensor = TensorDesc("t", 0, 0, 64, 0, 3, dtype, 2, pixel_format, 0, (1, 1, 1, 1),
+                        (1, 32, 32, 0, 0, 0, 0, 0))
+    assert [feature_meta(tensor, convention)[0].surface_format
+            for convention in CONVENTIONS] == [regression, current]
+
+
+def test_loadable_cli_offers_every_convention():
+    from sim.cli.loadable import build_parser
+
+    action = next(a for a in build_parser()._actions if a.dest == "dimg")
+    assert tuple(action.choices) == CONVENTIONS and action.default == CONVENTIONS[0]
