@@ -257,3 +257,18 @@ def program_sdp_input(m, shape, src: tuple, proc: str, out: str) -> None:
     put(m, "NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0", flying_mode=0, in_precision=Precision(proc).code,
         proc_precision=Precision(proc).code, out_precision=Precision(out).code)
     put(m, "NVDLA_SDP_RDMA.D_PERF_ENABLE_0", perf_dma_en=1, perf_nan_inf_count_en=1)
+
+
+def start_sdp_add(m, shape, src: tuple, dst: tuple, operand: int, precision: str = "int8"
+                  ) -> None:
+    """Program and start an SDP layer from memory that adds the constant ``operand`` to
+    every element (X1's ALU; X2 and Y bypassed): ``src``/``dst`` = (address,
+    FeatureLayout).  The caller runs the machine."""
+    program_sdp_input(m, shape, src, precision, precision)
+    program_sdp_core(m, shape, precision, precision, dst=dst)
+    program_x(m, "bs", {"bypass": 0, "alu_bypass": 0, "alu_algo": 2, "alu_operand": operand})
+    program_x(m, "bn", None)
+    put(m, f"{SDP}.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
+        ew_lut_bypass=1)
+    m.write_reg(f"{SDP}.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)

@@ -18,8 +18,7 @@ from sim.machine import Machine
 from sim.program.cdp import linear_lut, program_cdp
 from sim.program.conv import program
 from sim.program.pdp import Pooling, program_pdp, program_pdp_rdma
-from sim.program.registers import write_fields
-from sim.program.sdp import program_sdp_core, program_sdp_input, program_sdp_output, program_x
+from sim.program.sdp import program_sdp_output, start_sdp_add
 
 SRC = 0x8010_0000
 OUT_OF_PLACE = 0x8080_0000
@@ -33,14 +32,7 @@ def _sdp(dst: int, line: int, surface: int, cube: np.ndarray) -> np.ndarray:
     data, lay = pack_feature(cube, precision="int8", atom_bytes=8, line_stride=line,
                              surface_stride=surface)
     m.load(SRC, data)
-    program_sdp_input(m, cube.shape, (SRC, lay), "int8", "int8")
-    program_sdp_core(m, cube.shape, "int8", "int8", dst=(dst, lay))
-    program_x(m, "bs", {"bypass": 0, "alu_bypass": 0, "alu_algo": 2, "alu_operand": 7})
-    program_x(m, "bn", None)
-    write_fields(m, "NVDLA_SDP.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
-                 ew_lut_bypass=1)
-    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
-    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    start_sdp_add(m, cube.shape, (SRC, lay), (dst, lay), 7)
     m.run()
     return read_feature(m.memory(1), dst, cube.shape, "int8", 8, line, surface)
 

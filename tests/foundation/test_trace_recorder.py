@@ -8,8 +8,7 @@ from sim.dma.feature import pack_feature
 from sim.errors import SimError
 from sim.machine import Machine
 from sim.memfiles import format_record_dat
-from sim.program.registers import write_fields
-from sim.program.sdp import program_sdp_core, program_sdp_input, program_x
+from sim.program.sdp import start_sdp_add
 from sim.trace import cfg
 from sim.trace.record import TraceRecorder
 
@@ -174,14 +173,7 @@ def test_regions_outnumbering_the_last_interrupts_share_the_last_one(tmp_path):
     cube = np.arange(-64, 64, dtype=np.int64).astype(np.int8).reshape(8, 4, 4)
     data, lay = pack_feature(cube, precision="int8", atom_bytes=8)
     m.load(0x1000, data)
-    program_sdp_input(m, cube.shape, (0x1000, lay), "int8", "int8")
-    program_sdp_core(m, cube.shape, "int8", "int8", dst=(0x2000, lay))
-    program_x(m, "bs", {"bypass": 0, "alu_bypass": 0, "alu_algo": 2, "alu_operand": 1})
-    program_x(m, "bn", None)
-    write_fields(m, "NVDLA_SDP.D_DP_EW_CFG_0", ew_bypass=1, ew_alu_bypass=1, ew_mul_bypass=1,
-                 ew_lut_bypass=1)
-    m.write_reg("NVDLA_SDP.D_OP_ENABLE_0", 1)
-    m.write_reg("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+    start_sdp_add(m, cube.shape, (0x1000, lay), (0x2000, lay), 1)
     assert m.run() == 1
     recorder.interrupt(m)  # the task's one interrupt: SDP done
     half = len(data) // 2
