@@ -95,6 +95,29 @@ def _converts_halves(context) -> bool:
     return "+f16c" in features.split(",")
 
 
+def _filled(vector_t, value):
+    """The constant vector of type ``vector_t`` with ``value`` in every lane."""
+    from llvmlite import ir
+
+    return ir.Constant(vector_t, [value] * vector_t.count)
+
+
+def _weight_significands(builder, bits):
+    """(exponent fields, CMAC significands) of fp16 weights ``bits`` (an i16 vector), in
+    i16 lanes: :func:`sim.num.mac.fp16_weight_operand`'s significand (the implicit bit
+    set, shifted by the exponent's low two bits; a subnormal's mantissa shifted by 1)."""
+    def const(v):
+        return _filled(bits.type, v)
+
+    field = builder.and_(builder.lshr(bits, const(10)), const(31))
+    subnormal = builder.icmp_unsigned("==", field, const(0))
+    significand = builder.shl(
+        builder.or_(builder.and_(bits, const(0x3FF)),
+                    builder.select(subnormal, const(0), const(0x400))),
+        builder.select(subnormal, const(1), builder.and_(field, const(3))))
+    return field, significand
+
+
 def _weights_as_float(context, builder, bits):
     """The fp16 weights ``bits`` (an i16 vector) as float32 values, exactly: by the
     conversion instruction where there is one, else as the CMAC significand (the implicit
@@ -110,14 +133,9 @@ def _weights_as_float(context, builder, bits):
         return builder.fpext(builder.bitcast(bits, ir.VectorType(ir.HalfType(), n)), f32_t)
 
     def const(v, vector_t=i16_t):
-        return ir.Constant(vector_t, [v] * n)
+        return _filled(vector_t, v)
 
-    field = builder.and_(builder.lshr(bits, const(10)), const(31))
-    subnormal = builder.icmp_unsigned("==", field, const(0))
-    significand = builder.shl(
-        builder.or_(builder.and_(bits, const(0x3FF)),
-                    builder.select(subnormal, const(0), const(0x400))),
-        builder.select(subnormal, const(1), builder.and_(field, const(3))))
+    field, significand = _weight_significands(builder, bits)
     power = builder.shl(builder.zext(builder.add(builder.and_(field, const(0x1C)),
                                                  const(_FLOAT_ONE - _WEIGHT_SCALE)), i32_t),
                         const(23, i32_t))
@@ -150,7 +168,7 @@ def _lanes_step(context, builder, sig, args, at, local, top_v, scale_v):
     shift = builder.sub(top_v, exps)
 
     def const(v):
-        return ir.Constant(i16_t, [v] * n)
+        return _filled(i16_t, v)
 
     near = builder.icmp_unsigned("<=", shift, const(_NEAR))
     shifted = builder.select(near, shifted, ir.Constant(i32_t, [0] * n))
@@ -200,19 +218,13 @@ def _flagged_halves(context, builder, sig, args, bits, shifts, ats, locals_, mas
         return builder.shuffle_vector(a, b, both)
 
     def const(v):
-        return ir.Constant(pair_t, [v] * PAIR_LANES)
+        return _filled(pair_t, v)
 
     bits = builder.shuffle_vector(bits[0], bits[1], both)
     sign = builder.zext(pair(3, i8), pair_t)
     dat = pair(4, i16)
     code = builder.lshr(builder.shuffle_vector(shifts[0], shifts[1], both), const(2))
-    # the weight's CMAC significand (sim.num.mac.fp16_weight_operand in 16-bit words)
-    field = builder.and_(builder.lshr(bits, const(10)), const(31))
-    subnormal = builder.icmp_unsigned("==", field, const(0))
-    sig_w = builder.shl(
-        builder.or_(builder.and_(bits, const(0x3FF)),
-                    builder.select(subnormal, const(0), const(0x400))),
-        builder.select(subnormal, const(1), builder.and_(field, const(3))))
+    _, sig_w = _weight_significands(builder, bits)
     negative = builder.xor(builder.lshr(bits, const(15)), sign)
     low = builder.or_(sig_w, builder.shl(builder.and_(code, const(3)), const(14)))
     high = builder.or_(builder.or_(builder.lshr(code, const(2)), builder.shl(dat, const(1))),
