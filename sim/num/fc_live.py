@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
-from sim.num.booth import booth_lane
 from sim.num.borrowed import borrowed
 from sim.num.compress import WORD_LANES
 from sim.num.fc_carries import may_carry
@@ -36,15 +35,14 @@ from sim.num.mac_fc import (
     EXP_BIAS,
     MAX_BLOCK_LANES,
     NEAR_SHIFT,
-    NEEDS_CARRY,
     SLOT_VECTORS,
     _lane_exponents,
     _pack,
-    _unpack,
     fc_scratch,
     flagged_changes,
     flagged_word,
     halves_needs,
+    send_change,
 )
 from sim.num.narrow import sub16
 from sim.num.word32 import add32, and32, or32, sar32, sub32, word32
@@ -241,8 +239,8 @@ def _float_live_mid_lanes(n, lows, highs, flagged, needs, need_at, vector_block,
     n_set = halves_needs(n, lows, highs, needs, need_at)
     for t in range(n_set):
         at = need_at[t]
-        _send_change(needs[at], flagged[at], flagged_word(lows, highs, at), vector_block, v0,
-                     sums)
+        send_change(needs[at], flagged_word(lows, highs, at), sums,
+                    _block_of(flagged[at], vector_block, v0))
 
 
 @njit(distinct_arrays=True)
@@ -254,19 +252,13 @@ def _live_mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, 
     n_set = flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs)
     for t in range(n_set):
         at = need_at[t]
-        _send_change(needs[at], flagged[at], words[at], vector_block, v0, sums)
+        send_change(needs[at], words[at], sums, _block_of(flagged[at], vector_block, v0))
 
 
 @njit(inline="always")
-def _send_change(need, lane, word, vector_block, v0, sums):
-    """A flagged ``lane``'s change (``need``: a carry of 1, or its product from the whole
-    tree, its packed ``word`` unpacked) to the sum of its vector's block."""
-    block = vector_block[np.uint64(v0) + (np.uint64(lane) >> np.uint64(VECTOR_BITS))]
-    if need == NEEDS_CARRY:
-        sums[block] -= 1
-    else:  # its (P >> s) so far 0
-        negative, wt, dat, shift = _unpack(word)
-        sums[block] += np.int32(booth_lane(negative, wt, dat, shift))
+def _block_of(lane, vector_block, v0):
+    """The block of a flagged ``lane`` (counted from the chunk's first, vector ``v0``)."""
+    return vector_block[np.uint64(v0) + (np.uint64(lane) >> np.uint64(VECTOR_BITS))]
 
 
 @njit(distinct_arrays=True)

@@ -426,12 +426,20 @@ def _float_mid_lanes(n, lows, highs, flagged, needs, need_at, sums, first):
     n_set = halves_needs(n, lows, highs, needs, need_at)
     for t in range(n_set):
         at = need_at[t]
-        lane_block = first + (np.uint64(flagged[at]) >> np.uint64(FC_BLOCK_BITS))
-        if needs[at] == NEEDS_CARRY:
-            sums[lane_block] -= 1
-        else:  # its (P >> s) so far 0
-            negative, wt, dat, shift = _unpack(flagged_word(lows, highs, at))
-            sums[lane_block] += np.int32(booth_lane(negative, wt, dat, shift))
+        send_change(needs[at], flagged_word(lows, highs, at), sums,
+                    first + (np.uint64(flagged[at]) >> np.uint64(FC_BLOCK_BITS)))
+
+
+@njit(inline="always")
+def send_change(need, word, target, index):
+    """A flagged lane's change (``need``: :data:`NEEDS_CARRY`, or its product from the
+    whole tree, ``word`` its packed operands) to ``target[index]``: its block's sum or its
+    own ``P >> s``."""
+    if need == NEEDS_CARRY:
+        target[index] -= 1
+    else:  # its (P >> s) so far 0
+        negative, wt, dat, shift = _unpack(word)
+        target[index] += np.int32(booth_lane(negative, wt, dat, shift))
 
 
 @njit(inline="always")
@@ -527,12 +535,7 @@ def _mid_lanes(packed, lanes, flagged, words, needs, need_at, lows, highs, targe
     n_set = flagged_changes(packed, lanes, flagged, words, needs, need_at, lows, highs)
     for t in range(n_set):
         at = need_at[t]
-        if needs[at] == NEEDS_CARRY:
-            target[first + (np.uint64(flagged[at]) >> lane_bits)] -= 1
-        else:  # its (P >> s) so far 0
-            negative, wt, dat, shift = _unpack(words[at])
-            target[first + (np.uint64(flagged[at]) >> lane_bits)] += np.int32(
-                booth_lane(negative, wt, dat, shift))
+        send_change(needs[at], words[at], target, first + (np.uint64(flagged[at]) >> lane_bits))
 
 
 @njit(inline="always")
