@@ -137,14 +137,16 @@ def decode_image_layer(ctx) -> ImageLayer:
     cvt = bool(cdma.cvt_en)
     # T_R16_F: fp16 pixels whose Table 33 input precision is int16.  Into fp16 processing
     # the CDMA stores them unconverted with the convertor off (NVIDIA's C-model, checked on
-    # convolutions); through the convertor it has no int16->fp16 path for fp16 formats and
-    # writes zeros, so that is refused rather than computed.  Only with the int16 input
-    # precision the C-model was seen to take (int8 with an fp16 format stays refused).
-    raw_fp16 = fmt.dtype == np.float16 and proc == FP16 and in_prec == INT16
+    # convolutions); through the convertor into another precision (fp16 or int8) the
+    # C-model writes zeros, so that is refused rather than computed (int16 to int16 through
+    # the convertor agrees with it).  Only with the int16 input precision the C-model was
+    # seen to take (int8 with an fp16 format stays refused).
+    fp16_pixels = fmt.dtype == np.float16
+    raw_fp16 = fp16_pixels and proc == FP16 and in_prec == INT16
     if not cvt and in_prec != proc and not raw_fp16:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: converting {in_prec} pixels to {proc} "
                                  "needs the convertor (CVT_EN)")
-    if cvt and in_prec != proc and raw_fp16:
+    if cvt and in_prec != proc and fp16_pixels:
         raise ConfigurationError(f"{CDMA}.D_CVT_CFG_0: {fmt.name} (fp16 pixels, {in_prec} "
                                  f"input precision) through the convertor into {proc}: "
                                  "NVIDIA's C-model converts no fp16 pixel format (it writes "
