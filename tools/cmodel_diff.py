@@ -140,9 +140,70 @@ def _stage(r, precision: str, key: str) -> dict:
             t["prelu"] = True
     if key != "y" and r.random() < 0.4:
         t["relu"] = True
-    if key == "y" and precision != "fp16" and r.random() < 0.3:
-        t["lut"] = True
+    if key == "y" and r.random() < 0.3:
+        t["lut"] = True if r.random() < 0.3 else _lut(r, precision, "sdp")
     return t
+
+
+def _lut(r, precision: str, unit: str, window: int = 5) -> dict:
+    """A random ``lut`` table (sim.gen.lut): modes, ranges around the data's, index
+    selects and offsets, named or random tables, slopes, priorities; each key now and then."""
+    fp16 = precision == "fp16"
+    if unit == "sdp" and fp16:
+        lo_start = r.choice([-8.0, -2.0, 0.0, -100.0, round(r.uniform(-50, 0), 3)])
+        le_start, sel_range, off_range = lo_start, (-8, 8), (-20, 20)
+    elif fp16:  # CDP: square sums from 0
+        lo_start = 0.0 if r.random() < 0.7 else round(r.uniform(0, 100), 2)
+        le_start, sel_range, off_range = 0.0, (-10, 10), (-20, 30)
+    elif unit == "sdp":
+        k = r.randint(2, 14) if precision == "int8" else r.randint(10, 22)
+        lo_start = -(1 << k) + r.randint(-50, 50)
+        le_start, sel_range, off_range = lo_start, (0, k + 1), (-20, 20)
+    else:
+        bits = 9 if precision == "int8" else 17
+        top = max(1, window * (1 << (bits - 1)) ** 2 >> r.randint(0, 12))
+        lo_start = 0 if r.random() < 0.7 else r.randint(0, top // 4)
+        le_start = 0
+        sel_range = (0, min((top >> 6).bit_length() + 2, 31 if precision == "int8" else 63))
+        off_range = (-20, 30)
+    lut: dict = {}
+    for name in ("le", "lo"):
+        t: dict = {}
+        exponent = name == "le" and r.random() < 0.5
+        if exponent:
+            t["mode"] = "exponent"
+            if r.random() < 0.8:
+                t["index_offset"] = r.randint(*off_range)
+        elif r.random() < 0.8:
+            t["index_select"] = r.randint(*sel_range)
+        if r.random() < 0.8:
+            t["start"] = le_start if name == "le" and (exponent or r.random() < 0.5) \
+                else lo_start
+        if r.random() < 0.2 and "start" in t:
+            t["end"] = t["start"] + (r.uniform(0.5, 500) if fp16 else r.randint(1, 1 << 16))
+        x = r.random()
+        count = 65 if name == "le" else 257
+        if x < 0.4:
+            t["table"] = r.choice(["identity", "exp", "log", "tanh", "sigmoid", "recip",
+                                   "rsqrt", "lrn"])
+            t["x_scale"] = r.choice([1.0, 0.5, 0.01, 1e-4, 4.0])
+            t["y_scale"] = r.choice([1.0, 2.0, 0.25] if fp16 else [1.0, 100.0, 3000.0, 30000.0])
+        elif x < 0.8:
+            if fp16:
+                t["table"] = [round(r.uniform(-4, 4), 4) if r.random() < 0.97
+                              else r.choice([float("inf"), float("-inf"), float("nan")])
+                              for _ in range(count)]
+            else:
+                t["table"] = [r.randint(-32768, 32767) for _ in range(count)]
+        if r.random() < 0.5:
+            t["slopes"] = {side: round(r.uniform(-2, 2), 3) if fp16 else
+                           [r.choice([0, 1, -1, r.randint(-32768, 32767)]), r.randint(-16, 15)]
+                           for side in ("uflow", "oflow") if r.random() < 0.8}
+        if t:
+            lut[name] = t
+    if r.random() < 0.6:
+        lut["priority"] = {side: r.choice(["le", "lo"]) for side in ("uflow", "oflow", "hybrid")}
+    return lut
 
 
 def sdp_layer(r, precision: str, source=None) -> dict:
@@ -188,15 +249,19 @@ def pdp_layer(r, precision: str, source=None) -> dict:
 
 
 def cdp_layer(r, precision: str, source=None) -> dict:
-    if precision == "fp16":  # gen builds integer LRN only
-        precision = r.choice(["int8", "int16"])
     layer = {"unit": "cdp", "precision": precision, "input": source or _cube(r, 40, 6, 6),
              "window": r.choice([3, 5, 7, 9])}
+    if precision != "fp16":  # fp16 data pass the convertors unchanged
+        if r.random() < 0.6:
+            layer["datin"] = [r.randint(-20, 20), r.choice([1, 2, 3, 7, 100]),
+                              r.randint(0, 6)]
+        if r.random() < 0.7:
+            layer["datout"] = [r.randint(-100, 100), r.choice([1, 3, 17, 255, 1000]),
+                               r.randint(0, 30)]
+    elif r.random() < 0.3:
+        layer["nan_to_zero"] = True
     if r.random() < 0.6:
-        layer["datin"] = [r.randint(-20, 20), r.choice([1, 2, 3, 7, 100]), r.randint(0, 6)]
-    if r.random() < 0.7:
-        layer["datout"] = [r.randint(-100, 100), r.choice([1, 3, 17, 255, 1000]),
-                           r.randint(0, 30)]
+        layer["lut"] = _lut(r, precision, "cdp", layer["window"])
     for key in ("sqsum_bypass", "mul_bypass"):
         if r.random() < 0.2:
             layer[key] = True

@@ -41,7 +41,7 @@ UNIT_KEYS = {
              "batch", "weights", "sdp", "pdp", "pixel_format", "nan_to_zero"},
     "sdp": {"out_precision", "x1", "x2", "y", "cvt", "nan_to_zero"},
     "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero"},
-    "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero"},
+    "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero", "lut"},
     "bdma": {"line_bytes", "lines", "surfaces", "src", "dst"},
     "rubik": {"mode", "stride", "src", "dst"},
 }

@@ -100,7 +100,11 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
         choice(layer, f"{key}.alu", alu, tuple(ALU_ALGOS))
     alu_src = table.get("alu_operand", 0) == "memory" and alu is not None
     mul_src = mul == "memory"
-    relu, prelu, lut = (bool(table.get(k, False)) for k in ("relu", "prelu", "lut"))
+    relu, prelu = (bool(table.get(k, False)) for k in ("relu", "prelu"))
+    lut_value = table.get("lut", False)
+    if not isinstance(lut_value, (bool, dict)):
+        raise layer.fail(f"{key}.lut", f"expected true, false or a table, got {lut_value!r}")
+    lut = lut_value is not False
     if prelu and mul is None:
         raise layer.fail(f"{key}.prelu", "PReLU needs a multiplier (mul)")
     fields = dict(bypass=int(not table), alu_bypass=int(alu is None),
@@ -117,7 +121,7 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
         if relu:
             raise layer.fail("y.relu", "the Y stage has no ReLU (use x1 or x2)")
         if lut:
-            _lut(m, layer, proc, rng)
+            _lut(m, layer, proc, rng, lut_value)
         program_y(m, {**fields, "lut_bypass": int(not lut), "truncate": shift})
     else:
         if lut:
@@ -144,25 +148,15 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
     program_operand(m, p, spec, proc)
 
 
-def _lut(m, layer, proc: str, rng) -> None:
-    """A linear-mode LUT over the Y stage's input range: LE a smooth curve, LO a ramp.
-
-    LE spans [-2^k, 2^k) in 64 intervals, LO the same range in 256 (k = 8 for
-    int8, 16 for int16); values outside fall to the under/overflow paths.
-    """
+def _lut(m, layer, proc: str, rng, value) -> None:
+    """The Y stage's LUT (:mod:`sim.gen.lut`): ``true`` for gen's default, a table to
+    choose modes, ranges, tables, slopes and priorities."""
     from ..program.sdp import program_lut
+    from .lut import lut_plan
 
     layer.require(m.config, "sdp_lut", "y.lut")
-    if proc == "fp16":
-        raise layer.fail("y.lut", "gen builds LUTs for int8/int16 processing")
-    k = 8 if proc == "int8" else 16
-    x = np.arange(65) / 16.0 - 2.0
-    le = np.round(12000 * np.tanh(x)).astype(np.int64)
-    lo = np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
-    span = {"le_start": -(1 << k) & 0xFFFFFFFF, "le_end": 1 << k,
-            "lo_start": -(1 << k) & 0xFFFFFFFF, "lo_end": 1 << k}
-    program_lut(m, {"le_function": 1, "le_index_select": k + 1 - 6,
-                    "lo_index_select": k + 1 - 8, **span}, le, lo)
+    plan = lut_plan(layer, "y.lut", value, "sdp", proc, rng)
+    program_lut(m, plan.fields, plan.le, plan.lo)
 
 
 def build_sdp(m, layer, alloc, rng, outputs):
@@ -242,21 +236,39 @@ def build_pdp(m, layer, alloc, rng, outputs):
 # -- CDP ------------------------------------------------------------------------------------
 
 def build_cdp(m, layer, alloc, rng, outputs):
-    if layer.precision == "fp16":
-        raise layer.fail("precision", "gen builds CDP layers in int8/int16 (fp16 LUTs are "
-                         "not generated yet)")
+    from .lut import lut_plan
+
+    proc = layer.precision
     m.select_group([CDP, CDP_RDMA])
     window = choice(layer, "window", layer.get("window", 5), (3, 5, 7, 9))
-    datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
-    datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
+    if proc == "fp16":  # fp16 data pass the convertors unchanged
+        for key in ("datin", "datout"):
+            if layer.get(key) is not None:
+                raise layer.fail(key, "the convertors are for int8/int16 data (fp16 LRN "
+                                 "scales through its LUT)")
+        datin, datout = (0, 1, 0), (0, 1, 0)
+    else:
+        datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
+        datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
+    nan_to_zero = bool(layer.get("nan_to_zero", False))
+    if nan_to_zero and proc != "fp16":
+        raise layer.fail("nan_to_zero", "NaN flushing needs precision fp16")
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     _load_random_input(m, layer, cube, src)
-    out = output_region(m, alloc, cube.shape, layer.precision)
-    program_cdp(m, cube.shape, layer.precision, (src, lay), (out.addr, out.layout),
-                window=window, datin=datin, datout=datout,
-                lut=linear_lut(layer.precision, window),
+    out = output_region(m, alloc, cube.shape, proc)
+    value = layer.get("lut")
+    if value is None and proc != "fp16":
+        lut = linear_lut(proc, window)  # gen's historical programming, register for register
+    else:
+        if not isinstance(value, (dict, type(None))) and value is not True:
+            raise layer.fail("lut", f"expected true or a table, got {value!r}")
+        plan = lut_plan(layer, "lut", True if value is None else value, "cdp", proc, rng,
+                        window)
+        lut = {"fields": plan.fields, "le": plan.le, "lo": plan.lo}
+    program_cdp(m, cube.shape, proc, (src, lay), (out.addr, out.layout),
+                window=window, datin=datin, datout=datout, lut=lut,
                 sqsum_bypass=bool(layer.get("sqsum_bypass", False)),
-                mul_bypass=bool(layer.get("mul_bypass", False)))
+                mul_bypass=bool(layer.get("mul_bypass", False)), nan_to_zero=nan_to_zero)
     return out, (CDP, CDP_RDMA)
 
 
