@@ -239,13 +239,36 @@ def _pooling(r, precision: str, shape=None) -> dict:
 
 def pdp_layer(r, precision: str, source=None) -> dict:
     shape = source or _cube(r, 40, 14, 16)
+    split = source is None and r.random() < 0.35
+    if split and r.random() < 0.6:  # wide: several splits of the line buffer
+        shape[2] = r.randint(17, 400)
     layer = {"unit": "pdp", "precision": precision, "input": shape,
              **_pooling(r, precision, None if source else shape)}
+    if split:
+        layer["split"] = _split(r, layer)
     if source is None and (d := _data(r, precision)):
         layer["data"] = d
     if precision == "fp16" and r.random() < 0.3:
         layer["nan_to_zero"] = True
     return layer
+
+
+def _split(r, layer: dict):
+    """A PDP layer's ``split``: "auto", a number of splits or explicit output columns."""
+    kw = layer["kernel"][1]
+    sw = layer.get("stride", layer["kernel"])[1]
+    left, right = layer.get("pad", [0, 0, 0, 0])[:2]
+    out_w = (layer["input"][2] + left + right - kw) // sw + 1
+    x = r.random()
+    if x < 0.3 or out_w < 2:
+        return "auto"
+    if x < 0.65:
+        return r.randint(2, min(out_w, 8))
+    first = r.randint(1, out_w - 1)
+    if out_w - first < 3 or r.random() < 0.4:
+        return [first, out_w - first]
+    mid = r.randint(1, max(1, (out_w - first - 1) // 2))
+    return [first, mid, out_w - first - mid * ((out_w - first - 1) // mid)]
 
 
 def cdp_layer(r, precision: str, source=None) -> dict:

@@ -40,7 +40,7 @@ UNIT_KEYS = {
     "conv": {"kernels", "kernel", "stride", "dilation", "pad", "pad_value", "truncate", "mode",
              "batch", "weights", "sdp", "pdp", "pixel_format", "nan_to_zero"},
     "sdp": {"out_precision", "x1", "x2", "y", "cvt", "nan_to_zero"},
-    "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero"},
+    "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero", "split"},
     "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero", "lut"},
     "bdma": {"line_bytes", "lines", "surfaces", "src", "dst"},
     "rubik": {"mode", "stride", "src", "dst"},

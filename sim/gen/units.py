@@ -19,7 +19,7 @@ from ..dma.operands import pack_operand
 from ..dma.weights import winograd_weights
 from ..program.bdma import program_bdma_copy
 from ..program.cdp import linear_lut, program_cdp
-from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
+from ..program.pdp import Pooling, WidthSplit, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
 from ..regs.enums import Precision
 from ..rules import ConvFacts, PdpFacts, SdpFacts
@@ -197,18 +197,26 @@ def _load_random_input(m, layer, cube, src: int) -> None:
 # -- PDP ------------------------------------------------------------------------------------
 
 def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
-             ) -> tuple[Pooling, tuple]:
-    """Validated pooling options and the output cube (C, H', W'); ``columns``: the
-    configuration's PDP line buffer (HardwareConfig.pdp_line_buffer_columns)."""
+             ) -> tuple[Pooling, tuple, WidthSplit | None]:
+    """Validated pooling options, the output cube (C, H', W') and the column splits
+    asked for (``split``); ``columns``: the configuration's PDP line buffer
+    (HardwareConfig.pdp_line_buffer_columns)."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
     sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
     left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
     out_w = window_count(w, left, right, kw, sw)
+    split = None
+    if table.get("split") is not None and out_w > 0:
+        shape_only = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), 0)
+        split = _width_split(layer, table["split"], shape_only, w, out_w, columns)
+    widths = (out_w,) if split is None else split.outs[:1] + split.outs[-1:] + split.outs[1:-1][:1]
     obey(layer, PdpFacts(kw, kh, left, right, top, bottom, flying=flying, width=w, height=h,
-                         stride_x=sw, stride_y=sh, out_widths=(out_w,) if out_w > 0 else (),
-                         buffer_columns=columns))
+                         split_num=1 if split is None else len(split.outs),
+                         stride_x=sw, stride_y=sh, out_widths=widths if out_w > 0 else (),
+                         buffer_columns=columns),
+         keys={"pdp.line_buffer_width": "split"} if split is not None else None)
     pad_value = table.get("pad_value", 0)
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
@@ -216,20 +224,108 @@ def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
     if w + left + right < kw or h + top + bottom < kh:
         raise layer.fail("kernel", f"a {kh}x{kw} kernel does not fit the padded {h}x{w} input")
     pool = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), pad_value)
-    return pool, (c, *pool.out_size(h, w))
+    return pool, (c, *pool.out_size(h, w)), split
+
+
+PARTIAL_WIDTH_MAX = 1024  # D_PARTIAL_WIDTH_IN/OUT: 10-bit fields
+
+
+def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: int
+                 ) -> WidthSplit | None:
+    """``split``: "auto" (the fewest splits the line buffer needs), a number of splits
+    (output columns shared as evenly as first/middle/last allow) or the output columns
+    [first, last] / [first, mid, last]; None for one split."""
+    from ..rules import pdp_max_out_width
+
+    kh, kw = pool.kernel
+    sh, sw = pool.stride
+    cap = PARTIAL_WIDTH_MAX
+    if columns:
+        cap = min(cap, pdp_max_out_width(PdpFacts(kw, kh, stride_x=sw, stride_y=sh,
+                                                  buffer_columns=columns)))
+    if isinstance(value, list):
+        outs = _explicit_outs(layer, value, out_w)
+        if len(outs) == 1:
+            return None
+        plan = WidthSplit.plan(pool, width, outs)
+        problem = _split_problem(plan, pool)
+        if problem:
+            raise layer.fail("split", problem)
+        return plan
+    if value == "auto":
+        count = ceil_div(out_w, cap)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        count = integer(layer, "split", value, 1, 256)
+        if count > out_w:
+            raise layer.fail("split", f"{count} splits of {out_w} output columns: each split "
+                             "needs one")
+    else:
+        raise layer.fail("split", f"expected \"auto\", a number of splits or the output "
+                         f"columns [first, last] / [first, mid, last], got {value!r}")
+    if count == 1:
+        return None
+    problem = None
+    even = ceil_div(out_w, count)
+    for mid in range(even, max(even - 64, 0), -1) if count > 2 else (0,):
+        rest = out_w - (count - 2) * mid  # the first's and the last's
+        # first and last as even as they go, then further apart (a wide kernel's overlap
+        # wants a wide first split, right padding a wide last one)
+        for first in sorted(range(1, rest), key=lambda f: abs(2 * f - rest))[:128]:
+            plan = WidthSplit.plan(pool, width, (first, *[mid] * (count - 2), rest - first))
+            problem = _split_problem(plan, pool) or (
+                f"{max(plan.outs)} output columns in a split exceed the line buffer's {cap}"
+                if max(plan.outs) > cap else None)
+            if problem is None:
+                return plan
+    raise layer.fail("split", problem or f"no {count} splits share {out_w} output columns")
+
+
+def _explicit_outs(layer, value: list, out_w: int) -> tuple[int, ...]:
+    if len(value) not in (2, 3):
+        raise layer.fail("split", f"expected the output columns [first, last] or [first, "
+                         f"mid, last], got {value!r}")
+    outs = dims(layer, "split", value, len(value), 1, PARTIAL_WIDTH_MAX)
+    first, last = outs[0], outs[-1]
+    if len(outs) == 2:
+        if first + last != out_w:
+            raise layer.fail("split", f"{first} + {last} output columns are not the layer's "
+                             f"{out_w}")
+        return (first, last)
+    rest = out_w - first - last
+    if rest < outs[1] or rest % outs[1]:
+        raise layer.fail("split", f"{out_w} output columns less {first} + {last} leave "
+                         f"{rest}: not a whole number of middle splits of {outs[1]}")
+    return (first, *[outs[1]] * (rest // outs[1]), last)
+
+
+def _split_problem(plan: WidthSplit, pool: Pooling) -> str | None:
+    """Why the splits cannot be programmed (a split past its register, or with no input
+    of its own), or None."""
+    overlap = pool.kernel[1] - pool.stride[1]
+    first, last = plan.ins[0], plan.ins[-1]
+    if first < max(1, overlap):
+        return (f"the first split's {first} input column(s) do not hold the {overlap}-column "
+                "kernel-stride overlap the next split re-reads")
+    if last < 1 or last + overlap < 1:
+        return f"the last split ({plan.outs[-1]} output columns) has no input column of its own"
+    widest = max(max(plan.ins), max(plan.outs))
+    if widest > PARTIAL_WIDTH_MAX:
+        return (f"a split of {widest} columns exceeds PARTIAL_WIDTH's {PARTIAL_WIDTH_MAX} "
+                "(use more splits)")
+    return None
 
 
 def build_pdp(m, layer, alloc, rng, outputs):
     m.select_group([PDP, PDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     shape = cube.shape
-    pool, out_shape = _pooling(layer, layer.options, shape,
-                               columns=m.config.pdp_line_buffer_columns)
+    pool, out_shape, split = _pooling(layer, layer.options, shape,
+                                      columns=m.config.pdp_line_buffer_columns)
     _load_random_input(m, layer, cube, src)
     out = output_region(m, alloc, out_shape, layer.precision)
-    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
+    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay), split)
     program_pdp(m, shape, layer.precision, pool, (out.addr, out.layout), src=(src, lay),
-                nan_to_zero=bool(layer.get("nan_to_zero", False)))
+                nan_to_zero=bool(layer.get("nan_to_zero", False)), split=split)
     return out, (PDP, PDP_RDMA)
 
 
@@ -527,8 +623,8 @@ def build_conv(m, layer, alloc, rng, outputs):
                          flying=True, winograd=winograd)
         return out, tuple(units)
     pdp_layer = _PoolView(layer, out_prec)
-    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True,
-                               columns=cfg.pdp_line_buffer_columns)
+    pool, out_shape, _ = _pooling(pdp_layer, fly_pdp, shape, flying=True,
+                                  columns=cfg.pdp_line_buffer_columns)
     out = output_region(m, alloc, out_shape, out_prec)
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)
