@@ -40,13 +40,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sim.dma.pixel import PIXEL_FORMATS, pixel_format  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.gen import generate  # noqa: E402
 
 PRECISIONS = ("int8", "int16", "fp16")
 SPECIALS = ["nan", "inf", "-inf", "denormal", "max", "-max", "zero"]
-IMAGE_FORMATS = ["T_A8B8G8R8", "T_A8R8G8B8", "T_B8G8R8A8", "T_R8G8B8A8", "T_X8B8G8R8",
-                 "T_X8R8G8B8", "T_B8G8R8X8", "T_R8G8B8X8", "T_A8Y8U8V8", "T_V8U8Y8A8", "T_R8"]
+IMAGE_FORMATS = list(PIXEL_FORMATS)  # format.rst Table 33: all 36
 # SDP_RDMA D_STATUS_NAN_INPUT_NUM / D_STATUS_INF_INPUT_NUM on the nvdlav1 address map
 RDMA_NAN_INF = ("addr=0x0000a078", "addr=0x0000a07c")
 UNIT_WEIGHTS = {"conv": 5, "sdp": 4, "pdp": 3, "cdp": 2, "bdma": 1, "rubik": 1, "chain": 2}
@@ -313,9 +313,12 @@ def conv_layer(r, precision: str) -> dict:
     mode = r.choices(["direct", "winograd", "image"], [6, 2, 2])[0]
     layer: dict = {"unit": "conv", "precision": precision}
     if mode == "image":
-        fmt = r.choice(IMAGE_FORMATS)
-        layer.update(mode="image", pixel_format=fmt,
-                     input=[1 if fmt == "T_R8" else 4, r.randint(3, 12), r.randint(3, 14)])
+        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if precision == "fp16"
+                                     or PIXEL_FORMATS[f].precision != "fp16"
+                                     and (precision == "int16" or f != "T_R16_F")]))
+        layer.update(mode="image", pixel_format=fmt.name,
+                     input=[fmt.channels, r.randint(3, 12), r.randint(3, 14)])
+        layer.update(_pixels(r, fmt, precision))
     elif mode == "winograd":
         layer.update(mode="winograd", kernel=[3, 3],
                      input=[r.randint(1, 40), r.randint(2, 12), r.randint(2, 12)])
@@ -364,6 +367,31 @@ def conv_layer(r, precision: str) -> dict:
     if r.random() < 0.3 and mode != "winograd" and layer.get("batch", 1) == 1:
         layer["pdp"] = _fly_pooling(r, precision, layer)
     return layer
+
+
+def _pixels(r, fmt, precision: str) -> dict:
+    """An image layer's pixel keys: convertor, X offset, mean, sign override, value range."""
+    keys: dict = {}
+    fp16 = fmt.dtype.kind == "f"
+    raw_fp16 = fp16 and precision == "fp16" and fmt.precision != "fp16"
+    if not raw_fp16 and (fmt.precision != precision or r.random() < 0.6):
+        keys["pixel_cvt"] = [r.randint(-300, 300), r.choice([1, 2, 3, 255,
+                                                              r.randint(-32768, 32767)]),
+                             r.randint(0, 16)]
+    elif fmt.precision == precision and r.random() < 0.3:
+        keys["pixel_cvt"] = False
+    if r.random() < 0.5:
+        keys["pixel_offset"] = r.randint(0, fmt.max_x_offset)
+    if r.random() < 0.4:
+        keys["mean"] = [round(r.uniform(-4, 4), 3) if fp16 else r.randint(0, 0xFFFF)
+                        for _ in range(4)]
+    if r.random() < 0.3:
+        keys["pixel_sign_override"] = True
+    if fp16 and precision == "fp16" and r.random() < 0.3:
+        keys["data"] = {"specials": r.sample(SPECIALS, r.randint(1, 3)), "fraction": 0.05}
+    elif not fp16 and r.random() < 0.2:
+        keys["data"] = {"low": 0, "high": r.choice([3, 100, 255, 1023, 4095])}
+    return keys
 
 
 def _fly_pooling(r, precision: str, conv: dict) -> dict:

@@ -512,19 +512,22 @@ def build_conv(m, layer, alloc, rng, outputs):
     else:
         pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
                             (1 << 15) - 1)
+    if mode != "image":
+        from .image import IMAGE_KEYS
+
+        for key in IMAGE_KEYS:
+            if layer.get(key) is not None:
+                raise layer.fail(key, "an image-input setting: needs mode = \"image\"")
     if mode == "image":
         if isinstance(layer.input, str):
             raise layer.fail("input", "image input reads pixels from memory, not a chained "
                              "feature cube")
-        from ..dma.pixel import pixel_format
+        from .image import image_setting, random_pixels
 
-        fmt = pixel_format(layer.get("pixel_format", "T_A8B8G8R8"))
-        if fmt.dtype != np.uint8:
-            raise layer.fail("pixel_format", "gen builds 8-bit pixel formats")
         c, h, w = layer.input
-        if c != fmt.channels:
-            raise layer.fail("input", f"{fmt.name} has {fmt.channels} channels, not {c}")
-        image = rng.integers(0, 256, (c, h, w)).astype(np.uint8)
+        pixels = image_setting(layer, proc, c)
+        fmt = pixels.fmt
+        image = random_pixels(rng, fmt, (c, h, w), layer.get("data"))
         cube = None
     elif batch > 1:
         c, h, w = layer.input
@@ -576,12 +579,22 @@ def build_conv(m, layer, alloc, rng, outputs):
                          out_size=(out_w, out_h), truncate=truncate, in_addr=src,
                          wt_addr=wt_addr)
     elif mode == "image":
-        in_addr = alloc.take(h * w * 4 * 2 + 4096)
+        from .image import image_extent
+
+        atom = cfg.atom_bytes
+        in_addr = alloc.take(max(h * w * 4 * 2 + 4096,
+                                 image_extent(fmt, 0, h, w, pixels.x_offset, atom)))
+        extra = {}
+        if fmt.planes == 2:  # the chroma plane
+            extra["uv_addr"] = alloc.take(image_extent(fmt, 1, h, w, pixels.x_offset, atom))
+        if pixels.mean is not None:
+            extra["mean"] = pixels.mean
         wt_addr = alloc.take(wt.size * 8 + 4096)
         out_w, out_h = program_image(m, image, wt, fmt=fmt.name, precision=proc,
-                                     cvt=(128, 1, 0), stride=(sx, sy), pad=pad,
-                                     pad_value=pad_value, truncate=truncate, in_addr=in_addr,
-                                     wt_addr=wt_addr)
+                                     cvt=pixels.cvt, x_offset=pixels.x_offset,
+                                     sign_override=pixels.sign_override, stride=(sx, sy),
+                                     pad=pad, pad_value=pad_value, truncate=truncate,
+                                     in_addr=in_addr, wt_addr=wt_addr, **extra)
     else:
         wt_addr = alloc.take(align_up(wt.size * Precision(proc).bytes, 128) + 128)
         program(m, cube if batch == 1 else cube[0], wt, precision=proc, stride=(sx, sy),
