@@ -3,10 +3,13 @@
     python tools/cmodel_diff.py --player TP [--count 500] [--seed 1] [--out DIR]
                                 [--only conv,sdp,...] [--spec FILE ...]
 
-Each random spec (every unit and mode gen supports: direct/Winograd/image/batched
-convolutions with SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or
-memory, LUT, PReLU and convertors, PDP, CDP, BDMA, Rubik, chains of layers; int8, int16,
-fp16; data and weights pushed toward saturation, extreme exponents and fp16 specials) is
+Each random spec (every unit and mode gen supports: direct/Winograd/batched convolutions
+and image input in all 36 pixel formats (convertor, X offset, mean, sign override) with
+SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or memory, LUT tables
+(modes, ranges, named or random entries, slopes, priorities), PReLU and convertors, PDP
+(column splits too), CDP (fp16 too, its LUT as the SDP's), BDMA, Rubik, chains of layers;
+int8, int16, fp16; data and weights pushed toward saturation, extreme exponents and fp16
+specials) is
 generated in this process, so the expected CRCs and counters are this simulator's, written
 as a ``.cfg`` trace and replayed on the C-model's trace player TP through
 ``<shared>/cmodel/harness/tp.py`` (niced: it is a guest on a shared machine).  A spec gen
