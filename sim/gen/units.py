@@ -244,10 +244,7 @@ def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: i
         cap = min(cap, pdp_max_out_width(PdpFacts(kw, kh, stride_x=sw, stride_y=sh,
                                                   buffer_columns=columns)))
     if isinstance(value, list):
-        outs = _explicit_outs(layer, value, out_w)
-        if len(outs) == 1:
-            return None
-        plan = WidthSplit.plan(pool, width, outs)
+        plan = WidthSplit.plan(pool, width, _explicit_outs(layer, value, out_w))
         problem = _split_problem(plan, pool)
         if problem:
             raise layer.fail("split", problem)
