@@ -3,10 +3,13 @@
     python tools/cmodel_diff.py --player TP [--count 500] [--seed 1] [--out DIR]
                                 [--only conv,sdp,...] [--spec FILE ...]
 
-Each random spec (every unit and mode gen supports: direct/Winograd/image/batched
-convolutions with SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or
-memory, LUT, PReLU and convertors, PDP, CDP, BDMA, Rubik, chains of layers; int8, int16,
-fp16; data and weights pushed toward saturation, extreme exponents and fp16 specials) is
+Each random spec (every unit and mode gen supports: direct/Winograd/batched convolutions
+and image input in all 36 pixel formats (convertor, X offset, mean, sign override) with
+SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or memory, LUT tables
+(modes, ranges, named or random entries, slopes, priorities), PReLU and convertors, PDP
+(column splits too), CDP (fp16 too, its LUT as the SDP's), BDMA, Rubik, chains of layers;
+int8, int16, fp16; data and weights pushed toward saturation, extreme exponents and fp16
+specials) is
 generated in this process, so the expected CRCs and counters are this simulator's, written
 as a ``.cfg`` trace and replayed on the C-model's trace player TP through
 ``<shared>/cmodel/harness/tp.py`` (niced: it is a guest on a shared machine).  A spec gen
@@ -40,13 +43,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sim.dma.pixel import PIXEL_FORMATS, pixel_format  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.gen import generate  # noqa: E402
 
 PRECISIONS = ("int8", "int16", "fp16")
 SPECIALS = ["nan", "inf", "-inf", "denormal", "max", "-max", "zero"]
-IMAGE_FORMATS = ["T_A8B8G8R8", "T_A8R8G8B8", "T_B8G8R8A8", "T_R8G8B8A8", "T_X8B8G8R8",
-                 "T_X8R8G8B8", "T_B8G8R8X8", "T_R8G8B8X8", "T_A8Y8U8V8", "T_V8U8Y8A8", "T_R8"]
+IMAGE_FORMATS = list(PIXEL_FORMATS)  # format.rst Table 33: all 36
 # SDP_RDMA D_STATUS_NAN_INPUT_NUM / D_STATUS_INF_INPUT_NUM on the nvdlav1 address map
 RDMA_NAN_INF = ("addr=0x0000a078", "addr=0x0000a07c")
 UNIT_WEIGHTS = {"conv": 5, "sdp": 4, "pdp": 3, "cdp": 2, "bdma": 1, "rubik": 1, "chain": 2}
@@ -140,9 +143,70 @@ def _stage(r, precision: str, key: str) -> dict:
             t["prelu"] = True
     if key != "y" and r.random() < 0.4:
         t["relu"] = True
-    if key == "y" and precision != "fp16" and r.random() < 0.3:
-        t["lut"] = True
+    if key == "y" and r.random() < 0.3:
+        t["lut"] = True if r.random() < 0.3 else _lut(r, precision, "sdp")
     return t
+
+
+def _lut(r, precision: str, unit: str, window: int = 5) -> dict:
+    """A random ``lut`` table (sim.gen.lut): modes, ranges around the data's, index
+    selects and offsets, named or random tables, slopes, priorities; each key now and then."""
+    fp16 = precision == "fp16"
+    if unit == "sdp" and fp16:
+        lo_start = r.choice([-8.0, -2.0, 0.0, -100.0, round(r.uniform(-50, 0), 3)])
+        le_start, sel_range, off_range = lo_start, (-8, 8), (-20, 20)
+    elif fp16:  # CDP: square sums from 0
+        lo_start = 0.0 if r.random() < 0.7 else round(r.uniform(0, 100), 2)
+        le_start, sel_range, off_range = 0.0, (-10, 10), (-20, 30)
+    elif unit == "sdp":
+        k = r.randint(2, 14) if precision == "int8" else r.randint(10, 22)
+        lo_start = -(1 << k) + r.randint(-50, 50)
+        le_start, sel_range, off_range = lo_start, (0, k + 1), (-20, 20)
+    else:
+        bits = 9 if precision == "int8" else 17
+        top = max(1, window * (1 << (bits - 1)) ** 2 >> r.randint(0, 12))
+        lo_start = 0 if r.random() < 0.7 else r.randint(0, top // 4)
+        le_start = 0
+        sel_range = (0, min((top >> 6).bit_length() + 2, 31 if precision == "int8" else 63))
+        off_range = (-20, 30)
+    lut: dict = {}
+    for name in ("le", "lo"):
+        t: dict = {}
+        exponent = name == "le" and r.random() < 0.5
+        if exponent:
+            t["mode"] = "exponent"
+            if r.random() < 0.8:
+                t["index_offset"] = r.randint(*off_range)
+        elif r.random() < 0.8:
+            t["index_select"] = r.randint(*sel_range)
+        if r.random() < 0.8:
+            t["start"] = le_start if name == "le" and (exponent or r.random() < 0.5) \
+                else lo_start
+        if r.random() < 0.2 and "start" in t:
+            t["end"] = t["start"] + (r.uniform(0.5, 500) if fp16 else r.randint(1, 1 << 16))
+        x = r.random()
+        count = 65 if name == "le" else 257
+        if x < 0.4:
+            t["table"] = r.choice(["identity", "exp", "log", "tanh", "sigmoid", "recip",
+                                   "rsqrt", "lrn"])
+            t["x_scale"] = r.choice([1.0, 0.5, 0.01, 1e-4, 4.0])
+            t["y_scale"] = r.choice([1.0, 2.0, 0.25] if fp16 else [1.0, 100.0, 3000.0, 30000.0])
+        elif x < 0.8:
+            if fp16:
+                t["table"] = [round(r.uniform(-4, 4), 4) if r.random() < 0.97
+                              else r.choice([float("inf"), float("-inf"), float("nan")])
+                              for _ in range(count)]
+            else:
+                t["table"] = [r.randint(-32768, 32767) for _ in range(count)]
+        if r.random() < 0.5:
+            t["slopes"] = {side: round(r.uniform(-2, 2), 3) if fp16 else
+                           [r.choice([0, 1, -1, r.randint(-32768, 32767)]), r.randint(-16, 15)]
+                           for side in ("uflow", "oflow") if r.random() < 0.8}
+        if t:
+            lut[name] = t
+    if r.random() < 0.6:
+        lut["priority"] = {side: r.choice(["le", "lo"]) for side in ("uflow", "oflow", "hybrid")}
+    return lut
 
 
 def sdp_layer(r, precision: str, source=None) -> dict:
@@ -178,8 +242,13 @@ def _pooling(r, precision: str, shape=None) -> dict:
 
 def pdp_layer(r, precision: str, source=None) -> dict:
     shape = source or _cube(r, 40, 14, 16)
+    split = source is None and r.random() < 0.35
+    if split and r.random() < 0.6:  # wide: several splits of the line buffer
+        shape[2] = r.randint(17, 400)
     layer = {"unit": "pdp", "precision": precision, "input": shape,
              **_pooling(r, precision, None if source else shape)}
+    if split:
+        layer["split"] = _split(r, layer)
     if source is None and (d := _data(r, precision)):
         layer["data"] = d
     if precision == "fp16" and r.random() < 0.3:
@@ -187,16 +256,38 @@ def pdp_layer(r, precision: str, source=None) -> dict:
     return layer
 
 
+def _split(r, layer: dict):
+    """A PDP layer's ``split``: "auto", a number of splits or explicit output columns."""
+    kw = layer["kernel"][1]
+    sw = layer.get("stride", layer["kernel"])[1]
+    left, right = layer.get("pad", [0, 0, 0, 0])[:2]
+    out_w = (layer["input"][2] + left + right - kw) // sw + 1
+    x = r.random()
+    if x < 0.3 or out_w < 2:
+        return "auto"
+    if x < 0.65:
+        return r.randint(2, min(out_w, 8))
+    first = r.randint(1, out_w - 1)
+    if out_w - first < 3 or r.random() < 0.4:
+        return [first, out_w - first]
+    mid = r.randint(1, max(1, (out_w - first - 1) // 2))
+    return [first, mid, out_w - first - mid * ((out_w - first - 1) // mid)]
+
+
 def cdp_layer(r, precision: str, source=None) -> dict:
-    if precision == "fp16":  # gen builds integer LRN only
-        precision = r.choice(["int8", "int16"])
     layer = {"unit": "cdp", "precision": precision, "input": source or _cube(r, 40, 6, 6),
              "window": r.choice([3, 5, 7, 9])}
+    if precision != "fp16":  # fp16 data pass the convertors unchanged
+        if r.random() < 0.6:
+            layer["datin"] = [r.randint(-20, 20), r.choice([1, 2, 3, 7, 100]),
+                              r.randint(0, 6)]
+        if r.random() < 0.7:
+            layer["datout"] = [r.randint(-100, 100), r.choice([1, 3, 17, 255, 1000]),
+                               r.randint(0, 30)]
+    elif r.random() < 0.3:
+        layer["nan_to_zero"] = True
     if r.random() < 0.6:
-        layer["datin"] = [r.randint(-20, 20), r.choice([1, 2, 3, 7, 100]), r.randint(0, 6)]
-    if r.random() < 0.7:
-        layer["datout"] = [r.randint(-100, 100), r.choice([1, 3, 17, 255, 1000]),
-                           r.randint(0, 30)]
+        layer["lut"] = _lut(r, precision, "cdp", layer["window"])
     for key in ("sqsum_bypass", "mul_bypass"):
         if r.random() < 0.2:
             layer[key] = True
@@ -225,9 +316,12 @@ def conv_layer(r, precision: str) -> dict:
     mode = r.choices(["direct", "winograd", "image"], [6, 2, 2])[0]
     layer: dict = {"unit": "conv", "precision": precision}
     if mode == "image":
-        fmt = r.choice(IMAGE_FORMATS)
-        layer.update(mode="image", pixel_format=fmt,
-                     input=[1 if fmt == "T_R8" else 4, r.randint(3, 12), r.randint(3, 14)])
+        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if precision == "fp16"
+                                     or PIXEL_FORMATS[f].precision != "fp16"
+                                     and (precision == "int16" or f != "T_R16_F")]))
+        layer.update(mode="image", pixel_format=fmt.name,
+                     input=[fmt.channels, r.randint(3, 12), r.randint(3, 14)])
+        layer.update(_pixels(r, fmt, precision))
     elif mode == "winograd":
         layer.update(mode="winograd", kernel=[3, 3],
                      input=[r.randint(1, 40), r.randint(2, 12), r.randint(2, 12)])
@@ -276,6 +370,31 @@ def conv_layer(r, precision: str) -> dict:
     if r.random() < 0.3 and mode != "winograd" and layer.get("batch", 1) == 1:
         layer["pdp"] = _fly_pooling(r, precision, layer)
     return layer
+
+
+def _pixels(r, fmt, precision: str) -> dict:
+    """An image layer's pixel keys: convertor, X offset, mean, sign override, value range."""
+    keys: dict = {}
+    fp16 = fmt.dtype.kind == "f"
+    raw_fp16 = fp16 and precision == "fp16" and fmt.precision != "fp16"
+    if not raw_fp16 and (fmt.precision != precision or r.random() < 0.6):
+        keys["pixel_cvt"] = [r.randint(-300, 300), r.choice([1, 2, 3, 255,
+                                                              r.randint(-32768, 32767)]),
+                             r.randint(0, 16)]
+    elif fmt.precision == precision and r.random() < 0.3:
+        keys["pixel_cvt"] = False
+    if r.random() < 0.5:
+        keys["pixel_offset"] = r.randint(0, fmt.max_x_offset)
+    if r.random() < 0.4:
+        keys["mean"] = [round(r.uniform(-4, 4), 3) if fp16 else r.randint(0, 0xFFFF)
+                        for _ in range(4)]
+    if r.random() < 0.3:
+        keys["pixel_sign_override"] = True
+    if fp16 and precision == "fp16" and r.random() < 0.3:
+        keys["data"] = {"specials": r.sample(SPECIALS, r.randint(1, 3)), "fraction": 0.05}
+    elif not fp16 and r.random() < 0.2:
+        keys["data"] = {"low": 0, "high": r.choice([3, 100, 255, 1023, 4095])}
+    return keys
 
 
 def _fly_pooling(r, precision: str, conv: dict) -> dict:

@@ -38,10 +38,11 @@ CONV_MODES = ("direct", "winograd", "image")
 # keys each unit accepts (besides unit, name, input, precision, data)
 UNIT_KEYS = {
     "conv": {"kernels", "kernel", "stride", "dilation", "pad", "pad_value", "truncate", "mode",
-             "batch", "weights", "sdp", "pdp", "pixel_format", "nan_to_zero"},
+             "batch", "weights", "sdp", "pdp", "pixel_format", "nan_to_zero", "pixel_cvt",
+             "pixel_offset", "mean", "pixel_sign_override"},
     "sdp": {"out_precision", "x1", "x2", "y", "cvt", "nan_to_zero"},
-    "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero"},
-    "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero"},
+    "pdp": {"method", "kernel", "stride", "pad", "pad_value", "nan_to_zero", "split"},
+    "cdp": {"window", "datin", "datout", "sqsum_bypass", "mul_bypass", "nan_to_zero", "lut"},
     "bdma": {"line_bytes", "lines", "surfaces", "src", "dst"},
     "rubik": {"mode", "stride", "src", "dst"},
 }

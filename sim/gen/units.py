@@ -19,7 +19,7 @@ from ..dma.operands import pack_operand
 from ..dma.weights import winograd_weights
 from ..program.bdma import program_bdma_copy
 from ..program.cdp import linear_lut, program_cdp
-from ..program.pdp import Pooling, program_pdp, program_pdp_rdma
+from ..program.pdp import Pooling, WidthSplit, program_pdp, program_pdp_rdma
 from ..program.sdp import program_sdp_core, program_sdp_input
 from ..regs.enums import Precision
 from ..rules import ConvFacts, PdpFacts, SdpFacts
@@ -100,7 +100,11 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
         choice(layer, f"{key}.alu", alu, tuple(ALU_ALGOS))
     alu_src = table.get("alu_operand", 0) == "memory" and alu is not None
     mul_src = mul == "memory"
-    relu, prelu, lut = (bool(table.get(k, False)) for k in ("relu", "prelu", "lut"))
+    relu, prelu = (bool(table.get(k, False)) for k in ("relu", "prelu"))
+    lut_value = table.get("lut", False)
+    if not isinstance(lut_value, (bool, dict)):
+        raise layer.fail(f"{key}.lut", f"expected true, false or a table, got {lut_value!r}")
+    lut = lut_value is not False
     if prelu and mul is None:
         raise layer.fail(f"{key}.prelu", "PReLU needs a multiplier (mul)")
     fields = dict(bypass=int(not table), alu_bypass=int(alu is None),
@@ -117,7 +121,7 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
         if relu:
             raise layer.fail("y.relu", "the Y stage has no ReLU (use x1 or x2)")
         if lut:
-            _lut(m, layer, proc, rng)
+            _lut(m, layer, proc, rng, lut_value)
         program_y(m, {**fields, "lut_bypass": int(not lut), "truncate": shift})
     else:
         if lut:
@@ -144,25 +148,15 @@ def _stage(m, layer, alloc, rng, key: str, table, proc: str, channels: int) -> N
     program_operand(m, p, spec, proc)
 
 
-def _lut(m, layer, proc: str, rng) -> None:
-    """A linear-mode LUT over the Y stage's input range: LE a smooth curve, LO a ramp.
-
-    LE spans [-2^k, 2^k) in 64 intervals, LO the same range in 256 (k = 8 for
-    int8, 16 for int16); values outside fall to the under/overflow paths.
-    """
+def _lut(m, layer, proc: str, rng, value) -> None:
+    """The Y stage's LUT (:mod:`sim.gen.lut`): ``true`` for gen's default, a table to
+    choose modes, ranges, tables, slopes and priorities."""
     from ..program.sdp import program_lut
+    from .lut import lut_plan
 
     layer.require(m.config, "sdp_lut", "y.lut")
-    if proc == "fp16":
-        raise layer.fail("y.lut", "gen builds LUTs for int8/int16 processing")
-    k = 8 if proc == "int8" else 16
-    x = np.arange(65) / 16.0 - 2.0
-    le = np.round(12000 * np.tanh(x)).astype(np.int64)
-    lo = np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
-    span = {"le_start": -(1 << k) & 0xFFFFFFFF, "le_end": 1 << k,
-            "lo_start": -(1 << k) & 0xFFFFFFFF, "lo_end": 1 << k}
-    program_lut(m, {"le_function": 1, "le_index_select": k + 1 - 6,
-                    "lo_index_select": k + 1 - 8, **span}, le, lo)
+    plan = lut_plan(layer, "y.lut", value, "sdp", proc, rng)
+    program_lut(m, plan.fields, plan.le, plan.lo)
 
 
 def build_sdp(m, layer, alloc, rng, outputs):
@@ -203,18 +197,26 @@ def _load_random_input(m, layer, cube, src: int) -> None:
 # -- PDP ------------------------------------------------------------------------------------
 
 def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
-             ) -> tuple[Pooling, tuple]:
-    """Validated pooling options and the output cube (C, H', W'); ``columns``: the
-    configuration's PDP line buffer (HardwareConfig.pdp_line_buffer_columns)."""
+             ) -> tuple[Pooling, tuple, WidthSplit | None]:
+    """Validated pooling options, the output cube (C, H', W') and the column splits
+    asked for (``split``); ``columns``: the configuration's PDP line buffer
+    (HardwareConfig.pdp_line_buffer_columns)."""
     c, h, w = shape
     method = choice(layer, "method", table.get("method", "max"), tuple(POOLING))
     kh, kw = dims(layer, "kernel", table.get("kernel", [2, 2]), 2, 1, 8)
     sh, sw = dims(layer, "stride", table.get("stride", [kh, kw]), 2, 1, 16)
     left, right, top, bottom = dims(layer, "pad", table.get("pad", 0), 4, 0, 7)
     out_w = window_count(w, left, right, kw, sw)
+    split = None
+    if table.get("split") is not None and out_w > 0:
+        shape_only = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), 0)
+        split = _width_split(layer, table["split"], shape_only, w, out_w, columns)
+    widths = (out_w,) if split is None else split.outs[:1] + split.outs[-1:] + split.outs[1:-1][:1]
     obey(layer, PdpFacts(kw, kh, left, right, top, bottom, flying=flying, width=w, height=h,
-                         stride_x=sw, stride_y=sh, out_widths=(out_w,) if out_w > 0 else (),
-                         buffer_columns=columns))
+                         split_num=1 if split is None else len(split.outs),
+                         stride_x=sw, stride_y=sh, out_widths=widths if out_w > 0 else (),
+                         buffer_columns=columns),
+         keys={"pdp.line_buffer_width": "split"} if split is not None else None)
     pad_value = table.get("pad_value", 0)
     if layer.precision == "fp16" and pad_value != 0:
         raise layer.fail("pad_value", "gen supports padding values for int8/int16 only")
@@ -222,41 +224,144 @@ def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
     if w + left + right < kw or h + top + bottom < kh:
         raise layer.fail("kernel", f"a {kh}x{kw} kernel does not fit the padded {h}x{w} input")
     pool = Pooling(method, (kh, kw), (sh, sw), (left, right, top, bottom), pad_value)
-    return pool, (c, *pool.out_size(h, w))
+    return pool, (c, *pool.out_size(h, w)), split
+
+
+PARTIAL_WIDTH_MAX = 1024  # D_PARTIAL_WIDTH_IN/OUT: 10-bit fields
+
+
+def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: int
+                 ) -> WidthSplit | None:
+    """``split``: "auto" (the fewest splits the line buffer needs), a number of splits
+    (output columns shared as evenly as first/middle/last allow) or the output columns
+    [first, last] / [first, mid, last]; None for one split."""
+    from ..rules import pdp_max_out_width
+
+    kh, kw = pool.kernel
+    sh, sw = pool.stride
+    cap = PARTIAL_WIDTH_MAX
+    if columns:
+        cap = min(cap, pdp_max_out_width(PdpFacts(kw, kh, stride_x=sw, stride_y=sh,
+                                                  buffer_columns=columns)))
+    if isinstance(value, list):
+        plan = WidthSplit.plan(pool, width, _explicit_outs(layer, value, out_w))
+        problem = _split_problem(plan, pool)
+        if problem:
+            raise layer.fail("split", problem)
+        return plan
+    if value == "auto":
+        count = ceil_div(out_w, cap)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        count = integer(layer, "split", value, 1, 256)
+        if count > out_w:
+            raise layer.fail("split", f"{count} splits of {out_w} output columns: each split "
+                             "needs one")
+    else:
+        raise layer.fail("split", f"expected \"auto\", a number of splits or the output "
+                         f"columns [first, last] / [first, mid, last], got {value!r}")
+    if count == 1:
+        return None
+    problem = None
+    even = ceil_div(out_w, count)
+    for mid in range(even, max(even - 64, 0), -1) if count > 2 else (0,):
+        rest = out_w - (count - 2) * mid  # the first's and the last's
+        # first and last as even as they go, then further apart (a wide kernel's overlap
+        # wants a wide first split, right padding a wide last one)
+        for first in sorted(range(1, rest), key=lambda f: abs(2 * f - rest))[:128]:
+            plan = WidthSplit.plan(pool, width, (first, *[mid] * (count - 2), rest - first))
+            problem = _split_problem(plan, pool) or (
+                f"{max(plan.outs)} output columns in a split exceed the line buffer's {cap}"
+                if max(plan.outs) > cap else None)
+            if problem is None:
+                return plan
+    raise layer.fail("split", problem or f"no {count} splits share {out_w} output columns")
+
+
+def _explicit_outs(layer, value: list, out_w: int) -> tuple[int, ...]:
+    if len(value) not in (2, 3):
+        raise layer.fail("split", f"expected the output columns [first, last] or [first, "
+                         f"mid, last], got {value!r}")
+    outs = dims(layer, "split", value, len(value), 1, PARTIAL_WIDTH_MAX)
+    first, last = outs[0], outs[-1]
+    if len(outs) == 2:
+        if first + last != out_w:
+            raise layer.fail("split", f"{first} + {last} output columns are not the layer's "
+                             f"{out_w}")
+        return (first, last)
+    rest = out_w - first - last
+    if rest < outs[1] or rest % outs[1]:
+        raise layer.fail("split", f"{out_w} output columns less {first} + {last} leave "
+                         f"{rest}: not a whole number of middle splits of {outs[1]}")
+    return (first, *[outs[1]] * (rest // outs[1]), last)
+
+
+def _split_problem(plan: WidthSplit, pool: Pooling) -> str | None:
+    """Why the splits cannot be programmed (a split past its register, or with no input
+    of its own), or None."""
+    overlap = pool.kernel[1] - pool.stride[1]
+    first, last = plan.ins[0], plan.ins[-1]
+    if first < max(1, overlap):
+        return (f"the first split's {first} input column(s) do not hold the {overlap}-column "
+                "kernel-stride overlap the next split re-reads")
+    if last < 1 or last + overlap < 1:
+        return f"the last split ({plan.outs[-1]} output columns) has no input column of its own"
+    widest = max(max(plan.ins), max(plan.outs))
+    if widest > PARTIAL_WIDTH_MAX:
+        return (f"a split of {widest} columns exceeds PARTIAL_WIDTH's {PARTIAL_WIDTH_MAX} "
+                "(use more splits)")
+    return None
 
 
 def build_pdp(m, layer, alloc, rng, outputs):
     m.select_group([PDP, PDP_RDMA])
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     shape = cube.shape
-    pool, out_shape = _pooling(layer, layer.options, shape,
-                               columns=m.config.pdp_line_buffer_columns)
+    pool, out_shape, split = _pooling(layer, layer.options, shape,
+                                      columns=m.config.pdp_line_buffer_columns)
     _load_random_input(m, layer, cube, src)
     out = output_region(m, alloc, out_shape, layer.precision)
-    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay))
+    program_pdp_rdma(m, shape, layer.precision, pool, (src, lay), split)
     program_pdp(m, shape, layer.precision, pool, (out.addr, out.layout), src=(src, lay),
-                nan_to_zero=bool(layer.get("nan_to_zero", False)))
+                nan_to_zero=bool(layer.get("nan_to_zero", False)), split=split)
     return out, (PDP, PDP_RDMA)
 
 
 # -- CDP ------------------------------------------------------------------------------------
 
 def build_cdp(m, layer, alloc, rng, outputs):
-    if layer.precision == "fp16":
-        raise layer.fail("precision", "gen builds CDP layers in int8/int16 (fp16 LUTs are "
-                         "not generated yet)")
+    from .lut import lut_plan
+
+    proc = layer.precision
     m.select_group([CDP, CDP_RDMA])
     window = choice(layer, "window", layer.get("window", 5), (3, 5, 7, 9))
-    datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
-    datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
+    if proc == "fp16":  # fp16 data pass the convertors unchanged
+        for key in ("datin", "datout"):
+            if layer.get(key) is not None:
+                raise layer.fail(key, "the convertors are for int8/int16 data (fp16 LRN "
+                                 "scales through its LUT)")
+        datin, datout = (0, 1, 0), (0, 1, 0)
+    else:
+        datin = _cvt(layer, "datin", layer.get("datin"), (0, 1, 0))
+        datout = _cvt(layer, "datout", layer.get("datout"), (0, 1, 16))
+    nan_to_zero = bool(layer.get("nan_to_zero", False))
+    if nan_to_zero and proc != "fp16":
+        raise layer.fail("nan_to_zero", "NaN flushing needs precision fp16")
     cube, src, lay = input_cube(m, layer, alloc, rng, outputs)
     _load_random_input(m, layer, cube, src)
-    out = output_region(m, alloc, cube.shape, layer.precision)
-    program_cdp(m, cube.shape, layer.precision, (src, lay), (out.addr, out.layout),
-                window=window, datin=datin, datout=datout,
-                lut=linear_lut(layer.precision, window),
+    out = output_region(m, alloc, cube.shape, proc)
+    value = layer.get("lut")
+    if value is None and proc != "fp16":
+        lut = linear_lut(proc, window)  # gen's historical programming, register for register
+    else:
+        if not isinstance(value, (dict, type(None))) and value is not True:
+            raise layer.fail("lut", f"expected true or a table, got {value!r}")
+        plan = lut_plan(layer, "lut", True if value is None else value, "cdp", proc, rng,
+                        window)
+        lut = {"fields": plan.fields, "le": plan.le, "lo": plan.lo}
+    program_cdp(m, cube.shape, proc, (src, lay), (out.addr, out.layout),
+                window=window, datin=datin, datout=datout, lut=lut,
                 sqsum_bypass=bool(layer.get("sqsum_bypass", False)),
-                mul_bypass=bool(layer.get("mul_bypass", False)))
+                mul_bypass=bool(layer.get("mul_bypass", False)), nan_to_zero=nan_to_zero)
     return out, (CDP, CDP_RDMA)
 
 
@@ -404,19 +509,22 @@ def build_conv(m, layer, alloc, rng, outputs):
     else:
         pad_value = integer(layer, "pad_value", layer.get("pad_value", 0), -(1 << 15),
                             (1 << 15) - 1)
+    if mode != "image":
+        from .image import IMAGE_KEYS
+
+        for key in IMAGE_KEYS:
+            if layer.get(key) is not None:
+                raise layer.fail(key, "an image-input setting: needs mode = \"image\"")
     if mode == "image":
         if isinstance(layer.input, str):
             raise layer.fail("input", "image input reads pixels from memory, not a chained "
                              "feature cube")
-        from ..dma.pixel import pixel_format
+        from .image import image_setting, random_pixels
 
-        fmt = pixel_format(layer.get("pixel_format", "T_A8B8G8R8"))
-        if fmt.dtype != np.uint8:
-            raise layer.fail("pixel_format", "gen builds 8-bit pixel formats")
         c, h, w = layer.input
-        if c != fmt.channels:
-            raise layer.fail("input", f"{fmt.name} has {fmt.channels} channels, not {c}")
-        image = rng.integers(0, 256, (c, h, w)).astype(np.uint8)
+        pixels = image_setting(layer, proc, c)
+        fmt = pixels.fmt
+        image = random_pixels(rng, fmt, (c, h, w), layer.get("data"))
         cube = None
     elif batch > 1:
         c, h, w = layer.input
@@ -468,12 +576,22 @@ def build_conv(m, layer, alloc, rng, outputs):
                          out_size=(out_w, out_h), truncate=truncate, in_addr=src,
                          wt_addr=wt_addr)
     elif mode == "image":
-        in_addr = alloc.take(h * w * 4 * 2 + 4096)
+        from .image import image_extent
+
+        atom = cfg.atom_bytes
+        in_addr = alloc.take(max(h * w * 4 * 2 + 4096,
+                                 image_extent(fmt, 0, h, w, pixels.x_offset, atom)))
+        extra = {}
+        if fmt.planes == 2:  # the chroma plane
+            extra["uv_addr"] = alloc.take(image_extent(fmt, 1, h, w, pixels.x_offset, atom))
+        if pixels.mean is not None:
+            extra["mean"] = pixels.mean
         wt_addr = alloc.take(wt.size * 8 + 4096)
         out_w, out_h = program_image(m, image, wt, fmt=fmt.name, precision=proc,
-                                     cvt=(128, 1, 0), stride=(sx, sy), pad=pad,
-                                     pad_value=pad_value, truncate=truncate, in_addr=in_addr,
-                                     wt_addr=wt_addr)
+                                     cvt=pixels.cvt, x_offset=pixels.x_offset,
+                                     sign_override=pixels.sign_override, stride=(sx, sy),
+                                     pad=pad, pad_value=pad_value, truncate=truncate,
+                                     in_addr=in_addr, wt_addr=wt_addr, **extra)
     else:
         wt_addr = alloc.take(align_up(wt.size * Precision(proc).bytes, 128) + 128)
         program(m, cube if batch == 1 else cube[0], wt, precision=proc, stride=(sx, sy),
@@ -515,8 +633,8 @@ def build_conv(m, layer, alloc, rng, outputs):
                          flying=True, winograd=winograd)
         return out, tuple(units)
     pdp_layer = _PoolView(layer, out_prec)
-    pool, out_shape = _pooling(pdp_layer, fly_pdp, shape, flying=True,
-                               columns=cfg.pdp_line_buffer_columns)
+    pool, out_shape, _ = _pooling(pdp_layer, fly_pdp, shape, flying=True,
+                                  columns=cfg.pdp_line_buffer_columns)
     out = output_region(m, alloc, out_shape, out_prec)
     program_sdp_core(m, shape, proc, out_prec, cvt=cvt, flying=True, to_pdp=True,
                      winograd=winograd)

@@ -22,18 +22,58 @@ def linear_lut(precision: str, window: int) -> dict:
             "le_select": (top >> 6).bit_length(), "lo_select": (top >> 8).bit_length()}
 
 
+def program_cdp_lut(m, fields: dict, le, lo) -> None:
+    """Every S_LUT_* register of the CDP: ``fields`` by field name less ``lut_`` (starts
+    and ends whole 38-bit values, split in LOW and HIGH here), then the LE and LO tables."""
+    for table_id, table in ((0, le), (1, lo)):
+        set_reg(m, CDP, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id,
+                lut_access_type=1)
+        for value in table:
+            set_reg(m, CDP, "S_LUT_ACCESS_DATA_0", lut_data=int(value) & 0xFFFF)
+    f = fields
+    set_reg(m, CDP, "S_LUT_CFG_0", lut_le_function=f["le_function"],
+            lut_uflow_priority=f["uflow_priority"], lut_oflow_priority=f["oflow_priority"],
+            lut_hybrid_priority=f["hybrid_priority"])
+    set_reg(m, CDP, "S_LUT_INFO_0", lut_le_index_offset=f.get("le_index_offset", 0),
+            lut_le_index_select=f["le_index_select"], lut_lo_index_select=f["lo_index_select"])
+    for stem in ("le_start", "le_end", "lo_start", "lo_end"):
+        name = stem.upper()
+        set_reg(m, CDP, f"S_LUT_{name}_LOW_0", **{f"lut_{stem}_low": f[stem] & 0xFFFFFFFF})
+        set_reg(m, CDP, f"S_LUT_{name}_HIGH_0", **{f"lut_{stem}_high": f[stem] >> 32})
+    for t in ("le", "lo"):
+        set_reg(m, CDP, f"S_LUT_{t.upper()}_SLOPE_SCALE_0",
+                **{f"lut_{t}_slope_{side}_scale": f[f"{t}_slope_{side}_scale"]
+                   for side in ("uflow", "oflow")})
+        set_reg(m, CDP, f"S_LUT_{t.upper()}_SLOPE_SHIFT_0",
+                **{f"lut_{t}_slope_{side}_shift": f[f"{t}_slope_{side}_shift"]
+                   for side in ("uflow", "oflow")})
+
+
 def program_cdp(m, shape, precision: str, src: tuple, dst: tuple, *, window: int, datin,
-                datout, lut: dict, sqsum_bypass: bool = False, mul_bypass: bool = False) -> None:
+                datout, lut: dict, sqsum_bypass: bool = False, mul_bypass: bool = False,
+                nan_to_zero: bool = False) -> None:
     """CDP_RDMA and CDP registers; ``src``/``dst`` are (address, FeatureLayout).
 
     ``datin``/``datout`` are (offset, scale, shifter); ``lut`` as
-    :func:`linear_lut` returns it (linear LE and LO tables from 0).
+    :func:`linear_lut` returns it (linear LE and LO tables from 0), or with
+    ``fields`` every LUT register (:func:`program_cdp_lut`).  NAN_TO_ZERO is
+    written only when set (fp16 data).
     """
     from .registers import feature_source
 
     code = Precision(precision).code
     feature_source(m, CDP_RDMA, shape, *src)
     set_reg(m, CDP_RDMA, "D_DATA_FORMAT_0", input_data=code)
+    if "fields" in lut:
+        program_cdp_lut(m, lut["fields"], lut["le"], lut["lo"])
+    else:
+        _program_linear_lut(m, lut)
+    _program_core(m, precision, dst, window, datin, datout, sqsum_bypass, mul_bypass)
+    if nan_to_zero:
+        set_reg(m, CDP, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=1)
+
+
+def _program_linear_lut(m, lut: dict) -> None:
     for table_id, table in ((0, lut["le"]), (1, lut["lo"])):
         set_reg(m, CDP, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id,
                 lut_access_type=1)
@@ -47,6 +87,10 @@ def program_cdp(m, shape, precision: str, src: tuple, dst: tuple, *, window: int
     set_reg(m, CDP, "S_LUT_LE_END_LOW_0", lut_le_end_low=(64 << le_sel) & 0xFFFFFFFF)
     set_reg(m, CDP, "S_LUT_LO_START_LOW_0", lut_lo_start_low=0)
     set_reg(m, CDP, "S_LUT_LO_END_LOW_0", lut_lo_end_low=(256 << lo_sel) & 0xFFFFFFFF)
+
+
+def _program_core(m, precision, dst, window, datin, datout, sqsum_bypass, mul_bypass) -> None:
+    code = Precision(precision).code
     set_reg(m, CDP, "D_FUNC_BYPASS_0", sqsum_bypass=int(sqsum_bypass),
             mul_bypass=int(mul_bypass))
     set_reg(m, CDP, "D_LRN_CFG_0", normalz_len=(window - 3) // 2)

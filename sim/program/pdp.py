@@ -41,6 +41,40 @@ class Pooling:
                 max(span_w - width, 0))
 
 
+@record
+class WidthSplit:
+    """A layer pooled in column splits (SPLIT_NUM + 1 of them), as NVIDIA's software splits
+    a layer wider than the PDP's line buffer: each split's output columns (``outs``:
+    first, the middle ones all alike, last) and the input columns each reads.
+
+    A split's windows tile its own input exactly, so the splits pool what one pass
+    over the (:meth:`Pooling.fit`) cube would: the first reads its windows' columns
+    after the left padding, a middle one ``out * stride`` new columns, the last the
+    rest; every split after the first re-reads the kernel-stride overlap before them
+    (the registers count the new columns only).
+    """
+
+    outs: tuple[int, ...]
+    ins: tuple[int, ...]  # new input columns of each split
+
+    @classmethod
+    def plan(cls, pool: Pooling, width: int, outs) -> WidthSplit:
+        """The splits of output widths ``outs`` over a cube ``width`` columns wide."""
+        _, fit_w, _, _ = pool.fit(1, width)
+        kw, sw, left = pool.kernel[1], pool.stride[1], pool.pad[0]
+        ins = [(outs[0] - 1) * sw + kw - left] + [o * sw for o in outs[1:-1]]
+        return cls(tuple(outs), (*ins, fit_w - sum(ins)))
+
+    def fields(self, kind: str) -> dict:
+        """PARTIAL_WIDTH_<kind>_{FIRST,MID,LAST} (kind "in" or "out") less one; the middle
+        width 0 with two splits (there is none)."""
+        widths = self.ins if kind == "in" else self.outs
+        mid = widths[1] if len(widths) > 2 else 1
+        return {f"partial_width_{kind}_first": widths[0] - 1,
+                f"partial_width_{kind}_mid": mid - 1,
+                f"partial_width_{kind}_last": widths[-1] - 1}
+
+
 def recip(kernel: int, precision: str) -> int:
     """RECIP_KERNEL_* for a kernel size: 1/k with 16 fraction bits, or an fp17 for fp16."""
     if precision != "fp16":
@@ -51,8 +85,8 @@ def recip(kernel: int, precision: str) -> int:
 
 
 def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tuple | None = None,
-                nan_to_zero: bool = False) -> None:
-    """PDP registers of a one-split layer.
+                nan_to_zero: bool = False, split: WidthSplit | None = None) -> None:
+    """PDP registers of a layer in one split, or in the column splits ``split``.
 
     ``shape`` is the input (C, H, W); ``dst`` and ``src`` are (address,
     FeatureLayout); no ``src`` means the input comes on the fly from the SDP.
@@ -79,10 +113,14 @@ def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tup
     set_reg(m, PDP, "D_DATA_CUBE_OUT_HEIGHT_0", cube_out_height=oh - 1)
     set_reg(m, PDP, "D_DATA_CUBE_OUT_CHANNEL_0", cube_out_channel=c - 1)
     set_reg(m, PDP, "D_OPERATION_MODE_CFG_0", pooling_method=METHODS[pool.method],
-            flying_mode=int(src is not None), split_num=0)
+            flying_mode=int(src is not None), split_num=_splits(split) - 1)
     set_reg(m, PDP, "D_NAN_FLUSH_TO_ZERO_0", nan_to_zero=int(nan_to_zero))
-    set_reg(m, PDP, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
-    set_reg(m, PDP, "D_PARTIAL_WIDTH_OUT_0", partial_width_out_first=ow - 1)
+    if _splits(split) == 1:
+        set_reg(m, PDP, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
+        set_reg(m, PDP, "D_PARTIAL_WIDTH_OUT_0", partial_width_out_first=ow - 1)
+    else:
+        set_reg(m, PDP, "D_PARTIAL_WIDTH_IN_0", **split.fields("in"))
+        set_reg(m, PDP, "D_PARTIAL_WIDTH_OUT_0", **split.fields("out"))
     set_reg(m, PDP, "D_POOLING_KERNEL_CFG_0", kernel_width=kw - 1, kernel_height=kh - 1,
             kernel_stride_width=sw - 1, kernel_stride_height=sh - 1)
     set_reg(m, PDP, "D_RECIP_KERNEL_WIDTH_0", recip_kernel_width=recip(kw, precision))
@@ -105,7 +143,12 @@ def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tup
     set_reg(m, PDP, "D_DATA_FORMAT_0", input_data=Precision(precision).code)
 
 
-def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> None:
+def _splits(split: WidthSplit | None) -> int:
+    return 1 if split is None else len(split.outs)
+
+
+def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple,
+                     split: WidthSplit | None = None) -> None:
     """PDP_RDMA reading the input cube (C, H, W) at ``src`` = (address, FeatureLayout)."""
     c, h, w = shape
     h, w, _, _ = pool.fit(h, w)
@@ -119,8 +162,11 @@ def program_pdp_rdma(m, shape, precision: str, pool: Pooling, src: tuple) -> Non
     set_reg(m, PDP_RDMA, "D_SRC_SURFACE_STRIDE_0", src_surface_stride=lay.surface_stride)
     set_reg(m, PDP_RDMA, "D_SRC_RAM_CFG_0", src_ram_type=1)
     set_reg(m, PDP_RDMA, "D_DATA_FORMAT_0", input_data=Precision(precision).code)
-    set_reg(m, PDP_RDMA, "D_OPERATION_MODE_CFG_0", split_num=0)
+    set_reg(m, PDP_RDMA, "D_OPERATION_MODE_CFG_0", split_num=_splits(split) - 1)
     set_reg(m, PDP_RDMA, "D_POOLING_KERNEL_CFG_0", kernel_width=pool.kernel[1] - 1,
             kernel_stride_width=pool.stride[1] - 1)
     set_reg(m, PDP_RDMA, "D_POOLING_PADDING_CFG_0", pad_width=pool.pad[0])
-    set_reg(m, PDP_RDMA, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
+    if _splits(split) == 1:
+        set_reg(m, PDP_RDMA, "D_PARTIAL_WIDTH_IN_0", partial_width_in_first=w - 1)
+    else:
+        set_reg(m, PDP_RDMA, "D_PARTIAL_WIDTH_IN_0", **split.fields("in"))

@@ -290,8 +290,8 @@ def sdp_layers(draw):
         layer["out_precision"] = draw(st.sampled_from({"int8": ["int8", "int16"],
                                                        "int16": ["int16", "fp16"]}[prec]))
         layer["cvt"] = [draw(st.integers(-4, 4)), draw(st.integers(1, 4)), draw(st.integers(0, 3))]
-        if draw(st.booleans()):
-            layer["y"] = {"lut": True}
+    if draw(st.booleans()):
+        layer["y"] = {"lut": True}
     return "nv_full", layer
 
 
@@ -304,13 +304,15 @@ def pdp_layers(draw):
     layer = {"unit": "pdp", "precision": prec, "input": [c, h, w],
              "method": draw(st.sampled_from(["max", "min", "average"])), "kernel": [kh, kw],
              "stride": [draw(st.integers(1, 3)), draw(st.integers(1, 3))]}
+    if draw(st.booleans()):  # one split unless the line buffer needs more
+        layer["split"] = "auto"
     return config, layer
 
 
 @st.composite
 def cdp_layers(draw):
     config = draw(st.sampled_from(["nv_small", "nv_full"]))
-    prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16"]))
+    prec = "int8" if config == "nv_small" else draw(st.sampled_from(["int8", "int16", "fp16"]))
     return config, {"unit": "cdp", "precision": prec, "input": list(draw(_cube())),
                     "window": draw(st.sampled_from([3, 5, 7, 9]))}
 
