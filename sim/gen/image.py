@@ -43,8 +43,8 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
                          "into fp16 processing only (format.rst Table 30)")
     if fp16_pixels and proc == "int8":
         raise layer.fail("precision", f"{fmt.name}'s fp16 pixels converted to int8: NVIDIA's "
-                         "C-model writes zeros where the simulator converts the pixels "
-                         "(unsettled: process them in int16 or fp16)")
+                         "C-model writes zeros, and the simulator refuses it (sim.conv.image): "
+                         "process them in int16 or fp16")
     # T_R16_F: fp16 pixels of Table 33 input precision int16 go into fp16 processing as
     # they are; through the convertor the C-model writes zeros (sim.conv.image)
     raw_fp16 = fp16_pixels and proc == "fp16" and fmt.precision != "fp16"
