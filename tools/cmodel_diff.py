@@ -1,13 +1,15 @@
 """Differential fuzzing against NVIDIA's nv_full C-model: random ``nvdla-sim gen`` specs.
 
     python tools/cmodel_diff.py --player TP [--count 500] [--seed 1] [--out DIR]
-                                [--only conv,sdp,...] [--spec FILE ...]
+                                [--only conv,sdp,...] [--spec FILE ...] [--config NAME]
 
 Each random spec (every unit and mode gen supports: direct/Winograd/image/batched
 convolutions with SDP and PDP on the fly, SDP X1/X2/Y with operands from registers or
 memory, LUT, PReLU and convertors, PDP, CDP, BDMA, Rubik, chains of layers; int8, int16,
 fp16; data and weights pushed toward saturation, extreme exponents and fp16 specials) is
-generated in this process, so the expected CRCs and counters are this simulator's, written
+generated in this process (for ``--config``, default nv_full: its precisions and units only;
+a master-map configuration needs that configuration's C-model and ``--regs-header`` its
+opendla.h), so the expected CRCs and counters are this simulator's, written
 as a ``.cfg`` trace and replayed on the C-model's trace player TP through
 ``<shared>/cmodel/harness/tp.py`` (niced: it is a guest on a shared machine).  A spec gen
 refuses is counted, not run.  Any check the C-model fails is a disagreement: the spec, the
@@ -40,6 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from sim.configs import CONFIGS  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.gen import generate  # noqa: E402
 
@@ -66,8 +69,8 @@ def _toml_value(v) -> str:
     return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
 
 
-def to_toml(seed: int, layers: list[dict]) -> str:
-    lines = ['config = "nv_full"', f"seed = {seed}", ""]
+def to_toml(seed: int, layers: list[dict], config: str = "nv_full") -> str:
+    lines = [f'config = "{config}"', f"seed = {seed}", ""]
     for layer in layers:
         lines += ["[[layer]]", *(f"{k} = {_toml_value(v)}" for k, v in layer.items()), ""]
     return "\n".join(lines)
@@ -311,19 +314,21 @@ BUILDERS = {"conv": conv_layer, "sdp": sdp_layer, "pdp": pdp_layer, "cdp": cdp_l
             "bdma": bdma_layer, "rubik": rubik_layer}
 
 
-def random_spec(r, only=None) -> str:
-    units = [u for u in UNIT_WEIGHTS if not only or u in only]
+def random_spec(r, only=None, config: str = "nv_full") -> str:
+    hw = CONFIGS[config]
+    # units the configuration lacks are never drawn (conv, sdp and chains always exist)
+    units = [u for u in UNIT_WEIGHTS if (not only or u in only) and getattr(hw, u, True)]
     unit = r.choices(units, [UNIT_WEIGHTS[u] for u in units])[0]
-    precision = r.choice(PRECISIONS)
+    precision = r.choice([p for p in PRECISIONS if hw.supports(p)])
     seed = r.randint(0, 10 ** 6)
     if unit != "chain":
-        return to_toml(seed, [BUILDERS[unit](r, precision)])
+        return to_toml(seed, [BUILDERS[unit](r, precision)], config)
     layers = [conv_layer(r, precision) if r.random() < 0.6 else sdp_layer(r, precision)]
     for i in range(1, r.randint(2, 3)):
         layers.append(BUILDERS[r.choice(["sdp", "pdp", "cdp"])](r, precision, f"l{i - 1}"))
     for i, layer in enumerate(layers):
         layer["name"] = f"l{i}"
-    return to_toml(seed, layers)
+    return to_toml(seed, layers, config)
 
 
 # -- the C-model side -----------------------------------------------------------------------
@@ -385,6 +390,8 @@ def main(argv=None) -> int:
     ap.add_argument("--spec", type=Path, action="append", default=[],
                     help="replay these spec files instead of random ones")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per C-model run")
+    ap.add_argument("--config", default="nv_full", choices=sorted(CONFIGS),
+                    help="the configuration random specs are drawn for (the player's)")
     a = ap.parse_args(argv)
     harness = a.shared / "cmodel" / "harness" / "tp.py"
     if not harness.is_file():
@@ -399,7 +406,7 @@ def main(argv=None) -> int:
     stats = dict.fromkeys(("ran", "ok", "known", "disagree", "refused", "gen_crash"), 0)
     with open(a.out / "log.jsonl", "a") as log:
         for text, name in items:
-            text = text or random_spec(r, only)
+            text = text or random_spec(r, only, a.config)
             verdict = _one(a, text, name, work, harness)
             stats[verdict["verdict"]] += 1
             stats["ran"] += verdict["verdict"] in ("ok", "disagree", "known")
