@@ -49,7 +49,10 @@ class HardwareConfig:
     # (every master-map configuration) ties the register to 0, and reads give 0
     cdp_saturation_counter: bool = True
     # PDP shared line buffer, in output columns one pooling line may use (0: not known here):
-    # nvdlav1's 7 KB, 8 banks of 64 entries, 4 entries a column of 16 int16/fp16 or 32 int8
+    # nvdlav1's 7 KB, 8 banks of 64 entries, 4 entries a column of 16 int16/fp16 or 32 int8.
+    # The master RTL sizes a bank (atom / PDP throughput) x 16 entries, atom / throughput
+    # entries a column: 128 columns on every master configuration too (checked on nv_small's
+    # RTL: 129 columns at one line in flight write wrong bytes, 65 at two never finish)
     pdp_line_buffer_columns: int = 0
 
     def supports(self, precision: Precision | str) -> bool:
@@ -80,7 +83,7 @@ _SMALL_FEATURES = dict(
     winograd=False, batch=False, max_batch=1, weight_compression=False,
     sdp_bs=True, sdp_bn=True, bdma=False, rubik=False, pdp=True, cdp=True,
     cdp_saturation_counter=False, cacc_truncate_max=31,
-    sdp_rtl_saturation_flag=True,
+    sdp_rtl_saturation_flag=True, pdp_line_buffer_columns=128,
 )
 
 CONFIGS: dict[str, HardwareConfig] = {
