@@ -50,6 +50,8 @@ AT_ENABLE = frozenset(("NVDLA_SDP_RDMA",))
 #: how many finished layers are kept, at most: older ones are forgotten (a race missed,
 #: never one reported), should a unit stay armed for ever and hold them all
 MAX_FLIGHTS = 64
+#: pairs of windows below which two layers' accesses are compared one by one
+SMALL_PAIRS = 256
 _UNITS: dict[str, str | None] = {}  # an access's ``what`` -> the unit it names
 
 
@@ -70,7 +72,13 @@ class Flight:
     def __init__(self, number: int, engine: str, groups: dict, starts: dict, accesses: list):
         self.number, self.engine, self.groups = number, engine, dict(groups)
         self.starts = starts  # unit -> the clock before which it cannot have started
-        self.accesses = accesses  # (memory name, reads, writes) of each memory it touched
+        # of each memory it touched: (name, reads, writes, the reads checked against
+        # other layers' writes (AT_ENABLE's left out)), each list with the span of its
+        # windows, (first byte, end) or None: most layers' spans meet no other's
+        self.accesses = []
+        for name, reads, writes in accesses:
+            checked = [r for r in reads if access_unit(r.what) not in AT_ENABLE]
+            self.accesses.append((name, *((a, _box(a)) for a in (reads, writes, checked))))
         self.bits: list[list] = []  # [S_INTR_STATUS bit, unit, raised, clock seen or None]
 
     def name(self) -> str:
@@ -175,19 +183,21 @@ class RaceWatch:
 
     def _check(self, early: Flight, late: Flight) -> None:
         earliest = min(late.starts.values(), default=self.clock)
-        pair = _Pair(early, late)
-        for mem_name, e_reads, e_writes in early.accesses:
-            for name, l_reads, l_writes in late.accesses:
+        pair = None
+        for mem_name, e_reads, e_writes, _ in early.accesses:
+            for name, _, l_writes, l_reads in late.accesses:
                 if name != mem_name:
                     continue
-                live_w = [a for a in e_writes if pair.live_at(a, earliest)]
-                live_r = [a for a in e_reads if pair.live_at(a, earliest)]
-                for mine, theirs, kinds in ((live_w, l_reads, ("writes", "reads")),
-                                            (live_w, l_writes, ("writes", "writes")),
-                                            (live_r, l_writes, ("reads", "writes"))):
-                    if kinds[1] == "reads":
-                        theirs = [b for b in theirs if access_unit(b.what) not in AT_ENABLE]
-                    hit = _first_race(mine, theirs, pair)
+                for mine, theirs, kinds in ((e_writes, l_reads, ("writes", "reads")),
+                                            (e_writes, l_writes, ("writes", "writes")),
+                                            (e_reads, l_writes, ("reads", "writes"))):
+                    (mine, mine_box), (theirs, their_box) = mine, theirs
+                    if mine_box is None or their_box is None or mine_box[1] <= their_box[0] \
+                            or their_box[1] <= mine_box[0]:
+                        continue
+                    pair = pair or _Pair(early, late)
+                    live = [a for a in mine if pair.live_at(a, earliest)]
+                    hit = _first_race(live, theirs, pair)
                     if hit is not None:
                         raise _race_error(early, late, mem_name, kinds, *hit)
 
@@ -221,6 +231,13 @@ class _Pair:
                        for x in self.shared)
 
 
+def _box(accesses) -> tuple[int, int] | None:
+    """(first byte, end) of the windows of ``accesses``, or None if there are none."""
+    if not accesses:
+        return None
+    return min(a.addr for a in accesses), max(a.addr + a.size for a in accesses)
+
+
 def _spans(accesses) -> tuple[np.ndarray, np.ndarray]:
     """(first byte, last byte) of each access's window, as uint64."""
     spans = np.array([(a.addr, a.addr + a.size - 1) for a in accesses], np.uint64)
@@ -231,6 +248,15 @@ def _first_race(early: list, late: list, pair: _Pair):
     """(early access, late access, first byte, end) of the first pair whose bytes meet
     and which no shared unit orders, or None."""
     if not early or not late:
+        return None
+    if len(early) * len(late) <= SMALL_PAIRS:  # a few windows each: numpy would cost more
+        for b in late:
+            b_end = b.addr + b.size
+            for a in early:
+                if a.addr < b_end and b.addr < a.addr + a.size and pair.races(a, b):
+                    met = _meeting(a, b)
+                    if met is not None:
+                        return (a, b, *met)
         return None
     e_first, e_last = _spans(early)
     order = np.argsort(e_first, kind="stable")
