@@ -465,10 +465,12 @@ class Machine:
         return False
 
     def run(self, max_layers: int | None = None) -> int:
-        """Run until idle (or until ``max_layers`` layers ran); returns the layers run."""
+        """Run until idle (or until ``max_layers`` layers ran); returns the layers run.  Run
+        until idle, the caller has waited for every layer: none races a later one."""
         start = self.layers_run
         while max_layers is None or self.layers_run - start < max_layers:
             if not self.step():
+                self.completions_seen()  # run dry: the caller waited for every layer to end
                 break
         return self.layers_run - start
 

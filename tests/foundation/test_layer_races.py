@@ -54,7 +54,9 @@ def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None) -> Machine:
         m.load(addr, rng.integers(-100, 100, CUBE_BYTES).astype(np.int8).tobytes())
     _start_sdp(m, *sdp)
     if wait is not None:
-        assert m.run() == 1
+        while m.step():
+            pass
+        assert m.layers_run == 1
         if wait == "clear":
             m.clear_interrupt("SDP", 0)
         else:
@@ -113,7 +115,8 @@ def test_an_interrupt_cleared_before_it_was_raised_is_not_seen():
 def test_the_status_register_write_one_to_clear_is_seen():
     m = Machine("nv_small")
     _start_sdp(m, *RAW[0])
-    assert m.run() == 1
+    while m.step():
+        pass
     m.write_reg("NVDLA_GLB.S_INTR_STATUS_0", m.interrupt_status())  # as the KMD's handler
     _start_pool(m, *RAW[1])
     assert m.run() == 1
@@ -148,9 +151,9 @@ def test_consecutive_convolutions_pipeline(second, seen, race):
     m = Machine("nv_small")
     _conv(m, A, 0x8050_0000, B, 0, seed=1)
     if seen:
-        assert m.run() == 1
-        while m.step():  # its done interrupts, one by one
-            pass
+        while m.step():  # the layer, then its done interrupts one by one (run() would
+            pass  # count as waiting for them all)
+        assert m.layers_run == 1
         for source in seen:
             m.clear_interrupt(source, 0)
     _conv(m, *second[:1], 0x8060_0000, second[1], 1, seed=2)
@@ -199,3 +202,22 @@ def test_the_first_race_is_found_exactly_when_some_pair_of_windows_meets(count):
                 starts, ends = access.intervals(lo)
                 assert np.any((starts <= 0) & (ends >= hi - lo))  # one line holds them all
     assert outcomes == {True, False} or count > 3  # both met at a few windows each
+
+
+@pytest.mark.parametrize("how, race", [("step", True), ("run", False)])
+def test_running_the_machine_dry_waits_for_every_layer(how, race):
+    """Machine.run() returns once nothing can run: its caller has waited for every layer
+    (stepping it leaves the interrupts unseen)."""
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    if how == "run":
+        m.run()
+    else:
+        while m.step():
+            pass
+    _start_pool(m, *RAW[1])
+    if race:
+        with pytest.raises(MemoryFault, match="would depend on timing"):
+            m.run()
+    else:
+        assert m.run() == 1
