@@ -17,10 +17,15 @@ layers: the next layer's CDMA fetches while the last one's SDP still writes.
 
 A layer's accesses retire when a done interrupt of its own unit, or of a unit
 downstream of it in the same layer, has been seen; an access named by no unit
-retires at the first interrupt of its layer seen.  Both choices can only miss
-a race, never report one the hardware orders.  What this cannot see: a layer
-armed behind the machine's back (BDMA's launch counts from when it runs), and
-the memory interface's own order between two units' requests.
+retires at the first interrupt of its layer seen.  Software is taken to have seen
+every interrupt raised when a trace's poll holds, when the firmware reports its
+task complete, and when a caller runs the machine dry (``Machine.run``).  Every
+such choice can only miss a race, never report one the hardware orders.  What
+this cannot see: a layer armed behind the machine's back (BDMA's launch counts
+from when it runs), SDP_RDMA's reads against the writes of layers running at its
+enable (:data:`AT_ENABLE`), a CDMA whose weights are still being fetched once its
+data-done interrupt was seen, and the memory interface's own order between two
+units' requests.
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ DOWNSTREAM: dict[str, frozenset] = {
     "NVDLA_CDP_RDMA": frozenset(("NVDLA_CDP_RDMA", "NVDLA_CDP")),
     "NVDLA_CDP": frozenset(("NVDLA_CDP",)),
     "NVDLA_BDMA": frozenset(("NVDLA_BDMA",)),
-    "NVDLA_RUBIK": frozenset(("NVDLA_RUBIK",)),
+    "NVDLA_RBK": frozenset(("NVDLA_RBK",)),
 }
 #: units whose reads the simulator takes when their layer is enabled, as NVIDIA's C-model
 #: does (sim.sdp.fetch: NVIDIA's KMD enables a ResNet's shortcut SDP while the pooling
