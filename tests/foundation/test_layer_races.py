@@ -221,3 +221,39 @@ def test_running_the_machine_dry_waits_for_every_layer(how, race):
             m.run()
     else:
         assert m.run() == 1
+
+
+def _writes(start, *args) -> list[str]:
+    """The trace lines of the register writes ``start(machine, *args)`` makes."""
+    lines = []
+
+    class Recorder:
+        def wrote_register(self, register, value):
+            lines.append(f"reg_write({register.full_name}, {value:#x});")
+
+    m = Machine("nv_small")
+    m.register_listeners.add(Recorder())
+    start(m, *args)
+    return lines
+
+
+@pytest.mark.parametrize("wait, verdict", [
+    ("", "error"),  # the pooling enabled while the SDP layer may still run
+    ("intr_notify(SDP_0, sync_id_0);", "pass"),
+    ("poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x1);", "pass"),
+    # a poll that held before the layer ran (the player runs layers when a line waits)
+    ("poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x0);", "error"),
+])
+def test_a_trace_waits_for_the_layer_before(tmp_path, wait, verdict):
+    from sim.trace.player import run_trace
+
+    cfg = [*_writes(_start_sdp, *RAW[0]), wait, *_writes(_start_pool, *RAW[1]),
+           "intr_notify(PDP_0, sync_id_1);"]
+    folder = tmp_path / "nv_small" / "t"
+    folder.mkdir(parents=True)
+    (folder / "t.cfg").write_text("\n".join(cfg) + "\n")
+    result = run_trace(folder, "nv_small")
+    assert result.status.value == verdict, result.message
+    if verdict == "error":
+        assert "would depend on timing" in result.message
+        assert "hardware layer 0 (SDP" in result.message
