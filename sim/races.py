@@ -97,9 +97,11 @@ class Flight:
 
     def start_of(self, unit: str | None) -> int:
         """The clock before which an access of ``unit`` in this layer cannot happen: the
-        latest start of the units upstream of it (of all the layer's, unit unnamed)."""
-        return max((at for u, at in self.starts.items()
-                    if unit is None or unit in DOWNSTREAM.get(u, (u,))), default=0)
+        latest start of the units upstream of it (of all the layer's, unit unnamed or
+        none of them upstream: the later, the fewer races reported)."""
+        upstream = [at for u, at in self.starts.items()
+                    if unit is not None and unit in DOWNSTREAM.get(u, (u,))]
+        return max(upstream or self.starts.values(), default=0)
 
     def retired_at(self, unit: str | None) -> int | None:
         """The clock at which software knew an access of ``unit`` in this layer ended: a
