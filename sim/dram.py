@@ -131,6 +131,10 @@ class Memory:
         self._slab_lock = threading.Lock()
         # (addr, size, what) read by the running layer's DMAs; None outside a layer
         self._layer_reads: list[LayerAccess] | None = None
+        # every DMA read and write of the running layer, whatever its mode (sim.races
+        # compares them with those of the layers still running); None outside a layer
+        self._tracked_reads: list[LayerAccess] | None = None
+        self._tracked_writes: list[LayerAccess] | None = None
         # a layer's DMAs may read from several threads at once (sim.conv.direct fetches
         # data and weights side by side): a read's window and its entry go in together
         self._reads_lock = threading.Lock()
@@ -188,15 +192,26 @@ class Memory:
         return missing
 
     # -- a layer's reads, so that an output overlapping its own input stops -----
-    def begin_layer(self) -> None:
-        self._layer_reads = []
-        self._read_bytes = np.empty((64, 2), np.uint64)  # first and last byte of each read
+    def begin_layer(self, refuse_overlap: bool = True) -> None:
+        """A layer starts: its accesses are kept from now on, and, if ``refuse_overlap``,
+        its writes are checked against its own reads (:meth:`_check_overlap`)."""
+        self._tracked_reads, self._tracked_writes = [], []
+        if refuse_overlap:
+            self._layer_reads = []
+            self._read_bytes = np.empty((64, 2), np.uint64)  # first and last byte of each read
 
-    def end_layer(self) -> None:
-        self._layer_reads = None
+    def end_layer(self) -> tuple[list[LayerAccess], list[LayerAccess]]:
+        """The layer has ended: (its reads, its writes)."""
+        done = self._tracked_reads or [], self._tracked_writes or []
+        self._layer_reads = self._tracked_reads = self._tracked_writes = None
+        return done
 
     def _record_read(self, read: LayerAccess) -> None:
-        if self._layer_reads is None or not read.size or read.mode in (HELD, ORDERED):
+        tracked = self._tracked_reads
+        if tracked is None or not read.size:
+            return
+        tracked.append(read)  # one call: atomic, from whichever thread
+        if self._layer_reads is None or read.mode in (HELD, ORDERED):
             return
         with self._reads_lock:
             n = len(self._layer_reads)
@@ -330,8 +345,11 @@ class Memory:
         buf = _as_u8(data)
         size = buf.size
         self.check(addr, size, what, "write")
-        if self._layer_reads:
-            self._check_overlap(LayerAccess(addr, size, what, lines))
+        if self._tracked_writes is not None and size:
+            access = LayerAccess(addr, size, what, lines)
+            if self._layer_reads:
+                self._check_overlap(access)
+            self._tracked_writes.append(access)
         off = addr & PAGE_MASK
         # the usual write, inside one page already held, needs no room
         held = self._pages.get(addr >> PAGE_BITS) if off + size <= PAGE_SIZE else None
@@ -359,7 +377,7 @@ class Memory:
         already held, outside a layer and unheard, is copied into it here (what write does
         with it, without a call's and its checks' cost: the range is valid, the page held);
         any other is :meth:`write`'s, with its checks and errors."""
-        if self._layer_reads is not None or self._listening:
+        if self._tracked_writes is not None or self._listening:
             for offset, data in runs:
                 self.write(base + offset, data)
             return
@@ -578,7 +596,7 @@ class Memory:
     def fill(self, addr: int, size: int, pattern: str, seed: int = 0, what: str = "") -> None:
         """``mem_init`` patterns: ALL_ZERO, ONES, AFIVE, FIVEA, ADDR, RANDOM."""
         self.check(addr, size, what, "fill")
-        if pattern.upper() == "ALL_ZERO" and size and self._layer_reads is None \
+        if pattern.upper() == "ALL_ZERO" and size and self._tracked_writes is None \
                 and not self._listening:
             self._zero(addr, size, pattern, what)
             return

@@ -26,6 +26,7 @@ from .engines import ENGINES, Engine
 from .errors import ConfigurationError, MemoryFault, SimError
 from .limits import DEFAULT_LIMITS, MemoryLimits
 from .listeners import LayerListeners, RegisterListeners, memory_listeners
+from .races import RaceWatch
 from .records import record
 from .regfile import Block, RegisterFile
 
@@ -215,6 +216,8 @@ class Machine:
         # each step raises one, as a bench waiting for them one by one sees them
         self._deferred: list[tuple[str, int]] = []
         self.layers_run = 0
+        # the layers that may still run in the hardware, checked against each new one
+        self.races = RaceWatch()
         # told when a layer starts and ends (sim.listeners.LayerListener): add/remove
         self.listeners = LayerListeners()
         self.register_listeners = RegisterListeners()  # told of every CSB write
@@ -323,8 +326,14 @@ class Machine:
                 return
             if self._special_write(r, special, value):
                 return
+        if r is self._intr_status:  # write-1-to-clear: software saw the bits it cleared
+            before = self.regfile.peek(r)
+            self.regfile.apply_write(rf_plan, value)
+            self.races.seen(before & ~self.regfile.peek(r))
+            return
         if self.regfile.apply_write(rf_plan, value) == "launch":
             self._launches.append(unit)
+            self.races.armed(unit, self.regfile.producer[unit])
 
     def _special_write(self, r, special: tuple, value: int) -> bool:
         """The interrupt set and engine hooks of a write; True if consumed."""
@@ -408,13 +417,21 @@ class Machine:
 
     def clear_interrupt(self, source: str, group: int) -> None:
         reg = self._intr_status
-        self.regfile.poke(reg, self.regfile.peek(reg) & ~self._done_bit(source, group))
+        status, bit = self.regfile.peek(reg), self._done_bit(source, group)
+        self.regfile.poke(reg, status & ~bit)
+        self.races.seen(status & bit)
 
     def clear_interrupts(self) -> None:
         """Clear every status bit that is not masked (what a handler saw, it clears)."""
         reg = self._intr_status
-        mask = self.regfile.peek(self._intr_mask)
-        self.regfile.poke(reg, self.regfile.peek(reg) & mask)
+        mask, status = self.regfile.peek(self._intr_mask), self.regfile.peek(reg)
+        self.regfile.poke(reg, status & mask)
+        self.races.seen(status & ~mask)
+
+    def completions_seen(self) -> None:
+        """Software has seen every layer that raised its done interrupts end (a poll that
+        held, a task the firmware reported complete): none of them races a later one."""
+        self.races.seen_all()
 
     # -- execution ------------------------------------------------------------
     def layer_finishing(self) -> bool:
@@ -431,7 +448,7 @@ class Machine:
         Returns False when nothing can happen.
         """
         if self._deferred:
-            self.raise_interrupt(*self._deferred.pop(0))
+            self._raise_done(*self._deferred.pop(0))
             return True
         for engine in self._by_launch_order():
             groups = engine.ready(self)
@@ -439,27 +456,31 @@ class Machine:
                 continue
             ctx = self.context(groups)
             self.listeners.layer_begin(self.layers_run, engine, ctx)
-            self._run_layer(engine, ctx)
+            accesses = self._run_layer(engine, ctx)
             self.listeners.layer_end()
-            self._finish(engine, ctx)
+            flight = self.races.layer_ran(self.layers_run, engine.name, ctx.groups, accesses)
+            self._finish(engine, ctx, flight)
             self.layers_run += 1
             return True
         return False
 
     def run(self, max_layers: int | None = None) -> int:
-        """Run until idle (or until ``max_layers`` layers ran); returns the layers run."""
+        """Run until idle (or until ``max_layers`` layers ran); returns the layers run.  Run
+        until idle, the caller has waited for every layer: none races a later one."""
         start = self.layers_run
         while max_layers is None or self.layers_run - start < max_layers:
             if not self.step():
+                self.completions_seen()  # run dry: the caller waited for every layer to end
                 break
         return self.layers_run - start
 
-    def _run_layer(self, engine: Engine, ctx: LayerContext) -> None:
-        """Run one layer; a DMA fault names the unit when the reader did not."""
+    def _run_layer(self, engine: Engine, ctx: LayerContext) -> list:
+        """Run one layer; a DMA fault names the unit when the reader did not.  Returns
+        (memory name, reads, writes) of each memory it read or wrote."""
         watch = engine.refuses_overlap
         for mem in self.memories():
-            if watch:
-                mem.begin_layer()
+            mem.begin_layer(watch)
+        accesses = []
         try:
             engine.run(ctx)
         except MemoryFault as exc:
@@ -469,7 +490,10 @@ class Machine:
             raise
         finally:
             for mem in self.memories():
-                mem.end_layer()
+                reads, writes = mem.end_layer()
+                if reads or writes:
+                    accesses.append((mem.name, reads, writes))
+        return accesses
 
     def _by_launch_order(self):
         if not self._launches:  # every engine ranks last: the registry's order
@@ -481,7 +505,13 @@ class Machine:
 
         return sorted(self.engines, key=rank)
 
-    def _finish(self, engine: Engine, ctx: LayerContext) -> None:
+    def _raise_done(self, source: str, group: int) -> None:
+        """Raise a done interrupt of the last layer."""
+        bit = self._done_bit(source, group)
+        self._raise_bits(bit)
+        self.races.raised(bit)
+
+    def _finish(self, engine: Engine, ctx: LayerContext, flight) -> None:
         rf = self.regfile
         registers = self._counter_registers
         for key, value in ctx.counters.items():
@@ -491,10 +521,13 @@ class Machine:
             rf.poke(reg, value, ctx.groups.get(key[0]))
         for unit in ctx.groups:
             if unit in rf.armed:
-                rf.complete(unit)
+                self.races.completed(unit, rf.complete(unit))
                 if unit in self._launches:
                     self._launches.remove(unit)
-        pending = [(source, ctx.groups[unit]) for source, unit in engine.interrupts(ctx)]
+        done = engine.interrupts(ctx)
+        pending = [(source, ctx.groups[unit]) for source, unit in done]
+        self.races.interrupts(flight, [(self._done_bit(source, ctx.groups[unit]), unit)
+                                       for source, unit in done])
         if pending:
-            self.raise_interrupt(*pending[0])
+            self._raise_done(*pending[0])
             self._deferred.extend(pending[1:])

@@ -500,6 +500,7 @@ class Firmware:
                 self._call("dla_clear_task")
             raise
         self._call("dla_clear_task")
+        self.machine.completions_seen()  # the task is complete: every layer of it ended
         return TaskStats(self.machine.layers_run - layers0, interrupts,
                          time.perf_counter() - start)
 

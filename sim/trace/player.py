@@ -309,6 +309,7 @@ class TracePlayer:
                 break
             got = read(r) & mask
         if got == want:
+            self.machine.completions_seen()  # the bench waited: what had ended, it knows
             return self._held(op)
         got = read(r) & mask  # what it reads now, for the message
         self._judge(Check(op, f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
@@ -343,6 +344,7 @@ class TracePlayer:
 
     def _op_wait(self, op: Wait) -> None:
         held = self._advance_until(self.machine.interrupt_pending)
+        self.machine.completions_seen()
         self._judge(Check(op, None if held else IDLE))
 
     def _op_mem_init(self, op: MemInit) -> None:

@@ -1,0 +1,259 @@
+"""Two layers the hardware may run at once, one writing bytes the other reads or writes.
+
+A layer runs from its D_OP_ENABLE until software has seen its done interrupt;
+a layer enabled before then may run beside it (sim.races).  Such a pair stops
+with an error naming both; the same pair with the wait in between, or with
+bytes that do not meet, runs as before.
+"""
+
+import numpy as np
+import pytest
+
+from sim.dma.feature import pack_feature
+from sim.errors import MemoryFault
+from sim.machine import Machine
+from sim.program.conv import program
+from sim.program.pdp import Pooling, program_pdp, program_pdp_rdma
+from sim.program.registers import set_reg
+from sim.program.sdp import program_sdp_output, start_sdp_add
+
+SHAPE = (8, 4, 8)  # C, H, W of the SDP's cube: nv_small atoms of 8 bytes, 256 bytes
+CUBE_BYTES = 8 * 4 * 8
+POOLED_BYTES = 8 * 2 * 4
+A, B, C, D = 0x8010_0000, 0x8020_0000, 0x8030_0000, 0x8040_0000
+CONV = ("NVDLA_CDMA", "NVDLA_CSC", "NVDLA_CMAC_A", "NVDLA_CMAC_B", "NVDLA_CACC", "NVDLA_SDP")
+
+
+def _layout(shape):
+    c, h, w = shape
+    return pack_feature(np.zeros(shape, np.int8), precision="int8", atom_bytes=8,
+                        line_stride=w * 8, surface_stride=w * 8 * h)[1]
+
+
+def _start_sdp(m, src: int, dst: int) -> None:
+    """SDP (group 0): src + 3 -> dst, enabled."""
+    lay = _layout(SHAPE)
+    start_sdp_add(m, SHAPE, (src, lay), (dst, lay), 3)
+
+
+def _start_pool(m, src: int, dst: int) -> None:
+    """PDP (group 0): 2x2/2 max pooling of the SDP's cube shape, src -> dst, enabled."""
+    pool = Pooling("max", (2, 2), (2, 2), (0, 0, 0, 0), 0)
+    program_pdp(m, SHAPE, "int8", pool, (dst, _layout((8, 2, 4))), src=(src, _layout(SHAPE)))
+    program_pdp_rdma(m, SHAPE, "int8", pool, (src, _layout(SHAPE)))
+    m.write_reg("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
+    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+
+
+def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None) -> Machine:
+    """The SDP layer, then the pooling layer: enabled at once (``wait`` None), or once the
+    SDP's done interrupt was cleared (``clear``) or waited for by a poll (``poll``)."""
+    m = Machine("nv_small")
+    rng = np.random.default_rng(3)
+    for addr in (A, B, C, D):
+        m.load(addr, rng.integers(-100, 100, CUBE_BYTES).astype(np.int8).tobytes())
+    _start_sdp(m, *sdp)
+    if wait is not None:
+        while m.step():
+            pass
+        assert m.layers_run == 1
+        if wait == "clear":
+            m.clear_interrupt("SDP", 0)
+        else:
+            m.completions_seen()
+    _start_pool(m, *pool)
+    m.run()
+    return m
+
+
+# (SDP src, dst), (pooling src, dst): what meets what
+RAW = (A, B), (B, C)  # the pooling reads the SDP's output
+WAR = (A, B), (C, A)  # the pooling writes the SDP's input
+WAW = (A, B), (C, B)  # both write the same bytes
+NEIGHBOURS = (A, B), (B + CUBE_BYTES, C)  # the pooling reads right after the SDP's output
+APART = (A, B), (C, D)
+
+
+@pytest.mark.parametrize("pair, wait, race", [
+    (RAW, None, r"reads pri_mem bytes 0x80200000\.\.0x8020003f \(NVDLA_PDP_RDMA\) that "
+                 r"hardware layer 0 .* writes"),
+    (RAW, "clear", None),
+    (RAW, "poll", None),
+    (WAR, None, r"writes pri_mem bytes 0x80100000\.\.0x8010001f .* reads"),
+    (WAR, "clear", None),
+    (WAW, None, r"writes pri_mem bytes 0x80200000\.\.0x8020001f .* writes"),
+    (WAW, "clear", None),
+    (NEIGHBOURS, None, None),
+    (APART, None, None),
+])
+def test_layers_of_two_units_at_once(pair, wait, race):
+    if race is None:
+        m = _sdp_then_pool(*pair, wait)
+        assert m.layers_run == 2
+        same = _sdp_then_pool(*pair, "clear")  # the sequential answer, the wait in between
+        assert m.read_memory(pair[1][1], POOLED_BYTES) == same.read_memory(pair[1][1],
+                                                                           POOLED_BYTES)
+        return
+    with pytest.raises(MemoryFault, match=race) as error:
+        _sdp_then_pool(*pair, wait)
+    text = str(error.value)
+    assert "hardware layer 1 (PDP: PDP,PDP_RDMA group 0)" in text
+    assert "hardware layer 0 (SDP: SDP,SDP_RDMA group 0)" in text
+    assert text.endswith("the result would depend on timing")
+
+
+def test_an_interrupt_cleared_before_it_was_raised_is_not_seen():
+    """Clearing a bit that is not set tells software nothing about the layer."""
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    m.clear_interrupt("SDP", 0)  # nothing raised yet
+    _start_pool(m, *RAW[1])
+    with pytest.raises(MemoryFault, match="would depend on timing"):
+        m.run()
+
+
+def test_the_status_register_write_one_to_clear_is_seen():
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    while m.step():
+        pass
+    m.write_reg("NVDLA_GLB.S_INTR_STATUS_0", m.interrupt_status())  # as the KMD's handler
+    _start_pool(m, *RAW[1])
+    assert m.run() == 1
+
+
+def _conv(m, x_addr: int, wt_addr: int, out_addr: int, group: int, seed: int) -> None:
+    """A 3x3 int8 convolution of a 8x6x6 cube at x_addr to 8x4x4 at out_addr, programmed
+    into register group ``group`` and enabled."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-20, 20, (8, 6, 6), dtype=np.int64).astype(np.int8)
+    w = rng.integers(-3, 4, (8, 8, 3, 3), dtype=np.int64).astype(np.int8)
+    for unit in CONV:
+        set_reg(m, unit, "S_POINTER_0", producer=group)
+    program(m, x, w, precision="int8", in_addr=x_addr, wt_addr=wt_addr)
+    program_sdp_output(m, out_addr, (8, 4, 4), "int8")
+    for unit in CONV:
+        m.write_reg(f"{unit}.D_OP_ENABLE_0", 1)
+
+
+@pytest.mark.parametrize("second, seen, race", [
+    # the second convolution's CDMA reads the first one's output (its SDP still writing)
+    ((B, C), (), r"hardware layer 1 \(CONV: .* group 1\) reads pri_mem bytes 0x80200000"),
+    ((B, C), ("CDMA_DAT", "CDMA_WT", "CACC"), "reads pri_mem bytes 0x80200000"),
+    ((B, C), ("CDMA_DAT", "CDMA_WT", "CACC", "SDP"), None),
+    # its SDP writes the first one's input: the CDMA fetched that before the second layer
+    ((C, A), (), None),
+    # both SDPs write the same bytes: the SDP runs its groups one after the other
+    ((C, B), (), None),
+    ((C, D), (), None),
+])
+def test_consecutive_convolutions_pipeline(second, seen, race):
+    m = Machine("nv_small")
+    _conv(m, A, 0x8050_0000, B, 0, seed=1)
+    if seen:
+        while m.step():  # the layer, then its done interrupts one by one (run() would
+            pass  # count as waiting for them all)
+        assert m.layers_run == 1
+        for source in seen:
+            m.clear_interrupt(source, 0)
+    _conv(m, *second[:1], 0x8060_0000, second[1], 1, seed=2)
+    if race is None:
+        m.run()
+        assert m.layers_run == 2
+        return
+    with pytest.raises(MemoryFault, match=race):
+        m.run()
+
+
+@pytest.mark.parametrize("count", [3, 40])  # compared one by one; as arrays
+def test_the_first_race_is_found_exactly_when_some_pair_of_windows_meets(count):
+    """Windows with and without lines, at random: a race is found exactly when a pair of
+    them really moves a byte in common, and the bytes named are moved by both."""
+    from sim.dram import LayerAccess
+    from sim.races import _first_race
+
+    class Unordered:
+        def races(self, a, b):
+            return True
+
+    rng = np.random.default_rng(17)
+    outcomes = set()
+    for _ in range(60):
+        def accesses(n):
+            out = []
+            for _ in range(n):
+                addr = 0x8000_0000 + int(rng.integers(0, 1 << 14))
+                if rng.random() < 0.5:
+                    out.append(LayerAccess(addr, int(rng.integers(1, 300)), "x"))
+                else:  # lines of 16 bytes every 64
+                    lines = int(rng.integers(1, 6))
+                    out.append(LayerAccess(addr, 64 * (lines - 1) + 16, "x",
+                                           (np.arange(lines) * 64, 16)))
+            return out
+        early, late = accesses(count), accesses(count)
+        want = any(a.intersects(b) for a in early for b in late)
+        hit = _first_race(early, late, Unordered())
+        assert (hit is not None) == want
+        outcomes.add(want)
+        if hit is not None:
+            a, b, lo, hi = hit
+            assert lo < hi
+            for access in (a, b):
+                starts, ends = access.intervals(lo)
+                assert np.any((starts <= 0) & (ends >= hi - lo))  # one line holds them all
+    assert outcomes == {True, False} or count > 3  # both met at a few windows each
+
+
+@pytest.mark.parametrize("how, race", [("step", True), ("run", False)])
+def test_running_the_machine_dry_waits_for_every_layer(how, race):
+    """Machine.run() returns once nothing can run: its caller has waited for every layer
+    (stepping it leaves the interrupts unseen)."""
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    if how == "run":
+        m.run()
+    else:
+        while m.step():
+            pass
+    _start_pool(m, *RAW[1])
+    if race:
+        with pytest.raises(MemoryFault, match="would depend on timing"):
+            m.run()
+    else:
+        assert m.run() == 1
+
+
+def _writes(start, *args) -> list[str]:
+    """The trace lines of the register writes ``start(machine, *args)`` makes."""
+    lines = []
+
+    class Recorder:
+        def wrote_register(self, register, value):
+            lines.append(f"reg_write({register.full_name}, {value:#x});")
+
+    m = Machine("nv_small")
+    m.register_listeners.add(Recorder())
+    start(m, *args)
+    return lines
+
+
+@pytest.mark.parametrize("wait, verdict", [
+    ("", "error"),  # the pooling enabled while the SDP layer may still run
+    ("intr_notify(SDP_0, sync_id_0);", "pass"),
+    ("poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x1);", "pass"),
+    # a poll that held before the layer ran (the player runs layers when a line waits)
+    ("poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x0);", "error"),
+])
+def test_a_trace_waits_for_the_layer_before(tmp_path, wait, verdict):
+    from sim.trace.player import run_trace
+
+    cfg = [*_writes(_start_sdp, *RAW[0]), wait, *_writes(_start_pool, *RAW[1]),
+           "intr_notify(PDP_0, sync_id_1);"]
+    folder = tmp_path / "nv_small" / "t"
+    folder.mkdir(parents=True)
+    (folder / "t.cfg").write_text("\n".join(cfg) + "\n")
+    result = run_trace(folder, "nv_small")
+    assert result.status.value == verdict, result.message
+    if verdict == "error":
+        assert "would depend on timing" in result.message
+        assert "hardware layer 0 (SDP" in result.message
