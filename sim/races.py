@@ -123,6 +123,11 @@ class RaceWatch:
     layer against them (:meth:`Machine.step` calls it after the layer ran)."""
 
     def __init__(self):
+        #: None: a race stops the run (a trace's expectations must not depend on timing);
+        #: else called with each race's one-line message and the run goes on, the layers
+        #: computed one after the other (one of the orders the hardware may take): a
+        #: compiled network's user gets its outputs and the warning
+        self.report = None
         self.clock = 0  # interrupts seen so far, in events
         self._armed_at: dict[tuple[str, int], int] = {}  # (unit, group) -> clock at its enable
         # unit -> the clock before which its last layer cannot have started there: a unit
@@ -206,7 +211,11 @@ class RaceWatch:
                     live = [a for a in mine if pair.live_at(a, earliest)]
                     hit = _first_race(live, theirs, pair)
                     if hit is not None:
-                        raise _race_error(early, late, mem_name, kinds, *hit)
+                        error = _race_error(early, late, mem_name, kinds, *hit)
+                        if self.report is None:
+                            raise error
+                        self.report(str(error))
+                        return  # one warning a pair of layers
 
 
 class _Pair:

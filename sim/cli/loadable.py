@@ -10,6 +10,8 @@ from ..errors import SimError
 from . import COMMAND_HELP, count_arg, parse_args
 
 HELP = COMMAND_HELP["loadable"]
+#: races between layers printed one by one, at most (a split deconvolution makes several)
+RACES_SHOWN = 5
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +135,14 @@ def main(argv: list[str]) -> int:
         print(f"note: {len(result.notes)} dependency link(s) between DLA tasks made task-local "
               f"(NVIDIA's compiler chains engines across tasks; see the README)",
               file=sys.stderr)
+    for race in result.races[:RACES_SHOWN]:
+        print(f"warning: {race}", file=sys.stderr)
+    if len(result.races) > RACES_SHOWN:
+        print(f"warning: ... and {len(result.races) - RACES_SHOWN} more such pairs of layers",
+              file=sys.stderr)
+    if result.races:
+        print("warning: the outputs hold the layers' results computed one after the other; "
+              "NVDLA's bytes there depend on timing (see the README)", file=sys.stderr)
     files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
     write_folder_atomically(args.out_dir, files)
     if layers is not None:

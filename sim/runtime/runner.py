@@ -86,6 +86,9 @@ class RunResult:
     seconds: float = 0.0
     task_seconds: list[tuple[str, float]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # links cut to make DLA tasks task-local
+    #: layers the hardware may run at once on the same bytes (sim.races): computed one
+    #: after the other, the hardware's bytes there may differ
+    races: list[str] = field(default_factory=list)
     firmware_seconds: float = 0.0  # in the firmware's calls, less the simulator's answers
     macs: int = 0  # logical multiply-accumulates of the convolution layers run (.macs)
 
@@ -267,6 +270,7 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
             firmware.close()
         raise
     result = RunResult([], [])
+    machine.races.report = result.races.append
     recorded: dict[int, np.ndarray] = {}
     tasks = {t.id: t for t in loadable.tasks}
     # DLA tasks still to run: only their _record_loads read what _record_checks copies

@@ -45,10 +45,12 @@ def _start_pool(m, src: int, dst: int) -> None:
     m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
 
 
-def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None) -> Machine:
+def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None, report=None) -> Machine:
     """The SDP layer, then the pooling layer: enabled at once (``wait`` None), or once the
-    SDP's done interrupt was cleared (``clear``) or waited for by a poll (``poll``)."""
+    SDP's done interrupt was cleared (``clear``) or waited for by a poll (``poll``); races
+    reported to ``report`` (as a loadable's run does) rather than raised, if given."""
     m = Machine("nv_small")
+    m.races.report = report
     rng = np.random.default_rng(3)
     for addr in (A, B, C, D):
         m.load(addr, rng.integers(-100, 100, CUBE_BYTES).astype(np.int8).tobytes())
@@ -100,6 +102,19 @@ def test_layers_of_two_units_at_once(pair, wait, race):
     assert "hardware layer 1 (PDP: PDP,PDP_RDMA group 0)" in text
     assert "hardware layer 0 (SDP: SDP,SDP_RDMA group 0)" in text
     assert text.endswith("the result would depend on timing")
+
+
+@pytest.mark.parametrize("pair", [RAW, WAR, WAW])
+def test_a_reported_race_runs_on_with_the_sequential_answer(pair):
+    """A compiled network's run (sim.runtime.runner) takes each race as a warning: the
+    layers run to the end, one after the other, and the race is told once."""
+    told = []
+    m = _sdp_then_pool(*pair, None, told.append)
+    assert m.layers_run == 2
+    assert len(told) == 1 and told[0].endswith("the result would depend on timing")
+    same = _sdp_then_pool(*pair, "clear")
+    for addr in (pair[0][1], pair[1][1]):
+        assert m.read_memory(addr, POOLED_BYTES) == same.read_memory(addr, POOLED_BYTES)
 
 
 def test_an_interrupt_cleared_before_it_was_raised_is_not_seen():
