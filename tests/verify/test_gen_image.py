@@ -13,14 +13,14 @@ from sim.gen import generate
 from sim.memfiles import read_hex_dat
 from sim.trace.cfg import parse_cfg
 
+from .gen_helpers import assert_refused, write_spec, written
+
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "nv_full"\nseed = 13\n[[layer]]\nunit = "conv"\nmode = "image"\n'
-                    f'kernels = 6\nkernel = [2, 3]\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, seed=13, name=name,
+                      head='unit = "conv"\nmode = "image"\nkernels = 6\nkernel = [2, 3]\n')
 
 
 def _image(name: str, precision: str | None = None, extra: str = "", h=5, w=7) -> str:
@@ -42,13 +42,7 @@ def test_every_pixel_format_passes_run(tmp_path, name):
 
 
 def _fields(folder, unit: str = "NVDLA_CDMA") -> dict[str, int]:
-    out = {}
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd == "reg_write" and op.args[0].startswith(unit + "."):
-            reg = REGS.by_name(op.args[0])
-            out.update({f.name.lower(): (op.args[1] >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                        for f in reg.fields})
-    return out
+    return written(folder, unit)[0]
 
 
 def test_pixel_registers_are_the_spec(tmp_path):
@@ -122,12 +116,7 @@ ILLEGAL = [
 
 @pytest.mark.parametrize("body, message", ILLEGAL)
 def test_illegal_pixel_settings_name_key_and_rule(tmp_path, capsys, body, message):
-    spec = _spec(tmp_path, body)
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body), message)
 
 
 def test_pixel_keys_need_image_mode(tmp_path, capsys):

@@ -12,18 +12,16 @@ import pytest
 
 import regs
 from sim.cli import main
-from sim.errors import SimError
 from sim.gen import generate
 from sim.memfiles import read_hex_dat
-from sim.trace.cfg import parse_cfg
+
+from .gen_helpers import assert_refused, write_spec, written
 
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, config: str = "nv_full", name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "{config}"\nseed = 5\n[[layer]]\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, config, name=name)
 
 
 def _ramp(n: int, step: int, low: int = -30000) -> str:
@@ -76,27 +74,6 @@ def test_lut_specs_pass_run(tmp_path, name):
 
 # -- the registers gen writes, decoded back ----------------------------------------------
 
-def _written(folder, unit: str):
-    """(fields of the last write of each register of ``unit``, LE and LO table writes)."""
-    fields: dict[str, int] = {}
-    tables: dict[int, list[int]] = {0: [], 1: []}
-    table = None
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd != "reg_write" or not op.args[0].startswith(unit + "."):
-            continue
-        reg = REGS.by_name(op.args[0])
-        value = op.args[1]
-        decoded = {f.name.lower(): (value >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                   for f in reg.fields}
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            table = decoded["lut_table_id"]
-            tables[table] = []
-        elif reg.name == "S_LUT_ACCESS_DATA_0":
-            tables[table].append(decoded["lut_data"])
-        fields.update(decoded)
-    return fields, tables
-
-
 def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) & 1 else value
 
@@ -108,7 +85,7 @@ def _fp32(bits: int) -> float:
 def test_sdp_int_lut_registers_are_the_spec(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["sdp_int16_explicit_slopes"]), folder, fmt="cfg")
-    f, tables = _written(folder, "NVDLA_SDP")
+    f, tables = written(folder, "NVDLA_SDP")
     assert f["lut_le_function"] == 1  # linear
     assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
         (1, 0, 1)
@@ -126,7 +103,7 @@ def test_sdp_int_lut_registers_are_the_spec(tmp_path):
 def test_sdp_fp16_lut_registers_are_the_spec(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["sdp_fp16_exponent"]), folder, fmt="cfg")
-    f, tables = _written(folder, "NVDLA_SDP")
+    f, tables = written(folder, "NVDLA_SDP")
     assert f["lut_le_function"] == 0  # exponent
     assert _signed(f["lut_le_index_offset"], 8) == -5
     assert _signed(f["lut_lo_index_select"], 8) == -6
@@ -148,7 +125,7 @@ def test_sdp_fp16_lut_registers_are_the_spec(tmp_path):
 def test_cdp_lut_registers_take_38_bit_starts(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["cdp_int16_wide_start"]), folder, fmt="cfg")
-    f, _ = _written(folder, "NVDLA_CDP")
+    f, _ = written(folder, "NVDLA_CDP")
 
     def value(stem):
         return _signed((f[f"lut_{stem}_high"] << 32) | f[f"lut_{stem}_low"], 38)
@@ -257,9 +234,4 @@ ILLEGAL = [
 
 @pytest.mark.parametrize("body, precision, lut, message", ILLEGAL)
 def test_illegal_luts_name_key_and_rule(tmp_path, capsys, body, precision, lut, message):
-    spec = _spec(tmp_path, body.format(precision, lut))
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body.format(precision, lut)), message)

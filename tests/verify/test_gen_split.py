@@ -15,26 +15,18 @@ from sim.configs import get_config
 from sim.errors import SimError
 from sim.gen import generate
 from sim.memfiles import read_hex_dat
-from sim.trace.cfg import parse_cfg
+
+from .gen_helpers import assert_refused, write_spec, written
 
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, config: str = "nv_full", name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "{config}"\nseed = 9\n[[layer]]\nunit = "pdp"\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, config, seed=9, name=name, head='unit = "pdp"\n')
 
 
 def _fields(folder, unit: str) -> dict[str, int]:
-    """The fields of the last write of each register of ``unit``."""
-    out = {}
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd == "reg_write" and op.args[0].startswith(unit + "."):
-            reg = REGS.by_name(op.args[0])
-            out.update({f.name.lower(): (op.args[1] >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                        for f in reg.fields})
-    return out
+    return written(folder, unit)[0]
 
 
 WIDE = 'precision = "int16"\ninput = [16, 6, 300]\nkernel = [3, 3]\nstride = [2, 2]\n'
@@ -135,9 +127,4 @@ ILLEGAL = [
 
 @pytest.mark.parametrize("body, message", ILLEGAL)
 def test_illegal_splits_name_key_and_rule(tmp_path, capsys, body, message):
-    spec = _spec(tmp_path, body)
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body), message)
