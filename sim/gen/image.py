@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import SimError
 from ..records import record
 from .data import random_cube
-from .spec import integer
+from .spec import FP16_MAX, finite, integer
 
 IMAGE_KEYS = ("pixel_cvt", "pixel_offset", "mean", "pixel_sign_override")
 
@@ -89,9 +89,7 @@ def _default_cvt(fmt, proc: str) -> tuple[int, int, int]:
 
 def _mean(layer, key: str, value, fp16: bool) -> int:
     if fp16:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                or not abs(value) <= 65504:
-            raise layer.fail(key, f"expected a finite fp16 number, got {value!r}")
+        value = finite(layer, key, value, FP16_MAX, "expected a finite fp16 number, got {}")
         return int(np.float16(value).view(np.uint16))
     return integer(layer, key, value, -(1 << 15), (1 << 16) - 1) & 0xFFFF
 

@@ -19,6 +19,8 @@ See ``examples/specs/`` for one spec per unit.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import field
 from pathlib import Path
 
@@ -197,6 +199,28 @@ def integer(spec: LayerSpec, key: str, value, low: int, high: int) -> int:
     if not low <= value <= high:
         raise spec.fail(key, f"{value} is outside {low}..{high}")
     return value
+
+
+FLOAT_MAX = sys.float_info.max
+FP16_MAX = 65504.0
+
+
+def shown(value, width: int = 60) -> str:
+    """``value``'s repr cut to ``width`` (a huge integer by its size: its repr may not exist)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return f"{value!r:.{width}}"
+
+
+def finite(spec: LayerSpec, key: str, value, limit: float = FLOAT_MAX,
+           rule: str = "expected a finite number, got {}", *, infinities: bool = False) -> float:
+    """``value`` as a float: a number (not a bool) within +-``limit``, checked before float()
+    as TOML integers have no bound; with ``infinities``, also inf, -inf and nan."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not (abs(value) <= limit or (
+            infinities and isinstance(value, float) and not math.isfinite(value))):
+        raise spec.fail(key, rule.format(shown(value)))
+    return float(value)
 
 
 def choice(spec: LayerSpec, key: str, value, options) -> str:

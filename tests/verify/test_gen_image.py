@@ -108,6 +108,8 @@ ILLEGAL = [
     (_image("T_R8", extra="mean = [1, 2, 3]\n"), r"\.mean: expected \[ry, gu, bv, ax\]"),
     (_image("T_A16Y16U16V16_F", extra="mean = [1.0, 2.0, 3.0, 1e6]\n"),
      r"\.mean\[3\]: expected a finite fp16 number"),
+    (_image("T_A16Y16U16V16_F", extra=f"mean = [1.0, 2.0, 3.0, {10 ** 400}]\n"),
+     r"\.mean\[3\]: expected a finite fp16 number, got an integer of 1329 bits"),
     (_image("T_R8", extra="pixel_cvt = [0, 1, 64]\n"), r"\.pixel_cvt\[2\]: 64 is outside 0\.\.63"),
     ('pixel_format = "T_R9"\ninput = [1, 4, 4]', r"\.pixel_format: unknown pixel format 'T_R9'"),
     (_image("T_R8").replace("[1,", "[3,"), r"\.input: T_R8 has 1 channels, not 3"),

@@ -30,6 +30,7 @@ def _ramp(n: int, step: int, low: int = -30000) -> str:
 
 LE_INT = _ramp(65, 900)
 LO_INT = _ramp(257, 230)
+HUGE = "1" + "0" * 400  # 10**400: past every float
 LO_FP16 = "[" + ", ".join(f"{-2 + i / 64:.6f}" for i in range(257)) + "]"
 
 RUNS = {
@@ -229,6 +230,18 @@ ILLEGAL = [
     (CDP, "int8", "true\nnan_to_zero = true", r"\)\.nan_to_zero: NaN flushing needs precision "
      "fp16"),
     (CDP, "int8", "3", r"\)\.lut: expected true or a table"),
+    # TOML integers have no bound: a huge one is refused, not overflowed into float()
+    (SDP, "fp16", f"{{ lo = {{ end = {HUGE} }} }}", r"y\.lut\.lo\.end: expected a finite fp32 "
+     r"number, got an integer of 1329 bits"),
+    (SDP, "fp16", f"{{ le = {{ start = -{HUGE} }} }}", r"y\.lut\.le\.start: expected a finite"),
+    (CDP, "fp16", f'{{ le = {{ table = "exp", x_scale = {HUGE} }} }}',
+     r"\)\.lut\.le\.x_scale: expected a finite number"),
+    (SDP, "fp16", f'{{ lo = {{ table = "exp", y_scale = -{HUGE} }} }}',
+     r"y\.lut\.lo\.y_scale: expected a finite number"),
+    (SDP, "fp16", "{ lo = { table = [" + ", ".join(["1.0"] * 256 + [HUGE]) + "] } }",
+     r"y\.lut\.lo\.table: an integer of 1329 bits is not an fp16 value"),
+    (CDP, "fp16", f"{{ lo = {{ slopes = {{ oflow = {HUGE} }} }} }}",
+     r"\)\.lut\.lo\.slopes\.oflow: an fp16 slope is one finite fp16 number"),
 ]
 
 
