@@ -256,9 +256,9 @@ def _data(spec: LayerSpec, table, key: str = "data") -> dict:
     if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise spec.fail(f"{key}.fraction", f"{fraction!r} is not in (0, 1]")
     low, high = table.get("low"), table.get("high")
-    for name, v in (("low", low), ("high", high)):
-        if v is not None and not isinstance(v, (int, float)):
-            raise spec.fail(f"{key}.{name}", f"expected a number, got {v!r}")
+    for name, v in (("low", low), ("high", high)):  # bounds of a draw: finite
+        if v is not None:
+            finite(spec, f"{key}.{name}", v)
     if low is not None and high is not None and low > high:
         raise spec.fail(f"{key}.low", f"{low} is above {key}.high {high}")
     return {"low": low, "high": high, "specials": list(specials), "fraction": float(fraction)}

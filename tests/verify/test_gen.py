@@ -173,6 +173,15 @@ ILLEGAL = [
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\ny = { alu = "sum" }',
      r"\.y: nv_small has no SDP Y"),
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
+    # a draw's bounds are finite numbers (an fp16 low of -inf crashed the draw)
+    ("nv_full", 'unit = "sdp"\nprecision = "fp16"\ninput = [8, 4, 4]\ndata = { low = -inf }',
+     r"\.data\.low: expected a finite number, got -inf"),
+    ("nv_full", 'unit = "conv"\nmode = "image"\npixel_format = "T_R8"\ninput = [1, 4, 5]\n'
+     'data = { high = inf }', r"\.data\.high: expected a finite number, got inf"),
+    ("nv_full", 'unit = "conv"\nmode = "image"\npixel_format = "T_R8"\ninput = [1, 4, 5]\n'
+     'data = { low = nan }', r"\.data\.low: expected a finite number, got nan"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { high = true }',
+     r"\.weights\.high: expected a finite number, got True"),
     ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2\nsdp = { out_precision = "int16" }',
      r"\.sdp\.out_precision: int8 processing with int16 output in 2-batch mode "
