@@ -72,10 +72,31 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
         if not isinstance(mean, list) or len(mean) != 4:
             raise layer.fail("mean", f"expected [ry, gu, bv, ax], got {mean!r}")
         mean = tuple(_mean(layer, f"mean[{i}]", v, fp16_pixels) for i, v in enumerate(mean))
+    _check_pixel_bounds(layer, fmt, layer.get("data") or {})
     sign = layer.get("pixel_sign_override", False)
     if not isinstance(sign, bool):
         raise layer.fail("pixel_sign_override", f"expected true or false, got {sign!r}")
     return ImageSetting(fmt, cvt, x_offset, mean, sign)
+
+
+def pixel_range(fmt) -> tuple[float, float]:
+    """The values a format's pixels can hold: its widest field (a packed format's 10-bit
+    colour; its 2-bit alpha keeps what fits) or fp16's finite range."""
+    if fmt.dtype == np.float16:
+        return -FP16_MAX, FP16_MAX
+    info = np.iinfo(fmt.dtype)
+    return info.min, max((1 << f.bits) - 1 if f.bits else info.max for f in fmt.fields)
+
+
+def _check_pixel_bounds(layer, fmt, data: dict) -> None:
+    """``data.low``/``high`` within the pixels' range: outside it a draw would wrap (8 bits)
+    or be clipped out of the field, and the bounds would not be what the pixels hold."""
+    lo, hi = pixel_range(fmt)
+    for name in ("low", "high"):
+        value = data.get(name)
+        if value is not None and not lo <= value <= hi:
+            raise layer.fail(f"data.{name}", f"{value} is outside {fmt.name}'s pixel range "
+                             f"{lo:g}..{hi:g}")
 
 
 def _default_cvt(fmt, proc: str) -> tuple[int, int, int]:

@@ -3,6 +3,7 @@ settings (convertor, X offset, mean, sign override) as spec keys."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import regs
@@ -110,6 +111,17 @@ ILLEGAL = [
      r"\.mean\[3\]: expected a finite fp16 number"),
     (_image("T_A16Y16U16V16_F", extra=f"mean = [1.0, 2.0, 3.0, {10 ** 400}]\n"),
      r"\.mean\[3\]: expected a finite fp16 number, got an integer of 1329 bits"),
+    # pixel bounds outside the format's fields: refused, not wrapped or clipped
+    (_image("T_R8", extra="data = { high = -5 }\n"),
+     r"\.data\.high: -5 is outside T_R8's pixel range 0\.\.255"),
+    (_image("T_A2B10G10R10", extra="data = { high = -5 }\n"),
+     r"\.data\.high: -5 is outside T_A2B10G10R10's pixel range 0\.\.1023"),
+    (_image("T_A2B10G10R10", extra="data = { low = 2000, high = 3000 }\n"),
+     r"\.data\.low: 2000 is outside T_A2B10G10R10's pixel range 0\.\.1023"),
+    (_image("T_R16_I", extra="data = { low = -40000 }\n"),
+     r"\.data\.low: -40000 is outside T_R16_I's pixel range -32768\.\.32767"),
+    (_image("T_A16B16G16R16_F", extra="data = { high = 1e5 }\n"),
+     r"\.data\.high: 100000\.0 is outside T_A16B16G16R16_F's pixel range -65504\.\.65504"),
     (_image("T_R8", extra="pixel_cvt = [0, 1, 64]\n"), r"\.pixel_cvt\[2\]: 64 is outside 0\.\.63"),
     ('pixel_format = "T_R9"\ninput = [1, 4, 4]', r"\.pixel_format: unknown pixel format 'T_R9'"),
     (_image("T_R8").replace("[1,", "[3,"), r"\.input: T_R8 has 1 channels, not 3"),
@@ -119,6 +131,19 @@ ILLEGAL = [
 @pytest.mark.parametrize("body, message", ILLEGAL)
 def test_illegal_pixel_settings_name_key_and_rule(tmp_path, capsys, body, message):
     assert_refused(tmp_path, capsys, _spec(tmp_path, body), message)
+
+
+@pytest.mark.parametrize("name, low, high", [("T_R8", 255, 255), ("T_R10G10B10A2", 1023, 1023),
+                                             ("T_R16_I", -32768, -32768)])
+def test_pixel_bounds_reach_the_field_edges(tmp_path, name, low, high):
+    """The edges of the pixel range are legal and the pixels hold them (no wrap)."""
+    body = _image(name, extra=f"data = {{ low = {low}, high = {high} }}\n")
+    generate(_spec(tmp_path, body), tmp_path / "o", fmt="txn")
+    f = pixel_format(name)
+    pixels = np.frombuffer(read_hex_dat(tmp_path / "o" / "layer0_in1.dat"), np.uint8)
+    assert pixels.size and main(["run", str(tmp_path / "o" / "input.txn")]) == 0
+    if f.dtype == np.uint8:
+        assert (pixels == high).sum() == 5 * 7  # every pixel, none wrapped
 
 
 def test_pixel_keys_need_image_mode(tmp_path, capsys):
