@@ -42,6 +42,12 @@ RUNS = {
                           "nv_small"),
     "auto_nv_small": ('input = [8, 4, 200]\nkernel = [1, 2]\nstride = [1, 1]\nsplit = "auto"',
                       "nv_small"),
+    # a stride wider than the kernel: PARTIAL_WIDTH's 1024 input columns want more splits
+    # than the line buffer does
+    "auto_wide_stride": ('input = [8, 1, 2304]\nkernel = [1, 8]\nstride = [1, 9]\n'
+                         'split = "auto"', "nv_full"),
+    "auto_long_nv_small": ('input = [8, 3, 2623]\nmethod = "average"\nkernel = [1, 2]\n'
+                           'stride = [1, 2]\npad = [1, 0, 0, 0]\nsplit = "auto"', "nv_small"),
 }
 
 
@@ -82,6 +88,23 @@ def test_auto_splits_fit_the_line_buffer(tmp_path):
     assert len(widths) > 1 and sum(widths) == 150
     cap = get_config(config).pdp_line_buffer_columns  # an upper bound of the rule's limit
     assert max(widths) <= cap
+
+
+@pytest.mark.parametrize("name", ["auto_wide_int16", "auto_nv_small", "auto_wide_stride",
+                                  "auto_long_nv_small"])
+def test_auto_takes_the_fewest_splits_that_pass(tmp_path, name):
+    body, config = RUNS[name]
+    generate(_spec(tmp_path, body, config), tmp_path / "o", fmt="cfg")
+    count = _fields(tmp_path / "o", "NVDLA_PDP")["split_num"] + 1
+    assert count > 1
+    fewer = body.replace('split = "auto"', f"split = {count - 1}")
+    with pytest.raises(SimError, match=r"\.(split|input): "):
+        generate(_spec(tmp_path, fewer, config, name="fewer"), tmp_path / "o2", fmt="cfg")
+
+
+def test_auto_splits_nothing_that_fits(tmp_path):
+    generate(_spec(tmp_path, 'input = [8, 4, 40]\nsplit = "auto"'), tmp_path / "o", fmt="cfg")
+    assert _fields(tmp_path / "o", "NVDLA_PDP")["split_num"] == 0
 
 
 @pytest.mark.parametrize("split", ["2", "3", "[4, 3, 3]", "[1, 15]", "7", "16"])
