@@ -72,6 +72,9 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
         if not isinstance(mean, list) or len(mean) != 4:
             raise layer.fail("mean", f"expected [ry, gu, bv, ax], got {mean!r}")
         mean = tuple(_mean(layer, f"mean[{i}]", v, fp16_pixels) for i, v in enumerate(mean))
+        if cvt is None:  # the convertor subtracts the mean (in place of its offset)
+            raise layer.fail("mean", "the mean is subtracted by the CDMA convertor, off here "
+                             "(pixel_cvt = false, or fp16 pixels into fp16): drop mean")
     _check_pixel_bounds(layer, fmt, layer.get("data") or {})
     sign = layer.get("pixel_sign_override", False)
     if not isinstance(sign, bool):

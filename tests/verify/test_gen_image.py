@@ -122,6 +122,11 @@ ILLEGAL = [
      r"\.data\.low: -40000 is outside T_R16_I's pixel range -32768\.\.32767"),
     (_image("T_A16B16G16R16_F", extra="data = { high = 1e5 }\n"),
      r"\.data\.high: 100000\.0 is outside T_A16B16G16R16_F's pixel range -65504\.\.65504"),
+    # the mean is the convertor's: without it, it would do nothing
+    (_image("T_A8B8G8R8", "int8", "pixel_cvt = false\nmean = [1, 2, 3, 4]\n"),
+     r"\.mean: the mean is subtracted by the CDMA convertor, off here"),
+    (_image("T_R16_F", "fp16", "mean = [1.0, 0, 0, 0]\n"),
+     r"\.mean: the mean is subtracted by the CDMA convertor"),
     (_image("T_R8", extra="pixel_cvt = [0, 1, 64]\n"), r"\.pixel_cvt\[2\]: 64 is outside 0\.\.63"),
     ('pixel_format = "T_R9"\ninput = [1, 4, 4]', r"\.pixel_format: unknown pixel format 'T_R9'"),
     (_image("T_R8").replace("[1,", "[3,"), r"\.input: T_R8 has 1 channels, not 3"),
