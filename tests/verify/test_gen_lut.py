@@ -137,6 +137,85 @@ def test_cdp_lut_registers_take_38_bit_starts(tmp_path):
     assert f["lut_le_index_select"] == 30
 
 
+CDP_FP16_CHOSEN = (
+    'unit = "cdp"\nprecision = "fp16"\ninput = [12, 3, 4]\nwindow = 5\nlut = { le = { '
+    'mode = "exponent", start = 0.25, index_offset = -6, table = "lrn", slopes = { '
+    'uflow = 0.25, oflow = -0.125 } }, lo = { start = 0.5, index_select = -1, table = "rsqrt", '
+    'slopes = { oflow = 0.5 } }, priority = { uflow = "lo", oflow = "le", hybrid = "lo" } }')
+CDP_INT8_CHOSEN = (
+    'unit = "cdp"\ninput = [12, 3, 4]\nlut = { le = { start = 5, index_select = 4, '
+    'slopes = { uflow = [7, 3], oflow = [-9, -2] } }, lo = { slopes = { uflow = [-300, 15] } }, '
+    'priority = { uflow = "lo", oflow = "lo", hybrid = "le" } }')
+
+
+def _fp16(bits: int) -> float:
+    return float(np.array([bits], np.uint16).view(np.float16)[0])
+
+
+def test_cdp_fp16_lut_registers_are_the_spec(tmp_path):
+    folder = tmp_path / "out"
+    generate(_spec(tmp_path, CDP_FP16_CHOSEN), folder, fmt="cfg")
+    f, tables = written(folder, "NVDLA_CDP")
+    assert f["lut_le_function"] == 0  # exponent
+    assert _signed(f["lut_le_index_offset"], 8) == -6
+    assert _signed(f["lut_lo_index_select"], 8) == -1
+    # fp16 starts and ends: fp32 patterns in the LOW words
+    assert _fp32(f["lut_le_start_low"]) == 0.25 and f["lut_le_start_high"] == 0
+    assert _fp32(f["lut_lo_start_low"]) == 0.5
+    assert _fp32(f["lut_le_end_low"]) == 0.25 + 2.0 ** (64 - 6)
+    assert _fp32(f["lut_lo_end_low"]) == 0.5 + 256 * 0.5
+    assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
+        (1, 0, 1)
+    assert (_fp16(f["lut_le_slope_uflow_scale"]), _fp16(f["lut_le_slope_oflow_scale"])) == \
+        (0.25, -0.125)
+    assert (_fp16(f["lut_lo_slope_uflow_scale"]), _fp16(f["lut_lo_slope_oflow_scale"])) == \
+        (0.0, 0.5)
+    assert all(f[f"lut_{t}_slope_{s}_shift"] == 0 for t in ("le", "lo") for s in ("uflow", "oflow"))
+    # each entry: the named function at the entry's input, rounded to fp16
+    lo = np.array(tables[1], np.uint16).view(np.float16)
+    np.testing.assert_array_equal(lo, (1 / np.sqrt(0.5 + 0.5 * np.arange(257))).astype(np.float16))
+    le = np.array(tables[0], np.uint16).view(np.float16)
+    x = 0.25 + 2.0 ** (np.arange(65) - 6)
+    np.testing.assert_array_equal(le, ((1 + 1e-4 * x) ** -0.75).astype(np.float16))
+
+
+def test_cdp_int_lut_priorities_and_slopes_are_the_spec(tmp_path):
+    folder = tmp_path / "out"
+    generate(_spec(tmp_path, CDP_INT8_CHOSEN), folder, fmt="cfg")
+    f, _ = written(folder, "NVDLA_CDP")
+    assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
+        (1, 1, 0)
+    assert (_signed(f["lut_le_slope_uflow_scale"], 16), f["lut_le_slope_uflow_shift"]) == (7, 3)
+    assert (_signed(f["lut_le_slope_oflow_scale"], 16),
+            _signed(f["lut_le_slope_oflow_shift"], 5)) == (-9, -2)
+    assert (_signed(f["lut_lo_slope_uflow_scale"], 16), f["lut_lo_slope_uflow_shift"]) == \
+        (-300, 15)
+    assert (f["lut_lo_slope_oflow_scale"], f["lut_lo_slope_oflow_shift"]) == (0, 0)
+    assert f["lut_le_start_low"] == 5 and f["lut_le_index_select"] == 4
+
+
+CDP_PAIRS = [  # (a CDP layer, the same with one LUT key changed): the outputs differ
+    ('precision = "fp16"\nlut = { le = { table = "lrn" } }',
+     'precision = "fp16"\nlut = { le = { table = "lrn", y_scale = 0.5 } }'),
+    ('precision = "fp16"', 'precision = "fp16"\nlut = { le = { table = "rsqrt" } }'),
+    ('precision = "fp16"\nlut = { lo = { table = "rsqrt" } }',
+     'precision = "fp16"\nlut = { lo = { table = "rsqrt" }, priority = "lo" }'),
+    ('precision = "int16"', 'precision = "int16"\nlut = { le = { table = "rsqrt", '
+     'y_scale = 30000.0 } }'),
+]
+
+
+@pytest.mark.parametrize("before, after", CDP_PAIRS)
+def test_each_cdp_lut_key_changes_the_output(tmp_path, before, after):
+    outs = []
+    for i, extra in enumerate((before, after)):
+        folder = tmp_path / f"o{i}"
+        generate(_spec(tmp_path, f'unit = "cdp"\ninput = [12, 3, 4]\n{extra}', name=f"s{i}"),
+                 folder, fmt="txn")
+        outs.append(read_hex_dat(folder / "layer0_out.dat"))
+    assert outs[0] != outs[1]
+
+
 # -- every key changes the result ----------------------------------------------------------
 
 BASE = ('unit = "sdp"\nprecision = "int16"\ninput = [9, 3, 7]\n'
