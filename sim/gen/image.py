@@ -31,8 +31,12 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
     """The validated image keys of an image-mode ``layer`` processing in ``proc``."""
     from ..dma.pixel import pixel_format
 
+    name = layer.get("pixel_format", "T_A8B8G8R8")
+    if not isinstance(name, str):
+        raise layer.fail("pixel_format", f"expected a format name such as \"T_R8\", got "
+                         f"{name!r}")
     try:
-        fmt = pixel_format(layer.get("pixel_format", "T_A8B8G8R8"))
+        fmt = pixel_format(name)
     except SimError as exc:
         raise layer.fail("pixel_format", str(exc)) from None
     if channels != fmt.channels:
@@ -76,6 +80,9 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
             raise layer.fail("mean", "the mean is subtracted by the CDMA convertor, off here "
                              "(pixel_cvt = false, or fp16 pixels into fp16): drop mean")
     _check_pixel_bounds(layer, fmt, layer.get("data") or {})
+    if (layer.get("data") or {}).get("specials") and not fp16_pixels:
+        raise layer.fail("data.specials", f"{fmt.name}'s pixels are integers: NaN/Inf/denormal "
+                         "specials need fp16 pixels")
     sign = layer.get("pixel_sign_override", False)
     if not isinstance(sign, bool):
         raise layer.fail("pixel_sign_override", f"expected true or false, got {sign!r}")
