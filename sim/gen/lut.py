@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..program.cdp import linear_lut
 from ..records import record
 from .spec import FP16_MAX, check_keys, choice, finite, integer
 
@@ -70,7 +71,8 @@ def _select_range(unit: str, proc: str) -> tuple[int, int]:
 
 
 def _defaults(unit: str, proc: str, window: int) -> dict:
-    """Each table's default start, select and offset (gen's historical LUTs for integers)."""
+    """Each table's default start, select (or offset) and, for the integer CDP, its values:
+    gen's historical LUTs for integers (the CDP's: sim.program.cdp.linear_lut)."""
     if unit == "sdp":
         if proc == "fp16":  # [-8, 8): LE in 64 steps of 1/4, LO in 256 of 1/16
             return {"le": (-8.0, -2), "lo": (-8.0, -4)}
@@ -78,17 +80,14 @@ def _defaults(unit: str, proc: str, window: int) -> dict:
         return {"le": (-(1 << k), k - 5), "lo": (-(1 << k), k - 7)}
     if proc == "fp16":  # square sums of the default data (|x| <= 8) from 0
         return {"le": (0.0, 4), "lo": (0.0, 2)}
-    bits = 9 if proc == "int8" else 17  # the CDP input convertor's output width
-    top = window * (1 << (bits - 1)) ** 2
-    return {"le": (0, (top >> 6).bit_length()), "lo": (0, (top >> 8).bit_length())}
+    lut = linear_lut(proc, window)
+    return {name: (0, lut[f"{name}_select"], lut[name]) for name in ("le", "lo")}
 
 
 def _default_table(unit: str, proc: str, name: str, rng) -> np.ndarray | str:
-    """Gen's historical integer tables (the SDP's LO with seeded noise), else a named one."""
+    """Gen's historical SDP integer tables (LO with seeded noise), else a named one."""
     if proc == "fp16":
         return "tanh" if unit == "sdp" else "lrn"
-    if unit == "cdp":
-        return 16000 - (200 if name == "le" else 50) * np.arange(ENTRIES[name])
     if name == "le":
         return np.round(12000 * np.tanh(np.arange(65) / 16.0 - 2.0)).astype(np.int64)
     return np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
@@ -150,7 +149,7 @@ def _table(layer, key, name, t, unit, proc, default, rng, fields) -> np.ndarray:
     values = t.get("table")
     scales = [k for k in ("x_scale", "y_scale") if k in t]
     if values is None:
-        values = _default_table(unit, proc, name, rng)
+        values = default[2] if len(default) > 2 else _default_table(unit, proc, name, rng)
         if scales and not isinstance(values, str):
             raise layer.fail(f"{key}.{scales[0]}", "scales apply to a named table: set table")
     if isinstance(values, str):
