@@ -194,28 +194,6 @@ def test_cdp_int_lut_priorities_and_slopes_are_the_spec(tmp_path):
     assert f["lut_le_start_low"] == 5 and f["lut_le_index_select"] == 4
 
 
-CDP_PAIRS = [  # (a CDP layer, the same with one LUT key changed): the outputs differ
-    ('precision = "fp16"\nlut = { le = { table = "lrn" } }',
-     'precision = "fp16"\nlut = { le = { table = "lrn", y_scale = 0.5 } }'),
-    ('precision = "fp16"', 'precision = "fp16"\nlut = { le = { table = "rsqrt" } }'),
-    ('precision = "fp16"\nlut = { lo = { table = "rsqrt" } }',
-     'precision = "fp16"\nlut = { lo = { table = "rsqrt" }, priority = "lo" }'),
-    ('precision = "int16"', 'precision = "int16"\nlut = { le = { table = "rsqrt", '
-     'y_scale = 30000.0 } }'),
-]
-
-
-@pytest.mark.parametrize("before, after", CDP_PAIRS)
-def test_each_cdp_lut_key_changes_the_output(tmp_path, before, after):
-    outs = []
-    for i, extra in enumerate((before, after)):
-        folder = tmp_path / f"o{i}"
-        generate(_spec(tmp_path, f'unit = "cdp"\ninput = [12, 3, 4]\n{extra}', name=f"s{i}"),
-                 folder, fmt="txn")
-        outs.append(read_hex_dat(folder / "layer0_out.dat"))
-    assert outs[0] != outs[1]
-
-
 # -- every key changes the result ----------------------------------------------------------
 
 BASE = ('unit = "sdp"\nprecision = "int16"\ninput = [9, 3, 7]\n'
@@ -237,13 +215,28 @@ CHANGES = [  # (a LUT, the same LUT with one key changed): the outputs differ
 ]
 
 
-@pytest.mark.parametrize("before, after", CHANGES)
+
+CDP_PAIRS = [  # (a CDP layer, the same with one LUT key changed): the outputs differ
+    ('precision = "fp16"\nlut = { le = { table = "lrn" } }',
+     'precision = "fp16"\nlut = { le = { table = "lrn", y_scale = 0.5 } }'),
+    ('precision = "fp16"', 'precision = "fp16"\nlut = { le = { table = "rsqrt" } }'),
+    ('precision = "fp16"\nlut = { lo = { table = "rsqrt" } }',
+     'precision = "fp16"\nlut = { lo = { table = "rsqrt" }, priority = "lo" }'),
+    ('precision = "int16"', 'precision = "int16"\nlut = { le = { table = "rsqrt", '
+     'y_scale = 30000.0 } }'),
+]
+CDP_PAIR_BASE = 'unit = "cdp"\ninput = [12, 3, 4]\n'
+PAIRS = ([tuple(BASE.format(lut).replace("{{", "{").replace("}}", "}") for lut in pair)
+          for pair in CHANGES]
+         + [tuple(CDP_PAIR_BASE + extra for extra in pair) for pair in CDP_PAIRS])
+
+
+@pytest.mark.parametrize("before, after", PAIRS)
 def test_each_lut_key_changes_the_output(tmp_path, before, after):
     outs = []
-    for i, lut in enumerate((before, after)):
+    for i, body in enumerate((before, after)):
         folder = tmp_path / f"o{i}"
-        generate(_spec(tmp_path, BASE.format(lut).replace("{{", "{").replace("}}", "}"),
-                       name=f"s{i}"), folder, fmt="txn")
+        generate(_spec(tmp_path, body, name=f"s{i}"), folder, fmt="txn")
         outs.append(read_hex_dat(folder / "layer0_out.dat"))
     assert outs[0] != outs[1]
 
