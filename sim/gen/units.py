@@ -230,14 +230,22 @@ def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
 
 
 @cache
-def partial_width_max() -> int:
-    """Columns a split can have: D_PARTIAL_WIDTH_IN/OUT hold each width less one, in fields
-    of the register map's width (10 bits: 1024)."""
+def _count_limit(register: str, field: str) -> int:
+    """The most a PDP field holding a count less one can say: 2^(its width in the map)."""
     from .. import regs as regtable
 
-    regmap = regtable.load()
-    return min(1 << regmap.by_name(f"NVDLA_PDP.D_PARTIAL_WIDTH_{kind}_0").field(
-        f"PARTIAL_WIDTH_{kind}_FIRST").width for kind in ("IN", "OUT"))
+    return 1 << regtable.load().by_name(f"NVDLA_PDP.{register}_0").field(field).width
+
+
+def partial_width_max() -> int:
+    """Columns a split can have (D_PARTIAL_WIDTH_IN/OUT: 1024)."""
+    return min(_count_limit(f"D_PARTIAL_WIDTH_{k}", f"PARTIAL_WIDTH_{k}_FIRST")
+               for k in ("IN", "OUT"))
+
+
+def split_max() -> int:
+    """Splits a layer can have (D_OPERATION_MODE_CFG.SPLIT_NUM: 256)."""
+    return _count_limit("D_OPERATION_MODE_CFG", "SPLIT_NUM")
 
 
 def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: int
@@ -265,7 +273,7 @@ def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: i
     if isinstance(value, bool) or not isinstance(value, int):
         raise layer.fail("split", f"expected \"auto\", a number of splits or the output "
                          f"columns [first, last] / [first, mid, last], got {value!r}")
-    count = integer(layer, "split", value, 1, 256)
+    count = integer(layer, "split", value, 1, split_max())
     if count > out_w:
         raise layer.fail("split", f"{count} splits of {out_w} output columns: each split "
                          "needs one")
@@ -288,8 +296,11 @@ def _auto_split(layer, pool: Pooling, width: int, out_w: int, cap: int
     if out_w <= cap:
         return None
     fewest = ceil_div(out_w, cap)
+    if fewest > split_max():
+        raise layer.fail("split", f"{out_w} output columns need {fewest} splits of the line "
+                         f"buffer's {cap}: more than SPLIT_NUM's {split_max()}")
     best = None  # the fewest splits' most even plan: what a refusal names
-    for count in range(fewest, min(fewest + AUTO_TRIES, out_w, 256) + 1):
+    for count in range(fewest, min(fewest + AUTO_TRIES, out_w, split_max()) + 1):
         plan, problem = _plan_of(pool, width, out_w, count, cap)
         if problem is None:
             return plan

@@ -139,6 +139,9 @@ ILLEGAL = [
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = [1, 2, 3, 4]', r"\.split: expected the "
      r"output columns \[first, last\] or \[first, mid, last\]"),
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = "many"', r"\.split: expected \"auto\""),
+    ('input = [8, 8, 8192]\nkernel = [8, 2]\nstride = [1, 1]\nsplit = "auto"',
+     r"\.split: 8191 output columns need 512 splits of the line buffer's 16: more than "
+     r"SPLIT_NUM's 256"),
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = 300', r"\.split: 300 is outside 1\.\.256"),
     ('input = [8, 4, 40]\nkernel = [2, 5]\nstride = [1, 1]\npad = [4, 0, 0, 0]\n'
      'split = [1, 39]', r"\.split: the first split's 1 input column\(s\) do not hold the "
