@@ -261,4 +261,23 @@ def _data(spec: LayerSpec, table, key: str = "data") -> dict:
             finite(spec, f"{key}.{name}", v)
     if low is not None and high is not None and low > high:
         raise spec.fail(f"{key}.low", f"{low} is above {key}.high {high}")
+    if not (key == "data" and spec.unit == "conv" and spec.options.get("mode") == "image"):
+        _bounds_meet_precision(spec, key, low, high)  # (pixels: sim.gen.image checks)
     return {"low": low, "high": high, "specials": list(specials), "fraction": float(fraction)}
+
+
+def _bounds_meet_precision(spec: LayerSpec, key: str, low, high) -> None:
+    """Values of the layer's precision lie within ``low``/``high``: an integer bound past the
+    precision's far end leaves none to draw, an fp16 bound past fp16's range infinities."""
+    if spec.precision == "fp16":
+        for name, v in (("low", low), ("high", high)):
+            if v is not None and not abs(v) <= FP16_MAX:
+                raise spec.fail(f"{key}.{name}", f"{v} is outside fp16's "
+                                f"{-FP16_MAX:g}..{FP16_MAX:g} (infinities: specials)")
+        return
+    top = (1 << (Precision(spec.precision).bytes * 8 - 1)) - 1
+    if low is not None and low > top:
+        raise spec.fail(f"{key}.low", f"{low} is above {spec.precision}'s largest value {top}")
+    if high is not None and high < -top - 1:
+        raise spec.fail(f"{key}.high", f"{high} is below {spec.precision}'s smallest value "
+                        f"{-top - 1}")
