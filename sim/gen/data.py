@@ -38,8 +38,10 @@ def random_cube(rng, shape, precision: str, data: dict | None = None,
                  f"{kind} data {tuple(int(d) for d in shape)} drawn as 8-byte values")
     data = data or {}
     lo, hi = RANGES[precision][kind]
-    lo = data.get("low") if data.get("low") is not None else lo
-    hi = data.get("high") if data.get("high") is not None else hi
+    low, high = data.get("low"), data.get("high")
+    # one bound given: the other's default moves to it when it would cross it
+    lo = low if low is not None else lo if high is None else min(lo, high)
+    hi = high if high is not None else hi if low is None else max(hi, lo)
     if precision == "fp16":
         values = rng.uniform(lo, hi, shape).astype(np.float16).view(np.uint16)
         specials = data.get("specials") or []

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import SimError
 from ..records import record
 from .data import random_cube
-from .spec import integer
+from .spec import FP16_MAX, finite, integer
 
 IMAGE_KEYS = ("pixel_cvt", "pixel_offset", "mean", "pixel_sign_override")
 
@@ -31,8 +31,12 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
     """The validated image keys of an image-mode ``layer`` processing in ``proc``."""
     from ..dma.pixel import pixel_format
 
+    name = layer.get("pixel_format", "T_A8B8G8R8")
+    if not isinstance(name, str):
+        raise layer.fail("pixel_format", f"expected a format name such as \"T_R8\", got "
+                         f"{name!r}")
     try:
-        fmt = pixel_format(layer.get("pixel_format", "T_A8B8G8R8"))
+        fmt = pixel_format(name)
     except SimError as exc:
         raise layer.fail("pixel_format", str(exc)) from None
     if channels != fmt.channels:
@@ -72,10 +76,37 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
         if not isinstance(mean, list) or len(mean) != 4:
             raise layer.fail("mean", f"expected [ry, gu, bv, ax], got {mean!r}")
         mean = tuple(_mean(layer, f"mean[{i}]", v, fp16_pixels) for i, v in enumerate(mean))
+        if cvt is None:  # the convertor subtracts the mean (in place of its offset)
+            raise layer.fail("mean", "the mean is subtracted by the CDMA convertor, off here "
+                             "(pixel_cvt = false, or fp16 pixels into fp16): drop mean")
+    _check_pixel_bounds(layer, fmt, layer.get("data") or {})
+    if (layer.get("data") or {}).get("specials") and not fp16_pixels:
+        raise layer.fail("data.specials", f"{fmt.name}'s pixels are integers: NaN/Inf/denormal "
+                         "specials need fp16 pixels")
     sign = layer.get("pixel_sign_override", False)
     if not isinstance(sign, bool):
         raise layer.fail("pixel_sign_override", f"expected true or false, got {sign!r}")
     return ImageSetting(fmt, cvt, x_offset, mean, sign)
+
+
+def pixel_range(fmt) -> tuple[float, float]:
+    """The values a format's pixels can hold: its widest field (a packed format's 10-bit
+    colour; its 2-bit alpha keeps what fits) or fp16's finite range."""
+    if fmt.dtype == np.float16:
+        return -FP16_MAX, FP16_MAX
+    info = np.iinfo(fmt.dtype)
+    return info.min, max((1 << f.bits) - 1 if f.bits else info.max for f in fmt.fields)
+
+
+def _check_pixel_bounds(layer, fmt, data: dict) -> None:
+    """``data.low``/``high`` within the pixels' range: outside it a draw would wrap (8 bits)
+    or be clipped out of the field, and the bounds would not be what the pixels hold."""
+    lo, hi = pixel_range(fmt)
+    for name in ("low", "high"):
+        value = data.get(name)
+        if value is not None and not lo <= value <= hi:
+            raise layer.fail(f"data.{name}", f"{value} is outside {fmt.name}'s pixel range "
+                             f"{lo:g}..{hi:g}")
 
 
 def _default_cvt(fmt, proc: str) -> tuple[int, int, int]:
@@ -89,9 +120,7 @@ def _default_cvt(fmt, proc: str) -> tuple[int, int, int]:
 
 def _mean(layer, key: str, value, fp16: bool) -> int:
     if fp16:
-        if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                or not abs(value) <= 65504:
-            raise layer.fail(key, f"expected a finite fp16 number, got {value!r}")
+        value = finite(layer, key, value, FP16_MAX, "expected a finite fp16 number, got {}")
         return int(np.float16(value).view(np.uint16))
     return integer(layer, key, value, -(1 << 15), (1 << 16) - 1) & 0xFFFF
 

@@ -17,19 +17,17 @@ as fp16, as the hardware reads them).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ..program.cdp import linear_lut
 from ..records import record
-from .spec import check_keys, choice, integer
+from .spec import FP16_MAX, check_keys, choice, finite, integer
 
 LUT_KEYS = {"le", "lo", "priority"}
 TABLE_KEYS = {"mode", "start", "end", "index_select", "index_offset", "table", "x_scale",
               "y_scale", "slopes"}
 ENTRIES = {"le": 65, "lo": 257}
 PRIORITIES = ("uflow", "oflow", "hybrid")
-FP16_MAX = 65504.0
 FP32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -73,7 +71,8 @@ def _select_range(unit: str, proc: str) -> tuple[int, int]:
 
 
 def _defaults(unit: str, proc: str, window: int) -> dict:
-    """Each table's default start, select and offset (gen's historical LUTs for integers)."""
+    """Each table's default start, select (or offset) and, for the integer CDP, its values:
+    gen's historical LUTs for integers (the CDP's: sim.program.cdp.linear_lut)."""
     if unit == "sdp":
         if proc == "fp16":  # [-8, 8): LE in 64 steps of 1/4, LO in 256 of 1/16
             return {"le": (-8.0, -2), "lo": (-8.0, -4)}
@@ -81,17 +80,14 @@ def _defaults(unit: str, proc: str, window: int) -> dict:
         return {"le": (-(1 << k), k - 5), "lo": (-(1 << k), k - 7)}
     if proc == "fp16":  # square sums of the default data (|x| <= 8) from 0
         return {"le": (0.0, 4), "lo": (0.0, 2)}
-    bits = 9 if proc == "int8" else 17  # the CDP input convertor's output width
-    top = window * (1 << (bits - 1)) ** 2
-    return {"le": (0, (top >> 6).bit_length()), "lo": (0, (top >> 8).bit_length())}
+    lut = linear_lut(proc, window)
+    return {name: (0, lut[f"{name}_select"], lut[name]) for name in ("le", "lo")}
 
 
 def _default_table(unit: str, proc: str, name: str, rng) -> np.ndarray | str:
-    """Gen's historical integer tables (the SDP's LO with seeded noise), else a named one."""
+    """Gen's historical SDP integer tables (LO with seeded noise), else a named one."""
     if proc == "fp16":
         return "tanh" if unit == "sdp" else "lrn"
-    if unit == "cdp":
-        return 16000 - (200 if name == "le" else 50) * np.arange(ENTRIES[name])
     if name == "le":
         return np.round(12000 * np.tanh(np.arange(65) / 16.0 - 2.0)).astype(np.int64)
     return np.round(np.linspace(-8000, 8000, 257) + rng.integers(-50, 51, 257)).astype(np.int64)
@@ -153,7 +149,7 @@ def _table(layer, key, name, t, unit, proc, default, rng, fields) -> np.ndarray:
     values = t.get("table")
     scales = [k for k in ("x_scale", "y_scale") if k in t]
     if values is None:
-        values = _default_table(unit, proc, name, rng)
+        values = default[2] if len(default) > 2 else _default_table(unit, proc, name, rng)
         if scales and not isinstance(values, str):
             raise layer.fail(f"{key}.{scales[0]}", "scales apply to a named table: set table")
     if isinstance(values, str):
@@ -166,10 +162,7 @@ def _table(layer, key, name, t, unit, proc, default, rng, fields) -> np.ndarray:
 def _point(layer, key, value, unit, proc):
     """A start or end: an integer in the register's range, or an fp32 number for fp16."""
     if proc == "fp16":
-        if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                or not math.isfinite(value) or abs(value) > FP32_MAX:
-            raise layer.fail(key, f"expected a finite fp32 number, got {value!r}")
-        return float(value)
+        return finite(layer, key, value, FP32_MAX, "expected a finite fp32 number, got {}")
     return integer(layer, key, value, *_start_range(unit))
 
 
@@ -195,10 +188,8 @@ def _slopes(layer, key, name, table, proc, fields) -> None:
         value = table.get(side, 0 if proc == "fp16" else [0, 0])
         where = f"{key}.{side}"
         if proc == "fp16":
-            if not isinstance(value, (int, float)) or isinstance(value, bool) \
-                    or not abs(value) <= FP16_MAX:
-                raise layer.fail(where, f"an fp16 slope is one finite fp16 number (no shift), "
-                                 f"got {value!r}")
+            value = finite(layer, where, value, FP16_MAX,
+                           "an fp16 slope is one finite fp16 number (no shift), got {}")
             scale, shift = int(np.float16(value).view(np.uint16)), 0
         else:
             if not isinstance(value, (list, tuple)) or len(value) != 2:
@@ -211,12 +202,7 @@ def _slopes(layer, key, name, table, proc, fields) -> None:
 
 def _named(layer, key, name, t, inputs, proc) -> np.ndarray:
     choice(layer, f"{key}.table", name, tuple(FUNCTIONS))
-    scales = []
-    for k in ("x_scale", "y_scale"):
-        v = t.get(k, 1.0)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
-            raise layer.fail(f"{key}.{k}", f"expected a finite number, got {v!r}")
-        scales.append(float(v))
+    scales = [finite(layer, f"{key}.{k}", t.get(k, 1.0)) for k in ("x_scale", "y_scale")]
     with np.errstate(all="ignore"):
         y = scales[1] * FUNCTIONS[name](scales[0] * inputs)
     # held to the entry format: infinities to its extremes, NaN (outside the domain) to 0
@@ -235,11 +221,8 @@ def _values(layer, key, values, count, proc) -> np.ndarray:
         raise layer.fail(key, f"expected a table name ({', '.join(FUNCTIONS)}) or {count} "
                          f"values, got {values!r:.60}")
     if proc == "fp16":
-        for v in values:
-            if not isinstance(v, (int, float)) or isinstance(v, bool) \
-                    or (math.isfinite(v) and abs(v) > FP16_MAX):
-                raise layer.fail(key, f"{v!r} is not an fp16 value (finite up to 65504, inf, "
-                                 "-inf or nan)")
+        values = [finite(layer, key, v, FP16_MAX, "{} is not an fp16 value (finite up to "
+                         "65504, inf, -inf or nan)", infinities=True) for v in values]
         return np.array(values, np.float64).astype(np.float16).view(np.uint16).astype(np.int64)
     for i, v in enumerate(values):
         integer(layer, f"{key}[{i}]", v, -(1 << 15), (1 << 15) - 1)

@@ -19,6 +19,8 @@ See ``examples/specs/`` for one spec per unit.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import field
 from pathlib import Path
 
@@ -199,6 +201,28 @@ def integer(spec: LayerSpec, key: str, value, low: int, high: int) -> int:
     return value
 
 
+FLOAT_MAX = sys.float_info.max
+FP16_MAX = 65504.0
+
+
+def shown(value, width: int = 60) -> str:
+    """``value``'s repr cut to ``width`` (a huge integer by its size: its repr may not exist)."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    return f"{value!r:.{width}}"
+
+
+def finite(spec: LayerSpec, key: str, value, limit: float = FLOAT_MAX,
+           rule: str = "expected a finite number, got {}", *, infinities: bool = False) -> float:
+    """``value`` as a float: a number (not a bool) within +-``limit``, checked before float()
+    as TOML integers have no bound; with ``infinities``, also inf, -inf and nan."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or not (abs(value) <= limit or (
+            infinities and isinstance(value, float) and not math.isfinite(value))):
+        raise spec.fail(key, rule.format(shown(value)))
+    return float(value)
+
+
 def choice(spec: LayerSpec, key: str, value, options) -> str:
     if value not in options:
         raise spec.fail(key, f"{value!r} is not one of {', '.join(map(str, options))}")
@@ -232,9 +256,28 @@ def _data(spec: LayerSpec, table, key: str = "data") -> dict:
     if not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise spec.fail(f"{key}.fraction", f"{fraction!r} is not in (0, 1]")
     low, high = table.get("low"), table.get("high")
-    for name, v in (("low", low), ("high", high)):
-        if v is not None and not isinstance(v, (int, float)):
-            raise spec.fail(f"{key}.{name}", f"expected a number, got {v!r}")
+    for name, v in (("low", low), ("high", high)):  # bounds of a draw: finite
+        if v is not None:
+            finite(spec, f"{key}.{name}", v)
     if low is not None and high is not None and low > high:
         raise spec.fail(f"{key}.low", f"{low} is above {key}.high {high}")
+    if not (key == "data" and spec.unit == "conv" and spec.options.get("mode") == "image"):
+        _bounds_meet_precision(spec, key, low, high)  # (pixels: sim.gen.image checks)
     return {"low": low, "high": high, "specials": list(specials), "fraction": float(fraction)}
+
+
+def _bounds_meet_precision(spec: LayerSpec, key: str, low, high) -> None:
+    """Values of the layer's precision lie within ``low``/``high``: an integer bound past the
+    precision's far end leaves none to draw, an fp16 bound past fp16's range infinities."""
+    if spec.precision == "fp16":
+        for name, v in (("low", low), ("high", high)):
+            if v is not None and not abs(v) <= FP16_MAX:
+                raise spec.fail(f"{key}.{name}", f"{v} is outside fp16's "
+                                f"{-FP16_MAX:g}..{FP16_MAX:g} (infinities: specials)")
+        return
+    top = (1 << (Precision(spec.precision).bytes * 8 - 1)) - 1
+    if low is not None and low > top:
+        raise spec.fail(f"{key}.low", f"{low} is above {spec.precision}'s largest value {top}")
+    if high is not None and high < -top - 1:
+        raise spec.fail(f"{key}.high", f"{high} is below {spec.precision}'s smallest value "
+                        f"{-top - 1}")

@@ -8,6 +8,8 @@ order firmware writes them: consumers first).
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from ..chains import CONV_UNITS
@@ -227,41 +229,90 @@ def _pooling(layer, table, shape, flying: bool = False, columns: int = 0
     return pool, (c, *pool.out_size(h, w)), split
 
 
-PARTIAL_WIDTH_MAX = 1024  # D_PARTIAL_WIDTH_IN/OUT: 10-bit fields
+@cache
+def _count_limit(register: str, field: str) -> int:
+    """The most a PDP field holding a count less one can say: 2^(its width in the map)."""
+    from .. import regs as regtable
+
+    return 1 << regtable.load().by_name(f"NVDLA_PDP.{register}_0").field(field).width
+
+
+def partial_width_max() -> int:
+    """Columns a split can have (D_PARTIAL_WIDTH_IN/OUT: 1024)."""
+    return min(_count_limit(f"D_PARTIAL_WIDTH_{k}", f"PARTIAL_WIDTH_{k}_FIRST")
+               for k in ("IN", "OUT"))
+
+
+def split_max() -> int:
+    """Splits a layer can have (D_OPERATION_MODE_CFG.SPLIT_NUM: 256)."""
+    return _count_limit("D_OPERATION_MODE_CFG", "SPLIT_NUM")
 
 
 def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: int
                  ) -> WidthSplit | None:
-    """``split``: "auto" (the fewest splits the line buffer needs), a number of splits
-    (output columns shared as evenly as first/middle/last allow) or the output columns
-    [first, last] / [first, mid, last]; None for one split."""
+    """``split``: "auto" (no split unless the line buffer needs one, else the fewest
+    splits whose plan passes), a number of splits (output columns shared as evenly as
+    first/middle/last allow) or the output columns [first, last] / [first, mid, last];
+    None for one split."""
     from ..rules import pdp_max_out_width
 
     kh, kw = pool.kernel
     sh, sw = pool.stride
-    cap = PARTIAL_WIDTH_MAX
+    cap = partial_width_max()
     if columns:
         cap = min(cap, pdp_max_out_width(PdpFacts(kw, kh, stride_x=sw, stride_y=sh,
                                                   buffer_columns=columns)))
     if isinstance(value, list):
         plan = WidthSplit.plan(pool, width, _explicit_outs(layer, value, out_w))
-        problem = _split_problem(plan, pool)
+        problem = _split_problem(plan, pool)  # the line buffer: obey()'s rule, named
         if problem:
             raise layer.fail("split", problem)
         return plan
     if value == "auto":
-        count = ceil_div(out_w, cap)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        count = integer(layer, "split", value, 1, 256)
-        if count > out_w:
-            raise layer.fail("split", f"{count} splits of {out_w} output columns: each split "
-                             "needs one")
-    else:
+        return _auto_split(layer, pool, width, out_w, cap)
+    if isinstance(value, bool) or not isinstance(value, int):
         raise layer.fail("split", f"expected \"auto\", a number of splits or the output "
                          f"columns [first, last] / [first, mid, last], got {value!r}")
+    count = integer(layer, "split", value, 1, split_max())
+    if count > out_w:
+        raise layer.fail("split", f"{count} splits of {out_w} output columns: each split "
+                         "needs one")
     if count == 1:
         return None
-    problem = None
+    plan, problem = _plan_of(pool, width, out_w, count, cap)
+    if problem:
+        raise layer.fail("split", problem)
+    return plan
+
+
+AUTO_TRIES = 16  # split counts "auto" tries past the fewest the widths allow
+
+
+def _auto_split(layer, pool: Pooling, width: int, out_w: int, cap: int
+                ) -> WidthSplit | None:
+    """No split when the output fits the line buffer, else the fewest splits with a plan
+    that passes (more splits than the line buffer needs when PARTIAL_WIDTH's input columns
+    want them: a wide stride)."""
+    if out_w <= cap:
+        return None
+    fewest = ceil_div(out_w, cap)
+    if fewest > split_max():
+        raise layer.fail("split", f"{out_w} output columns need {fewest} splits of the line "
+                         f"buffer's {cap}: more than SPLIT_NUM's {split_max()}")
+    best = None  # the fewest splits' most even plan: what a refusal names
+    for count in range(fewest, min(fewest + AUTO_TRIES, out_w, split_max()) + 1):
+        plan, problem = _plan_of(pool, width, out_w, count, cap)
+        if problem is None:
+            return plan
+        best = best or (count, problem)
+    raise layer.fail("split", f"no split passes; the best, {best[0]} splits: {best[1]}")
+
+
+def _plan_of(pool: Pooling, width: int, out_w: int, count: int, cap: int
+             ) -> tuple[WidthSplit | None, str | None]:
+    """The first plan of ``count`` splits that passes (middle splits as even as they go,
+    then first and last), or the most even plan's problem."""
+    first_problem = None
     even = ceil_div(out_w, count)
     for mid in range(even, max(even - 64, 0), -1) if count > 2 else (0,):
         rest = out_w - (count - 2) * mid  # the first's and the last's
@@ -269,19 +320,18 @@ def _width_split(layer, value, pool: Pooling, width: int, out_w: int, columns: i
         # wants a wide first split, right padding a wide last one)
         for first in sorted(range(1, rest), key=lambda f: abs(2 * f - rest))[:128]:
             plan = WidthSplit.plan(pool, width, (first, *[mid] * (count - 2), rest - first))
-            problem = _split_problem(plan, pool) or (
-                f"{max(plan.outs)} output columns in a split exceed the line buffer's {cap}"
-                if max(plan.outs) > cap else None)
+            problem = _split_problem(plan, pool, cap)
             if problem is None:
-                return plan
-    raise layer.fail("split", problem or f"no {count} splits share {out_w} output columns")
+                return plan, None
+            first_problem = first_problem or problem
+    return None, first_problem or f"no {count} splits share {out_w} output columns"
 
 
 def _explicit_outs(layer, value: list, out_w: int) -> tuple[int, ...]:
     if len(value) not in (2, 3):
         raise layer.fail("split", f"expected the output columns [first, last] or [first, "
                          f"mid, last], got {value!r}")
-    outs = dims(layer, "split", value, len(value), 1, PARTIAL_WIDTH_MAX)
+    outs = dims(layer, "split", value, len(value), 1, partial_width_max())
     first, last = outs[0], outs[-1]
     if len(outs) == 2:
         if first + last != out_w:
@@ -295,9 +345,9 @@ def _explicit_outs(layer, value: list, out_w: int) -> tuple[int, ...]:
     return (first, *[outs[1]] * (rest // outs[1]), last)
 
 
-def _split_problem(plan: WidthSplit, pool: Pooling) -> str | None:
-    """Why the splits cannot be programmed (a split past its register, or with no input
-    of its own), or None."""
+def _split_problem(plan: WidthSplit, pool: Pooling, cap: int | None = None) -> str | None:
+    """Why the splits cannot be programmed (a split past its register or, for ``cap``
+    output columns, the line buffer; or with no input of its own), or None."""
     overlap = pool.kernel[1] - pool.stride[1]
     first, last = plan.ins[0], plan.ins[-1]
     if first < max(1, overlap):
@@ -306,9 +356,11 @@ def _split_problem(plan: WidthSplit, pool: Pooling) -> str | None:
     if last < 1 or last + overlap < 1:
         return f"the last split ({plan.outs[-1]} output columns) has no input column of its own"
     widest = max(max(plan.ins), max(plan.outs))
-    if widest > PARTIAL_WIDTH_MAX:
-        return (f"a split of {widest} columns exceeds PARTIAL_WIDTH's {PARTIAL_WIDTH_MAX} "
+    if widest > partial_width_max():
+        return (f"a split of {widest} columns exceeds PARTIAL_WIDTH's {partial_width_max()} "
                 "(use more splits)")
+    if cap is not None and max(plan.outs) > cap:
+        return f"{max(plan.outs)} output columns in a split exceed the line buffer's {cap}"
     return None
 
 

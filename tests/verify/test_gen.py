@@ -173,6 +173,23 @@ ILLEGAL = [
     ("nv_small", 'unit = "sdp"\ninput = [4, 4, 4]\ny = { alu = "sum" }',
      r"\.y: nv_small has no SDP Y"),
     ("nv_small", 'unit = "bdma"', r"\.unit: nv_small has no BDMA"),
+    # a draw's bounds are finite numbers (an fp16 low of -inf crashed the draw)
+    ("nv_full", 'unit = "sdp"\nprecision = "fp16"\ninput = [8, 4, 4]\ndata = { low = -inf }',
+     r"\.data\.low: expected a finite number, got -inf"),
+    ("nv_full", 'unit = "conv"\nmode = "image"\npixel_format = "T_R8"\ninput = [1, 4, 5]\n'
+     'data = { high = inf }', r"\.data\.high: expected a finite number, got inf"),
+    ("nv_full", 'unit = "conv"\nmode = "image"\npixel_format = "T_R8"\ninput = [1, 4, 5]\n'
+     'data = { low = nan }', r"\.data\.low: expected a finite number, got nan"),
+    ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nweights = { high = true }',
+     r"\.weights\.high: expected a finite number, got True"),
+    # bounds no value of the precision meets
+    ("nv_full", 'unit = "sdp"\ninput = [8, 4, 4]\ndata = { low = 200 }',
+     r"\.data\.low: 200 is above int8's largest value 127"),
+    ("nv_full", 'unit = "conv"\nprecision = "int16"\ninput = [8, 4, 4]\n'
+     'weights = { high = -40000 }', r"\.weights\.high: -40000 is below int16's smallest"),
+    ("nv_full", 'unit = "sdp"\nprecision = "fp16"\ninput = [8, 4, 4]\n'
+     'data = { low = -1e308, high = 1e308 }', r"\.data\.low: -1e\+308 is outside fp16's "
+     r"-65504\.\.65504"),
     ("nv_small", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2', r"\.batch: nv_small has no batch"),
     ("nv_full", 'unit = "conv"\ninput = [8, 4, 4]\nbatch = 2\nsdp = { out_precision = "int16" }',
      r"\.sdp\.out_precision: int8 processing with int16 output in 2-batch mode "
@@ -227,6 +244,22 @@ ILLEGAL = [
      r"\.batch: a batch of 1x1 output cubes cannot be written: .*\(sdp\.batch_dst_64\).*"
      r"\(sdp\.one_by_one_packed\)"),
 ]
+
+
+@pytest.mark.parametrize("unit, precision, data, low, high", [
+    ("sdp", "fp16", "high = -20.0", -20.0, -20.0), ("sdp", "fp16", "low = 9.5", 9.5, 9.5),
+    ("conv", "int8", "high = -100", -100, -100), ("conv", "int16", "low = 1000", 1000, 1000)])
+def test_one_bound_past_the_default_range_moves_the_other(tmp_path, unit, precision, data, low,
+                                                          high):
+    """data = { high = -20 } below the default low draws at -20 (it crashed the draw)."""
+    spec = _write(tmp_path, f'unit = "{unit}"\nprecision = "{precision}"\ninput = [8, 3, 4]\n'
+                  f"data = {{ {data} }}", "nv_full")
+    result = generate(spec, tmp_path / "o", fmt="txn")
+    assert run_trace(result.traces[0]).status == "pass"
+    dtype = {"fp16": np.float16, "int8": np.int8, "int16": np.int16}[precision]
+    values = np.frombuffer(read_hex_dat(tmp_path / "o" / "layer0_in1.dat"), dtype)
+    values = values[values != 0]  # the atoms' padding
+    assert values.size >= 8 * 3 * 4 // 2 and (values >= low).all() and (values <= high).all()
 
 
 @pytest.mark.parametrize("config, body, message", ILLEGAL)

@@ -3,6 +3,7 @@ settings (convertor, X offset, mean, sign override) as spec keys."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import regs
@@ -13,14 +14,14 @@ from sim.gen import generate
 from sim.memfiles import read_hex_dat
 from sim.trace.cfg import parse_cfg
 
+from .gen_helpers import assert_refused, write_spec, written
+
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "nv_full"\nseed = 13\n[[layer]]\nunit = "conv"\nmode = "image"\n'
-                    f'kernels = 6\nkernel = [2, 3]\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, seed=13, name=name,
+                      head='unit = "conv"\nmode = "image"\nkernels = 6\nkernel = [2, 3]\n')
 
 
 def _image(name: str, precision: str | None = None, extra: str = "", h=5, w=7) -> str:
@@ -42,13 +43,7 @@ def test_every_pixel_format_passes_run(tmp_path, name):
 
 
 def _fields(folder, unit: str = "NVDLA_CDMA") -> dict[str, int]:
-    out = {}
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd == "reg_write" and op.args[0].startswith(unit + "."):
-            reg = REGS.by_name(op.args[0])
-            out.update({f.name.lower(): (op.args[1] >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                        for f in reg.fields})
-    return out
+    return written(folder, unit)[0]
 
 
 def test_pixel_registers_are_the_spec(tmp_path):
@@ -114,6 +109,27 @@ ILLEGAL = [
     (_image("T_R8", extra="mean = [1, 2, 3]\n"), r"\.mean: expected \[ry, gu, bv, ax\]"),
     (_image("T_A16Y16U16V16_F", extra="mean = [1.0, 2.0, 3.0, 1e6]\n"),
      r"\.mean\[3\]: expected a finite fp16 number"),
+    (_image("T_A16Y16U16V16_F", extra=f"mean = [1.0, 2.0, 3.0, {10 ** 400}]\n"),
+     r"\.mean\[3\]: expected a finite fp16 number, got an integer of 1329 bits"),
+    # pixel bounds outside the format's fields: refused, not wrapped or clipped
+    (_image("T_R8", extra="data = { high = -5 }\n"),
+     r"\.data\.high: -5 is outside T_R8's pixel range 0\.\.255"),
+    (_image("T_A2B10G10R10", extra="data = { high = -5 }\n"),
+     r"\.data\.high: -5 is outside T_A2B10G10R10's pixel range 0\.\.1023"),
+    (_image("T_A2B10G10R10", extra="data = { low = 2000, high = 3000 }\n"),
+     r"\.data\.low: 2000 is outside T_A2B10G10R10's pixel range 0\.\.1023"),
+    (_image("T_R16_I", extra="data = { low = -40000 }\n"),
+     r"\.data\.low: -40000 is outside T_R16_I's pixel range -32768\.\.32767"),
+    (_image("T_A16B16G16R16_F", extra="data = { high = 1e5 }\n"),
+     r"\.data\.high: 100000\.0 is outside T_A16B16G16R16_F's pixel range -65504\.\.65504"),
+    # the mean is the convertor's: without it, it would do nothing
+    (_image("T_A8B8G8R8", "int8", "pixel_cvt = false\nmean = [1, 2, 3, 4]\n"),
+     r"\.mean: the mean is subtracted by the CDMA convertor, off here"),
+    (_image("T_R16_F", "fp16", "mean = [1.0, 0, 0, 0]\n"),
+     r"\.mean: the mean is subtracted by the CDMA convertor"),
+    ('pixel_format = 3\ninput = [1, 4, 4]', r"\.pixel_format: expected a format name"),
+    (_image("T_R8", "fp16", 'data = { specials = ["nan"] }\n'),
+     r"\.data\.specials: T_R8's pixels are integers"),
     (_image("T_R8", extra="pixel_cvt = [0, 1, 64]\n"), r"\.pixel_cvt\[2\]: 64 is outside 0\.\.63"),
     ('pixel_format = "T_R9"\ninput = [1, 4, 4]', r"\.pixel_format: unknown pixel format 'T_R9'"),
     (_image("T_R8").replace("[1,", "[3,"), r"\.input: T_R8 has 1 channels, not 3"),
@@ -122,12 +138,20 @@ ILLEGAL = [
 
 @pytest.mark.parametrize("body, message", ILLEGAL)
 def test_illegal_pixel_settings_name_key_and_rule(tmp_path, capsys, body, message):
-    spec = _spec(tmp_path, body)
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body), message)
+
+
+@pytest.mark.parametrize("name, low, high", [("T_R8", 255, 255), ("T_R10G10B10A2", 1023, 1023),
+                                             ("T_R16_I", -32768, -32768)])
+def test_pixel_bounds_reach_the_field_edges(tmp_path, name, low, high):
+    """The edges of the pixel range are legal and the pixels hold them (no wrap)."""
+    body = _image(name, extra=f"data = {{ low = {low}, high = {high} }}\n")
+    generate(_spec(tmp_path, body), tmp_path / "o", fmt="txn")
+    f = pixel_format(name)
+    pixels = np.frombuffer(read_hex_dat(tmp_path / "o" / "layer0_in1.dat"), np.uint8)
+    assert pixels.size and main(["run", str(tmp_path / "o" / "input.txn")]) == 0
+    if f.dtype == np.uint8:
+        assert (pixels == high).sum() == 5 * 7  # every pixel, none wrapped
 
 
 def test_pixel_keys_need_image_mode(tmp_path, capsys):

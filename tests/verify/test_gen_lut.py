@@ -12,18 +12,16 @@ import pytest
 
 import regs
 from sim.cli import main
-from sim.errors import SimError
 from sim.gen import generate
 from sim.memfiles import read_hex_dat
-from sim.trace.cfg import parse_cfg
+
+from .gen_helpers import assert_refused, write_spec, written
 
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, config: str = "nv_full", name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "{config}"\nseed = 5\n[[layer]]\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, config, name=name)
 
 
 def _ramp(n: int, step: int, low: int = -30000) -> str:
@@ -32,6 +30,7 @@ def _ramp(n: int, step: int, low: int = -30000) -> str:
 
 LE_INT = _ramp(65, 900)
 LO_INT = _ramp(257, 230)
+HUGE = "1" + "0" * 400  # 10**400: past every float
 LO_FP16 = "[" + ", ".join(f"{-2 + i / 64:.6f}" for i in range(257)) + "]"
 
 RUNS = {
@@ -76,27 +75,6 @@ def test_lut_specs_pass_run(tmp_path, name):
 
 # -- the registers gen writes, decoded back ----------------------------------------------
 
-def _written(folder, unit: str):
-    """(fields of the last write of each register of ``unit``, LE and LO table writes)."""
-    fields: dict[str, int] = {}
-    tables: dict[int, list[int]] = {0: [], 1: []}
-    table = None
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd != "reg_write" or not op.args[0].startswith(unit + "."):
-            continue
-        reg = REGS.by_name(op.args[0])
-        value = op.args[1]
-        decoded = {f.name.lower(): (value >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                   for f in reg.fields}
-        if reg.name == "S_LUT_ACCESS_CFG_0":
-            table = decoded["lut_table_id"]
-            tables[table] = []
-        elif reg.name == "S_LUT_ACCESS_DATA_0":
-            tables[table].append(decoded["lut_data"])
-        fields.update(decoded)
-    return fields, tables
-
-
 def _signed(value: int, bits: int) -> int:
     return value - (1 << bits) if value >> (bits - 1) & 1 else value
 
@@ -108,7 +86,7 @@ def _fp32(bits: int) -> float:
 def test_sdp_int_lut_registers_are_the_spec(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["sdp_int16_explicit_slopes"]), folder, fmt="cfg")
-    f, tables = _written(folder, "NVDLA_SDP")
+    f, tables = written(folder, "NVDLA_SDP")
     assert f["lut_le_function"] == 1  # linear
     assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
         (1, 0, 1)
@@ -126,7 +104,7 @@ def test_sdp_int_lut_registers_are_the_spec(tmp_path):
 def test_sdp_fp16_lut_registers_are_the_spec(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["sdp_fp16_exponent"]), folder, fmt="cfg")
-    f, tables = _written(folder, "NVDLA_SDP")
+    f, tables = written(folder, "NVDLA_SDP")
     assert f["lut_le_function"] == 0  # exponent
     assert _signed(f["lut_le_index_offset"], 8) == -5
     assert _signed(f["lut_lo_index_select"], 8) == -6
@@ -148,7 +126,7 @@ def test_sdp_fp16_lut_registers_are_the_spec(tmp_path):
 def test_cdp_lut_registers_take_38_bit_starts(tmp_path):
     folder = tmp_path / "out"
     generate(_spec(tmp_path, RUNS["cdp_int16_wide_start"]), folder, fmt="cfg")
-    f, _ = _written(folder, "NVDLA_CDP")
+    f, _ = written(folder, "NVDLA_CDP")
 
     def value(stem):
         return _signed((f[f"lut_{stem}_high"] << 32) | f[f"lut_{stem}_low"], 38)
@@ -157,6 +135,63 @@ def test_cdp_lut_registers_take_38_bit_starts(tmp_path):
     assert value("le_end") == -40000000000 + (64 << 30)
     assert value("lo_start") == 1000 and value("lo_end") == 60000000000
     assert f["lut_le_index_select"] == 30
+
+
+CDP_FP16_CHOSEN = (
+    'unit = "cdp"\nprecision = "fp16"\ninput = [12, 3, 4]\nwindow = 5\nlut = { le = { '
+    'mode = "exponent", start = 0.25, index_offset = -6, table = "lrn", slopes = { '
+    'uflow = 0.25, oflow = -0.125 } }, lo = { start = 0.5, index_select = -1, table = "rsqrt", '
+    'slopes = { oflow = 0.5 } }, priority = { uflow = "lo", oflow = "le", hybrid = "lo" } }')
+CDP_INT8_CHOSEN = (
+    'unit = "cdp"\ninput = [12, 3, 4]\nlut = { le = { start = 5, index_select = 4, '
+    'slopes = { uflow = [7, 3], oflow = [-9, -2] } }, lo = { slopes = { uflow = [-300, 15] } }, '
+    'priority = { uflow = "lo", oflow = "lo", hybrid = "le" } }')
+
+
+def _fp16(bits: int) -> float:
+    return float(np.array([bits], np.uint16).view(np.float16)[0])
+
+
+def test_cdp_fp16_lut_registers_are_the_spec(tmp_path):
+    folder = tmp_path / "out"
+    generate(_spec(tmp_path, CDP_FP16_CHOSEN), folder, fmt="cfg")
+    f, tables = written(folder, "NVDLA_CDP")
+    assert f["lut_le_function"] == 0  # exponent
+    assert _signed(f["lut_le_index_offset"], 8) == -6
+    assert _signed(f["lut_lo_index_select"], 8) == -1
+    # fp16 starts and ends: fp32 patterns in the LOW words
+    assert _fp32(f["lut_le_start_low"]) == 0.25 and f["lut_le_start_high"] == 0
+    assert _fp32(f["lut_lo_start_low"]) == 0.5
+    assert _fp32(f["lut_le_end_low"]) == 0.25 + 2.0 ** (64 - 6)
+    assert _fp32(f["lut_lo_end_low"]) == 0.5 + 256 * 0.5
+    assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
+        (1, 0, 1)
+    assert (_fp16(f["lut_le_slope_uflow_scale"]), _fp16(f["lut_le_slope_oflow_scale"])) == \
+        (0.25, -0.125)
+    assert (_fp16(f["lut_lo_slope_uflow_scale"]), _fp16(f["lut_lo_slope_oflow_scale"])) == \
+        (0.0, 0.5)
+    assert all(f[f"lut_{t}_slope_{s}_shift"] == 0 for t in ("le", "lo") for s in ("uflow", "oflow"))
+    # each entry: the named function at the entry's input, rounded to fp16
+    lo = np.array(tables[1], np.uint16).view(np.float16)
+    np.testing.assert_array_equal(lo, (1 / np.sqrt(0.5 + 0.5 * np.arange(257))).astype(np.float16))
+    le = np.array(tables[0], np.uint16).view(np.float16)
+    x = 0.25 + 2.0 ** (np.arange(65) - 6)
+    np.testing.assert_array_equal(le, ((1 + 1e-4 * x) ** -0.75).astype(np.float16))
+
+
+def test_cdp_int_lut_priorities_and_slopes_are_the_spec(tmp_path):
+    folder = tmp_path / "out"
+    generate(_spec(tmp_path, CDP_INT8_CHOSEN), folder, fmt="cfg")
+    f, _ = written(folder, "NVDLA_CDP")
+    assert (f["lut_uflow_priority"], f["lut_oflow_priority"], f["lut_hybrid_priority"]) == \
+        (1, 1, 0)
+    assert (_signed(f["lut_le_slope_uflow_scale"], 16), f["lut_le_slope_uflow_shift"]) == (7, 3)
+    assert (_signed(f["lut_le_slope_oflow_scale"], 16),
+            _signed(f["lut_le_slope_oflow_shift"], 5)) == (-9, -2)
+    assert (_signed(f["lut_lo_slope_uflow_scale"], 16), f["lut_lo_slope_uflow_shift"]) == \
+        (-300, 15)
+    assert (f["lut_lo_slope_oflow_scale"], f["lut_lo_slope_oflow_shift"]) == (0, 0)
+    assert f["lut_le_start_low"] == 5 and f["lut_le_index_select"] == 4
 
 
 # -- every key changes the result ----------------------------------------------------------
@@ -180,13 +215,28 @@ CHANGES = [  # (a LUT, the same LUT with one key changed): the outputs differ
 ]
 
 
-@pytest.mark.parametrize("before, after", CHANGES)
+
+CDP_PAIRS = [  # (a CDP layer, the same with one LUT key changed): the outputs differ
+    ('precision = "fp16"\nlut = { le = { table = "lrn" } }',
+     'precision = "fp16"\nlut = { le = { table = "lrn", y_scale = 0.5 } }'),
+    ('precision = "fp16"', 'precision = "fp16"\nlut = { le = { table = "rsqrt" } }'),
+    ('precision = "fp16"\nlut = { lo = { table = "rsqrt" } }',
+     'precision = "fp16"\nlut = { lo = { table = "rsqrt" }, priority = "lo" }'),
+    ('precision = "int16"', 'precision = "int16"\nlut = { le = { table = "rsqrt", '
+     'y_scale = 30000.0 } }'),
+]
+CDP_PAIR_BASE = 'unit = "cdp"\ninput = [12, 3, 4]\n'
+PAIRS = ([tuple(BASE.format(lut).replace("{{", "{").replace("}}", "}") for lut in pair)
+          for pair in CHANGES]
+         + [tuple(CDP_PAIR_BASE + extra for extra in pair) for pair in CDP_PAIRS])
+
+
+@pytest.mark.parametrize("before, after", PAIRS)
 def test_each_lut_key_changes_the_output(tmp_path, before, after):
     outs = []
-    for i, lut in enumerate((before, after)):
+    for i, body in enumerate((before, after)):
         folder = tmp_path / f"o{i}"
-        generate(_spec(tmp_path, BASE.format(lut).replace("{{", "{").replace("}}", "}"),
-                       name=f"s{i}"), folder, fmt="txn")
+        generate(_spec(tmp_path, body, name=f"s{i}"), folder, fmt="txn")
         outs.append(read_hex_dat(folder / "layer0_out.dat"))
     assert outs[0] != outs[1]
 
@@ -252,14 +302,21 @@ ILLEGAL = [
     (CDP, "int8", "true\nnan_to_zero = true", r"\)\.nan_to_zero: NaN flushing needs precision "
      "fp16"),
     (CDP, "int8", "3", r"\)\.lut: expected true or a table"),
+    # TOML integers have no bound: a huge one is refused, not overflowed into float()
+    (SDP, "fp16", f"{{ lo = {{ end = {HUGE} }} }}", r"y\.lut\.lo\.end: expected a finite fp32 "
+     r"number, got an integer of 1329 bits"),
+    (SDP, "fp16", f"{{ le = {{ start = -{HUGE} }} }}", r"y\.lut\.le\.start: expected a finite"),
+    (CDP, "fp16", f'{{ le = {{ table = "exp", x_scale = {HUGE} }} }}',
+     r"\)\.lut\.le\.x_scale: expected a finite number"),
+    (SDP, "fp16", f'{{ lo = {{ table = "exp", y_scale = -{HUGE} }} }}',
+     r"y\.lut\.lo\.y_scale: expected a finite number"),
+    (SDP, "fp16", "{ lo = { table = [" + ", ".join(["1.0"] * 256 + [HUGE]) + "] } }",
+     r"y\.lut\.lo\.table: an integer of 1329 bits is not an fp16 value"),
+    (CDP, "fp16", f"{{ lo = {{ slopes = {{ oflow = {HUGE} }} }} }}",
+     r"\)\.lut\.lo\.slopes\.oflow: an fp16 slope is one finite fp16 number"),
 ]
 
 
 @pytest.mark.parametrize("body, precision, lut, message", ILLEGAL)
 def test_illegal_luts_name_key_and_rule(tmp_path, capsys, body, precision, lut, message):
-    spec = _spec(tmp_path, body.format(precision, lut))
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body.format(precision, lut)), message)

@@ -15,26 +15,18 @@ from sim.configs import get_config
 from sim.errors import SimError
 from sim.gen import generate
 from sim.memfiles import read_hex_dat
-from sim.trace.cfg import parse_cfg
+
+from .gen_helpers import assert_refused, write_spec, written
 
 REGS = regs.load()
 
 
 def _spec(tmp_path, body: str, config: str = "nv_full", name: str = "spec"):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(f'config = "{config}"\nseed = 9\n[[layer]]\nunit = "pdp"\n{body}\n')
-    return path
+    return write_spec(tmp_path, body, config, seed=9, name=name, head='unit = "pdp"\n')
 
 
 def _fields(folder, unit: str) -> dict[str, int]:
-    """The fields of the last write of each register of ``unit``."""
-    out = {}
-    for op in parse_cfg(next(folder.glob("*.cfg"))):
-        if op.cmd == "reg_write" and op.args[0].startswith(unit + "."):
-            reg = REGS.by_name(op.args[0])
-            out.update({f.name.lower(): (op.args[1] >> f.lsb) & ((1 << (f.msb - f.lsb + 1)) - 1)
-                        for f in reg.fields})
-    return out
+    return written(folder, unit)[0]
 
 
 WIDE = 'precision = "int16"\ninput = [16, 6, 300]\nkernel = [3, 3]\nstride = [2, 2]\n'
@@ -50,6 +42,12 @@ RUNS = {
                           "nv_small"),
     "auto_nv_small": ('input = [8, 4, 200]\nkernel = [1, 2]\nstride = [1, 1]\nsplit = "auto"',
                       "nv_small"),
+    # a stride wider than the kernel: PARTIAL_WIDTH's 1024 input columns want more splits
+    # than the line buffer does
+    "auto_wide_stride": ('input = [8, 1, 2304]\nkernel = [1, 8]\nstride = [1, 9]\n'
+                         'split = "auto"', "nv_full"),
+    "auto_long_nv_small": ('input = [8, 3, 2623]\nmethod = "average"\nkernel = [1, 2]\n'
+                           'stride = [1, 2]\npad = [1, 0, 0, 0]\nsplit = "auto"', "nv_small"),
 }
 
 
@@ -92,6 +90,23 @@ def test_auto_splits_fit_the_line_buffer(tmp_path):
     assert max(widths) <= cap
 
 
+@pytest.mark.parametrize("name", ["auto_wide_int16", "auto_nv_small", "auto_wide_stride",
+                                  "auto_long_nv_small"])
+def test_auto_takes_the_fewest_splits_that_pass(tmp_path, name):
+    body, config = RUNS[name]
+    generate(_spec(tmp_path, body, config), tmp_path / "o", fmt="cfg")
+    count = _fields(tmp_path / "o", "NVDLA_PDP")["split_num"] + 1
+    assert count > 1
+    fewer = body.replace('split = "auto"', f"split = {count - 1}")
+    with pytest.raises(SimError, match=r"\.(split|input): "):
+        generate(_spec(tmp_path, fewer, config, name="fewer"), tmp_path / "o2", fmt="cfg")
+
+
+def test_auto_splits_nothing_that_fits(tmp_path):
+    generate(_spec(tmp_path, 'input = [8, 4, 40]\nsplit = "auto"'), tmp_path / "o", fmt="cfg")
+    assert _fields(tmp_path / "o", "NVDLA_PDP")["split_num"] == 0
+
+
 @pytest.mark.parametrize("split", ["2", "3", "[4, 3, 3]", "[1, 15]", "7", "16"])
 def test_a_split_layer_pools_what_one_pass_pools(tmp_path, split):
     """The same layer in one pass and in splits: different registers, the same bytes."""
@@ -124,6 +139,9 @@ ILLEGAL = [
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = [1, 2, 3, 4]', r"\.split: expected the "
      r"output columns \[first, last\] or \[first, mid, last\]"),
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = "many"', r"\.split: expected \"auto\""),
+    ('input = [8, 8, 8192]\nkernel = [8, 2]\nstride = [1, 1]\nsplit = "auto"',
+     r"\.split: 8191 output columns need 512 splits of the line buffer's 16: more than "
+     r"SPLIT_NUM's 256"),
     ('input = [8, 4, 40]\nkernel = [2, 2]\nsplit = 300', r"\.split: 300 is outside 1\.\.256"),
     ('input = [8, 4, 40]\nkernel = [2, 5]\nstride = [1, 1]\npad = [4, 0, 0, 0]\n'
      'split = [1, 39]', r"\.split: the first split's 1 input column\(s\) do not hold the "
@@ -135,9 +153,4 @@ ILLEGAL = [
 
 @pytest.mark.parametrize("body, message", ILLEGAL)
 def test_illegal_splits_name_key_and_rule(tmp_path, capsys, body, message):
-    spec = _spec(tmp_path, body)
-    with pytest.raises(SimError, match=message):
-        generate(spec, tmp_path / "out")
-    assert main(["gen", str(spec), "-o", str(tmp_path / "out")]) == 2
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert_refused(tmp_path, capsys, _spec(tmp_path, body), message)
