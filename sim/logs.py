@@ -47,3 +47,6 @@ class LazyLogger:
 
     def info(self, msg: str, *args) -> None:
         self.log(INFO, msg, *args)
+
+    def warning(self, msg: str, *args) -> None:
+        self.log(WARNING, msg, *args)

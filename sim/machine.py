@@ -334,6 +334,8 @@ class Machine:
         if self.regfile.apply_write(rf_plan, value) == "launch":
             self._launches.append(unit)
             self.races.armed(unit, self.regfile.producer[unit])
+        elif r.name == "D_OP_ENABLE_0" and not value & 1:
+            self.races.disarmed(unit, self.regfile.producer[unit])
 
     def _special_write(self, r, special: tuple, value: int) -> bool:
         """The interrupt set and engine hooks of a write; True if consumed."""

@@ -64,7 +64,7 @@ def access_unit(what: str) -> str | None:
     """The unit a DMA access's ``what`` (``NVDLA_SDP.D_DST_BASE_ADDR``...) names, or None."""
     unit = _UNITS.get(what, False)
     if unit is False:
-        head = what.partition(".")[0]
+        head = what.partition(".")[0].partition(" ")[0]  # "NVDLA_CDMA image" too
         unit = _UNITS[what] = head if head in DOWNSTREAM else None
     return unit
 
@@ -140,6 +140,10 @@ class RaceWatch:
     def armed(self, unit: str, group: int) -> None:
         self._armed_at.setdefault((unit, group), self.clock)
 
+    def disarmed(self, unit: str, group: int) -> None:
+        """OP_EN written 0: a later enable of the group counts from then, not from this."""
+        self._armed_at.pop((unit, group), None)
+
     def completed(self, unit: str, group: int) -> None:
         self._armed_at.pop((unit, group), None)
 
@@ -155,14 +159,31 @@ class RaceWatch:
         if not bits or not self.flights:
             return
         self.clock += 1
-        for flight in self.flights:
+        # a unit runs its groups in turn: a done interrupt seen of it tells that its
+        # earlier layers ended too (their bits raised before, perhaps never cleared)
+        last_of: dict[str, int] = {}  # unit -> the latest flight whose done of it was seen
+        for i, flight in enumerate(self.flights):
             for entry in flight.bits:
                 if entry[2] and entry[3] is None and entry[0] & bits:
                     entry[3] = self.clock
+                    last_of[entry[1]] = i
+        for unit, last in last_of.items():
+            for flight in self.flights[:last]:
+                for entry in flight.bits:
+                    if entry[1] == unit and entry[3] is None:
+                        entry[3] = self.clock
 
     def seen_all(self) -> None:
-        """Software saw every done interrupt raised so far (a poll held, a task ended)."""
-        self.seen(~0)
+        """Software waited for every layer that ran (a poll held, a task ended, the
+        machine ran dry): their done interrupts count as seen, those still to be raised
+        too (a unit reads idle from the op-done that raises its interrupt on)."""
+        if not self.flights:
+            return
+        self.clock += 1
+        for flight in self.flights:
+            for entry in flight.bits:
+                if entry[3] is None:
+                    entry[2], entry[3] = True, self.clock
 
     # -- a layer --------------------------------------------------------------
     def layer_ran(self, number: int, engine: str, groups: dict, accesses: list) -> Flight:

@@ -143,6 +143,10 @@ def main(argv: list[str]) -> int:
     if result.races:
         print("warning: the outputs hold the layers' results computed one after the other; "
               "NVDLA's bytes there depend on timing (see the README)", file=sys.stderr)
+        if args.trace_out:
+            print(f"warning: {args.trace_out} records these layers as enabled: `nvdla-sim "
+                  f"run` stops it at the first race (a trace's expectations must not depend "
+                  f"on timing)", file=sys.stderr)
     files = {f"o_{i:06d}.dimg": data for i, data in enumerate(result.dimgs)}
     write_folder_atomically(args.out_dir, files)
     if layers is not None:

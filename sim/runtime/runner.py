@@ -270,7 +270,11 @@ def _run_tasks(loadable: Loadable, firmware_dir, config: str, inputs, recorder_p
             firmware.close()
         raise
     result = RunResult([], [])
-    machine.races.report = result.races.append
+
+    def race(message: str) -> None:  # a library caller of run_loadable sees it logged
+        log.warning("%s", message)
+        result.races.append(message)
+    machine.races.report = race
     recorded: dict[int, np.ndarray] = {}
     tasks = {t.id: t for t in loadable.tasks}
     # DLA tasks still to run: only their _record_loads read what _record_checks copies

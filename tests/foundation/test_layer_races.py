@@ -272,3 +272,66 @@ def test_a_trace_waits_for_the_layer_before(tmp_path, wait, verdict):
     if verdict == "error":
         assert "would depend on timing" in result.message
         assert "hardware layer 0 (SDP" in result.message
+
+
+def _in_group(start, units: tuple, group: int):
+    """``start`` programmed into register group ``group`` of ``units``."""
+    def programmed(m, *args):
+        for unit in units:
+            set_reg(m, unit, "S_POINTER_0", producer=group)
+        start(m, *args)
+    return programmed
+
+
+_SDP_UNITS = ("NVDLA_SDP", "NVDLA_SDP_RDMA")
+E = 0x8050_0000
+_OTHER_WAITS = {
+    # SDP runs its groups in turn: its group 1's end seen tells that group 0 ended too
+    "a later group's interrupt": [*_writes(_in_group(_start_sdp, _SDP_UNITS, 0), A, B),
+                                  *_writes(_in_group(_start_sdp, _SDP_UNITS, 1), C, D),
+                                  "intr_notify(SDP_1, sync_id_0);"],
+    # a unit reads idle from the op-done that raises its interrupts on
+    "a poll of the unit's idle status": [*_writes(_conv, A, 0x8060_0000, B, 0, 1),
+                                         "poll_reg_equal(NVDLA_SDP.S_STATUS_0, 0x0);"],
+    # an enable written back to 0 before the layer was programmed counts for nothing
+    "an enable taken back": ["reg_write(NVDLA_PDP_RDMA.D_OP_ENABLE_0, 0x1);",
+                             "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x1);",
+                             "reg_write(NVDLA_PDP_RDMA.D_OP_ENABLE_0, 0x0);",
+                             "reg_write(NVDLA_PDP.D_OP_ENABLE_0, 0x0);",
+                             *_writes(_start_sdp, A, B), "intr_notify(SDP_0, sync_id_0);"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OTHER_WAITS))
+def test_a_trace_that_waits_otherwise_is_not_racing(tmp_path, case):
+    """Each writes B, waits its way, then a pooling reads B (found by review: each was
+    reported as a race)."""
+    from sim.trace.player import run_trace
+
+    cfg = [*_OTHER_WAITS[case], *_writes(_start_pool, B, E), "intr_notify(PDP_0, sync_id_1);"]
+    folder = tmp_path / "nv_small" / "t"
+    folder.mkdir(parents=True)
+    (folder / "t.cfg").write_text("\n".join(cfg) + "\n")
+    result = run_trace(folder, "nv_small")
+    assert result.status.value == "pass", result.message
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_the_sdp_rdma_reads_at_its_enable(wait):
+    """The SDP_RDMA's operand is taken when its layer is enabled (as NVIDIA's C-model
+    takes it; the KMD enables a ResNet's shortcut addition while the pooling writing its
+    operand runs): not a race, and the answer is the one after the pooling."""
+    def pool_then_sdp(wait_between: bool) -> Machine:
+        m = Machine("nv_small")
+        m.load(A, np.random.default_rng(4).integers(-100, 100, CUBE_BYTES).astype(
+            np.int8).tobytes())
+        _start_pool(m, A, B)
+        if wait_between:
+            m.run()
+        _start_sdp(m, B, C)
+        m.run()
+        assert m.layers_run == 2
+        return m
+
+    m = pool_then_sdp(wait)
+    assert m.read_memory(C, POOLED_BYTES) == pool_then_sdp(True).read_memory(C, POOLED_BYTES)
