@@ -26,6 +26,10 @@ reported as ``known``, not as a failure):
 * on the master address map (nv_large, nv_small): CDP D_OUT_SATURATION, which the master RTL
   ties to 0, and SDP D_PERF_OUT_SATURATION, where the RTL flags every saturated result and the
   C-model fewer (checked on nv_small's RTL);
+* (refused by gen, not drawn around) 10/12/16-bit pixel formats on the master map: the
+  master RTL's CDMA builds only the 8-bit ones where FEATURE_DATA_TYPE_INT8 is defined (every
+  master project), nv_small's RTL reads other pixels, and the master C-models stop on a
+  SIGFPE (a super-atom ratio of 0: a 16-bit atom wider than the memory bus);
 * int8 average pooling with a padding value past int8, whose sums leave the RTL's 11/14-bit
   accumulators (:func:`sim.pdp.pooling._int8_average`): the C-model's wider sums give other
   bytes.
