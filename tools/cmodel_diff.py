@@ -26,7 +26,7 @@ reported as ``known``, not as a failure):
 * on the master address map (nv_large, nv_small): CDP D_OUT_SATURATION, which the master RTL
   ties to 0, and SDP D_PERF_OUT_SATURATION, where the RTL flags every saturated result and the
   C-model fewer (checked on nv_small's RTL);
-* (refused by gen, not drawn around) 10/12/16-bit pixel formats on the master map: the
+* (refused by gen, not drawn) 10/12/16-bit pixel formats on the master map: the
   master RTL's CDMA builds only the 8-bit ones where FEATURE_DATA_TYPE_INT8 is defined (every
   master project), nv_small's RTL reads other pixels, and the master C-models stop on a
   SIGFPE (a super-atom ratio of 0: a 16-bit atom wider than the memory bus);
@@ -324,13 +324,15 @@ def rubik_layer(r, precision: str) -> dict:
     return layer
 
 
-def conv_layer(r, precision: str) -> dict:
+def conv_layer(r, precision: str, hw=None) -> dict:
     mode = r.choices(["direct", "winograd", "image"], [6, 2, 2])[0]
     layer: dict = {"unit": "conv", "precision": precision}
     if mode == "image":
-        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if precision == "fp16"
+        # only the pixel formats ``hw``'s CDMA reads (the 8-bit ones on an int8-only RTL)
+        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if (precision == "fp16"
                                      or PIXEL_FORMATS[f].precision != "fp16"
-                                     and (precision == "int16" or f != "T_R16_F")]))
+                                     and (precision == "int16" or f != "T_R16_F"))
+                                     and (hw is None or hw.supports(PIXEL_FORMATS[f].precision))]))
         layer.update(mode="image", pixel_format=fmt.name,
                      input=[fmt.channels, r.randint(3, 12), r.randint(3, 14)])
         layer.update(_pixels(r, fmt, precision))
@@ -449,9 +451,11 @@ def random_spec(r, only=None, config: str = "nv_full") -> str:
     unit = r.choices(units, [UNIT_WEIGHTS[u] for u in units])[0]
     precision = r.choice([p for p in PRECISIONS if hw.supports(p)])
     seed = r.randint(0, 10 ** 6)
+    if unit == "conv":
+        return to_toml(seed, [conv_layer(r, precision, hw)], config)
     if unit != "chain":
         return to_toml(seed, [BUILDERS[unit](r, precision)], config)
-    layers = [conv_layer(r, precision) if r.random() < 0.6 else sdp_layer(r, precision)]
+    layers = [conv_layer(r, precision, hw) if r.random() < 0.6 else sdp_layer(r, precision)]
     for i in range(1, r.randint(2, 3)):
         layers.append(BUILDERS[r.choice(["sdp", "pdp", "cdp"])](r, precision, f"l{i - 1}"))
     for i, layer in enumerate(layers):
