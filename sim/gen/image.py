@@ -29,7 +29,7 @@ class ImageSetting:
 
 def image_setting(layer, proc: str, channels: int, cfg=None) -> ImageSetting:
     """The validated image keys of an image-mode ``layer`` processing in ``proc`` on ``cfg``."""
-    from ..dma.pixel import pixel_format
+    from ..dma.pixel import max_x_offset, pixel_format
 
     name = layer.get("pixel_format", "T_A8B8G8R8")
     if not isinstance(name, str):
@@ -76,7 +76,9 @@ def image_setting(layer, proc: str, channels: int, cfg=None) -> ImageSetting:
     if cvt is not None and raw_fp16:
         raise layer.fail("pixel_cvt", f"{fmt.name}'s fp16 pixels go into fp16 unconverted "
                          "(the C-model's convertor writes zeros for them): pixel_cvt = false")
-    x_offset = integer(layer, "pixel_offset", layer.get("pixel_offset", 0), 0, fmt.max_x_offset)
+    # the pixels of one memory atom (8 bytes on nv_small: 1 for a 4-byte pixel)
+    x_offset = integer(layer, "pixel_offset", layer.get("pixel_offset", 0), 0,
+                       max_x_offset(fmt, cfg.atom_bytes if cfg is not None else 32))
     mean = layer.get("mean")
     if mean is not None:
         if not isinstance(mean, list) or len(mean) != 4:
