@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sim.configs import CONFIGS  # noqa: E402
-from sim.dma.pixel import PIXEL_FORMATS, pixel_format  # noqa: E402
+from sim.dma.pixel import PIXEL_FORMATS, max_x_offset, pixel_format  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.gen import generate  # noqa: E402
 
@@ -335,7 +335,7 @@ def conv_layer(r, precision: str, hw=None) -> dict:
                                      and (hw is None or hw.supports(PIXEL_FORMATS[f].precision))]))
         layer.update(mode="image", pixel_format=fmt.name,
                      input=[fmt.channels, r.randint(3, 12), r.randint(3, 14)])
-        layer.update(_pixels(r, fmt, precision))
+        layer.update(_pixels(r, fmt, precision, hw.atom_bytes if hw else 32))
     elif mode == "winograd":
         layer.update(mode="winograd", kernel=[3, 3],
                      input=[r.randint(1, 40), r.randint(2, 12), r.randint(2, 12)])
@@ -386,7 +386,7 @@ def conv_layer(r, precision: str, hw=None) -> dict:
     return layer
 
 
-def _pixels(r, fmt, precision: str) -> dict:
+def _pixels(r, fmt, precision: str, atom_bytes: int = 32) -> dict:
     """An image layer's pixel keys: convertor, X offset, mean, sign override, value range."""
     keys: dict = {}
     fp16 = fmt.dtype.kind == "f"
@@ -398,7 +398,7 @@ def _pixels(r, fmt, precision: str) -> dict:
     elif fmt.precision == precision and r.random() < 0.3:
         keys["pixel_cvt"] = False
     if r.random() < 0.5:
-        keys["pixel_offset"] = r.randint(0, fmt.max_x_offset)
+        keys["pixel_offset"] = r.randint(0, max_x_offset(fmt, atom_bytes))
     if r.random() < 0.4:
         keys["mean"] = [round(r.uniform(-4, 4), 3) if fp16 else r.randint(0, 0xFFFF)
                         for _ in range(4)]
