@@ -26,6 +26,10 @@ reported as ``known``, not as a failure):
 * on the master address map (nv_large, nv_small): CDP D_OUT_SATURATION, which the master RTL
   ties to 0, and SDP D_PERF_OUT_SATURATION, where the RTL flags every saturated result and the
   C-model fewer (checked on nv_small's RTL);
+* (refused by gen, not drawn) 10/12/16-bit pixel formats on the master map: the
+  master RTL's CDMA builds only the 8-bit ones where FEATURE_DATA_TYPE_INT8 is defined (every
+  master project), nv_small's RTL reads other pixels, and the master C-models stop on a
+  SIGFPE (a super-atom ratio of 0: a 16-bit atom wider than the memory bus);
 * int8 average pooling with a padding value past int8, whose sums leave the RTL's 11/14-bit
   accumulators (:func:`sim.pdp.pooling._int8_average`): the C-model's wider sums give other
   bytes.
@@ -48,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from sim.configs import CONFIGS  # noqa: E402
-from sim.dma.pixel import PIXEL_FORMATS, pixel_format  # noqa: E402
+from sim.dma.pixel import PIXEL_FORMATS, max_x_offset, pixel_format  # noqa: E402
 from sim.errors import SimError  # noqa: E402
 from sim.gen import generate  # noqa: E402
 
@@ -320,16 +324,18 @@ def rubik_layer(r, precision: str) -> dict:
     return layer
 
 
-def conv_layer(r, precision: str) -> dict:
+def conv_layer(r, precision: str, hw=None) -> dict:
     mode = r.choices(["direct", "winograd", "image"], [6, 2, 2])[0]
     layer: dict = {"unit": "conv", "precision": precision}
     if mode == "image":
-        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if precision == "fp16"
+        # only the pixel formats ``hw``'s CDMA reads (the 8-bit ones on an int8-only RTL)
+        fmt = pixel_format(r.choice([f for f in IMAGE_FORMATS if (precision == "fp16"
                                      or PIXEL_FORMATS[f].precision != "fp16"
-                                     and (precision == "int16" or f != "T_R16_F")]))
+                                     and (precision == "int16" or f != "T_R16_F"))
+                                     and (hw is None or hw.supports(PIXEL_FORMATS[f].precision))]))
         layer.update(mode="image", pixel_format=fmt.name,
                      input=[fmt.channels, r.randint(3, 12), r.randint(3, 14)])
-        layer.update(_pixels(r, fmt, precision))
+        layer.update(_pixels(r, fmt, precision, hw.atom_bytes if hw else 32))
     elif mode == "winograd":
         layer.update(mode="winograd", kernel=[3, 3],
                      input=[r.randint(1, 40), r.randint(2, 12), r.randint(2, 12)])
@@ -380,7 +386,7 @@ def conv_layer(r, precision: str) -> dict:
     return layer
 
 
-def _pixels(r, fmt, precision: str) -> dict:
+def _pixels(r, fmt, precision: str, atom_bytes: int = 32) -> dict:
     """An image layer's pixel keys: convertor, X offset, mean, sign override, value range."""
     keys: dict = {}
     fp16 = fmt.dtype.kind == "f"
@@ -392,7 +398,7 @@ def _pixels(r, fmt, precision: str) -> dict:
     elif fmt.precision == precision and r.random() < 0.3:
         keys["pixel_cvt"] = False
     if r.random() < 0.5:
-        keys["pixel_offset"] = r.randint(0, fmt.max_x_offset)
+        keys["pixel_offset"] = r.randint(0, max_x_offset(fmt, atom_bytes))
     if r.random() < 0.4:
         keys["mean"] = [round(r.uniform(-4, 4), 3) if fp16 else r.randint(0, 0xFFFF)
                         for _ in range(4)]
@@ -445,9 +451,11 @@ def random_spec(r, only=None, config: str = "nv_full") -> str:
     unit = r.choices(units, [UNIT_WEIGHTS[u] for u in units])[0]
     precision = r.choice([p for p in PRECISIONS if hw.supports(p)])
     seed = r.randint(0, 10 ** 6)
+    if unit == "conv":
+        return to_toml(seed, [conv_layer(r, precision, hw)], config)
     if unit != "chain":
         return to_toml(seed, [BUILDERS[unit](r, precision)], config)
-    layers = [conv_layer(r, precision) if r.random() < 0.6 else sdp_layer(r, precision)]
+    layers = [conv_layer(r, precision, hw) if r.random() < 0.6 else sdp_layer(r, precision)]
     for i in range(1, r.randint(2, 3)):
         layers.append(BUILDERS[r.choice(["sdp", "pdp", "cdp"])](r, precision, f"l{i - 1}"))
     for i, layer in enumerate(layers):

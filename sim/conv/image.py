@@ -128,6 +128,9 @@ def decode_image_layer(ctx) -> ImageLayer:
         raise ConfigurationError(f"{CDMA}.D_DATAIN_FORMAT_0: PIXEL_MAPPING {cdma.pixel_mapping} is "
                                  "reserved (pitch linear only)")
     fmt = _pixel_format(cdma.pixel_format)
+    # NVIDIA's master RTL builds the 10/12/16-bit pixel formats only where the project
+    # supports more than int8: on an int8-only configuration they read other pixels
+    cfg.require_precision(fmt.precision, f"{CDMA}.D_DATAIN_FORMAT_0 PIXEL_FORMAT {fmt.name}")
     in_prec = cdma.precision("in_precision")
     proc = cdma.precision("proc_precision")
     check_precision("conv", IMAGE_FP16 if in_prec == FP16 else IMAGE_INT, proc,

@@ -151,8 +151,16 @@ def pixel_format(name: str) -> PixelFormat:
         raise LayoutError(f"unknown pixel format {name!r} (format.rst Table 33)") from None
 
 
+def max_x_offset(fmt: PixelFormat, atom_bytes: int = 32) -> int:
+    """The largest X offset: the pixels of plane 0 in one memory atom, less one (Table 33's
+    column is the 32-byte atom's; NVIDIA's RTL asserts an offset outside the atom's pixel
+    mask, and nv_small's 8-byte-atom RTL reads other pixels beyond it)."""
+    return min(fmt.max_x_offset, atom_bytes // fmt.plane_bytes[0] - 1)
+
+
 def check_pixel_setting(fmt: PixelFormat, channels: int | None = None,
-                        precision: str | None = None, x_offset: int = 0, what: str = "") -> None:
+                        precision: str | None = None, x_offset: int = 0, what: str = "",
+                        atom_bytes: int = 32) -> None:
     """Table 33 limits: channel count, input precision and X offset range."""
     prefix = f"{what}: " if what else ""
     if channels is not None and channels != fmt.channels:
@@ -161,9 +169,10 @@ def check_pixel_setting(fmt: PixelFormat, channels: int | None = None,
     if precision is not None and precision != fmt.precision:
         raise LayoutError(f"{prefix}{fmt.name} needs input precision {fmt.precision}, not "
                           f"{precision} (format.rst Table 33)")
-    if not 0 <= x_offset <= fmt.max_x_offset:
-        raise LayoutError(f"{prefix}{fmt.name} X offset {x_offset} is outside 0~{fmt.max_x_offset} "
-                          "(format.rst Table 33)")
+    top = max_x_offset(fmt, atom_bytes)
+    if not 0 <= x_offset <= top:
+        raise LayoutError(f"{prefix}{fmt.name} X offset {x_offset} is outside 0~{top} "
+                          f"(format.rst Table 33: the pixels of one {atom_bytes}-byte atom)")
 
 
 @record
@@ -195,7 +204,7 @@ def pixel_layout(fmt: PixelFormat, width: int, height: int, line_strides=None, x
 
     ``plane_x_offsets`` (one per plane) overrides ``x_offset`` plane by plane.
     """
-    check_pixel_setting(fmt, x_offset=x_offset, what=what)
+    check_pixel_setting(fmt, x_offset=x_offset, what=what, atom_bytes=atom_bytes)
     offsets = tuple(int(o) for o in plane_x_offsets) if plane_x_offsets is not None else ()
     if width < 1 or height < 1:
         raise LayoutError(f"{what + ': ' if what else ''}image size {width}x{height} is empty")

@@ -27,9 +27,9 @@ class ImageSetting:
     sign_override: bool
 
 
-def image_setting(layer, proc: str, channels: int) -> ImageSetting:
-    """The validated image keys of an image-mode ``layer`` processing in ``proc``."""
-    from ..dma.pixel import pixel_format
+def image_setting(layer, proc: str, channels: int, cfg=None) -> ImageSetting:
+    """The validated image keys of an image-mode ``layer`` processing in ``proc`` on ``cfg``."""
+    from ..dma.pixel import max_x_offset, pixel_format
 
     name = layer.get("pixel_format", "T_A8B8G8R8")
     if not isinstance(name, str):
@@ -41,6 +41,12 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
         raise layer.fail("pixel_format", str(exc)) from None
     if channels != fmt.channels:
         raise layer.fail("input", f"{fmt.name} has {fmt.channels} channels, not {channels}")
+    if cfg is not None and not cfg.supports(fmt.precision):
+        # the master RTL's CDMA image control (NV_NVDLA_CDMA_IMG_ctrl) builds the 10/12/16-bit
+        # formats only without FEATURE_DATA_TYPE_INT8, which every master project sets: on
+        # nv_small's RTL such a format reads wrong pixels, and the master C-model stops (SIGFPE)
+        raise layer.fail("pixel_format", f"{fmt.name} has {fmt.precision} pixels, which "
+                         f"{cfg.name}'s CDMA cannot read: it takes 8-bit formats only")
     fp16_pixels = fmt.dtype == np.float16
     if fmt.precision == "fp16" and proc != "fp16":
         raise layer.fail("precision", f"{fmt.name} holds fp16 pixels: the CDMA takes them "
@@ -70,7 +76,9 @@ def image_setting(layer, proc: str, channels: int) -> ImageSetting:
     if cvt is not None and raw_fp16:
         raise layer.fail("pixel_cvt", f"{fmt.name}'s fp16 pixels go into fp16 unconverted "
                          "(the C-model's convertor writes zeros for them): pixel_cvt = false")
-    x_offset = integer(layer, "pixel_offset", layer.get("pixel_offset", 0), 0, fmt.max_x_offset)
+    # the pixels of one memory atom (8 bytes on nv_small: 1 for a 4-byte pixel)
+    x_offset = integer(layer, "pixel_offset", layer.get("pixel_offset", 0), 0,
+                       max_x_offset(fmt, cfg.atom_bytes if cfg is not None else 32))
     mean = layer.get("mean")
     if mean is not None:
         if not isinstance(mean, list) or len(mean) != 4:

@@ -574,7 +574,7 @@ def build_conv(m, layer, alloc, rng, outputs):
         from .image import image_setting, random_pixels
 
         c, h, w = layer.input
-        pixels = image_setting(layer, proc, c)
+        pixels = image_setting(layer, proc, c, cfg)
         fmt = pixels.fmt
         image = random_pixels(rng, fmt, (c, h, w), layer.get("data"))
         cube = None
