@@ -430,10 +430,12 @@ class Machine:
         self.regfile.poke(reg, status & mask)
         self.races.seen(status & ~mask)
 
-    def completions_seen(self) -> None:
+    def completions_seen(self, pending_of: frozenset | None = None) -> None:
         """Software has seen every layer that raised its done interrupts end (a poll that
-        held, a task the firmware reported complete): none of them races a later one."""
-        self.races.seen_all()
+        held, a task the firmware reported complete): none of them races a later one.
+        ``pending_of``: the units whose done interrupts still to be raised it has seen too
+        (None: every unit, as at a task's end; :meth:`sim.races.RaceWatch.seen_all`)."""
+        self.races.seen_all(pending_of)
 
     # -- execution ------------------------------------------------------------
     def layer_finishing(self) -> bool:

@@ -173,16 +173,18 @@ class RaceWatch:
                     if entry[1] == unit and entry[3] is None:
                         entry[3] = self.clock
 
-    def seen_all(self) -> None:
-        """Software waited for every layer that ran (a poll held, a task ended, the
-        machine ran dry): their done interrupts count as seen, those still to be raised
-        too (a unit reads idle from the op-done that raises its interrupt on)."""
+    def seen_all(self, pending_of: frozenset | None = None) -> None:
+        """Software waited (a poll held, a task ended, the machine ran dry): every done
+        interrupt raised so far counts as seen, and so do those still to be raised of the
+        units in ``pending_of`` (None: every unit; a poll of a unit's S_STATUS that reads
+        idle: that unit, which reads idle from the op-done that raises its interrupt on)."""
         if not self.flights:
             return
         self.clock += 1
         for flight in self.flights:
             for entry in flight.bits:
-                if entry[3] is None:
+                if entry[3] is None and (entry[2] or pending_of is None
+                                         or entry[1] in pending_of):
                     entry[2], entry[3] = True, self.clock
 
     # -- a layer --------------------------------------------------------------

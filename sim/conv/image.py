@@ -43,7 +43,7 @@ import numpy as np
 
 from ..configs import FP16, INT8, INT16, Precision
 from ..dma.align import LayoutError, align_up, ceil_div, window_count
-from ..dma.pixel import PIXEL_FORMATS, PixelFormat, read_pixels
+from ..dma.pixel import PIXEL_FORMATS, PixelFormat, max_x_offset, read_pixels
 from ..dma.precision import IMAGE_FP16, IMAGE_INT, check_precision
 from ..dma.weights import pack_weight_dc, unpack_weight_image
 from ..dram import HELD
@@ -130,7 +130,9 @@ def decode_image_layer(ctx) -> ImageLayer:
     fmt = _pixel_format(cdma.pixel_format)
     # NVIDIA's master RTL builds the 10/12/16-bit pixel formats only where the project
     # supports more than int8: on an int8-only configuration they read other pixels
-    cfg.require_precision(fmt.precision, f"{CDMA}.D_DATAIN_FORMAT_0 PIXEL_FORMAT {fmt.name}")
+    cfg.require_precision(fmt.precision, f"{CDMA}.D_DATAIN_FORMAT_0 PIXEL_FORMAT {fmt.name} "
+                          f"({fmt.precision} components: an int8-only CDMA reads the 8-bit "
+                          f"pixel formats only)")
     in_prec = cdma.precision("in_precision")
     proc = cdma.precision("proc_precision")
     check_precision("conv", IMAGE_FP16 if in_prec == FP16 else IMAGE_INT, proc,
@@ -189,6 +191,11 @@ def decode_image_layer(ctx) -> ImageLayer:
     out_w = csc.reg("D_DATAOUT_SIZE_0_0").dataout_width + 1
     out_h = csc.reg("D_DATAOUT_SIZE_0_0").dataout_height + 1
 
+    top = max_x_offset(fmt, cfg.atom_bytes)
+    if cdma.pixel_x_offset > top:
+        raise ConfigurationError(f"{CDMA}.D_PIXEL_OFFSET_0 PIXEL_X_OFFSET {cdma.pixel_x_offset} "
+                                 f"is past {fmt.name}'s {top + 1} pixels of one "
+                                 f"{cfg.atom_bytes}-byte memory atom (NVIDIA's RTL asserts)")
     weights = weight_layer(
         ctx, proc, in_width=width, in_height=height, channels=ext_channels,
         in_ram=cdma.datain_ram_type, kernel_height=kernel_height, stride_x=stride_x,

@@ -172,7 +172,8 @@ def check_pixel_setting(fmt: PixelFormat, channels: int | None = None,
     top = max_x_offset(fmt, atom_bytes)
     if not 0 <= x_offset <= top:
         raise LayoutError(f"{prefix}{fmt.name} X offset {x_offset} is outside 0~{top} "
-                          f"(format.rst Table 33: the pixels of one {atom_bytes}-byte atom)")
+                          f"(the pixels of one {atom_bytes}-byte memory atom; format.rst Table 33 "
+                          "gives the 32-byte atom's)")
 
 
 @record

@@ -309,7 +309,10 @@ class TracePlayer:
                 break
             got = read(r) & mask
         if got == want:
-            self.machine.completions_seen()  # the bench waited: what had ended, it knows
+            # the bench waited: what had ended, it knows; a unit's status read idle says
+            # its layers ended, their done interrupts not raised yet included
+            idle = frozenset((r.unit,)) if r.name == "S_STATUS_0" else frozenset()
+            self.machine.completions_seen(idle)
             return self._held(op)
         got = read(r) & mask  # what it reads now, for the message
         self._judge(Check(op, f"{r.full_name} reads {got:#x} (mask {mask:#x}), "
@@ -344,7 +347,7 @@ class TracePlayer:
 
     def _op_wait(self, op: Wait) -> None:
         held = self._advance_until(self.machine.interrupt_pending)
-        self.machine.completions_seen()
+        self.machine.completions_seen(frozenset())
         self._judge(Check(op, None if held else IDLE))
 
     def _op_mem_init(self, op: MemInit) -> None:

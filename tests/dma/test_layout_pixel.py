@@ -103,7 +103,7 @@ LIMITS = [
     (dict(channels=3), "T_A8B8G8R8 takes 4 channel"),
     (dict(precision="int16"), "T_A8B8G8R8 needs input precision int8"),
     (dict(x_offset=8),
-     r"X offset 8 is outside 0~7 \(format.rst Table 33: the pixels of one 32-byte atom\)"),
+     r"X offset 8 is outside 0~7 \(the pixels of one 32-byte memory atom"),
 ]
 
 

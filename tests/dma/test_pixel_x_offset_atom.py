@@ -67,3 +67,19 @@ def test_the_cdma_refuses_an_offset_past_the_atom(config, offset, refused):
             run()
     else:
         assert (run()[0] == 4).all()
+
+
+def test_the_cdma_names_the_register_of_an_offset_past_the_atom():
+    """Programmed past the helper's own check: the CDMA's decode names the register."""
+    from sim.conv.modes import compute_conv_layer
+    from sim.machine import LayerContext, Machine
+    from sim.program.conv_modes import UNITS
+    from sim.program.registers import set_reg
+
+    m = Machine("nv_small")
+    program_image(m, np.ones((4, 2, 3), np.uint8), np.ones((1, 4, 1, 1), np.int8),
+                  fmt="T_A8B8G8R8", precision="int8", x_offset=1, cvt=(0, 1, 0))
+    set_reg(m, "NVDLA_CDMA", "D_PIXEL_OFFSET_0", pixel_x_offset=2)
+    with pytest.raises(SimError, match=r"NVDLA_CDMA\.D_PIXEL_OFFSET_0 PIXEL_X_OFFSET 2 is past "
+                       r"T_A8B8G8R8's 2 pixels of one 8-byte memory atom"):
+        compute_conv_layer(LayerContext(m, {u: 0 for u in UNITS}))

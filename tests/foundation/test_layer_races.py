@@ -335,3 +335,25 @@ def test_the_sdp_rdma_reads_at_its_enable(wait):
 
     m = pool_then_sdp(wait)
     assert m.read_memory(C, POOLED_BYTES) == pool_then_sdp(True).read_memory(C, POOLED_BYTES)
+
+
+@pytest.mark.parametrize("poll", [
+    # the CACC idle: the convolution's SDP may still write its output
+    "poll_reg_equal(NVDLA_CACC.S_STATUS_0, 0x0);",
+    # only the CDMA's data-done interrupt raised and waited for
+    "poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x10000);",
+])
+def test_a_poll_of_an_upstream_unit_does_not_wait_for_the_sdp(tmp_path, poll):
+    """A poll that held says only what it read: the layers whose done interrupts were
+    raised ended, and, for a unit's idle status, that unit's; the convolution's SDP,
+    still to raise its interrupt, may still be writing what the pooling reads."""
+    from sim.trace.player import run_trace
+
+    cfg = [*_writes(_conv, A, 0x8060_0000, B, 0, 1), poll, *_writes(_start_pool, B, E),
+           "intr_notify(PDP_0, sync_id_1);"]
+    folder = tmp_path / "nv_small" / "t"
+    folder.mkdir(parents=True)
+    (folder / "t.cfg").write_text("\n".join(cfg) + "\n")
+    result = run_trace(folder, "nv_small")
+    assert result.status.value == "error", result.message
+    assert "hardware layer 0 (CONV" in result.message
