@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import regs
+from sim import regs
 from sim.cli import main
 from sim.errors import SimError
 from sim.gen import generate

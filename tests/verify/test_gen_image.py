@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import regs
+from sim import regs
 from sim.cli import main
 from sim.dma.pixel import PIXEL_FORMATS, pixel_format
 from sim.errors import SimError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import regs
+from sim import regs
 from sim.cli import main
 from sim.gen import generate
 from sim.memfiles import read_hex_dat

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-import regs
+from sim import regs
 from sim.cli import main
 from sim.configs import get_config
 from sim.errors import SimError
