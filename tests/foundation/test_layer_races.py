@@ -36,13 +36,14 @@ def _start_sdp(m, src: int, dst: int) -> None:
     start_sdp_add(m, SHAPE, (src, lay), (dst, lay), 3)
 
 
-def _start_pool(m, src: int, dst: int) -> None:
-    """PDP (group 0): 2x2/2 max pooling of the SDP's cube shape, src -> dst, enabled."""
+def _start_pool(m, src: int, dst: int, enable=("NVDLA_PDP_RDMA", "NVDLA_PDP")) -> None:
+    """PDP (group 0): 2x2/2 max pooling of the SDP's cube shape, src -> dst; the units
+    ``enable`` enabled."""
     pool = Pooling("max", (2, 2), (2, 2), (0, 0, 0, 0), 0)
     program_pdp(m, SHAPE, "int8", pool, (dst, _layout((8, 2, 4))), src=(src, _layout(SHAPE)))
     program_pdp_rdma(m, SHAPE, "int8", pool, (src, _layout(SHAPE)))
-    m.write_reg("NVDLA_PDP_RDMA.D_OP_ENABLE_0", 1)
-    m.write_reg("NVDLA_PDP.D_OP_ENABLE_0", 1)
+    for unit in enable:
+        m.write_reg(f"{unit}.D_OP_ENABLE_0", 1)
 
 
 def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None, report=None) -> Machine:
@@ -238,13 +239,20 @@ def test_running_the_machine_dry_waits_for_every_layer(how, race):
         assert m.run() == 1
 
 
-def _writes(start, *args) -> list[str]:
-    """The trace lines of the register writes ``start(machine, *args)`` makes."""
+def _writes(start, *args, txn: bool = False) -> list[str]:
+    """The trace lines of the register writes ``start(machine, *args)`` makes (in the
+    ``input.txn`` syntax if ``txn``, else the ``.cfg`` one)."""
+    from sim.trace.txn import byte_to_csb
+
     lines = []
 
     class Recorder:
         def wrote_register(self, register, value):
-            lines.append(f"reg_write({register.full_name}, {value:#x});")
+            if txn:
+                csb = byte_to_csb(m.regfile.address_of(register))
+                lines.append(f"write_reg {csb:#010x} {value:#x}")
+            else:
+                lines.append(f"reg_write({register.full_name}, {value:#x});")
 
     m = Machine("nv_small")
     m.register_listeners.add(Recorder())
@@ -357,3 +365,163 @@ def test_a_poll_of_an_upstream_unit_does_not_wait_for_the_sdp(tmp_path, poll):
     result = run_trace(folder, "nv_small")
     assert result.status.value == "error", result.message
     assert "hardware layer 0 (CONV" in result.message
+
+
+def _play(tmp_path, lines: list[str], name: str = "t.cfg"):
+    """Play the trace ``lines`` (a ``.cfg``, or an ``input.txn`` by ``name``) on nv_small."""
+    from sim.trace.player import run_trace
+
+    folder = tmp_path / "nv_small" / "t"
+    folder.mkdir(parents=True)
+    (folder / name).write_text("\n".join(lines) + "\n")
+    return run_trace(folder, "nv_small")
+
+
+@pytest.mark.parametrize("wait, verdict", [(False, "error"), (True, "pass")])
+def test_a_txn_wait_line_sees_the_layer_before(tmp_path, wait, verdict):
+    """``wait`` (input.txn) waits for an interrupt: the SDP's layer raised its, so the
+    pooling enabled after it does not race it (killed: no completions_seen in _op_wait)."""
+    lines = [*_writes(_start_sdp, *RAW[0], txn=True), *(["wait"] if wait else []),
+             *_writes(_start_pool, *RAW[1], txn=True), "wait"]
+    result = _play(tmp_path, lines, "input.txn")
+    assert result.status.value == verdict, result.message
+    if verdict == "error":
+        assert "would depend on timing" in result.message
+
+
+@pytest.mark.parametrize("pool, kinds", [
+    ((B, B), "RAW and WAW"),  # the pooling reads and writes the SDP's output
+    ((B, A), "RAW and WAR"),  # it reads the SDP's output and writes its input
+])
+def test_a_pair_racing_in_several_ways_is_told_once(pool, kinds):
+    """Report mode warns once a pair of layers, however many ways they race (killed: no
+    return after a reported race in RaceWatch._check)."""
+    told = []
+    m = _sdp_then_pool(RAW[0], pool, None, told.append)
+    assert m.layers_run == 2
+    assert len(told) == 1, (kinds, told)
+    assert "hardware layer 1 (PDP" in told[0] and "hardware layer 0 (SDP" in told[0]
+
+
+@pytest.mark.parametrize("masked, race", [(False, False), (True, True)])
+def test_a_masked_done_bit_is_not_seen_by_clearing_the_unmasked(masked, race):
+    """Machine.clear_interrupts clears what a handler saw: a masked bit stays set and
+    unseen, so the SDP's layer may still run (killed: clear_interrupts seeing masked
+    bits)."""
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    while m.step():
+        pass
+    sdp_bit = m.interrupt_status()
+    assert sdp_bit and m.interrupt_set("SDP", 0)
+    m.write_reg("NVDLA_GLB.S_INTR_MASK_0", sdp_bit if masked else 0)
+    m.clear_interrupts()
+    assert m.interrupt_set("SDP", 0) == masked
+    _start_pool(m, *RAW[1])
+    if race:
+        with pytest.raises(MemoryFault, match="hardware layer 0 \\(SDP"):
+            m.run()
+    else:
+        assert m.run() == 1
+
+
+@pytest.mark.parametrize("late_enable, race", [
+    # the pooling's RDMA enabled at once, its PDP (which writes B) once the SDP's end was
+    # seen: the PDP writes after the latest of its upstream units' starts
+    (("NVDLA_PDP",), False),
+    ((), True),  # both enabled at once
+])
+def test_an_access_waits_for_the_latest_start_upstream(late_enable, race):
+    """The SDP writes B; a pooling of C writes B too (killed: Flight.start_of taking the
+    earliest start of the units upstream instead of the latest)."""
+    m = Machine("nv_small")
+    _start_sdp(m, A, B)
+    early = tuple(u for u in ("NVDLA_PDP_RDMA", "NVDLA_PDP") if u not in late_enable)
+    _start_pool(m, C, B, enable=early)
+    assert m.step() and m.layers_run == 1  # the SDP: the pooling waits for its PDP enable
+    m.clear_interrupt("SDP", 0)
+    for unit in late_enable:
+        m.write_reg(f"{unit}.D_OP_ENABLE_0", 1)
+    if race:
+        with pytest.raises(MemoryFault, match=r"writes pri_mem bytes 0x80200000.* writes"):
+            m.run()
+    else:
+        m.run()
+        assert m.layers_run == 2
+
+
+@pytest.mark.parametrize("pool_first, race", [(True, True), (False, False)])
+def test_a_layer_armed_before_an_end_was_seen_keeps_that_layer(pool_first, race):
+    """SDP group 0 writes B, SDP group 1 writes elsewhere, a pooling reads B.  The
+    pooling enabled before the group 0's end was seen races it, though group 1 ran in
+    between, after that end was seen (killed: _forget dropping the layers seen by the
+    current clock instead of by the oldest enable still pending)."""
+    m = Machine("nv_small")
+    _in_group(_start_sdp, _SDP_UNITS, 0)(m, A, B)
+    _in_group(_start_sdp, _SDP_UNITS, 1)(m, C, D)
+    if pool_first:
+        _start_pool(m, B, E)
+    assert m.step() and m.layers_run == 1  # SDP group 0
+    m.clear_interrupt("SDP", 0)
+    if not pool_first:
+        _start_pool(m, B, E)
+    if race:
+        with pytest.raises(MemoryFault, match="hardware layer 2 \\(PDP.*hardware layer 0 "):
+            m.run()
+    else:
+        assert m.run() == 2
+
+
+@pytest.mark.parametrize("group_1_writes, group_0_after_end, race", [
+    (B, True, False),  # the pooling's output: group 1 runs after group 0, enabled after
+    (A, True, False),  # its end was seen; the pooling's input, likewise
+    (B, False, True),  # group 0 enabled while the pooling may run: so may group 1
+])
+def test_a_unit_starts_a_group_no_sooner_than_the_group_before(group_1_writes,
+                                                               group_0_after_end, race):
+    """SDP group 1 enabled while a pooling of A to B may run, group 0 once its end was
+    seen: group 1 runs after group 0, so after the pooling (killed: no started.update in
+    RaceWatch.layer_ran)."""
+    m = Machine("nv_small")
+    _start_pool(m, A, B)
+    _in_group(_start_sdp, _SDP_UNITS, 1)(m, C, group_1_writes)
+    if not group_0_after_end:
+        _in_group(_start_sdp, _SDP_UNITS, 0)(m, E, D)
+    assert m.step() and m.layers_run == 1  # the pooling: the SDP's group 1 waits for 0
+    m.clear_interrupt("PDP", 0)
+    if group_0_after_end:
+        _in_group(_start_sdp, _SDP_UNITS, 0)(m, E, D)
+    if race:
+        with pytest.raises(MemoryFault, match="hardware layer 2 \\(SDP.*hardware layer 0 "):
+            m.run()
+    else:
+        assert m.run() == 2
+
+
+def test_a_task_the_firmware_reported_complete_has_ended():
+    """Firmware.run_task returning: every layer of the task ended, its done interrupts
+    seen, cleared or not (killed: no completions_seen at the task's end).  The firmware's
+    process is stood in for by a task that runs the SDP's layer and clears nothing."""
+    from sim.firmware.driver import Firmware
+
+    class TaskRunsTheSdp(Firmware):
+        def __init__(self, machine):  # no process: run_task's own steps only
+            self.machine, self._proc = machine, None
+
+        def _run(self, args):
+            while self.machine.step():
+                pass
+            return 0
+
+        def _call(self, name, args=b""):
+            return 0, 0
+
+        def close(self):
+            pass
+
+    m = Machine("nv_small")
+    _start_sdp(m, *RAW[0])
+    assert TaskRunsTheSdp(m).run_task([0]).hw_layers == 1
+    assert m.interrupt_set("SDP", 0)  # raised, never cleared
+    _start_pool(m, *RAW[1])
+    assert m.run() == 1
