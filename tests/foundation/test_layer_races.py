@@ -69,6 +69,15 @@ def _sdp_then_pool(sdp: tuple, pool: tuple, wait: str | None, report=None) -> Ma
     return m
 
 
+def _runs_or_races(m: Machine, layers: int, race: str | None) -> None:
+    """Run ``m`` dry: ``layers`` more layers run, or (``race``, a pattern) a race stops it."""
+    if race is None:
+        assert m.run() == layers
+        return
+    with pytest.raises(MemoryFault, match=race):
+        m.run()
+
+
 # (SDP src, dst), (pooling src, dst): what meets what
 RAW = (A, B), (B, C)  # the pooling reads the SDP's output
 WAR = (A, B), (C, A)  # the pooling writes the SDP's input
@@ -232,11 +241,7 @@ def test_running_the_machine_dry_waits_for_every_layer(how, race):
         while m.step():
             pass
     _start_pool(m, *RAW[1])
-    if race:
-        with pytest.raises(MemoryFault, match="would depend on timing"):
-            m.run()
-    else:
-        assert m.run() == 1
+    _runs_or_races(m, 1, "would depend on timing" if race else None)
 
 
 def _writes(start, *args, txn: bool = False) -> list[str]:
@@ -418,11 +423,7 @@ def test_a_masked_done_bit_is_not_seen_by_clearing_the_unmasked(masked, race):
     m.clear_interrupts()
     assert m.interrupt_set("SDP", 0) == masked
     _start_pool(m, *RAW[1])
-    if race:
-        with pytest.raises(MemoryFault, match="hardware layer 0 \\(SDP"):
-            m.run()
-    else:
-        assert m.run() == 1
+    _runs_or_races(m, 1, "hardware layer 0 \\(SDP" if race else None)
 
 
 @pytest.mark.parametrize("late_enable, race", [
@@ -465,11 +466,7 @@ def test_a_layer_armed_before_an_end_was_seen_keeps_that_layer(pool_first, race)
     m.clear_interrupt("SDP", 0)
     if not pool_first:
         _start_pool(m, B, E)
-    if race:
-        with pytest.raises(MemoryFault, match="hardware layer 2 \\(PDP.*hardware layer 0 "):
-            m.run()
-    else:
-        assert m.run() == 2
+    _runs_or_races(m, 2, "hardware layer 2 \\(PDP.*hardware layer 0 " if race else None)
 
 
 @pytest.mark.parametrize("group_1_writes, group_0_after_end, race", [
@@ -491,11 +488,7 @@ def test_a_unit_starts_a_group_no_sooner_than_the_group_before(group_1_writes,
     m.clear_interrupt("PDP", 0)
     if group_0_after_end:
         _in_group(_start_sdp, _SDP_UNITS, 0)(m, E, D)
-    if race:
-        with pytest.raises(MemoryFault, match="hardware layer 2 \\(SDP.*hardware layer 0 "):
-            m.run()
-    else:
-        assert m.run() == 2
+    _runs_or_races(m, 2, "hardware layer 2 \\(SDP.*hardware layer 0 " if race else None)
 
 
 def test_a_task_the_firmware_reported_complete_has_ended():
