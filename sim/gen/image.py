@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dma.align import align_up
 from ..errors import SimError
 from ..records import record
 from .data import random_cube
@@ -102,8 +103,12 @@ def pixel_range(fmt) -> tuple[float, float]:
     colour; its 2-bit alpha keeps what fits) or fp16's finite range."""
     if fmt.dtype == np.float16:
         return -FP16_MAX, FP16_MAX
-    info = np.iinfo(fmt.dtype)
-    return info.min, max((1 << f.bits) - 1 if f.bits else info.max for f in fmt.fields)
+    return np.iinfo(fmt.dtype).min, max(_field_top(fmt, f) for f in fmt.fields)
+
+
+def _field_top(fmt, field) -> int:
+    """The largest value a component field holds (a packed field's bits, else its dtype's)."""
+    return (1 << field.bits) - 1 if field.bits else int(np.iinfo(fmt.dtype).max)
 
 
 def _check_pixel_bounds(layer, fmt, data: dict) -> None:
@@ -144,8 +149,7 @@ def random_pixels(rng, fmt, shape, data: dict | None) -> np.ndarray:
     info = np.iinfo(fmt.dtype)
     out = np.empty(shape, fmt.dtype)
     for ch in range(shape[0]):
-        bits = fmt.fields[ch].bits
-        top = (1 << bits) - 1 if bits else info.max
+        top = _field_top(fmt, fmt.fields[ch])
         lo = info.min if data.get("low") is None else max(int(data["low"]), info.min)
         hi = top if data.get("high") is None else min(int(data["high"]), top)
         out[ch] = rng.integers(min(lo, hi), hi + 1, shape[1:])
@@ -155,5 +159,5 @@ def random_pixels(rng, fmt, shape, data: dict | None) -> np.ndarray:
 def image_extent(fmt, plane: int, height: int, width: int, x_offset: int, atom: int) -> int:
     """Bytes a plane takes, with room to spare: lines of the X offset and the pixels (a
     chroma plane's own offset within an atom), atom-aligned."""
-    line = -(-(x_offset + width + atom) * fmt.plane_bytes[plane] // atom) * atom
+    line = align_up((x_offset + width + atom) * fmt.plane_bytes[plane], atom)
     return height * line + atom

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..num.host import float32_bits
 from ..program.cdp import linear_lut
 from ..records import record
 from .spec import FP16_MAX, check_keys, choice, finite, integer
@@ -168,7 +169,7 @@ def _point(layer, key, value, unit, proc):
 
 def _register_point(value, unit, proc) -> int:
     if proc == "fp16":
-        return int(np.array([value], np.float32).view(np.uint32)[0])
+        return float32_bits(value)
     return value & ((1 << (38 if unit == "cdp" else 32)) - 1)
 
 

@@ -70,6 +70,12 @@ def half_from_float32(x: np.ndarray) -> np.ndarray:
     return out.astype(np.float16).view(np.uint16)
 
 
+def float32_bits(value: float) -> int:
+    """The fp32 bit pattern of ``value`` rounded to float32 (nearest, ties to even): what
+    a register holding an fp32 (a LUT start, 1/k before its fp17) is programmed with."""
+    return int(np.array([value], np.float32).view(np.uint32)[0])
+
+
 def float32_from_half(bits: np.ndarray) -> np.ndarray:
     return np.asarray(bits, np.uint16).view(np.float16).astype(np.float32)
 

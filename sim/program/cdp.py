@@ -22,14 +22,19 @@ def linear_lut(precision: str, window: int) -> dict:
             "le_select": (top >> 6).bit_length(), "lo_select": (top >> 8).bit_length()}
 
 
-def program_cdp_lut(m, fields: dict, le, lo) -> None:
-    """Every S_LUT_* register of the CDP: ``fields`` by field name less ``lut_`` (starts
-    and ends whole 38-bit values, split in LOW and HIGH here), then the LE and LO tables."""
+def _upload_tables(m, le, lo) -> None:
+    """The LE and LO tables through the LUT access port (16-bit entries, from address 0)."""
     for table_id, table in ((0, le), (1, lo)):
         set_reg(m, CDP, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id,
                 lut_access_type=1)
         for value in table:
             set_reg(m, CDP, "S_LUT_ACCESS_DATA_0", lut_data=int(value) & 0xFFFF)
+
+
+def program_cdp_lut(m, fields: dict, le, lo) -> None:
+    """Every S_LUT_* register of the CDP: ``fields`` by field name less ``lut_`` (starts
+    and ends whole 38-bit values, split in LOW and HIGH here), then the LE and LO tables."""
+    _upload_tables(m, le, lo)
     f = fields
     set_reg(m, CDP, "S_LUT_CFG_0", lut_le_function=f["le_function"],
             lut_uflow_priority=f["uflow_priority"], lut_oflow_priority=f["oflow_priority"],
@@ -74,11 +79,7 @@ def program_cdp(m, shape, precision: str, src: tuple, dst: tuple, *, window: int
 
 
 def _program_linear_lut(m, lut: dict) -> None:
-    for table_id, table in ((0, lut["le"]), (1, lut["lo"])):
-        set_reg(m, CDP, "S_LUT_ACCESS_CFG_0", lut_addr=0, lut_table_id=table_id,
-                lut_access_type=1)
-        for value in table:
-            set_reg(m, CDP, "S_LUT_ACCESS_DATA_0", lut_data=int(value) & 0xFFFF)
+    _upload_tables(m, lut["le"], lut["lo"])
     le_sel, lo_sel = lut["le_select"], lut["lo_select"]
     set_reg(m, CDP, "S_LUT_CFG_0", lut_le_function=1)
     set_reg(m, CDP, "S_LUT_INFO_0", lut_le_index_offset=0, lut_le_index_select=le_sel,

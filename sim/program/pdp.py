@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import ConfigurationError
 from ..records import record
 from ..regs.enums import Precision
@@ -79,9 +77,10 @@ def recip(kernel: int, precision: str) -> int:
     """RECIP_KERNEL_* for a kernel size: 1/k with 16 fraction bits, or an fp17 for fp16."""
     if precision != "fp16":
         return 0x10000 // kernel
+    from ..num.host import float32_bits
     from ..num.ops import fp32_to_fp17
 
-    return int(fp32_to_fp17(int(np.array([1.0 / kernel], dtype=np.float32).view(np.uint32)[0])))
+    return int(fp32_to_fp17(float32_bits(1.0 / kernel)))
 
 
 def program_pdp(m, shape, precision: str, pool: Pooling, dst: tuple, *, src: tuple | None = None,
