@@ -1,0 +1,474 @@
+"""A fully connected fp16 layer's blocks with a weight group's 16 kernels across the vector.
+
+:mod:`sim.num.fc_live` keeps a kernel's lanes along the vector: every block pays a
+horizontal maximum and sum, a selection of live lanes per kernel, and flags about 12% of
+its lanes for the tree.  Here, inside a weight group (16 kernels whose block ``b`` is one
+contiguous 16 x 64 tile of the DC stream, kernel-major: :func:`sim.dma.weights.dc_kernel_runs`),
+each tile is transposed in registers (:func:`_tile_half`) so that one 16-lane vector
+holds the 16 kernels' weights of one lane; a live lane (its data value not zero, known
+once a layer) is a column, its data value a scalar for the whole vector.  Then, per
+block, for the 16 kernels at once (the same numbers as :mod:`sim.num.mac_fc`'s, the
+block of ``tests/num/mac_reference.py``):
+
+* the block exponents are a vertical running maximum of the lane exponents (a zero
+  weight's left out);
+* the shifted products ``P >> s`` are :mod:`sim.num.fc_float`'s exact float32 route
+  (``floor(w * x * 2**(25 - E))``), 0 beyond shift 16, summed vertically;
+* the carries (``(P >> s) - c``): none at shifts 0 and 4 (:mod:`sim.num.fc_carries`); at
+  8 looked up exactly in the data value's row of
+  :func:`sim.num.fc_carry_tables.carry8_rows` (one 512-bit register, indexed by the
+  weight's sign and low significand byte); at 12 and 16 possible only where the
+  product's fraction ``v - floor(v)`` (exact: its low ``s`` bits over ``2**s``) is below
+  the data value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few
+  lanes are flagged, with every lane shifted by 20 to 28 (whose product comes from the
+  whole tree); the flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`) are
+  compressed in registers and fixed after the group by :func:`sim.num.mac_fc.halves_needs`
+  and :func:`sim.num.mac_fc.send_change`, as the other paths fix theirs.
+
+A group with a weight of exponent field 31 (Inf or NaN: no float the integer path
+agrees with) is recognised from the tile's largest magnitude, which
+:func:`columns_group` returns; its caller then takes the group by the other path (which
+also counts the NaNs and Infs: a group without them has none to count).
+
+The lookup at 8 is a two-table word permutation (x86's ``vpermi2w``, AVX-512BW), which
+generic LLVM IR has no form for: a processor without it reads the 32 words one by one
+(same result, slower), and :func:`word_permutes` tells callers whether the fast form is
+there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.jit import intrinsic, njit, prefer_wide_vectors
+from sim.num.fc_carry_tables import carry8_rows, carry_bounds
+from sim.num.fc_float import _filled, _splat, _vector_at, _weights_as_float
+from sim.num.fc_pieces import prefetch
+from sim.num.mac_fc import EXP_BIAS, NEAR_SHIFT, flagged_word, halves_needs, send_change
+
+#: Kernels of a weight group: the lanes of a column vector (16-bit words, two columns in
+#: a 512-bit register).
+KERNELS = 16
+#: Lanes of a block (nv_full's MAC atomic C): a tile is KERNELS x BLOCK fp16 weights.
+BLOCK = 64
+TILE = KERNELS * BLOCK
+#: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
+HALF = 32
+#: Halves ahead of a tile its prefetch asks the caches for (the stream is read once, in
+#: order): 3072 measured best of 1024-16384 on AlexNet's fc6 (one thread, cold weights).
+AHEAD = 3072
+PREFETCH_LINE = 32
+#: Columns a block's products are summed over in int32 before they go to the int64
+#: sums: two columns a step, each ``|P >> s| < 2**28``, four steps stay below 2**31.
+STEPS_A_SUM = 4
+#: The float32 field of ``2**(25 - E)`` is this less the block's biased exponent.
+_SCALE_FIELD = 127 + 25 + EXP_BIAS
+#: fp16 Inf (magnitude bits): a tile holding it or more has an exponent-31 weight.
+_EXP31 = 0x7C00
+
+
+def _tile_stage_masks(stage):
+    """The two shuffle masks of transposing stage ``stage`` (pairs of rows ``2**stage``
+    apart): each exchanges ``2**stage``-word pieces of a pair of registers."""
+    g = 1 << stage
+    first = [p if not p & g else HALF + (p & ~g) for p in range(HALF)]
+    second = [(p | g) if not p & g else HALF + p for p in range(HALF)]
+    return first, second
+
+
+def column_offsets(columns):
+    """Where column ``c`` of a tile (0-63: its lane in the block) starts in
+    :func:`_tile_half`'s transposed tile (in words): the four stages leave column ``c``
+    of half ``c >> 5`` in register ``c & 15``'s words ``16 * ((c >> 4) & 1)`` on, and
+    half ``h``'s register ``j`` is stored at word ``32 * (h + 2 * j)``."""
+    c = np.asarray(columns, np.int64)
+    return ((c >> 5) & 1 | (c & 15) << 1) * HALF + ((c >> 4) & 1) * KERNELS
+
+
+@intrinsic
+def _tile_half(typingctx, elements, at, tile, half):
+    """Columns ``32 * half`` to ``32 * half + 31`` of the tile at ``elements[at:]`` (16
+    rows of 64 words, kernel-major) transposed into ``tile`` (1024 words; a column's 16
+    kernels at :func:`column_offsets`): 16 loads, four stages of two-register shuffles,
+    16 stores.  Returns the largest magnitude (bits & 0x7FFF) of those words."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+        row_t = ir.VectorType(i16, HALF)
+        half_v = context.cast(builder, args[3], sig.args[3], types.int64)
+        start = builder.add(context.cast(builder, args[1], sig.args[1], types.int64),
+                            builder.mul(half_v, ir.Constant(i64, HALF)))
+        rows, largest = [], None
+        for r in range(KERNELS):
+            pointer = _vector_at(context, builder, sig.args[0], args[0],
+                                 builder.add(start, ir.Constant(i64, r * BLOCK)), HALF, i16)
+            row = builder.load(pointer, align=2)
+            rows.append(row)
+            magnitude = builder.and_(row, _filled(row_t, 0x7FFF))
+            largest = magnitude if largest is None else builder.select(
+                builder.icmp_unsigned(">", magnitude, largest), magnitude, largest)
+        for stage in range(4):
+            g = 1 << stage
+            first, second = (ir.Constant(ir.VectorType(i32, HALF), m)
+                             for m in _tile_stage_masks(stage))
+            moved = list(rows)
+            for a in range(KERNELS):
+                if not a & g:
+                    moved[a] = builder.shuffle_vector(rows[a], rows[a | g], first)
+                    moved[a | g] = builder.shuffle_vector(rows[a], rows[a | g], second)
+            rows = moved
+        for j in range(KERNELS):
+            at_words = builder.mul(builder.add(half_v, ir.Constant(i64, 2 * j)),
+                                   ir.Constant(i64, HALF))
+            builder.store(rows[j], _vector_at(context, builder, sig.args[2], args[2],
+                                              at_words, HALF, i16), align=2)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i16, [row_t]), f"llvm.vector.reduce.umax.v{HALF}i16")
+        return builder.call(reduce, [largest])
+
+    return types.uint16(elements, at, tile, half), codegen
+
+
+def _has_word_permutes(context) -> bool:
+    """Whether the code is compiled for a processor with AVX-512BW's word permutations."""
+    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
+    return "+avx512bw" in features
+
+
+@intrinsic
+def _word_permutes(typingctx):
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        return ir.Constant(ir.IntType(1), int(_has_word_permutes(context)))
+
+    return types.boolean(), codegen
+
+
+@njit
+def word_permutes():
+    """Whether :func:`columns_group` looks its carries up a register at a time here (else
+    it runs, exactly, at a fraction of the speed: callers keep their other path)."""
+    return _word_permutes()
+
+
+def _carry8_words(context, builder, table, rows, index):
+    """The 32 words of the carry table's ``rows`` (two i64 row numbers: words 0-15 read
+    the first row, 16-31 the second) at word ``index`` (i16 lanes, 0-31)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+    pair_t = ir.VectorType(i16, 2 * KERNELS)
+    starts = [builder.mul(r, ir.Constant(i64, 2 * KERNELS)) for r in rows]
+    if _has_word_permutes(context):
+        loaded = [builder.load(builder.bitcast(builder.gep(table, [s]), pair_t.as_pointer()),
+                               align=2) for s in starts]
+        permute = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(pair_t, [pair_t] * 3),
+            "llvm.x86.avx512.vpermi2var.hi.512")
+        second = ir.Constant(pair_t, [0] * KERNELS + [2 * KERNELS] * KERNELS)
+        return builder.call(permute, [loaded[0], builder.or_(index, second), loaded[1]])
+    words = ir.Constant(pair_t, ir.Undefined)
+    for lane in range(2 * KERNELS):
+        at = builder.zext(builder.extract_element(index, ir.Constant(i32, lane)), i64)
+        word = builder.load(builder.gep(table, [builder.add(starts[lane // KERNELS], at)]))
+        words = builder.insert_element(words, word, ir.Constant(i32, lane))
+    return words
+
+
+@intrinsic
+def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, count):
+    """Block ``block`` of a group from its transposed ``tile``: the block exponents
+    (less the bias) to ``exps[16 * block:]``, the sums of ``(P >> s) - c`` (the carries
+    at 8 subtracted, 0 beyond shift 16; the flagged lanes' changes still to come) to
+    ``sums[16 * block:]``, the flagged lanes' packed words' halves and their places
+    (``16 * block + kernel``) to ``flagged`` (lows, highs, targets) from ``count`` on.
+    ``columns`` (first, stop) are the block's columns in ``ops`` (:func:`column_operands`,
+    an even count).  Returns the new count."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        i1, i16, i32, i64 = (ir.IntType(n) for n in (1, 16, 32, 64))
+        n = KERNELS
+        half_t, word_t = ir.VectorType(i16, n), ir.VectorType(i32, n)
+        float_t, long_t = ir.VectorType(ir.FloatType(), n), ir.VectorType(i64, n)
+        pair_t, pair_mask_t = ir.VectorType(i16, 2 * n), ir.VectorType(i1, 2 * n)
+        joined = ir.Constant(ir.VectorType(i32, 2 * n), list(range(2 * n)))
+        low_lanes = ir.Constant(ir.VectorType(i32, n), list(range(n)))
+        high_lanes = ir.Constant(ir.VectorType(i32, n), list(range(n, 2 * n)))
+
+        def data_of(k, tuple_arg=3):
+            members = cgutils.unpack_tuple(builder, args[tuple_arg])
+            return context.make_array(sig.args[tuple_arg][k])(context, builder, members[k]).data
+
+        def array(k):
+            return context.make_array(sig.args[k])(context, builder, args[k]).data
+
+        (_, offsets_p, d_exp_p, d_float_p, d_row_p, d_sig_p, d_sign_p, below12_p,
+         below16_p, table_p) = (data_of(k) for k in range(10))
+        flagged_t = sig.args[6]
+        flagged_members = cgutils.unpack_tuple(builder, args[6])
+        lows_p, highs_p, targets_p = (
+            context.make_array(flagged_t[k])(context, builder, flagged_members[k]).data
+            for k in range(3))
+        tile_p, exps_p, sums_p = array(0), array(4), array(5)
+        first, stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
+            cgutils.unpack_tuple(builder, args[1]), sig.args[1], strict=True))
+        block_v = context.cast(builder, args[2], sig.args[2], types.int64)
+        count0 = context.cast(builder, args[7], sig.args[7], types.int64)
+        one, two = ir.Constant(i64, 1), ir.Constant(i64, 2)
+
+        def P(v):
+            return _filled(pair_t, v)
+
+        def scalar(pointer, i):
+            return builder.load(builder.gep(pointer, [i]))
+
+        def column(i):
+            offset = context.cast(builder, scalar(offsets_p, i), sig.args[3][1].dtype,
+                                  types.int64)
+            return builder.load(builder.bitcast(builder.gep(tile_p, [offset]),
+                                                half_t.as_pointer()), align=2)
+
+        def pair(j):
+            """Columns 2j and 2j + 1 of the block: (their indices, weights (32 words))."""
+            i0 = builder.add(first, builder.mul(j, two))
+            i1_ = builder.add(i0, one)
+            return i0, i1_, builder.shuffle_vector(column(i0), column(i1_), joined)
+
+        def both(v0, v1):
+            return builder.shuffle_vector(_splat(builder, v0, n), _splat(builder, v1, n), joined)
+
+        pairs = builder.lshr(builder.sub(stop, first), one)
+        # the block exponents: a zero weight's lane exponent taken as 0 (below the bias)
+        top = cgutils.alloca_once_value(builder, P(EXP_BIAS))
+        with cgutils.for_range(builder, pairs) as loop:
+            i0, i1_, w = pair(loop.index)
+            lane = builder.add(builder.and_(builder.lshr(w, P(10)), P(0x1C)),
+                               both(scalar(d_exp_p, i0), scalar(d_exp_p, i1_)))
+            nonzero = builder.icmp_unsigned("!=", builder.and_(w, P(0x7FFF)), P(0))
+            lane = builder.select(nonzero, lane, P(0))
+            t = builder.load(top)
+            builder.store(builder.select(builder.icmp_unsigned(">", lane, t), lane, t), top)
+        tops = builder.load(top)
+        top_lo = builder.shuffle_vector(tops, tops, low_lanes)
+        top_hi = builder.shuffle_vector(tops, tops, high_lanes)
+        top_v = builder.select(builder.icmp_unsigned(">", top_lo, top_hi), top_lo, top_hi)
+        top2 = builder.shuffle_vector(top_v, top_v, joined)
+        at16 = builder.mul(block_v, ir.Constant(i64, KERNELS))
+        builder.store(builder.sub(builder.zext(top_v, word_t), _filled(word_t, EXP_BIAS)),
+                      builder.bitcast(builder.gep(exps_p, [at16]), word_t.as_pointer()), align=4)
+        scale = builder.bitcast(builder.shl(builder.sub(_filled(word_t, _SCALE_FIELD),
+                                                        builder.zext(top_v, word_t)),
+                                            _filled(word_t, 23)), float_t)
+        floor = cgutils.get_or_insert_function(builder.module, ir.FunctionType(float_t, [float_t]),
+                                               f"llvm.floor.v{n}f32")
+        compress = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(pair_t, [pair_t, pair_mask_t, pair_t]),
+            f"llvm.experimental.vector.compress.v{2 * n}i16")
+        zero_w = ir.Constant(word_t, [0] * n)
+        total = cgutils.alloca_once_value(builder, ir.Constant(long_t, [0] * n))
+        carries = cgutils.alloca_once_value(builder, P(0))
+        count = cgutils.alloca_once_value(builder, count0)
+        acc = cgutils.alloca_once_value(builder, zero_w)
+        steps = ir.Constant(i64, STEPS_A_SUM)
+        chunks = builder.udiv(builder.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
+        with cgutils.for_range(builder, chunks) as outer:
+            j0 = builder.mul(outer.index, steps)
+            j1 = builder.add(j0, steps)
+            j1 = builder.select(builder.icmp_signed(">", j1, pairs), pairs, j1)
+            builder.store(zero_w, acc)
+            with cgutils.for_range(builder, builder.sub(j1, j0)) as loop:
+                i0, i1_, w = pair(builder.add(j0, loop.index))
+                # P >> s in float32 (fc_float), and each product's fraction (its low s bits)
+                wholes, fractions = [], []
+                for lanes, i in ((low_lanes, i0), (high_lanes, i1_)):
+                    weights = _weights_as_float(context, builder,
+                                                builder.shuffle_vector(w, w, lanes))
+                    value = builder.fmul(builder.fmul(
+                        weights, _splat(builder, scalar(d_float_p, i), n)), scale)
+                    whole = builder.call(floor, [value])
+                    fractions.append(builder.fsub(value, whole))
+                    wholes.append(builder.fptosi(whole, word_t))
+                field = builder.and_(builder.lshr(w, P(10)), P(31))
+                shift = builder.sub(top2, builder.add(
+                    builder.and_(field, P(0x1C)),
+                    both(scalar(d_exp_p, i0), scalar(d_exp_p, i1_))))
+                nonzero = builder.icmp_unsigned("!=", builder.and_(w, P(0x7FFF)), P(0))
+                near = builder.icmp_unsigned("<=", shift, P(NEAR_SHIFT))
+                a = builder.load(acc)
+                for lanes, whole in ((low_lanes, wholes[0]), (high_lanes, wholes[1])):
+                    a = builder.add(a, builder.select(builder.shuffle_vector(near, near, lanes),
+                                                      whole, zero_w))
+                builder.store(a, acc)
+                # the carry at 8: bit (weight sign, low byte of its CMAC significand) of the
+                # data value's row
+                subnormal = builder.icmp_unsigned("==", field, P(0))
+                up = builder.or_(builder.and_(field, P(3)), builder.zext(subnormal, pair_t))
+                bit = builder.or_(builder.and_(builder.shl(w, up), P(0xFF)),
+                                  builder.and_(builder.lshr(w, P(7)), P(0x100)))
+                rows = [context.cast(builder, scalar(d_row_p, i), sig.args[3][4].dtype,
+                                     types.int64) for i in (i0, i1_)]
+                words = _carry8_words(context, builder, table_p, rows,
+                                      builder.lshr(bit, P(4)))
+                carry = builder.lshr(words, builder.and_(bit, P(15)))
+                carry8 = builder.and_(builder.and_(builder.icmp_unsigned("==", shift, P(8)),
+                                                   nonzero),
+                                      builder.icmp_unsigned("!=", builder.and_(carry, P(1)), P(0)))
+                builder.store(builder.add(builder.load(carries), builder.zext(carry8, pair_t)),
+                              carries)
+                # flags: shifts 12 and 16 below the data value's bound, 20 to 28 always
+                far = builder.icmp_unsigned("<=", builder.sub(shift, P(20)), P(8))
+                is12 = builder.icmp_unsigned("==", shift, P(12))
+                is16 = builder.icmp_unsigned("==", shift, P(16))
+                below = []
+                for lanes, i, fraction in ((low_lanes, i0, fractions[0]),
+                                           (high_lanes, i1_, fractions[1])):
+                    under12 = builder.fcmp_ordered("<", fraction,
+                                                   _splat(builder, scalar(below12_p, i), n))
+                    under16 = builder.fcmp_ordered("<", fraction,
+                                                   _splat(builder, scalar(below16_p, i), n))
+                    below.append(builder.or_(
+                        builder.and_(builder.shuffle_vector(is12, is12, lanes), under12),
+                        builder.and_(builder.shuffle_vector(is16, is16, lanes), under16)))
+                flag = builder.and_(builder.or_(far, builder.shuffle_vector(below[0], below[1],
+                                                                            joined)), nonzero)
+                flag_bits = builder.bitcast(flag, i32)
+                with builder.if_then(builder.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
+                                     likely=False):
+                    _store_flagged(builder, compress, w, field, subnormal, up, shift,
+                                   both(builder.zext(scalar(d_sign_p, i0), i16),
+                                        builder.zext(scalar(d_sign_p, i1_), i16)),
+                                   both(scalar(d_sig_p, i0), scalar(d_sig_p, i1_)),
+                                   builder.trunc(at16, i16), flag, flag_bits, count,
+                                   (lows_p, highs_p, targets_p))
+            builder.store(builder.add(builder.load(total), builder.sext(builder.load(acc), long_t)),
+                          total)
+        c = builder.load(carries)
+        per_kernel = builder.add(builder.shuffle_vector(c, c, low_lanes),
+                                 builder.shuffle_vector(c, c, high_lanes))
+        builder.store(builder.sub(builder.load(total), builder.zext(per_kernel, long_t)),
+                      builder.bitcast(builder.gep(sums_p, [at16]), long_t.as_pointer()), align=8)
+        return builder.load(count)
+
+    return types.int64(tile, columns, block, ops, exps, sums, flagged, count), codegen
+
+
+def _store_flagged(builder, compress, w, field, subnormal, up, shift, d_sign, d_sig, at16,
+                   flag, flag_bits, count, pointers):
+    """The flagged lanes' packed words' halves (:func:`sim.num.mac_fc._unpack`: the low
+    half the weight's significand and the shift's low two bits of ``shift / 4``, the high
+    half the rest, the data's significand and the sign) and their places, compressed in
+    registers and stored at ``count`` (which grows by the flagged lanes)."""
+    from llvmlite import ir
+
+    pair_t = w.type
+    n = pair_t.count
+
+    def P(v):
+        return _filled(pair_t, v)
+
+    code = builder.lshr(shift, P(2))
+    significand = builder.shl(builder.or_(builder.and_(w, P(0x3FF)),
+                                          builder.select(subnormal, P(0), P(0x400))), up)
+    negative = builder.xor(builder.lshr(w, P(15)), d_sign)
+    low = builder.or_(significand, builder.shl(builder.and_(code, P(3)), P(14)))
+    high = builder.or_(builder.or_(builder.lshr(code, P(2)), builder.shl(d_sig, P(1))),
+                       builder.shl(negative, P(15)))
+    targets = builder.add(_splat(builder, at16, n), ir.Constant(pair_t, list(range(n // 2)) * 2))
+    c = builder.load(count)
+    for pointer, values in zip(pointers, (low, high, targets), strict=True):
+        packed = builder.call(compress, [values, flag, P(0)])
+        builder.store(packed, builder.bitcast(builder.gep(pointer, [c]), pair_t.as_pointer()),
+                      align=2)
+    found = builder.zext(builder.ctpop(flag_bits), ir.IntType(64))
+    builder.store(builder.add(c, found), count)
+
+
+@njit(distinct_arrays=True)
+def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
+    """A weight group's 16 kernels' blocks (block ``b``'s tile at ``first + b * stride``
+    in the stream ``elements``): the block exponents (less the bias) and sums by block,
+    ``exps``/``sums`` (n_blocks, 16) int32/int64 (CACC's order).  ``ops``:
+    :func:`column_operands`; ``work``: :func:`column_work`.  Returns the largest weight
+    magnitude (bits & 0x7FFF): at ``0x7C00`` or more the group has an Inf or NaN weight
+    and its results are not the CMAC's."""
+    prefer_wide_vectors()
+    starts = ops[0]
+    tile, lows, highs, targets, needs, need_at = work
+    flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
+    largest = np.uint16(0)
+    n = 0
+    for b in range(n_blocks):
+        at = first + b * stride
+        for line in range(0, TILE, PREFETCH_LINE):
+            prefetch(elements, at + AHEAD + line)
+        largest = max(largest, _tile_half(elements, at, tile, 0), _tile_half(elements, at, tile, 1))
+        n = _column_block(tile, (starts[b], starts[b + 1]), b, ops, flat_exps, flat_sums,
+                          (lows, highs, targets), n)
+    for t in range(halves_needs(n, lows, highs, needs, need_at)):
+        at = need_at[t]
+        send_change(needs[at], flagged_word(lows, highs, at), flat_sums, targets[at])
+    return largest
+
+
+def column_operands(data, lanes, n_blocks):
+    """What :func:`columns_group` needs of a layer's one pixel of ``data``
+    (:func:`sim.num.mac_fc.fc_data` arrays over the live lanes ``lanes``:
+    :func:`sim.num.fc_live.live_layout`'s, each live lane's place among all, -1 a padding
+    lane): (each block's first column and the end; per column (a block's padded to an
+    even count with a dead column: exponent 0, value 0, never above a block's exponent,
+    never flagged): its place in the transposed tile, biased exponent, value (float32),
+    carry row (sign * 256 + low byte of the significand), significand, sign, and the
+    bounds at 12 and 16 over 2**12 and 2**16 (float32: the fractions below them may
+    carry; 0 for a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
+    d_exp, d_sign, d_sig, d_float = (np.asarray(a) for a in data)
+    live = np.flatnonzero(lanes >= 0)
+    lane = lanes[live]
+    counts = np.bincount(lane // BLOCK, minlength=n_blocks)
+    starts = np.zeros(n_blocks + 1, np.int64)
+    np.cumsum(counts + (counts & 1), out=starts[1:])
+    before = np.repeat(np.cumsum(counts) - counts, counts)
+    at = starts[lane // BLOCK] + np.arange(live.size) - before
+
+    def placed(values, dtype):
+        out = np.zeros(starts[-1], dtype)
+        out[at] = values
+        return out
+
+    sig = d_sig[live].astype(np.int64)
+    bounds = carry_bounds()
+    nonzero = d_float[live] != 0
+    return (starts, placed(column_offsets(lane % BLOCK), np.int64),
+            placed(d_exp[live], np.uint16), placed(d_float[live], np.float32),
+            placed(d_sign[live].astype(np.int64) * 256 + (sig & 0xFF), np.int64),
+            placed(d_sig[live], np.uint16), placed(d_sign[live], np.uint8),
+            placed(np.where(nonzero, bounds[0, sig] / 2.0**12, 0), np.float32),
+            placed(np.where(nonzero, bounds[1, sig] / 2.0**16, 0), np.float32),
+            carry8_rows())
+
+
+def no_column_operands():
+    """:func:`column_operands`' types with no column: for callers that take none."""
+    empty = column_operands((np.zeros(0, np.uint16), np.zeros(0, np.uint8),
+                             np.zeros(0, np.uint16), np.zeros(0, np.float32)),
+                            np.zeros(0, np.int64), 0)
+    return (np.zeros(0, np.int64),) + empty[1:]
+
+
+@njit
+def column_work(columns):
+    """Scratch of :func:`columns_group` for ``columns`` columns a group (the transposed
+    tile; the flagged lanes' halves, places, needs and the places of those with one:
+    room for every column's 16 kernels and a vector more)."""
+    room = columns * KERNELS + 2 * HALF
+    tile = np.zeros(TILE + HALF, np.uint16)
+    return (tile, np.zeros(room, np.uint16), np.zeros(room, np.uint16), np.zeros(room, np.uint16),
+            np.zeros(room, np.uint8), np.zeros(room, np.int32))
+
