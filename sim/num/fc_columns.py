@@ -215,7 +215,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
         def array(k):
             return context.make_array(sig.args[k])(context, builder, args[k]).data
 
-        (_, offsets_p, d_exp_p, d_float_p, d_row_p, d_sig_p, d_sign_p, below12_p,
+        (starts_p, offsets_p, d_exp_p, d_float_p, d_row_p, d_sig_p, d_sign_p, below12_p,
          below16_p, table_p) = (data_of(k) for k in range(10))
         flagged_t = sig.args[6]
         flagged_members = cgutils.unpack_tuple(builder, args[6])
@@ -231,6 +231,18 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
 
         def P(v):
             return _filled(pair_t, v)
+
+        # The loop's constant vectors made from a 0 LLVM cannot see through (the first
+        # block's first column, always 0): as constants, LLVM read each one from memory
+        # in the loop through an address loaded first (numba's large code model), a
+        # dozen instructions of the loop's 75; so made, they stay in registers.
+        hidden_zero = _splat(builder, builder.trunc(builder.load(starts_p), i16), 2 * n)
+        kept_constants = {}
+
+        def K(v):
+            if v not in kept_constants:
+                kept_constants[v] = builder.or_(P(v), hidden_zero)
+            return kept_constants[v]
 
         def scalar(pointer, i):
             return builder.load(builder.gep(pointer, [i]))
@@ -301,12 +313,12 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                     whole = builder.call(floor, [value])
                     fractions.append(builder.fsub(value, whole))
                     wholes.append(builder.fptosi(whole, word_t))
-                field = builder.and_(builder.lshr(w, P(10)), P(31))
+                field = builder.and_(builder.lshr(w, P(10)), K(31))
                 shift = builder.sub(top2, builder.add(
-                    builder.and_(field, P(0x1C)),
+                    builder.and_(field, K(0x1C)),
                     both(scalar(d_exp_p, i0), scalar(d_exp_p, i1_))))
-                nonzero = builder.icmp_unsigned("!=", builder.and_(w, P(0x7FFF)), P(0))
-                near = builder.icmp_unsigned("<=", shift, P(NEAR_SHIFT))
+                nonzero = builder.icmp_unsigned("!=", builder.and_(w, K(0x7FFF)), P(0))
+                near = builder.icmp_unsigned("<=", shift, K(NEAR_SHIFT))
                 a = builder.load(acc)
                 for lanes, whole in ((low_lanes, wholes[0]), (high_lanes, wholes[1])):
                     a = builder.add(a, builder.select(builder.shuffle_vector(near, near, lanes),
@@ -315,23 +327,23 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 # the carry at 8: bit (weight sign, low byte of its CMAC significand) of the
                 # data value's row
                 subnormal = builder.icmp_unsigned("==", field, P(0))
-                up = builder.or_(builder.and_(field, P(3)), builder.zext(subnormal, pair_t))
-                bit = builder.or_(builder.and_(builder.shl(w, up), P(0xFF)),
-                                  builder.and_(builder.lshr(w, P(7)), P(0x100)))
+                up = builder.or_(builder.and_(field, K(3)), builder.zext(subnormal, pair_t))
+                bit = builder.or_(builder.and_(builder.shl(w, up), K(0xFF)),
+                                  builder.and_(builder.lshr(w, P(7)), K(0x100)))
                 rows = [context.cast(builder, scalar(d_row_p, i), sig.args[3][4].dtype,
                                      types.int64) for i in (i0, i1_)]
                 words = _carry8_words(context, builder, table_p, rows,
                                       builder.lshr(bit, P(4)))
-                carry = builder.lshr(words, builder.and_(bit, P(15)))
-                carry8 = builder.and_(builder.and_(builder.icmp_unsigned("==", shift, P(8)),
+                carry = builder.lshr(words, builder.and_(bit, K(15)))
+                carry8 = builder.and_(builder.and_(builder.icmp_unsigned("==", shift, K(8)),
                                                    nonzero),
                                       builder.icmp_unsigned("!=", builder.and_(carry, P(1)), P(0)))
                 builder.store(builder.add(builder.load(carries), builder.zext(carry8, pair_t)),
                               carries)
                 # flags: shifts 12 and 16 below the data value's bound, 20 to 28 always
-                far = builder.icmp_unsigned("<=", builder.sub(shift, P(20)), P(8))
-                is12 = builder.icmp_unsigned("==", shift, P(12))
-                is16 = builder.icmp_unsigned("==", shift, P(16))
+                far = builder.icmp_unsigned("<=", builder.sub(shift, K(20)), K(8))
+                is12 = builder.icmp_unsigned("==", shift, K(12))
+                is16 = builder.icmp_unsigned("==", shift, K(16))
                 below = []
                 for lanes, i, fraction in ((low_lanes, i0, fractions[0]),
                                            (high_lanes, i1_, fractions[1])):
