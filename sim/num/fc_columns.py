@@ -327,7 +327,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 # the carry at 8: bit (weight sign, low byte of its CMAC significand) of the
                 # data value's row
                 subnormal = builder.icmp_unsigned("==", field, P(0))
-                up = builder.or_(builder.and_(field, K(3)), builder.zext(subnormal, pair_t))
+                up = builder.select(subnormal, K(1), builder.and_(field, K(3)))
                 bit = builder.or_(builder.and_(builder.shl(w, up), K(0xFF)),
                                   builder.and_(builder.lshr(w, P(7)), K(0x100)))
                 rows = [context.cast(builder, scalar(d_row_p, i), sig.args[3][4].dtype,
@@ -337,9 +337,9 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 carry = builder.lshr(words, builder.and_(bit, K(15)))
                 carry8 = builder.and_(builder.and_(builder.icmp_unsigned("==", shift, K(8)),
                                                    nonzero),
-                                      builder.icmp_unsigned("!=", builder.and_(carry, P(1)), P(0)))
-                builder.store(builder.add(builder.load(carries), builder.zext(carry8, pair_t)),
-                              carries)
+                                      builder.icmp_unsigned("!=", builder.and_(carry, K(1)), P(0)))
+                builder.store(builder.add(builder.load(carries),
+                                          builder.select(carry8, K(1), P(0))), carries)
                 # flags: shifts 12 and 16 below the data value's bound, 20 to 28 always
                 far = builder.icmp_unsigned("<=", builder.sub(shift, K(20)), K(8))
                 is12 = builder.icmp_unsigned("==", shift, K(12))
