@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.fc_carry_tables import carry_bounds, cmac_magnitudes
+from sim.num.fc_carry_tables import carry8_rows, carry_bounds, cmac_magnitudes
 from sim.num.fc_columns import (
     BLOCK,
     KERNELS,
@@ -21,6 +21,8 @@ from sim.num.fc_columns import (
     column_operands,
     column_work,
     columns_group,
+    table_words_host,
+    table_words_portable,
     word_permutes,
 )
 from sim.num.mac import fp16_mac_operands
@@ -267,3 +269,26 @@ def test_word_permutes_is_a_bool():
 
 def test_magnitudes_cover_the_bounds():
     assert carry_bounds()[:, cmac_magnitudes()].max() > 0
+
+
+@njit
+def _looked_up(table, rows, index):
+    host = np.zeros((rows.shape[0], 32), np.uint16)
+    portable = np.zeros((rows.shape[0], 32), np.uint16)
+    for i in range(rows.shape[0]):
+        table_words_host(table, rows[i, 0], rows[i, 1], index[i], host[i])
+        table_words_portable(table, rows[i, 0], rows[i, 1], index[i], portable[i])
+    return host, portable
+
+
+def test_carry_lookup_without_word_permutes_is_the_same():
+    """The lookup a processor without AVX-512BW's word permutations compiles (one word at
+    a time) reads what the permutation reads: the table's rows at the indices."""
+    rng = np.random.default_rng(9)
+    table = carry8_rows()
+    rows = rng.integers(0, 512, (200, 2))
+    index = rng.integers(0, 32, (200, 32)).astype(np.uint16)
+    host, portable = _looked_up(table, rows, index)
+    want = np.where(np.arange(32) < 16, table[rows[:, :1], index], table[rows[:, 1:], index])
+    np.testing.assert_array_equal(portable, want)
+    np.testing.assert_array_equal(host, want)
