@@ -218,6 +218,156 @@ def _table_words(portable):
 table_words_host, table_words_portable = _table_words(False), _table_words(True)
 
 
+class _BlockCode:
+    """What the code of one block (:func:`_column_block`) is written with: its operands'
+    pointers, its columns' loads, its constant vectors (32 16-bit lanes: a pair of
+    columns)."""
+
+    def __init__(self, context, builder, sig, args):
+        from llvmlite import ir
+        from numba.core import cgutils, types
+
+        self.context, self.builder, self.sig = context, builder, sig
+        self.n = KERNELS
+        i16, i32 = ir.IntType(16), ir.IntType(32)
+        self.half_t, self.pair_t = ir.VectorType(i16, self.n), ir.VectorType(i16, 2 * self.n)
+        self.joined = ir.Constant(ir.VectorType(i32, 2 * self.n), list(range(2 * self.n)))
+        self.halves = (ir.Constant(ir.VectorType(i32, self.n), list(range(self.n))),
+                       ir.Constant(ir.VectorType(i32, self.n), list(range(self.n, 2 * self.n))))
+
+        def data(tuple_arg, k):
+            member = cgutils.unpack_tuple(builder, args[tuple_arg])[k]
+            return context.make_array(sig.args[tuple_arg][k])(context, builder, member).data
+
+        (self.starts, self.offsets, self.d_exp, self.d_float, self.d_row, self.d_sig,
+         self.d_sign, self.below12, self.below16, self.table) = (data(3, k) for k in range(10))
+        self.lows, self.highs, self.targets = (data(6, k) for k in range(3))
+        self.tile, self.exps, self.sums = (
+            context.make_array(sig.args[k])(context, builder, args[k]).data for k in (0, 4, 5))
+        self.first, self.stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
+            cgutils.unpack_tuple(builder, args[1]), sig.args[1], strict=True))
+        self.block = context.cast(builder, args[2], sig.args[2], types.int64)
+        self.count0 = context.cast(builder, args[7], sig.args[7], types.int64)
+        # The loop's constant vectors are made from a 0 LLVM cannot see through (the
+        # first block's first column, always 0): as constants, LLVM read each one from
+        # memory in the loop through an address loaded first (numba's large code
+        # model), a dozen instructions of the loop's 75; so made, they stay in registers.
+        self._zero = _splat(builder, builder.trunc(builder.load(self.starts), i16), 2 * self.n)
+        self._kept = {}
+
+    def const(self, value):
+        """``value`` in every lane (a constant: for shift counts, and outside loops)."""
+        return _filled(self.pair_t, value)
+
+    def kept(self, value):
+        """``value`` in every lane, kept in a register (made once, where first asked)."""
+        if value not in self._kept:
+            self._kept[value] = self.builder.or_(self.const(value), self._zero)
+        return self._kept[value]
+
+    def scalar(self, pointer, i):
+        return self.builder.load(self.builder.gep(pointer, [i]))
+
+    def pair(self, j):
+        """Columns ``2j`` and ``2j + 1`` of the block: (their indices, their 32 weights)."""
+        from llvmlite import ir
+        from numba.core import types
+
+        b = self.builder
+        i0 = b.add(self.first, b.mul(j, ir.Constant(ir.IntType(64), 2)))
+        i1 = b.add(i0, ir.Constant(ir.IntType(64), 1))
+
+        def column(i):
+            offset = self.context.cast(b, self.scalar(self.offsets, i),
+                                       self.sig.args[3][1].dtype, types.int64)
+            return b.load(b.bitcast(b.gep(self.tile, [offset]), self.half_t.as_pointer()),
+                          align=2)
+
+        return i0, i1, b.shuffle_vector(column(i0), column(i1), self.joined)
+
+    def both(self, pointer, i0, i1, widen=None):
+        """The two columns' scalars of ``pointer`` (widened to ``widen``), each in its
+        column's 16 lanes."""
+        values = [self.scalar(pointer, i) for i in (i0, i1)]
+        if widen is not None:
+            values = [self.builder.zext(v, widen) for v in values]
+        return self.builder.shuffle_vector(_splat(self.builder, values[0], self.n),
+                                           _splat(self.builder, values[1], self.n), self.joined)
+
+    def half(self, vector, h):
+        """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
+        return self.builder.shuffle_vector(vector, vector, self.halves[h])
+
+
+def _block_tops(code, pairs):
+    """The block's biased exponents (16 i16 lanes, one a kernel): the largest lane
+    exponent of its columns, a zero weight's taken as 0 (below the bias)."""
+    from numba.core import cgutils
+
+    b, const = code.builder, code.const
+    top = cgutils.alloca_once_value(b, const(EXP_BIAS))
+    with cgutils.for_range(b, pairs) as loop:
+        i0, i1, w = code.pair(loop.index)
+        lane = b.add(b.and_(b.lshr(w, const(10)), const(0x1C)), code.both(code.d_exp, i0, i1))
+        lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)), lane,
+                        const(0))
+        t = b.load(top)
+        b.store(b.select(b.icmp_unsigned(">", lane, t), lane, t), top)
+    tops = b.load(top)
+    low, high = code.half(tops, 0), code.half(tops, 1)
+    return b.select(b.icmp_unsigned(">", low, high), low, high)
+
+
+def _pair_products(code, w, i0, i1, scale, floor):
+    """The two columns' ``P >> s`` (two vectors of 16 int32 lanes, every shift) and their
+    fractions ``v - floor(v)`` (float32: the low ``s`` bits over ``2**s``), fc_float's
+    route."""
+    from llvmlite import ir
+
+    b = code.builder
+    wholes, fractions = [], []
+    for h, i in ((0, i0), (1, i1)):
+        weights = _weights_as_float(code.context, b, code.half(w, h))
+        value = b.fmul(b.fmul(weights, _splat(b, code.scalar(code.d_float, i), code.n)), scale)
+        whole = b.call(floor, [value])
+        fractions.append(b.fsub(value, whole))
+        wholes.append(b.fptosi(whole, ir.VectorType(ir.IntType(32), code.n)))
+    return wholes, fractions
+
+
+def _carries8(code, w, field, shift, nonzero, i0, i1):
+    """Where the lanes shifted by 8 carry (an i1 mask of 32 lanes): the bit (weight sign,
+    low byte of its CMAC significand) of the data value's row of the carry table; and
+    the weights' significand shifts (1 for a subnormal)."""
+    from numba.core import types
+
+    b, kept = code.builder, code.kept
+    up = b.select(b.icmp_unsigned("==", field, code.const(0)), kept(1), b.and_(field, kept(3)))
+    bit = b.or_(b.and_(b.shl(w, up), kept(0xFF)), b.and_(b.lshr(w, code.const(7)), kept(0x100)))
+    rows = [code.context.cast(b, code.scalar(code.d_row, i), code.sig.args[3][4].dtype,
+                              types.int64) for i in (i0, i1)]
+    words = _carry8_words(code.context, b, code.table, rows, b.lshr(bit, code.const(4)))
+    carry = b.icmp_unsigned("!=", b.and_(b.lshr(words, b.and_(bit, kept(15))), kept(1)),
+                            code.const(0))
+    return b.and_(b.and_(b.icmp_unsigned("==", shift, kept(8)), nonzero), carry), up
+
+
+def _flags(code, shift, fractions, nonzero, i0, i1):
+    """The lanes whose carry or product the tree gives (an i1 mask of 32 lanes): shifts
+    12 and 16 with the fraction below the data value's bound, 20 to 28 always."""
+    b, kept = code.builder, code.kept
+    far = b.icmp_unsigned("<=", b.sub(shift, kept(20)), kept(8))
+    is12, is16 = b.icmp_unsigned("==", shift, kept(12)), b.icmp_unsigned("==", shift, kept(16))
+    below = []
+    for h, i in ((0, i0), (1, i1)):
+        under12, under16 = (b.fcmp_ordered("<", fractions[h],
+                                           _splat(b, code.scalar(bound, i), code.n))
+                            for bound in (code.below12, code.below16))
+        below.append(b.or_(b.and_(code.half(is12, h), under12),
+                           b.and_(code.half(is16, h), under16)))
+    return b.and_(b.or_(far, b.shuffle_vector(below[0], below[1], code.joined)), nonzero)
+
+
 @intrinsic
 def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, count):
     """Block ``block`` of a group from its transposed ``tile``: the block exponents
@@ -231,186 +381,71 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     from numba.core import cgutils, types
 
     def codegen(context, builder, sig, args):
-        i1, i16, i32, i64 = (ir.IntType(n) for n in (1, 16, 32, 64))
-        n = KERNELS
-        half_t, word_t = ir.VectorType(i16, n), ir.VectorType(i32, n)
-        float_t, long_t = ir.VectorType(ir.FloatType(), n), ir.VectorType(i64, n)
-        pair_t, pair_mask_t = ir.VectorType(i16, 2 * n), ir.VectorType(i1, 2 * n)
-        joined = ir.Constant(ir.VectorType(i32, 2 * n), list(range(2 * n)))
-        low_lanes = ir.Constant(ir.VectorType(i32, n), list(range(n)))
-        high_lanes = ir.Constant(ir.VectorType(i32, n), list(range(n, 2 * n)))
-
-        def data_of(k, tuple_arg=3):
-            members = cgutils.unpack_tuple(builder, args[tuple_arg])
-            return context.make_array(sig.args[tuple_arg][k])(context, builder, members[k]).data
-
-        def array(k):
-            return context.make_array(sig.args[k])(context, builder, args[k]).data
-
-        (starts_p, offsets_p, d_exp_p, d_float_p, d_row_p, d_sig_p, d_sign_p, below12_p,
-         below16_p, table_p) = (data_of(k) for k in range(10))
-        flagged_t = sig.args[6]
-        flagged_members = cgutils.unpack_tuple(builder, args[6])
-        lows_p, highs_p, targets_p = (
-            context.make_array(flagged_t[k])(context, builder, flagged_members[k]).data
-            for k in range(3))
-        tile_p, exps_p, sums_p = array(0), array(4), array(5)
-        first, stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
-            cgutils.unpack_tuple(builder, args[1]), sig.args[1], strict=True))
-        block_v = context.cast(builder, args[2], sig.args[2], types.int64)
-        count0 = context.cast(builder, args[7], sig.args[7], types.int64)
-        one, two = ir.Constant(i64, 1), ir.Constant(i64, 2)
-
-        def P(v):
-            return _filled(pair_t, v)
-
-        # The loop's constant vectors made from a 0 LLVM cannot see through (the first
-        # block's first column, always 0): as constants, LLVM read each one from memory
-        # in the loop through an address loaded first (numba's large code model), a
-        # dozen instructions of the loop's 75; so made, they stay in registers.
-        hidden_zero = _splat(builder, builder.trunc(builder.load(starts_p), i16), 2 * n)
-        kept_constants = {}
-
-        def K(v):
-            if v not in kept_constants:
-                kept_constants[v] = builder.or_(P(v), hidden_zero)
-            return kept_constants[v]
-
-        def scalar(pointer, i):
-            return builder.load(builder.gep(pointer, [i]))
-
-        def column(i):
-            offset = context.cast(builder, scalar(offsets_p, i), sig.args[3][1].dtype,
-                                  types.int64)
-            return builder.load(builder.bitcast(builder.gep(tile_p, [offset]),
-                                                half_t.as_pointer()), align=2)
-
-        def pair(j):
-            """Columns 2j and 2j + 1 of the block: (their indices, weights (32 words))."""
-            i0 = builder.add(first, builder.mul(j, two))
-            i1_ = builder.add(i0, one)
-            return i0, i1_, builder.shuffle_vector(column(i0), column(i1_), joined)
-
-        def both(v0, v1):
-            return builder.shuffle_vector(_splat(builder, v0, n), _splat(builder, v1, n), joined)
-
-        pairs = builder.lshr(builder.sub(stop, first), one)
-        # the block exponents: a zero weight's lane exponent taken as 0 (below the bias)
-        top = cgutils.alloca_once_value(builder, P(EXP_BIAS))
-        with cgutils.for_range(builder, pairs) as loop:
-            i0, i1_, w = pair(loop.index)
-            lane = builder.add(builder.and_(builder.lshr(w, P(10)), P(0x1C)),
-                               both(scalar(d_exp_p, i0), scalar(d_exp_p, i1_)))
-            nonzero = builder.icmp_unsigned("!=", builder.and_(w, P(0x7FFF)), P(0))
-            lane = builder.select(nonzero, lane, P(0))
-            t = builder.load(top)
-            builder.store(builder.select(builder.icmp_unsigned(">", lane, t), lane, t), top)
-        tops = builder.load(top)
-        top_lo = builder.shuffle_vector(tops, tops, low_lanes)
-        top_hi = builder.shuffle_vector(tops, tops, high_lanes)
-        top_v = builder.select(builder.icmp_unsigned(">", top_lo, top_hi), top_lo, top_hi)
-        top2 = builder.shuffle_vector(top_v, top_v, joined)
-        at16 = builder.mul(block_v, ir.Constant(i64, KERNELS))
-        builder.store(builder.sub(builder.zext(top_v, word_t), _filled(word_t, EXP_BIAS)),
-                      builder.bitcast(builder.gep(exps_p, [at16]), word_t.as_pointer()), align=4)
-        scale = builder.bitcast(builder.shl(builder.sub(_filled(word_t, _SCALE_FIELD),
-                                                        builder.zext(top_v, word_t)),
-                                            _filled(word_t, 23)), float_t)
-        floor = cgutils.get_or_insert_function(builder.module, ir.FunctionType(float_t, [float_t]),
+        code = _BlockCode(context, builder, sig, args)
+        b, n, const, kept = builder, code.n, code.const, code.kept
+        i1, i16, i32, i64 = (ir.IntType(k) for k in (1, 16, 32, 64))
+        word_t, long_t = ir.VectorType(i32, n), ir.VectorType(i64, n)
+        float_t = ir.VectorType(ir.FloatType(), n)
+        pairs = b.lshr(b.sub(code.stop, code.first), ir.Constant(i64, 1))
+        top = _block_tops(code, pairs)
+        top2 = b.shuffle_vector(top, top, code.joined)
+        at16 = b.mul(code.block, ir.Constant(i64, KERNELS))
+        b.store(b.sub(b.zext(top, word_t), _filled(word_t, EXP_BIAS)),
+                b.bitcast(b.gep(code.exps, [at16]), word_t.as_pointer()), align=4)
+        scale = b.bitcast(b.shl(b.sub(_filled(word_t, _SCALE_FIELD), b.zext(top, word_t)),
+                                _filled(word_t, 23)), float_t)
+        floor = cgutils.get_or_insert_function(b.module, ir.FunctionType(float_t, [float_t]),
                                                f"llvm.floor.v{n}f32")
         compress = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(pair_t, [pair_t, pair_mask_t, pair_t]),
+            b.module, ir.FunctionType(code.pair_t, [code.pair_t, ir.VectorType(i1, 2 * n),
+                                                    code.pair_t]),
             f"llvm.experimental.vector.compress.v{2 * n}i16")
         zero_w = ir.Constant(word_t, [0] * n)
-        total = cgutils.alloca_once_value(builder, ir.Constant(long_t, [0] * n))
-        carries = cgutils.alloca_once_value(builder, P(0))
-        count = cgutils.alloca_once_value(builder, count0)
-        acc = cgutils.alloca_once_value(builder, zero_w)
+        total = cgutils.alloca_once_value(b, ir.Constant(long_t, [0] * n))
+        carries = cgutils.alloca_once_value(b, const(0))
+        count = cgutils.alloca_once_value(b, code.count0)
+        acc = cgutils.alloca_once_value(b, zero_w)
         steps = ir.Constant(i64, STEPS_A_SUM)
-        chunks = builder.udiv(builder.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
-        with cgutils.for_range(builder, chunks) as outer:
-            j0 = builder.mul(outer.index, steps)
-            j1 = builder.add(j0, steps)
-            j1 = builder.select(builder.icmp_signed(">", j1, pairs), pairs, j1)
-            builder.store(zero_w, acc)
-            with cgutils.for_range(builder, builder.sub(j1, j0)) as loop:
-                i0, i1_, w = pair(builder.add(j0, loop.index))
-                # P >> s in float32 (fc_float), and each product's fraction (its low s bits)
-                wholes, fractions = [], []
-                for lanes, i in ((low_lanes, i0), (high_lanes, i1_)):
-                    weights = _weights_as_float(context, builder,
-                                                builder.shuffle_vector(w, w, lanes))
-                    value = builder.fmul(builder.fmul(
-                        weights, _splat(builder, scalar(d_float_p, i), n)), scale)
-                    whole = builder.call(floor, [value])
-                    fractions.append(builder.fsub(value, whole))
-                    wholes.append(builder.fptosi(whole, word_t))
-                field = builder.and_(builder.lshr(w, P(10)), K(31))
-                shift = builder.sub(top2, builder.add(
-                    builder.and_(field, K(0x1C)),
-                    both(scalar(d_exp_p, i0), scalar(d_exp_p, i1_))))
-                nonzero = builder.icmp_unsigned("!=", builder.and_(w, K(0x7FFF)), P(0))
-                near = builder.icmp_unsigned("<=", shift, K(NEAR_SHIFT))
-                a = builder.load(acc)
-                for lanes, whole in ((low_lanes, wholes[0]), (high_lanes, wholes[1])):
-                    a = builder.add(a, builder.select(builder.shuffle_vector(near, near, lanes),
-                                                      whole, zero_w))
-                builder.store(a, acc)
-                # the carry at 8: bit (weight sign, low byte of its CMAC significand) of the
-                # data value's row
-                subnormal = builder.icmp_unsigned("==", field, P(0))
-                up = builder.select(subnormal, K(1), builder.and_(field, K(3)))
-                bit = builder.or_(builder.and_(builder.shl(w, up), K(0xFF)),
-                                  builder.and_(builder.lshr(w, P(7)), K(0x100)))
-                rows = [context.cast(builder, scalar(d_row_p, i), sig.args[3][4].dtype,
-                                     types.int64) for i in (i0, i1_)]
-                words = _carry8_words(context, builder, table_p, rows,
-                                      builder.lshr(bit, P(4)))
-                carry = builder.lshr(words, builder.and_(bit, K(15)))
-                carry8 = builder.and_(builder.and_(builder.icmp_unsigned("==", shift, K(8)),
-                                                   nonzero),
-                                      builder.icmp_unsigned("!=", builder.and_(carry, K(1)), P(0)))
-                builder.store(builder.add(builder.load(carries),
-                                          builder.select(carry8, K(1), P(0))), carries)
-                # flags: shifts 12 and 16 below the data value's bound, 20 to 28 always
-                far = builder.icmp_unsigned("<=", builder.sub(shift, K(20)), K(8))
-                is12 = builder.icmp_unsigned("==", shift, K(12))
-                is16 = builder.icmp_unsigned("==", shift, K(16))
-                below = []
-                for lanes, i, fraction in ((low_lanes, i0, fractions[0]),
-                                           (high_lanes, i1_, fractions[1])):
-                    under12 = builder.fcmp_ordered("<", fraction,
-                                                   _splat(builder, scalar(below12_p, i), n))
-                    under16 = builder.fcmp_ordered("<", fraction,
-                                                   _splat(builder, scalar(below16_p, i), n))
-                    below.append(builder.or_(
-                        builder.and_(builder.shuffle_vector(is12, is12, lanes), under12),
-                        builder.and_(builder.shuffle_vector(is16, is16, lanes), under16)))
-                flag = builder.and_(builder.or_(far, builder.shuffle_vector(below[0], below[1],
-                                                                            joined)), nonzero)
-                flag_bits = builder.bitcast(flag, i32)
-                with builder.if_then(builder.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
-                                     likely=False):
-                    _store_flagged(builder, compress, w, field, subnormal, up, shift,
-                                   both(builder.zext(scalar(d_sign_p, i0), i16),
-                                        builder.zext(scalar(d_sign_p, i1_), i16)),
-                                   both(scalar(d_sig_p, i0), scalar(d_sig_p, i1_)),
-                                   builder.trunc(at16, i16), flag, flag_bits, count,
-                                   (lows_p, highs_p, targets_p))
-            builder.store(builder.add(builder.load(total), builder.sext(builder.load(acc), long_t)),
-                          total)
-        c = builder.load(carries)
-        per_kernel = builder.add(builder.shuffle_vector(c, c, low_lanes),
-                                 builder.shuffle_vector(c, c, high_lanes))
-        builder.store(builder.sub(builder.load(total), builder.zext(per_kernel, long_t)),
-                      builder.bitcast(builder.gep(sums_p, [at16]), long_t.as_pointer()), align=8)
-        return builder.load(count)
+        chunks = b.udiv(b.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
+        with cgutils.for_range(b, chunks) as outer:
+            j0 = b.mul(outer.index, steps)
+            j1 = b.add(j0, steps)
+            j1 = b.select(b.icmp_signed(">", j1, pairs), pairs, j1)
+            b.store(zero_w, acc)
+            with cgutils.for_range(b, b.sub(j1, j0)) as loop:
+                i0, i1_, w = code.pair(b.add(j0, loop.index))
+                wholes, fractions = _pair_products(code, w, i0, i1_, scale, floor)
+                field = b.and_(b.lshr(w, const(10)), kept(31))
+                shift = b.sub(top2, b.add(b.and_(field, kept(0x1C)),
+                                          code.both(code.d_exp, i0, i1_)))
+                nonzero = b.icmp_unsigned("!=", b.and_(w, kept(0x7FFF)), const(0))
+                near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
+                a = b.load(acc)
+                for h in (0, 1):
+                    a = b.add(a, b.select(code.half(near, h), wholes[h], zero_w))
+                b.store(a, acc)
+                carry8, up = _carries8(code, w, field, shift, nonzero, i0, i1_)
+                b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
+                flag = _flags(code, shift, fractions, nonzero, i0, i1_)
+                flag_bits = b.bitcast(flag, i32)
+                with b.if_then(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
+                               likely=False):
+                    _store_flagged(b, compress, w, field, up, shift,
+                                   code.both(code.d_sign, i0, i1_, widen=i16),
+                                   code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag,
+                                   flag_bits, count, (code.lows, code.highs, code.targets))
+            b.store(b.add(b.load(total), b.sext(b.load(acc), long_t)), total)
+        c = b.load(carries)
+        per_kernel = b.add(code.half(c, 0), code.half(c, 1))
+        b.store(b.sub(b.load(total), b.zext(per_kernel, long_t)),
+                b.bitcast(b.gep(code.sums, [at16]), long_t.as_pointer()), align=8)
+        return b.load(count)
 
     return types.int64(tile, columns, block, ops, exps, sums, flagged, count), codegen
 
 
-def _store_flagged(builder, compress, w, field, subnormal, up, shift, d_sign, d_sig, at16,
-                   flag, flag_bits, count, pointers):
+def _store_flagged(builder, compress, w, field, up, shift, d_sign, d_sig, at16, flag,
+                   flag_bits, count, pointers):
     """The flagged lanes' packed words' halves (:func:`sim.num.mac_fc._unpack`: the low
     half the weight's significand and the shift's low two bits of ``shift / 4``, the high
     half the rest, the data's significand and the sign) and their places, compressed in
@@ -424,6 +459,7 @@ def _store_flagged(builder, compress, w, field, subnormal, up, shift, d_sign, d_
         return _filled(pair_t, v)
 
     code = builder.lshr(shift, P(2))
+    subnormal = builder.icmp_unsigned("==", field, P(0))
     significand = builder.shl(builder.or_(builder.and_(w, P(0x3FF)),
                                           builder.select(subnormal, P(0), P(0x400))), up)
     negative = builder.xor(builder.lshr(w, P(15)), d_sign)
