@@ -3,7 +3,8 @@
 Goes through every pair of CMAC magnitudes and both product signs
 (:func:`sim.num.fc_carry_tables.scan_carry_bounds`, a few seconds) and saves, per data
 magnitude, the bound below which the low 12 (row 0) or 16 (row 1) bits of a product must
-lie for its carry to be 1.  ``tests/num/test_fc_carry_tables.py`` regenerates them.
+lie for its carry to be 1.  ``tests/num/test_fc_carry_tables.py`` proves
+them against the tree over every case.
 
 Run from the repository: ``PYTHONPATH=. python tools/make_fc_carry_bounds.py``
 """
@@ -28,13 +29,6 @@ MAGNITUDES = {magnitudes}
 BOUNDS = (
 {lines}
 )
-
-
-def saved_bounds():
-    """The table (2, MAGNITUDES) int64."""
-    from sim.num.fc_carry_tables import decode_bounds
-
-    return decode_bounds(BOUNDS, MAGNITUDES)
 '''
 
 

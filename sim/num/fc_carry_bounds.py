@@ -218,10 +218,3 @@ BOUNDS = (
     "/w9P6Xf8T2r9Fa8nwpm5Sdd/r36n3COeqikXwA/C/BWvp0P9POd5CFwe6p8BP3NKPLDv07bcs7ZPvQadu2bv"
     "i7Wxb8d99v+JQfLU/wXWFxh6"
 )
-
-
-def saved_bounds():
-    """The table (2, MAGNITUDES) int64."""
-    from sim.num.fc_carry_tables import decode_bounds
-
-    return decode_bounds(BOUNDS, MAGNITUDES)

@@ -14,8 +14,8 @@ tighter:
   bound that depends on the data's CMAC significand (:func:`carry_bounds`): found by
   going through every pair of CMAC magnitudes and both signs (:func:`scan_carry_bounds`,
   a few seconds, so the bounds are generated data, :mod:`sim.num.fc_carry_bounds`, made
-  by ``tools/make_fc_carry_bounds.py``; ``tests/num/test_fc_carry_tables.py`` regenerates
-  them and proves the table of ``s = 8`` the same way).
+  by ``tools/make_fc_carry_bounds.py``; ``tests/num/test_fc_carry_tables.py`` proves
+  them sufficient and tight, and the table of ``s = 8``, over every case).
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ from sim.num.booth import booth_sum_low16
 from sim.num.mac import signed_product, sum_word_carry
 from sim.num.word32 import and32, word32
 
-#: The shifts whose carries take a bound of the data value's (:func:`carry_bounds`' rows).
-BOUNDED_SHIFTS = (12, 16)
 #: CMAC significands are below this (14 bits): the bounds' table is indexed by them.
 SIGNIFICANDS = 1 << 14
 
@@ -118,10 +116,10 @@ def carry_bounds() -> np.ndarray:
     """(2, ``SIGNIFICANDS``) int64: a carry at shift 12 (row 0) or 16 (row 1) of a product
     with a data significand ``d`` is possible only if the product's low ``s`` bits are
     below ``bounds[row, d]``."""
-    from sim.num.fc_carry_bounds import saved_bounds
+    from sim.num.fc_carry_bounds import BOUNDS, MAGNITUDES
 
     table = np.zeros((2, SIGNIFICANDS), np.int64)
-    table[:, cmac_magnitudes()] = saved_bounds()
+    table[:, cmac_magnitudes()] = decode_bounds(BOUNDS, MAGNITUDES)
     return table
 
 
