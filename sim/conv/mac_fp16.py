@@ -24,6 +24,15 @@ from ..dma.align import align_up, ceil_div
 from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
 from ..num.compress import WORD_LANES, compress_words, nans_and_infs
+from ..num.fc_columns import BLOCK as COLUMN_BLOCK
+from ..num.fc_columns import (
+    KERNELS,
+    column_operands,
+    column_work,
+    columns_group,
+    no_column_operands,
+    word_permutes,
+)
 from ..num.fc_live import VECTOR as LIVE_VECTOR
 from ..num.fc_live import (
     fc_live_scratch,
@@ -409,14 +418,15 @@ def _gather_group(elements, first, stride, kernels, block, n_blocks, rows, speci
 
 @njit
 def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, block,
-                         n_blocks, out, kernels):
+                         n_blocks, out, columns, kernels):
     """:func:`_conv_fp16_runs` of a layer whose data are zero in many lanes: only the live
     lanes (:func:`sim.num.fc_live.live_layout` ``layout``) of each kernel's runs are
     gathered (:func:`_gather_live_runs`) and multiplied
     (:func:`sim.num.fc_live.fp16_fc_live_blocks`), ``data`` the live lanes' (count, live
     lanes).  A kernel with a NaN weight (in a dead lane too: its block is NaN), or a pixel
     with a NaN datum, takes its NaN blocks from the whole runs, gathered for those
-    kernels only then."""
+    kernels only then.  Whole weight groups of a layer :func:`_column_operands` accepts
+    (``columns`` not empty) take the column kernel (:func:`_group_by_columns`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_live_scratch(layout))
     data_nan = _pixels_with_nans(d_nan)
@@ -426,8 +436,14 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     whole = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
     every_lane = whole_layout(n_blocks, block)
     scratch, block_exp4, sums, w_nan = work[0], work[1], work[2], work[3]
+    by_columns = columns[0].size > 0
+    column_scratch = column_work(columns[0][-1] if by_columns else 0)
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
+        if by_columns and k1 - k0 == KERNELS and _group_end(base, stride, k0, k1, block) == k1:
+            if _group_by_columns(elements, base[k0], stride[k0], n_blocks, columns,
+                                 column_scratch, specials[k0:k1], work, out[0, k0:k1, 0]):
+                continue
         _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, rows,
                           specials)
         some_nan = data_nan.any()
@@ -442,6 +458,26 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
                 fp16_fc_live_blocks(pixel_data(data, p), rows[k - k0], layout, scratch,
                                     block_exp4[k - k0], sums[k - k0])
             _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
+
+
+@njit(inline="always")
+def _group_by_columns(elements, first, stride, n_blocks, columns, column_scratch, specials,
+                      work, out):
+    """A whole weight group's one pixel by :func:`sim.num.fc_columns.columns_group`, its
+    blocks straight in CACC's block-major order, CACC of them into ``out`` (the group's
+    16 kernels' outputs at the one pixel).  Returns False (nothing written) for a group
+    with an Inf or NaN weight, which the other path takes (and counts): a group without
+    one has none to count."""
+    acc_e, acc_m, by_block = work[4], work[5], work[6]
+    largest = columns_group(elements, first, stride, n_blocks, columns, column_scratch,
+                            by_block[0], by_block[1])
+    if largest >= FP16_INF:
+        return False
+    specials[:] = 0
+    _cacc_by_block(by_block, acc_e, acc_m)
+    for k in range(KERNELS):
+        out[k, 0] = cacc_to_fp32(acc_e[k], acc_m[k])
+    return True
 
 
 @njit
@@ -500,6 +536,15 @@ def _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m):
         for b in range(n_blocks):
             exps[b, j] = block_exp4[j, b]
             mans[b, j] = sums[j, b]
+    _cacc_by_block(by_block, acc_e, acc_m)
+
+
+@njit(inline="always")
+def _cacc_by_block(by_block, acc_e, acc_m):
+    """:func:`_cacc_kernels` of blocks already block-major (``by_block``: (exponents,
+    sums), each (blocks, CACC_KERNELS))."""
+    exps, mans = by_block
+    n_blocks = exps.shape[0]
     acc_e[:] = 0
     acc_m[:] = 0
     for b in range(n_blocks):
@@ -700,11 +745,14 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
             d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
             layout = live_layout(d_exp4, block)
             if layout is not None:  # many zero data (ReLU): their lanes skipped
-                operands = (live_data(data, layout[0]), layout, d_nan, stream.elements,
-                            stream.base, stream.stride, stream.specials, block,
-                            groups * n_r * n_s, out)
-                run_split(lambda a, b: _conv_fp16_live_runs(*operands, (a, b)), n_k,
-                          min_chunk=MIN_KERNELS)
+                live = live_data(data, layout[0])
+                operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
+                            stream.specials, block, groups * n_r * n_s, out,
+                            _column_operands(live, layout, d_nan, block, groups * n_r * n_s))
+                # whole weight groups a thread (the column kernel takes only those)
+                run_split(lambda a, b: _conv_fp16_live_runs(
+                    *operands, (a * KERNELS, min(b * KERNELS, n_k))),
+                    ceil_div(n_k, KERNELS), min_chunk=MIN_KERNELS // KERNELS)
                 return out
             operands = (data, d_nan, stream.elements, stream.base, stream.stride,
                         stream.specials, block, groups * n_r * n_s, out)
@@ -747,6 +795,17 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                         out)
             _products(operands, n_k)
     return out
+
+
+def _column_operands(live, layout, d_nan, block: int, n_blocks: int) -> tuple:
+    """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes: one
+    pixel without a NaN datum, nv_full's blocks (``BLOCK`` lanes), at most 4096 of them
+    (a flagged lane's place, block * 16 + kernel, is a 16-bit word), on a processor
+    with its word permutations; else empty ones (the gather's path for every kernel)."""
+    if (live[0].shape[0] == 1 and block == COLUMN_BLOCK and (d_nan < 0).all()
+            and n_blocks * KERNELS <= 1 << 16 and word_permutes()):
+        return column_operands(tuple(a[0] for a in live), layout[0], n_blocks)
+    return no_column_operands()
 
 
 def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,

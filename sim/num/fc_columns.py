@@ -1,0 +1,569 @@
+"""A fully connected fp16 layer's blocks with a weight group's 16 kernels across the vector.
+
+:mod:`sim.num.fc_live` keeps a kernel's lanes along the vector: every block pays a
+horizontal maximum and sum, a selection of live lanes per kernel, and flags about 12% of
+its lanes for the tree.  Here, inside a weight group (16 kernels whose block ``b`` is one
+contiguous 16 x 64 tile of the DC stream, kernel-major: :func:`sim.dma.weights.dc_kernel_runs`),
+each tile is transposed in registers (:func:`_tile_half`) so that one 16-lane vector
+holds the 16 kernels' weights of one lane; a live lane (its data value not zero, known
+once a layer) is a column, its data value a scalar for the whole vector.  Then, per
+block, for the 16 kernels at once (the same numbers as :mod:`sim.num.mac_fc`'s, the
+block of ``tests/num/mac_reference.py``):
+
+* the block exponents are a vertical running maximum of the lane exponents (a zero
+  weight's left out);
+* the shifted products ``P >> s`` are :mod:`sim.num.fc_float`'s exact float32 route
+  (``floor(w * x * 2**(25 - E))``), 0 beyond shift 16, summed vertically;
+* the carries (``(P >> s) - c``): none at shifts 0 and 4 (:mod:`sim.num.fc_carries`); at
+  8 looked up exactly in the data value's row of
+  :func:`sim.num.fc_carry_tables.carry8_rows` (one 512-bit register, indexed by the
+  weight's sign and low significand byte); at 12 and 16 possible only where the
+  product's fraction ``v - floor(v)`` (exact: its low ``s`` bits over ``2**s``) is below
+  the data value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few
+  lanes are flagged, with every lane shifted by 20 to 28 (whose product comes from the
+  whole tree); the flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`) are
+  compressed in registers and fixed after the group by :func:`sim.num.mac_fc.halves_needs`
+  and :func:`sim.num.mac_fc.send_change`, as the other paths fix theirs.
+
+A group with a weight of exponent field 31 (Inf or NaN: no float the integer path
+agrees with) is recognised from the tile's largest magnitude, which
+:func:`columns_group` returns; its caller then takes the group by the other path (which
+also counts the NaNs and Infs: a group without them has none to count).
+
+The lookup at 8 is a two-table word permutation (x86's ``vpermi2w``, AVX-512BW), which
+generic LLVM IR has no form for: a processor without it reads the 32 words one by one
+(same result, slower), and :func:`word_permutes` tells callers whether the fast form is
+there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.jit import intrinsic, njit, prefer_wide_vectors
+from sim.num.fc_carry_tables import carry8_rows, carry_bounds
+from sim.num.fc_float import _filled, _splat, _vector_at, _weights_as_float
+from sim.num.fc_pieces import prefetch
+from sim.num.mac_fc import EXP_BIAS, NEAR_SHIFT, flagged_word, halves_needs, send_change
+
+#: Kernels of a weight group: the lanes of a column vector (16-bit words, two columns in
+#: a 512-bit register).
+KERNELS = 16
+#: Lanes of a block (nv_full's MAC atomic C): a tile is KERNELS x BLOCK fp16 weights.
+BLOCK = 64
+TILE = KERNELS * BLOCK
+#: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
+HALF = 32
+#: Weights ahead of a tile its prefetch asks the caches for, a line (``PREFETCH_LINE``
+#: weights) at a time (the stream is read once, in order): on AlexNet's fc6 and fc7 (one
+#: thread, weights from memory) 3072 took 5-15% less time than 1024, 6144 or 12288, and
+#: than asking the second-level cache only or a non-temporal hint.
+AHEAD = 3072
+PREFETCH_LINE = 32
+#: Columns a block's products are summed over in int32 before they go to the int64
+#: sums: two columns a step, each ``|P >> s| < 2**28``, four steps stay below 2**31.
+STEPS_A_SUM = 4
+#: The float32 field of ``2**(25 - E)`` is this less the block's biased exponent.
+_SCALE_FIELD = 127 + 25 + EXP_BIAS
+
+
+def _tile_stage_masks(stage):
+    """The two shuffle masks of transposing stage ``stage`` (pairs of rows ``2**stage``
+    apart): each exchanges ``2**stage``-word pieces of a pair of registers."""
+    g = 1 << stage
+    first = [p if not p & g else HALF + (p & ~g) for p in range(HALF)]
+    second = [(p | g) if not p & g else HALF + p for p in range(HALF)]
+    return first, second
+
+
+def column_offsets(columns):
+    """Where column ``c`` of a tile (0-63: its lane in the block) starts in
+    :func:`_tile_half`'s transposed tile (in words): the four stages leave column ``c``
+    of half ``c >> 5`` in register ``c & 15``'s words ``16 * ((c >> 4) & 1)`` on, and
+    half ``h``'s register ``j`` is stored at word ``32 * (h + 2 * j)``."""
+    return _column_offset.py_func(np.asarray(columns, np.int64))
+
+
+@njit(inline="always")
+def _column_offset(c):
+    """:func:`column_offsets` of one column (or an array of them)."""
+    return ((c >> 5) & 1 | (c & 15) << 1) * HALF + ((c >> 4) & 1) * KERNELS
+
+
+@intrinsic
+def _tile_half(typingctx, elements, at, tile, half):
+    """Columns ``32 * half`` to ``32 * half + 31`` of the tile at ``elements[at:]`` (16
+    rows of 64 words, kernel-major) transposed into ``tile`` (1024 words; a column's 16
+    kernels at :func:`column_offsets`): 16 loads, four stages of two-register shuffles,
+    16 stores.  Returns the largest magnitude (bits & 0x7FFF) of those words."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+        row_t = ir.VectorType(i16, HALF)
+        half_v = context.cast(builder, args[3], sig.args[3], types.int64)
+        start = builder.add(context.cast(builder, args[1], sig.args[1], types.int64),
+                            builder.mul(half_v, ir.Constant(i64, HALF)))
+        rows, largest = [], None
+        for r in range(KERNELS):
+            pointer = _vector_at(context, builder, sig.args[0], args[0],
+                                 builder.add(start, ir.Constant(i64, r * BLOCK)), HALF, i16)
+            row = builder.load(pointer, align=2)
+            rows.append(row)
+            magnitude = builder.and_(row, _filled(row_t, 0x7FFF))
+            largest = magnitude if largest is None else builder.select(
+                builder.icmp_unsigned(">", magnitude, largest), magnitude, largest)
+        for stage in range(4):
+            g = 1 << stage
+            first, second = (ir.Constant(ir.VectorType(i32, HALF), m)
+                             for m in _tile_stage_masks(stage))
+            moved = list(rows)
+            for a in range(KERNELS):
+                if not a & g:
+                    moved[a] = builder.shuffle_vector(rows[a], rows[a | g], first)
+                    moved[a | g] = builder.shuffle_vector(rows[a], rows[a | g], second)
+            rows = moved
+        for j in range(KERNELS):
+            at_words = builder.mul(builder.add(half_v, ir.Constant(i64, 2 * j)),
+                                   ir.Constant(i64, HALF))
+            builder.store(rows[j], _vector_at(context, builder, sig.args[2], args[2],
+                                              at_words, HALF, i16), align=2)
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(i16, [row_t]), f"llvm.vector.reduce.umax.v{HALF}i16")
+        return builder.call(reduce, [largest])
+
+    return types.uint16(elements, at, tile, half), codegen
+
+
+def _has_word_permutes(context) -> bool:
+    """Whether the code is compiled for a processor with AVX-512BW's word permutations."""
+    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
+    return "+avx512bw" in features
+
+
+@intrinsic
+def _word_permutes(typingctx):
+    from numba.core import types
+
+    def codegen(context, builder, sig, args):
+        from llvmlite import ir
+
+        return ir.Constant(ir.IntType(1), int(_has_word_permutes(context)))
+
+    return types.boolean(), codegen
+
+
+@njit
+def word_permutes():
+    """Whether :func:`columns_group` looks its carries up a register at a time here (else
+    it runs, exactly, at a fraction of the speed: callers keep their other path)."""
+    return _word_permutes()
+
+
+def _carry8_words(context, builder, table, rows, index, portable=False):
+    """The 32 words of the carry table's ``rows`` (two i64 row numbers: words 0-15 read
+    the first row, 16-31 the second) at word ``index`` (i16 lanes, 0-31): by a word
+    permutation where the processor has one, else (or ``portable``) one at a time."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
+    pair_t = ir.VectorType(i16, 2 * KERNELS)
+    starts = [builder.mul(r, ir.Constant(i64, 2 * KERNELS)) for r in rows]
+    if _has_word_permutes(context) and not portable:
+        loaded = [builder.load(builder.bitcast(builder.gep(table, [s]), pair_t.as_pointer()),
+                               align=2) for s in starts]
+        permute = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(pair_t, [pair_t] * 3),
+            "llvm.x86.avx512.vpermi2var.hi.512")
+        second = ir.Constant(pair_t, [0] * KERNELS + [2 * KERNELS] * KERNELS)
+        return builder.call(permute, [loaded[0], builder.or_(index, second), loaded[1]])
+    words = ir.Constant(pair_t, ir.Undefined)
+    for lane in range(2 * KERNELS):
+        at = builder.zext(builder.extract_element(index, ir.Constant(i32, lane)), i64)
+        word = builder.load(builder.gep(table, [builder.add(starts[lane // KERNELS], at)]))
+        words = builder.insert_element(words, word, ir.Constant(i32, lane))
+    return words
+
+
+def _table_words(portable):
+    """An intrinsic ``(table, row0, row1, index, out)``: :func:`_carry8_words` of the
+    carry rows ``table``, rows ``row0`` and ``row1``, word indices ``index`` (32 uint16)
+    into ``out`` (32 uint16), the host's form or the ``portable`` one (for tests: both
+    must agree)."""
+
+    @intrinsic
+    def table_words(typingctx, table, row0, row1, index, out):
+        from llvmlite import ir
+        from numba.core import types
+
+        def codegen(context, builder, sig, args):
+            pair_t = ir.VectorType(ir.IntType(16), 2 * KERNELS)
+            table_p = context.make_array(sig.args[0])(context, builder, args[0]).data
+            rows = [context.cast(builder, args[k], sig.args[k], types.int64) for k in (1, 2)]
+            index_p, out_p = (context.make_array(sig.args[k])(context, builder, args[k]).data
+                              for k in (3, 4))
+            index_v = builder.load(builder.bitcast(index_p, pair_t.as_pointer()), align=2)
+            words = _carry8_words(context, builder, table_p, rows, index_v, portable)
+            builder.store(words, builder.bitcast(out_p, pair_t.as_pointer()), align=2)
+            return context.get_dummy_value()
+
+        return types.none(table, row0, row1, index, out), codegen
+
+    return table_words
+
+
+#: :func:`_table_words` in the host's form and in the portable one.
+table_words_host, table_words_portable = _table_words(False), _table_words(True)
+
+
+class _BlockCode:
+    """What the code of one block (:func:`_column_block`) is written with: its operands'
+    pointers, its columns' loads, its constant vectors (32 16-bit lanes: a pair of
+    columns)."""
+
+    def __init__(self, context, builder, sig, args):
+        from llvmlite import ir
+        from numba.core import cgutils, types
+
+        self.context, self.builder, self.sig = context, builder, sig
+        self.n = KERNELS
+        i16, i32 = ir.IntType(16), ir.IntType(32)
+        self.half_t, self.pair_t = ir.VectorType(i16, self.n), ir.VectorType(i16, 2 * self.n)
+        self.joined = ir.Constant(ir.VectorType(i32, 2 * self.n), list(range(2 * self.n)))
+        self.halves = (ir.Constant(ir.VectorType(i32, self.n), list(range(self.n))),
+                       ir.Constant(ir.VectorType(i32, self.n), list(range(self.n, 2 * self.n))))
+
+        def data(tuple_arg, k):
+            member = cgutils.unpack_tuple(builder, args[tuple_arg])[k]
+            return context.make_array(sig.args[tuple_arg][k])(context, builder, member).data
+
+        (self.starts, self.offsets, self.d_exp, self.d_float, self.d_row, self.d_sig,
+         self.d_sign, self.below12, self.below16, self.table) = (data(3, k) for k in range(10))
+        self.lows, self.highs, self.targets = (data(6, k) for k in range(3))
+        self.tile, self.exps, self.sums = (
+            context.make_array(sig.args[k])(context, builder, args[k]).data for k in (0, 4, 5))
+        self.first, self.stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
+            cgutils.unpack_tuple(builder, args[1]), sig.args[1], strict=True))
+        self.block = context.cast(builder, args[2], sig.args[2], types.int64)
+        self.count0 = context.cast(builder, args[7], sig.args[7], types.int64)
+        # The loop's constant vectors are made from a 0 LLVM cannot see through (the
+        # first block's first column, always 0): as constants, LLVM read each one from
+        # memory in the loop through an address loaded first (numba's large code
+        # model), a dozen instructions of the loop's 75; so made, they stay in registers.
+        self._zero = _splat(builder, builder.trunc(builder.load(self.starts), i16), 2 * self.n)
+        self._kept = {}
+
+    def const(self, value):
+        """``value`` in every lane (a constant: for shift counts, and outside loops)."""
+        return _filled(self.pair_t, value)
+
+    def kept(self, value):
+        """``value`` in every lane, kept in a register (made once, where first asked)."""
+        if value not in self._kept:
+            self._kept[value] = self.builder.or_(self.const(value), self._zero)
+        return self._kept[value]
+
+    def scalar(self, pointer, i):
+        return self.builder.load(self.builder.gep(pointer, [i]))
+
+    def pair(self, j):
+        """Columns ``2j`` and ``2j + 1`` of the block: (their indices, their 32 weights)."""
+        from llvmlite import ir
+        from numba.core import types
+
+        b = self.builder
+        i0 = b.add(self.first, b.mul(j, ir.Constant(ir.IntType(64), 2)))
+        i1 = b.add(i0, ir.Constant(ir.IntType(64), 1))
+
+        def column(i):
+            offset = self.context.cast(b, self.scalar(self.offsets, i),
+                                       self.sig.args[3][1].dtype, types.int64)
+            return b.load(b.bitcast(b.gep(self.tile, [offset]), self.half_t.as_pointer()),
+                          align=2)
+
+        return i0, i1, b.shuffle_vector(column(i0), column(i1), self.joined)
+
+    def both(self, pointer, i0, i1, widen=None):
+        """The two columns' scalars of ``pointer`` (widened to ``widen``), each in its
+        column's 16 lanes."""
+        values = [self.scalar(pointer, i) for i in (i0, i1)]
+        if widen is not None:
+            values = [self.builder.zext(v, widen) for v in values]
+        return self.builder.shuffle_vector(_splat(self.builder, values[0], self.n),
+                                           _splat(self.builder, values[1], self.n), self.joined)
+
+    def half(self, vector, h):
+        """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
+        return self.builder.shuffle_vector(vector, vector, self.halves[h])
+
+
+def _block_tops(code, pairs):
+    """The block's biased exponents (16 i16 lanes, one a kernel): the largest lane
+    exponent of its columns, a zero weight's taken as 0 (below the bias)."""
+    from numba.core import cgutils
+
+    b, const = code.builder, code.const
+    top = cgutils.alloca_once_value(b, const(EXP_BIAS))
+    with cgutils.for_range(b, pairs) as loop:
+        i0, i1, w = code.pair(loop.index)
+        lane = b.add(b.and_(b.lshr(w, const(10)), const(0x1C)), code.both(code.d_exp, i0, i1))
+        lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)), lane,
+                        const(0))
+        t = b.load(top)
+        b.store(b.select(b.icmp_unsigned(">", lane, t), lane, t), top)
+    tops = b.load(top)
+    low, high = code.half(tops, 0), code.half(tops, 1)
+    return b.select(b.icmp_unsigned(">", low, high), low, high)
+
+
+def _pair_products(code, w, i0, i1, scale, floor):
+    """The two columns' ``P >> s`` (two vectors of 16 int32 lanes, every shift) and their
+    fractions ``v - floor(v)`` (float32: the low ``s`` bits over ``2**s``), fc_float's
+    route."""
+    from llvmlite import ir
+
+    b = code.builder
+    wholes, fractions = [], []
+    for h, i in ((0, i0), (1, i1)):
+        weights = _weights_as_float(code.context, b, code.half(w, h))
+        value = b.fmul(b.fmul(weights, _splat(b, code.scalar(code.d_float, i), code.n)), scale)
+        whole = b.call(floor, [value])
+        fractions.append(b.fsub(value, whole))
+        wholes.append(b.fptosi(whole, ir.VectorType(ir.IntType(32), code.n)))
+    return wholes, fractions
+
+
+def _carries8(code, w, field, shift, nonzero, i0, i1):
+    """Where the lanes shifted by 8 carry (an i1 mask of 32 lanes): the bit (weight sign,
+    low byte of its CMAC significand) of the data value's row of the carry table; and
+    the weights' significand shifts (1 for a subnormal)."""
+    from numba.core import types
+
+    b, kept = code.builder, code.kept
+    up = b.select(b.icmp_unsigned("==", field, code.const(0)), kept(1), b.and_(field, kept(3)))
+    bit = b.or_(b.and_(b.shl(w, up), kept(0xFF)), b.and_(b.lshr(w, code.const(7)), kept(0x100)))
+    rows = [code.context.cast(b, code.scalar(code.d_row, i), code.sig.args[3][4].dtype,
+                              types.int64) for i in (i0, i1)]
+    words = _carry8_words(code.context, b, code.table, rows, b.lshr(bit, code.const(4)))
+    carry = b.icmp_unsigned("!=", b.and_(b.lshr(words, b.and_(bit, kept(15))), kept(1)),
+                            code.const(0))
+    return b.and_(b.and_(b.icmp_unsigned("==", shift, kept(8)), nonzero), carry), up
+
+
+def _flags(code, shift, fractions, nonzero, i0, i1):
+    """The lanes whose carry or product the tree gives (an i1 mask of 32 lanes): shifts
+    12 and 16 with the fraction below the data value's bound, 20 to 28 always."""
+    b, kept = code.builder, code.kept
+    far = b.icmp_unsigned("<=", b.sub(shift, kept(20)), kept(8))
+    is12, is16 = b.icmp_unsigned("==", shift, kept(12)), b.icmp_unsigned("==", shift, kept(16))
+    below = []
+    for h, i in ((0, i0), (1, i1)):
+        under12, under16 = (b.fcmp_ordered("<", fractions[h],
+                                           _splat(b, code.scalar(bound, i), code.n))
+                            for bound in (code.below12, code.below16))
+        below.append(b.or_(b.and_(code.half(is12, h), under12),
+                           b.and_(code.half(is16, h), under16)))
+    return b.and_(b.or_(far, b.shuffle_vector(below[0], below[1], code.joined)), nonzero)
+
+
+@intrinsic
+def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, count):
+    """Block ``block`` of a group from its transposed ``tile``: the block exponents
+    (less the bias) to ``exps[16 * block:]``, the sums of ``(P >> s) - c`` (the carries
+    at 8 subtracted, 0 beyond shift 16; the flagged lanes' changes still to come) to
+    ``sums[16 * block:]``, the flagged lanes' packed words' halves and their places
+    (``16 * block + kernel``) to ``flagged`` (lows, highs, targets) from ``count`` on.
+    ``columns`` (first, stop) are the block's columns in ``ops`` (:func:`column_operands`,
+    an even count).  Returns the new count."""
+    from llvmlite import ir
+    from numba.core import cgutils, types
+
+    def codegen(context, builder, sig, args):
+        code = _BlockCode(context, builder, sig, args)
+        b, n, const, kept = builder, code.n, code.const, code.kept
+        i1, i16, i32, i64 = (ir.IntType(k) for k in (1, 16, 32, 64))
+        word_t, long_t = ir.VectorType(i32, n), ir.VectorType(i64, n)
+        float_t = ir.VectorType(ir.FloatType(), n)
+        pairs = b.lshr(b.sub(code.stop, code.first), ir.Constant(i64, 1))
+        top = _block_tops(code, pairs)
+        top2 = b.shuffle_vector(top, top, code.joined)
+        at16 = b.mul(code.block, ir.Constant(i64, KERNELS))
+        b.store(b.sub(b.zext(top, word_t), _filled(word_t, EXP_BIAS)),
+                b.bitcast(b.gep(code.exps, [at16]), word_t.as_pointer()), align=4)
+        scale = b.bitcast(b.shl(b.sub(_filled(word_t, _SCALE_FIELD), b.zext(top, word_t)),
+                                _filled(word_t, 23)), float_t)
+        floor = cgutils.get_or_insert_function(b.module, ir.FunctionType(float_t, [float_t]),
+                                               f"llvm.floor.v{n}f32")
+        compress = cgutils.get_or_insert_function(
+            b.module, ir.FunctionType(code.pair_t, [code.pair_t, ir.VectorType(i1, 2 * n),
+                                                    code.pair_t]),
+            f"llvm.experimental.vector.compress.v{2 * n}i16")
+        zero_w = ir.Constant(word_t, [0] * n)
+        total = cgutils.alloca_once_value(b, ir.Constant(long_t, [0] * n))
+        carries = cgutils.alloca_once_value(b, const(0))
+        count = cgutils.alloca_once_value(b, code.count0)
+        acc = cgutils.alloca_once_value(b, zero_w)
+        steps = ir.Constant(i64, STEPS_A_SUM)
+        chunks = b.udiv(b.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
+        with cgutils.for_range(b, chunks) as outer:
+            j0 = b.mul(outer.index, steps)
+            j1 = b.add(j0, steps)
+            j1 = b.select(b.icmp_signed(">", j1, pairs), pairs, j1)
+            b.store(zero_w, acc)
+            with cgutils.for_range(b, b.sub(j1, j0)) as loop:
+                i0, i1_, w = code.pair(b.add(j0, loop.index))
+                wholes, fractions = _pair_products(code, w, i0, i1_, scale, floor)
+                field = b.and_(b.lshr(w, const(10)), kept(31))
+                shift = b.sub(top2, b.add(b.and_(field, kept(0x1C)),
+                                          code.both(code.d_exp, i0, i1_)))
+                nonzero = b.icmp_unsigned("!=", b.and_(w, kept(0x7FFF)), const(0))
+                near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
+                a = b.load(acc)
+                for h in (0, 1):
+                    a = b.add(a, b.select(code.half(near, h), wholes[h], zero_w))
+                b.store(a, acc)
+                carry8, up = _carries8(code, w, field, shift, nonzero, i0, i1_)
+                b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
+                flag = _flags(code, shift, fractions, nonzero, i0, i1_)
+                flag_bits = b.bitcast(flag, i32)
+                with b.if_then(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
+                               likely=False):
+                    _store_flagged(b, compress, w, field, up, shift,
+                                   code.both(code.d_sign, i0, i1_, widen=i16),
+                                   code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag,
+                                   flag_bits, count, (code.lows, code.highs, code.targets))
+            b.store(b.add(b.load(total), b.sext(b.load(acc), long_t)), total)
+        c = b.load(carries)
+        per_kernel = b.add(code.half(c, 0), code.half(c, 1))
+        b.store(b.sub(b.load(total), b.zext(per_kernel, long_t)),
+                b.bitcast(b.gep(code.sums, [at16]), long_t.as_pointer()), align=8)
+        return b.load(count)
+
+    return types.int64(tile, columns, block, ops, exps, sums, flagged, count), codegen
+
+
+def _store_flagged(builder, compress, w, field, up, shift, d_sign, d_sig, at16, flag,
+                   flag_bits, count, pointers):
+    """The flagged lanes' packed words' halves (:func:`sim.num.mac_fc._unpack`: the low
+    half the weight's significand and the shift's low two bits of ``shift / 4``, the high
+    half the rest, the data's significand and the sign) and their places, compressed in
+    registers and stored at ``count`` (which grows by the flagged lanes)."""
+    from llvmlite import ir
+
+    pair_t = w.type
+    n = pair_t.count
+
+    def P(v):
+        return _filled(pair_t, v)
+
+    code = builder.lshr(shift, P(2))
+    subnormal = builder.icmp_unsigned("==", field, P(0))
+    significand = builder.shl(builder.or_(builder.and_(w, P(0x3FF)),
+                                          builder.select(subnormal, P(0), P(0x400))), up)
+    negative = builder.xor(builder.lshr(w, P(15)), d_sign)
+    low = builder.or_(significand, builder.shl(builder.and_(code, P(3)), P(14)))
+    high = builder.or_(builder.or_(builder.lshr(code, P(2)), builder.shl(d_sig, P(1))),
+                       builder.shl(negative, P(15)))
+    targets = builder.add(_splat(builder, at16, n), ir.Constant(pair_t, list(range(n // 2)) * 2))
+    c = builder.load(count)
+    for pointer, values in zip(pointers, (low, high, targets), strict=True):
+        packed = builder.call(compress, [values, flag, P(0)])
+        builder.store(packed, builder.bitcast(builder.gep(pointer, [c]), pair_t.as_pointer()),
+                      align=2)
+    found = builder.zext(builder.ctpop(flag_bits), ir.IntType(64))
+    builder.store(builder.add(c, found), count)
+
+
+@njit(distinct_arrays=True)
+def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
+    """A weight group's 16 kernels' blocks (block ``b``'s tile at ``first + b * stride``
+    in the stream ``elements``): the block exponents (less the bias) and sums by block,
+    ``exps``/``sums`` (n_blocks, 16) int32/int64 (CACC's order).  ``ops``:
+    :func:`column_operands`; ``work``: :func:`column_work`.  Returns the largest weight
+    magnitude (bits & 0x7FFF): at ``0x7C00`` or more the group has an Inf or NaN weight
+    and its results are not the CMAC's."""
+    prefer_wide_vectors()
+    starts = ops[0]
+    tile, lows, highs, targets, needs, need_at = work
+    flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
+    largest = np.uint16(0)
+    n = 0
+    for b in range(n_blocks):
+        at = first + b * stride
+        for line in range(0, TILE, PREFETCH_LINE):
+            prefetch(elements, at + AHEAD + line)
+        largest = max(largest, _tile_half(elements, at, tile, 0), _tile_half(elements, at, tile, 1))
+        n = _column_block(tile, (starts[b], starts[b + 1]), b, ops, flat_exps, flat_sums,
+                          (lows, highs, targets), n)
+    for t in range(halves_needs(n, lows, highs, needs, need_at)):
+        at = need_at[t]
+        send_change(needs[at], flagged_word(lows, highs, at), flat_sums, targets[at])
+    return largest
+
+
+def column_operands(data, lanes, n_blocks):
+    """What :func:`columns_group` needs of a layer's one pixel of ``data``
+    (:func:`sim.num.mac_fc.fc_data` arrays over the live lanes ``lanes``:
+    :func:`sim.num.fc_live.live_layout`'s, each live lane's place among all, -1 a padding
+    lane): (each block's first column and the end; per column (a block's padded to an
+    even count with a dead column: exponent 0, value 0, never above a block's exponent,
+    never flagged): its place in the transposed tile, biased exponent, value (float32),
+    carry row (sign * 256 + low byte of the significand), significand, sign, and the
+    bounds at 12 and 16 over 2**12 and 2**16 (float32: the fractions below them may
+    carry; 0 for a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
+    d_exp, d_sign, d_sig, d_float = (np.ascontiguousarray(a) for a in data)
+    return _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
+                           n_blocks, carry_bounds()) + (carry8_rows(),)
+
+
+@njit
+def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
+    """:func:`column_operands` but the carry rows (in numpy: 0.2-0.4 ms a layer, a tenth of
+    AlexNet's fc8)."""
+    starts = np.zeros(n_blocks + 1, np.int64)
+    for i in range(lanes.size):
+        if lanes[i] >= 0:
+            starts[lanes[i] // BLOCK + 1] += 1
+    for b in range(n_blocks):
+        starts[b + 1] = starts[b] + starts[b + 1] + (starts[b + 1] & 1)
+    columns = starts[-1]
+    offsets, rows = np.zeros(columns, np.int64), np.zeros(columns, np.int64)
+    exps, sigs = np.zeros(columns, np.uint16), np.zeros(columns, np.uint16)
+    values, signs = np.zeros(columns, np.float32), np.zeros(columns, np.uint8)
+    below12, below16 = np.zeros(columns, np.float32), np.zeros(columns, np.float32)
+    at = starts[:-1].copy()
+    for i in range(lanes.size):
+        if lanes[i] < 0:
+            continue
+        b, lane = lanes[i] // BLOCK, lanes[i] % BLOCK
+        c = at[b]
+        at[b] += 1
+        offsets[c] = _column_offset(lane)
+        exps[c], sigs[c], values[c], signs[c] = d_exp[i], d_sig[i], d_float[i], d_sign[i]
+        rows[c] = np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)
+        if d_float[i] != 0:
+            below12[c] = bounds[0, d_sig[i]] / 4096.0
+            below16[c] = bounds[1, d_sig[i]] / 65536.0
+    return starts, offsets, exps, values, rows, sigs, signs, below12, below16
+
+
+def no_column_operands():
+    """:func:`column_operands`' types with no column: for callers that take none."""
+    empty = column_operands((np.zeros(0, np.uint16), np.zeros(0, np.uint8),
+                             np.zeros(0, np.uint16), np.zeros(0, np.float32)),
+                            np.zeros(0, np.int64), 0)
+    return (np.zeros(0, np.int64),) + empty[1:]
+
+
+@njit
+def column_work(columns):
+    """Scratch of :func:`columns_group` for ``columns`` columns a group (the transposed
+    tile; the flagged lanes' halves, places, needs and the places of those with one:
+    room for every column's 16 kernels and a vector more)."""
+    room = columns * KERNELS + 2 * HALF
+    tile = np.zeros(TILE + HALF, np.uint16)
+    return (tile, np.zeros(room, np.uint16), np.zeros(room, np.uint16), np.zeros(room, np.uint16),
+            np.zeros(room, np.uint8), np.zeros(room, np.int32))
+

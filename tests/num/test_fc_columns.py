@@ -1,0 +1,294 @@
+"""The column kernel (sim.num.fc_columns: a weight group's 16 kernels across the vector)
+against the definition (tests/num/mac_reference.py) and the full blocks' path
+(sim.num.mac_fc): every shift 0..60, both product signs at shift 8 over many low bytes,
+products just below, at and above the carry bounds at 12 and 16, blocks with no, one or
+every lane flagged, dead blocks, live counts 1 to 64 (odd ones padded with a dead column),
+zero, subnormal and Inf data, zero and subnormal weights, tiles apart in the stream; and
+its report of a group with an Inf or NaN weight."""
+
+import functools
+
+import numpy as np
+import pytest
+
+from sim.jit import njit
+from sim.num.fc_carry_tables import carry8_rows, carry_bounds, cmac_magnitudes
+from sim.num.fc_columns import (
+    BLOCK,
+    KERNELS,
+    TILE,
+    column_offsets,
+    column_operands,
+    column_work,
+    columns_group,
+    table_words_host,
+    table_words_portable,
+    word_permutes,
+)
+from sim.num.mac import fp16_mac_operands
+from sim.num.mac_fc import fc_data
+
+from .test_mac_fc import _bits, _definition_blocks, _fc_blocks
+
+
+def _stream(rng, w, gap):
+    """The weights (16, lanes) as a group's tiles (block ``b``'s 16 x 64 tile, kernel-major,
+    ``TILE + gap`` words apart, random words between), from a random first word: (stream,
+    first, stride)."""
+    n_blocks = w.shape[1] // BLOCK
+    first, stride = int(rng.integers(0, 100)), TILE + gap
+    stream = rng.integers(0, 1 << 16, first + n_blocks * stride + gap).astype(np.uint16)
+    for b in range(n_blocks):
+        at = first + b * stride
+        stream[at:at + TILE] = w[:, b * BLOCK:(b + 1) * BLOCK].reshape(-1)
+    return stream, first, stride
+
+
+def _columns(x, w, live, gap=0, seed=0):
+    """columns_group's (block exponents, sums) (16, n_blocks) and largest magnitude of
+    data ``x`` (lanes,) and weights ``w`` (16, lanes), lanes ``live`` (bools) live."""
+    rng = np.random.default_rng(seed)
+    n_blocks = x.size // BLOCK
+    sign, sig, exp = fp16_mac_operands(x)
+    lanes = np.flatnonzero(live)
+    data = tuple(a[lanes] for a in fc_data(sign, sig, 4 * exp))
+    ops = column_operands(data, lanes, n_blocks)
+    stream, first, stride = _stream(rng, w, gap)
+    exps = np.full((n_blocks, KERNELS), -7, np.int32)
+    sums = np.full((n_blocks, KERNELS), -7, np.int64)
+    largest = columns_group(stream, first, stride, n_blocks, ops, column_work(ops[0][-1]),
+                            exps, sums)
+    return exps.T, sums.T, largest
+
+
+def _finite(w):
+    """Weights without exponent field 31 (the column kernel leaves those groups)."""
+    w = w.copy()
+    w[(w >> 10) & 31 == 31] &= 0xFBFF
+    return w
+
+
+def _assert_blocks(x, w, live, gap=0, seed=0):
+    n_blocks = x.size // BLOCK
+    exps, sums, largest = _columns(x, w, live, gap, seed)
+    assert largest == (w & 0x7FFF).max()
+    want = _definition_blocks(x, w, BLOCK, 1, n_blocks)
+    np.testing.assert_array_equal(exps, want[0])
+    np.testing.assert_array_equal(sums, want[1])
+    sign, sig, exp = fp16_mac_operands(x)
+    full = _fc_blocks(fc_data(sign, sig, 4 * exp), w, BLOCK, 1, n_blocks)
+    np.testing.assert_array_equal(sums, full[1])
+
+
+def _zeroed(rng, x, zeros):
+    x = x.copy()
+    x[rng.random(x.shape) < zeros] = 0
+    x[rng.random(x.shape) < 0.5 * (x == 0)] = 0x8000
+    return x
+
+
+CASES = [  # (kind of data, kind of weights, fraction of zero data, blocks)
+    ("network", "network", 0.4, 6),
+    ("network", "network", 0.0, 3),
+    ("spread", "spread", 0.3, 8),  # every shift 0..28: flagged lanes, the tree
+    ("random", "random", 0.5, 6),  # every shift to 60, Inf data, subnormals
+    ("edges", "edges", 0.2, 5),  # zeros, subnormals, Inf data, the largest
+    ("largest", "largest", 0.0, 2),  # every shift 0: nothing flagged, sums near 2**34
+    ("spread", "random", 0.9, 4),
+    ("random", "network", 0.2, 3),
+]
+
+
+@pytest.mark.parametrize("d_kind,w_kind,zeros,n_blocks", CASES)
+def test_columns_are_the_definition(d_kind, w_kind, zeros, n_blocks):
+    rng = np.random.default_rng(int(zeros * 10) + 17 * n_blocks + len(d_kind + w_kind))
+    lanes = n_blocks * BLOCK
+    x = _zeroed(rng, _bits(rng, d_kind, lanes), zeros)
+    w = _finite(_bits(rng, w_kind, (KERNELS, lanes)))
+    w[:, rng.integers(0, lanes)] &= 0x8000  # a zero weight in every kernel
+    # the live lanes: the data's not zero and a few zero ones (live in another pixel)
+    live = (x & 0x7FFF != 0) | (rng.random(lanes) < 0.1)
+    _assert_blocks(x, w, live, gap=int(rng.integers(0, 3)) * BLOCK, seed=n_blocks)
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 15, 16, 17, 31, 63, 64])
+def test_live_counts(count):
+    """Blocks of ``count`` live lanes (odd counts padded with a dead column), one block all
+    dead."""
+    rng = np.random.default_rng(count)
+    x = _bits(rng, "spread", 3 * BLOCK)
+    w = _finite(_bits(rng, "spread", (KERNELS, 3 * BLOCK)))
+    live = np.zeros(3 * BLOCK, bool)
+    for b in (0, 2):
+        live[b * BLOCK + rng.choice(BLOCK, count, replace=False)] = True
+    x[~live] = 0
+    _assert_blocks(x, w, live, seed=count)
+
+
+def _group_bits(rng, field, shape, subnormals=False):
+    """Weights or data of exponent fields ``field`` to ``field + 3`` (one lane exponent:
+    ``field & 0x1C``; 30 at most: no Inf), random signs and mantissas (field 0:
+    subnormals among them)."""
+    fields = np.minimum(rng.integers(field, field + 4, shape), 30)
+    if subnormals:
+        fields[rng.random(shape) < 0.3] = 0
+    return ((rng.integers(0, 2, shape) << 15) | (fields << 10)
+            | rng.integers(0, 1024, shape)).astype(np.uint16)
+
+
+@pytest.mark.parametrize("shift,subnormals", [(4, False), (8, False), (8, True), (12, False),
+                                              (16, False), (20, True), (24, False),
+                                              (28, False), (32, False), (36, False),
+                                              (60, False)])
+def test_one_shift(shift, subnormals):
+    """Every lane but each block's first at one shift: the first lane's weights
+    ``shift`` above the others' (at 8: both signs, every low byte of the weights, many
+    of the data's)."""
+    rng = np.random.default_rng(shift + subnormals)
+    n_blocks = 24 if shift == 8 else 4
+    lanes = n_blocks * BLOCK
+    x = _group_bits(rng, 12, lanes)
+    low = 0 if subnormals else 4
+    top = low + shift
+    w = _group_bits(rng, low, (KERNELS, lanes), subnormals)
+    if top <= 28:
+        w[:, ::BLOCK] = _group_bits(rng, top, (KERNELS, n_blocks))
+    else:  # beyond the weights' exponents: the data's first lane instead
+        x[::BLOCK] = _group_bits(rng, 12 + shift - 16, n_blocks)
+        w[:, ::BLOCK] = _group_bits(rng, low + 16, (KERNELS, n_blocks))
+    _assert_blocks(x, w, np.ones(lanes, bool), seed=shift)
+
+
+@functools.cache
+def _fp16_of_magnitude():
+    """For each CMAC magnitude of a normal number, fp16 bits (sign 0) of an exponent
+    field 4 to 7 that has it."""
+    out = {}
+    for field in range(4, 8):
+        for mantissa in range(1024):
+            out.setdefault((mantissa | 0x400) << (field & 3), (field << 10) | mantissa)
+    return out
+
+
+@pytest.mark.parametrize("shift", [12, 16])
+def test_products_at_the_bounds(shift):
+    """Products whose low ``shift`` bits are just below, at and above their data value's
+    carry bound, both signs, at that shift: each lane one data value, its 16 kernels'
+    weights chosen for it."""
+    rng = np.random.default_rng(shift)
+    bounds = carry_bounds()[(12, 16).index(shift)]
+    bits_of = _fp16_of_magnitude()
+    magnitudes = np.array(sorted(bits_of), np.int64)
+    mask = (1 << shift) - 1
+    x, columns = [], []  # a lane's data bits, its 16 weights' bits
+    for d in rng.permutation(magnitudes):
+        if bounds[d] == 0:
+            continue
+        chosen = []
+        for negative in (0, 1):
+            low = (-(magnitudes * d) if negative else magnitudes * d) & mask
+            for near in (-2, -1, 0, 1):
+                hit = np.flatnonzero(low == bounds[d] + near)
+                chosen += [bits_of[int(magnitudes[m])] | negative << 15 for m in hit[:2]]
+        if len(chosen) >= 4:
+            x.append(bits_of[int(d)])
+            columns.append([chosen[k % len(chosen)] for k in range(KERNELS)])
+        if len(x) == 4 * (BLOCK - 1):
+            break
+    assert len(x) == 4 * (BLOCK - 1)
+    n_blocks = 4
+    lanes = n_blocks * BLOCK
+    data = np.zeros(lanes, np.uint16)
+    w = np.zeros((KERNELS, lanes), np.uint16)
+    at = [lane for lane in range(lanes) if lane % BLOCK]
+    data[at] = x
+    w[:, at] = np.array(columns, np.uint16).T
+    # each block's first lane: weights ``shift`` above the others' (fields 4 to 7)
+    data[::BLOCK] = _group_bits(rng, 4, n_blocks) & 0x7FFF
+    w[:, ::BLOCK] = _group_bits(rng, 4 + shift, (KERNELS, n_blocks))
+    _assert_blocks(data, w, np.ones(lanes, bool), seed=shift)
+
+
+@pytest.mark.parametrize("flagged", ["none", "one", "all"])
+def test_flagged_lanes(flagged):
+    """No lane flagged (every shift 0 or 4), one (a lane at 24), every one (20 to 28)."""
+    rng = np.random.default_rng(len(flagged))
+    lanes = 2 * BLOCK
+    x = _group_bits(rng, 12, lanes)
+    if flagged == "all":
+        w = _group_bits(rng, 0, (KERNELS, lanes))
+        w[:, rng.random(lanes) < 0.5] = _group_bits(rng, 4, (KERNELS, lanes))[:, :1]
+        w[:, ::BLOCK] = _group_bits(rng, 28, (KERNELS, 2))
+        x[::BLOCK] = _group_bits(rng, 16, 2)  # lane exponents 20 to 28 above the rest
+    else:
+        w = _group_bits(rng, 8, (KERNELS, lanes))
+        w[:, rng.random(lanes) < 0.5] = _group_bits(rng, 12, (KERNELS, 1))
+        if flagged == "one":
+            w[3, 70] = _group_bits(rng, 0, 1)[0]
+            w[3, 70] = (w[3, 70] & 0x83FF) | 0x0400  # field 1: 24 below field 24-27's
+            w[3, 64] = _group_bits(rng, 24, 1)[0]
+    _assert_blocks(x, w, np.ones(lanes, bool), seed=3)
+
+
+@pytest.mark.parametrize("special", [0x7C00, 0xFC00, 0x7E00, 0x7C01])
+def test_a_group_with_an_inf_or_nan_weight_is_reported(special):
+    rng = np.random.default_rng(special)
+    x = _bits(rng, "network", 2 * BLOCK)
+    w = _bits(rng, "network", (KERNELS, 2 * BLOCK))
+    w[5, 100] = special
+    assert _columns(x, w, np.ones(2 * BLOCK, bool))[2] >= 0x7C00
+
+
+def test_a_wrong_column_is_seen():
+    """The comparison can fail: the data of one live lane moved to another column."""
+    rng = np.random.default_rng(1)
+    x = _bits(rng, "network", 2 * BLOCK)
+    w = _bits(rng, "network", (KERNELS, 2 * BLOCK))
+    live = np.ones(2 * BLOCK, bool)
+    exps, sums, _ = _columns(x, w, live)
+    y = x.copy()
+    y[[3, 4]] = y[[4, 3]]
+    assert not np.array_equal(sums, _definition_blocks(y, w, BLOCK, 1, 2)[1])
+    assert np.array_equal(sums, _definition_blocks(x, w, BLOCK, 1, 2)[1])
+
+
+def test_column_offsets_are_a_permutation_of_whole_columns():
+    offsets = column_offsets(np.arange(BLOCK))
+    assert (offsets % KERNELS == 0).all()
+    assert sorted(offsets // KERNELS) == list(range(BLOCK))
+
+
+@njit
+def _permutes():
+    return word_permutes()
+
+
+def test_word_permutes_is_a_bool():
+    assert _permutes() in (True, False)
+
+
+def test_magnitudes_cover_the_bounds():
+    assert carry_bounds()[:, cmac_magnitudes()].max() > 0
+
+
+@njit
+def _looked_up(table, rows, index):
+    host = np.zeros((rows.shape[0], 32), np.uint16)
+    portable = np.zeros((rows.shape[0], 32), np.uint16)
+    for i in range(rows.shape[0]):
+        table_words_host(table, rows[i, 0], rows[i, 1], index[i], host[i])
+        table_words_portable(table, rows[i, 0], rows[i, 1], index[i], portable[i])
+    return host, portable
+
+
+def test_carry_lookup_without_word_permutes_is_the_same():
+    """The lookup a processor without AVX-512BW's word permutations compiles (one word at
+    a time) reads what the permutation reads: the table's rows at the indices."""
+    rng = np.random.default_rng(9)
+    table = carry8_rows()
+    rows = rng.integers(0, 512, (200, 2))
+    index = rng.integers(0, 32, (200, 32)).astype(np.uint16)
+    host, portable = _looked_up(table, rows, index)
+    want = np.where(np.arange(32) < 16, table[rows[:, :1], index], table[rows[:, 1:], index])
+    np.testing.assert_array_equal(portable, want)
+    np.testing.assert_array_equal(host, want)
