@@ -486,6 +486,8 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
     and its results are not the CMAC's."""
     prefer_wide_vectors()
     starts = ops[0]
+    if starts[0] != 0:  # the block code makes its kept constants from this 0
+        raise ValueError("columns_group: column operands not from column_operands")
     tile, lows, highs, targets, needs, need_at = work
     flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
     largest = np.uint16(0)

@@ -90,3 +90,17 @@ def test_layers_the_columns_leave(case, monkeypatch):
     np.testing.assert_array_equal(got, reference_fp16(x, w, layer, 64))
     np.testing.assert_array_equal(specials, plain_specials)
     np.testing.assert_array_equal(specials, [count_nans_and_infs(kernel) for kernel in w])
+
+
+def test_zero_weights_beside_the_largest_data(monkeypatch):
+    """A +0 or -0 weight (odd and even kernels) on each block's largest data value: left
+    out of the block exponent, as the definition leaves it."""
+    rng = np.random.default_rng(9)
+    x, w, layer = _layer(rng, 1, 192, 32)
+    x[0, ::64, 0, 0] = 0x7000  # far above every other datum
+    w[0::2, ::64, 0, 0] = 0x8000
+    w[1::2, ::64, 0, 0] = 0x0000
+    (got, specials, taken), (plain, _, _) = _both_paths(monkeypatch, x, w, layer)
+    assert taken == [word_permutes()]
+    np.testing.assert_array_equal(got, reference_fp16(x, w, layer, 64))
+    np.testing.assert_array_equal(got, plain)

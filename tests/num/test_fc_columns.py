@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from sim.jit import njit
-from sim.num.fc_carry_tables import carry8_rows, carry_bounds, cmac_magnitudes
+from sim.num.fc_carry_tables import carry8_rows, carry_bounds
 from sim.num.fc_columns import (
     BLOCK,
     KERNELS,
@@ -23,7 +23,6 @@ from sim.num.fc_columns import (
     columns_group,
     table_words_host,
     table_words_portable,
-    word_permutes,
 )
 from sim.num.mac import fp16_mac_operands
 from sim.num.mac_fc import fc_data
@@ -258,17 +257,19 @@ def test_column_offsets_are_a_permutation_of_whole_columns():
     assert sorted(offsets // KERNELS) == list(range(BLOCK))
 
 
-@njit
-def _permutes():
-    return word_permutes()
-
-
-def test_word_permutes_is_a_bool():
-    assert _permutes() in (True, False)
-
-
-def test_magnitudes_cover_the_bounds():
-    assert carry_bounds()[:, cmac_magnitudes()].max() > 0
+@pytest.mark.parametrize("zero", [0x0000, 0x8000])
+def test_a_zero_weight_beside_the_largest_datum(zero):
+    """A +0 or -0 weight on each block's largest data value leaves that lane out of the
+    block exponent (every kernel's in block 0, the even kernels' in block 1): counted, the
+    lane would lift the exponent 20 above the others' and shift their products away."""
+    rng = np.random.default_rng(zero)
+    lanes = 2 * BLOCK
+    x = _group_bits(rng, 4, lanes)
+    w = _group_bits(rng, 4, (KERNELS, lanes))
+    x[::BLOCK] = 0x7000  # exponent field 28: lane exponent 28 + the weight's
+    w[:, 0] = zero
+    w[::2, BLOCK] = zero
+    _assert_blocks(x, w, np.ones(lanes, bool), seed=zero)
 
 
 @njit
