@@ -744,6 +744,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
         if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
             d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
             layout = live_layout(d_exp4, block)
+            if layout is None and _columns_apply(count, d_nan, block, groups * n_r * n_s):
+                # few zero data, but the column kernel takes the layer: every lane live
+                layout = whole_layout(groups * n_r * n_s, block)
             if layout is not None:  # many zero data (ReLU): their lanes skipped
                 live = live_data(data, layout[0])
                 operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
@@ -797,13 +800,18 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     return out
 
 
+def _columns_apply(pixels: int, d_nan, block: int, n_blocks: int) -> bool:
+    """Whether the column kernel takes a layer: one pixel without a NaN datum, nv_full's
+    blocks (``BLOCK`` lanes), at most 4096 of them (a flagged lane's place, block * 16 +
+    kernel, is a 16-bit word), on a processor with its word permutations."""
+    return (pixels == 1 and block == COLUMN_BLOCK and bool((d_nan < 0).all())
+            and n_blocks * KERNELS <= 1 << 16 and word_permutes())
+
+
 def _column_operands(live, layout, d_nan, block: int, n_blocks: int) -> tuple:
-    """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes: one
-    pixel without a NaN datum, nv_full's blocks (``BLOCK`` lanes), at most 4096 of them
-    (a flagged lane's place, block * 16 + kernel, is a 16-bit word), on a processor
-    with its word permutations; else empty ones (the gather's path for every kernel)."""
-    if (live[0].shape[0] == 1 and block == COLUMN_BLOCK and (d_nan < 0).all()
-            and n_blocks * KERNELS <= 1 << 16 and word_permutes()):
+    """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes
+    (:func:`_columns_apply`); else empty ones (the gather's path for every kernel)."""
+    if _columns_apply(live[0].shape[0], d_nan, block, n_blocks):
         return column_operands(tuple(a[0] for a in live), layout[0], n_blocks)
     return no_column_operands()
 
