@@ -28,7 +28,7 @@ import numpy as np
 
 from sim.jit import njit
 from sim.num.booth import booth_sum_low16
-from sim.num.mac import signed_product, sum_word_carry
+from sim.num.mac import fp16_mac_operands, signed_product, sum_word_carry
 from sim.num.word32 import and32, word32
 
 #: CMAC significands are below this (14 bits): the bounds' table is indexed by them.
@@ -36,14 +36,9 @@ SIGNIFICANDS = 1 << 14
 
 
 def cmac_magnitudes() -> np.ndarray:
-    """Every significand the CMAC multiplies (int64, sorted): zero, the subnormals'
-    mantissas shifted by 1, and the normals' with the implicit bit, shifted by their
-    exponent's low two bits (Inf's and NaN's exponent field 31 included)."""
-    values = {0}
-    for field in range(32):
-        for mantissa in range(1024):
-            values.add(mantissa << 1 if field == 0 else (mantissa | 0x400) << (field & 3))
-    return np.array(sorted(values), np.int64)
+    """Every significand the CMAC multiplies (int64, sorted): those of all 65536 fp16
+    patterns (:func:`sim.num.mac.fp16_mac_operands`; Inf's and NaN's included)."""
+    return np.unique(fp16_mac_operands(np.arange(1 << 16))[1]).astype(np.int64)
 
 
 @njit(inline="always")

@@ -42,7 +42,13 @@ import numpy as np
 
 from sim.jit import intrinsic, njit, prefer_wide_vectors
 from sim.num.fc_carry_tables import carry8_rows, carry_bounds
-from sim.num.fc_float import _filled, _splat, _vector_at, _weights_as_float
+from sim.num.fc_float import (
+    _filled,
+    _splat,
+    _vector_at,
+    _weight_significands,
+    _weights_as_float,
+)
 from sim.num.fc_pieces import prefetch
 from sim.num.mac_fc import EXP_BIAS, NEAR_SHIFT, flagged_word, halves_needs, send_change
 
@@ -337,8 +343,7 @@ def _pair_products(code, w, i0, i1, scale, floor):
 
 def _carries8(code, w, field, shift, nonzero, i0, i1):
     """Where the lanes shifted by 8 carry (an i1 mask of 32 lanes): the bit (weight sign,
-    low byte of its CMAC significand) of the data value's row of the carry table; and
-    the weights' significand shifts (1 for a subnormal)."""
+    low byte of its CMAC significand) of the data value's row of the carry table."""
     from numba.core import types
 
     b, kept = code.builder, code.kept
@@ -349,7 +354,7 @@ def _carries8(code, w, field, shift, nonzero, i0, i1):
     words = _carry8_words(code.context, b, code.table, rows, b.lshr(bit, code.const(4)))
     carry = b.icmp_unsigned("!=", b.and_(b.lshr(words, b.and_(bit, kept(15))), kept(1)),
                             code.const(0))
-    return b.and_(b.and_(b.icmp_unsigned("==", shift, kept(8)), nonzero), carry), up
+    return b.and_(b.and_(b.icmp_unsigned("==", shift, kept(8)), nonzero), carry)
 
 
 def _flags(code, shift, fractions, nonzero, i0, i1):
@@ -424,13 +429,13 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 for h in (0, 1):
                     a = b.add(a, b.select(code.half(near, h), wholes[h], zero_w))
                 b.store(a, acc)
-                carry8, up = _carries8(code, w, field, shift, nonzero, i0, i1_)
+                carry8 = _carries8(code, w, field, shift, nonzero, i0, i1_)
                 b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
                 flag = _flags(code, shift, fractions, nonzero, i0, i1_)
                 flag_bits = b.bitcast(flag, i32)
                 with b.if_then(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
                                likely=False):
-                    _store_flagged(b, compress, w, field, up, shift,
+                    _store_flagged(b, compress, w, shift,
                                    code.both(code.d_sign, i0, i1_, widen=i16),
                                    code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag,
                                    flag_bits, count, (code.lows, code.highs, code.targets))
@@ -444,7 +449,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     return types.int64(tile, columns, block, ops, exps, sums, flagged, count), codegen
 
 
-def _store_flagged(builder, compress, w, field, up, shift, d_sign, d_sig, at16, flag,
+def _store_flagged(builder, compress, w, shift, d_sign, d_sig, at16, flag,
                    flag_bits, count, pointers):
     """The flagged lanes' packed words' halves (:func:`sim.num.mac_fc._unpack`: the low
     half the weight's significand and the shift's low two bits of ``shift / 4``, the high
@@ -459,9 +464,7 @@ def _store_flagged(builder, compress, w, field, up, shift, d_sign, d_sig, at16, 
         return _filled(pair_t, v)
 
     code = builder.lshr(shift, P(2))
-    subnormal = builder.icmp_unsigned("==", field, P(0))
-    significand = builder.shl(builder.or_(builder.and_(w, P(0x3FF)),
-                                          builder.select(subnormal, P(0), P(0x400))), up)
+    significand = _weight_significands(builder, w)[1]
     negative = builder.xor(builder.lshr(w, P(15)), d_sign)
     low = builder.or_(significand, builder.shl(builder.and_(code, P(3)), P(14)))
     high = builder.or_(builder.or_(builder.lshr(code, P(2)), builder.shl(d_sig, P(1))),
