@@ -10,12 +10,14 @@ tighter:
   CMAC significands (the tree's low 8 bits come from its first four rows, whose low bits
   read only those bytes): :func:`carry8_rows` holds it for every case, 512 bits (one
   vector register) per data sign and low byte, so the carry is looked up, never flagged;
-* at ``s = 12`` and ``16`` a carry occurs only where ``P``'s low ``s`` bits are below a
-  bound that depends on the data's CMAC significand (:func:`carry_bounds`): found by
+* at ``s = 12`` a carry occurs only where ``P``'s low 12 bits are below a bound that
+  depends on the data's CMAC significand (:func:`carry_bounds`): found by
   going through every pair of CMAC magnitudes and both signs (:func:`scan_carry_bounds`,
   a few seconds, so the bounds are generated data, :mod:`sim.num.fc_carry_bounds`, made
   by ``tools/make_fc_carry_bounds.py``; ``tests/num/test_fc_carry_tables.py`` proves
-  them sufficient and tight, and the table of ``s = 8``, over every case).
+  them sufficient and tight, and the table of ``s = 8``, over every case).  (At ``s = 16``
+  such bounds exist too, but lanes at 16 are rare (0.25% of AlexNet fc6's): the kernel
+  flags them all, which costs fewer instructions than a second compare on every lane.)
 """
 
 from __future__ import annotations
@@ -87,11 +89,11 @@ def aligned_copy(array: np.ndarray, line: int = 64) -> np.ndarray:
 
 @njit
 def scan_carry_bounds(magnitudes):
-    """Per data magnitude (``magnitudes``' order), for shifts 12 and 16: one more than the
-    largest low ``s`` bits of a product whose carry is 1, over every weight magnitude and
-    both signs (0 where none carries).  Every carry's product lies below its bound, and
-    one lies at bound - 1: sufficient and tight by construction."""
-    bounds = np.zeros((2, magnitudes.size), np.int64)
+    """Per data magnitude (``magnitudes``' order): one more than the largest low 12 bits
+    of a product whose carry at shift 12 is 1, over every weight magnitude and both signs
+    (0 where none carries).  Every carry's product lies below its bound, and one lies at
+    bound - 1: sufficient and tight by construction."""
+    bounds = np.zeros(magnitudes.size, np.int64)
     for negative in range(2):
         for i in range(magnitudes.size):
             d = word32(magnitudes[i])
@@ -100,21 +102,18 @@ def scan_carry_bounds(magnitudes):
                 product = signed_product(word32(negative), w, d)
                 tree = booth_sum_low16(word32(negative), w, d)
                 if sum_word_carry(product, tree, word32(12)):
-                    bounds[0, i] = max(bounds[0, i], np.int64(and32(product, 0xFFF)) + 1)
-                if sum_word_carry(product, tree, word32(16)):
-                    bounds[1, i] = max(bounds[1, i], np.int64(and32(product, 0xFFFF)) + 1)
+                    bounds[i] = max(bounds[i], np.int64(and32(product, 0xFFF)) + 1)
     return bounds
 
 
 @functools.cache
 def carry_bounds() -> np.ndarray:
-    """(2, ``SIGNIFICANDS``) int64: a carry at shift 12 (row 0) or 16 (row 1) of a product
-    with a data significand ``d`` is possible only if the product's low ``s`` bits are
-    below ``bounds[row, d]``."""
+    """(``SIGNIFICANDS``,) int64: a carry at shift 12 of a product with a data significand
+    ``d`` is possible only if the product's low 12 bits are below ``bounds[d]``."""
     from sim.num.fc_carry_bounds import BOUNDS, MAGNITUDES
 
-    table = np.zeros((2, SIGNIFICANDS), np.int64)
-    table[:, cmac_magnitudes()] = decode_bounds(BOUNDS, MAGNITUDES)
+    table = np.zeros(SIGNIFICANDS, np.int64)
+    table[cmac_magnitudes()] = decode_bounds(BOUNDS, MAGNITUDES)
     return table
 
 
@@ -126,6 +125,6 @@ def encode_bounds(bounds) -> str:
 
 
 def decode_bounds(text: str, magnitudes: int) -> np.ndarray:
-    """:func:`encode_bounds`' inverse: (2, ``magnitudes``) int64."""
+    """:func:`encode_bounds`' inverse: (``magnitudes``,) int64."""
     words = np.frombuffer(zlib.decompress(base64.b64decode(text)), "<u4")
-    return words.reshape(2, magnitudes).astype(np.int64)
+    return words.reshape(magnitudes).astype(np.int64)

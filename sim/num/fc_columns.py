@@ -17,13 +17,15 @@ block of ``tests/num/mac_reference.py``):
 * the carries (``(P >> s) - c``): none at shifts 0 and 4 (:mod:`sim.num.fc_carries`); at
   8 looked up exactly in the data value's row of
   :func:`sim.num.fc_carry_tables.carry8_rows` (one 512-bit register, indexed by the
-  weight's sign and low significand byte); at 12 and 16 possible only where the
-  product's fraction ``v - floor(v)`` (exact: its low ``s`` bits over ``2**s``) is below
-  the data value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few
-  lanes are flagged, with every lane shifted by 20 to 28 (whose product comes from the
-  whole tree); the flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`) are
-  compressed in registers and fixed after the group by :func:`sim.num.mac_fc.halves_needs`
-  and :func:`sim.num.mac_fc.send_change`, as the other paths fix theirs.
+  weight's sign and low significand byte); at 12 possible only where the product's
+  fraction ``v - floor(v)`` (exact: its low 12 bits over ``2**12``) is below the data
+  value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few lanes are
+  flagged, with every lane shifted by 16 (rare) to 28 (whose product comes from the
+  whole tree); a block's pairs of columns with a flagged lane are noted as the loop
+  goes and their flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`)
+  compressed in registers after it, and fixed after the group by
+  :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`, as the
+  other paths fix theirs.
 
 A group with a weight of exponent field 31 (Inf or NaN: no float the integer path
 agrees with) is recognised from the tile's largest magnitude, which
@@ -246,8 +248,9 @@ class _BlockCode:
             return context.make_array(sig.args[tuple_arg][k])(context, builder, member).data
 
         (self.starts, self.offsets, self.d_exp, self.d_float, self.d_row, self.d_sig,
-         self.d_sign, self.below12, self.below16, self.table) = (data(3, k) for k in range(10))
-        self.lows, self.highs, self.targets = (data(6, k) for k in range(3))
+         self.d_sign, self.below12, self.table) = (data(3, k) for k in range(9))
+        self.lows, self.highs, self.targets, self.pending_pairs, self.pending_flags = (
+            data(6, k) for k in range(5))
         self.tile, self.exps, self.sums = (
             context.make_array(sig.args[k])(context, builder, args[k]).data for k in (0, 4, 5))
         self.first, self.stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
@@ -358,19 +361,15 @@ def _carries8(code, w, field, shift, nonzero, i0, i1):
 
 
 def _flags(code, shift, fractions, nonzero, i0, i1):
-    """The lanes whose carry or product the tree gives (an i1 mask of 32 lanes): shifts
-    12 and 16 with the fraction below the data value's bound, 20 to 28 always."""
+    """The lanes whose carry or product the tree gives (an i1 mask of 32 lanes): shift
+    12 with the fraction below the data value's bound, 16 to 28 always."""
     b, kept = code.builder, code.kept
-    far = b.icmp_unsigned("<=", b.sub(shift, kept(20)), kept(8))
-    is12, is16 = b.icmp_unsigned("==", shift, kept(12)), b.icmp_unsigned("==", shift, kept(16))
-    below = []
-    for h, i in ((0, i0), (1, i1)):
-        under12, under16 = (b.fcmp_ordered("<", fractions[h],
-                                           _splat(b, code.scalar(bound, i), code.n))
-                            for bound in (code.below12, code.below16))
-        below.append(b.or_(b.and_(code.half(is12, h), under12),
-                           b.and_(code.half(is16, h), under16)))
-    return b.and_(b.or_(far, b.shuffle_vector(below[0], below[1], code.joined)), nonzero)
+    far = b.icmp_unsigned("<=", b.sub(shift, kept(16)), kept(12))
+    is12 = b.icmp_unsigned("==", shift, kept(12))
+    below = [b.fcmp_ordered("<", fractions[h], _splat(b, code.scalar(code.below12, i), code.n))
+             for h, i in ((0, i0), (1, i1))]
+    under = b.and_(is12, b.shuffle_vector(below[0], below[1], code.joined))
+    return b.and_(b.or_(far, under), nonzero)
 
 
 @intrinsic
@@ -379,7 +378,8 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     (less the bias) to ``exps[16 * block:]``, the sums of ``(P >> s) - c`` (the carries
     at 8 subtracted, 0 beyond shift 16; the flagged lanes' changes still to come) to
     ``sums[16 * block:]``, the flagged lanes' packed words' halves and their places
-    (``16 * block + kernel``) to ``flagged`` (lows, highs, targets) from ``count`` on.
+    (``16 * block + kernel``) to ``flagged`` (lows, highs, targets; then two arrays of 32
+    for the block's pairs with a flagged lane and their flags) from ``count`` on.
     ``columns`` (first, stop) are the block's columns in ``ops`` (:func:`column_operands`,
     an even count).  Returns the new count."""
     from llvmlite import ir
@@ -409,6 +409,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
         total = cgutils.alloca_once_value(b, ir.Constant(long_t, [0] * n))
         carries = cgutils.alloca_once_value(b, const(0))
         count = cgutils.alloca_once_value(b, code.count0)
+        pending = cgutils.alloca_once_value(b, ir.Constant(i64, 0))
         acc = cgutils.alloca_once_value(b, zero_w)
         steps = ir.Constant(i64, STEPS_A_SUM)
         chunks = b.udiv(b.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
@@ -431,15 +432,26 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 b.store(a, acc)
                 carry8 = _carries8(code, w, field, shift, nonzero, i0, i1_)
                 b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
-                flag = _flags(code, shift, fractions, nonzero, i0, i1_)
-                flag_bits = b.bitcast(flag, i32)
-                with b.if_then(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
-                               likely=False):
-                    _store_flagged(b, compress, w, shift,
-                                   code.both(code.d_sign, i0, i1_, widen=i16),
-                                   code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag,
-                                   flag_bits, count, (code.lows, code.highs, code.targets))
+                # a pair with a flagged lane is noted, not handled here: the branch it
+                # would take (about one pair in six on AlexNet's fc6) is unpredictable,
+                # and each miss threw away the loop's work in flight (fc6 took 9.3 ms
+                # on one thread so, 6.6 without that branch)
+                flag_bits = b.bitcast(_flags(code, shift, fractions, nonzero, i0, i1_), i32)
+                noted = b.load(pending)
+                b.store(b.trunc(b.add(j0, loop.index), i32), b.gep(code.pending_pairs, [noted]))
+                b.store(flag_bits, b.gep(code.pending_flags, [noted]))
+                b.store(b.add(noted, b.zext(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
+                                            i64)), pending)
             b.store(b.add(b.load(total), b.sext(b.load(acc), long_t)), total)
+        with cgutils.for_range(b, b.load(pending)) as noted:
+            i0, i1_, w = code.pair(b.zext(b.load(b.gep(code.pending_pairs, [noted.index])), i64))
+            flag_bits = b.load(b.gep(code.pending_flags, [noted.index]))
+            field = b.and_(b.lshr(w, const(10)), const(31))
+            shift = b.sub(top2, b.add(b.and_(field, const(0x1C)), code.both(code.d_exp, i0, i1_)))
+            _store_flagged(b, compress, w, shift, code.both(code.d_sign, i0, i1_, widen=i16),
+                           code.both(code.d_sig, i0, i1_), b.trunc(at16, i16),
+                           b.bitcast(flag_bits, ir.VectorType(i1, 2 * n)), flag_bits, count,
+                           (code.lows, code.highs, code.targets))
         c = b.load(carries)
         per_kernel = b.add(code.half(c, 0), code.half(c, 1))
         b.store(b.sub(b.load(total), b.zext(per_kernel, long_t)),
@@ -496,7 +508,7 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
     # kernel in-network took 17.9 -> 14.3 ms on one thread, 9.5 -> 7.8 ms on two.
     if starts[0] != 0:
         raise ValueError("columns_group: column operands not from column_operands")
-    tile, lows, highs, targets, needs, need_at = work
+    tile, lows, highs, targets, needs, need_at, pending_pairs, pending_flags = work
     flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
     largest = np.uint16(0)
     n = 0
@@ -506,7 +518,7 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
             prefetch(elements, at + AHEAD + line)
         largest = max(largest, _tile_half(elements, at, tile, 0), _tile_half(elements, at, tile, 1))
         n = _column_block(tile, (starts[b], starts[b + 1]), b, ops, flat_exps, flat_sums,
-                          (lows, highs, targets), n)
+                          (lows, highs, targets, pending_pairs, pending_flags), n)
     for t in range(halves_needs(n, lows, highs, needs, need_at)):
         at = need_at[t]
         send_change(needs[at], flagged_word(lows, highs, at), flat_sums, targets[at])
@@ -521,8 +533,8 @@ def column_operands(data, lanes, n_blocks):
     even count with a dead column: exponent 0, value 0, never above a block's exponent,
     never flagged): its place in the transposed tile, biased exponent, value (float32),
     carry row (sign * 256 + low byte of the significand), significand, sign, and the
-    bounds at 12 and 16 over 2**12 and 2**16 (float32: the fractions below them may
-    carry; 0 for a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
+    bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
+    a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
     d_exp, d_sign, d_sig, d_float = (np.ascontiguousarray(a) for a in data)
     return _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
                            n_blocks, carry_bounds()) + (carry8_rows(),)
@@ -542,7 +554,7 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
     offsets, rows = np.zeros(columns, np.int64), np.zeros(columns, np.int64)
     exps, sigs = np.zeros(columns, np.uint16), np.zeros(columns, np.uint16)
     values, signs = np.zeros(columns, np.float32), np.zeros(columns, np.uint8)
-    below12, below16 = np.zeros(columns, np.float32), np.zeros(columns, np.float32)
+    below12 = np.zeros(columns, np.float32)
     at = starts[:-1].copy()
     for i in range(lanes.size):
         if lanes[i] < 0:
@@ -554,9 +566,8 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         exps[c], sigs[c], values[c], signs[c] = d_exp[i], d_sig[i], d_float[i], d_sign[i]
         rows[c] = np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)
         if d_float[i] != 0:
-            below12[c] = bounds[0, d_sig[i]] / 4096.0
-            below16[c] = bounds[1, d_sig[i]] / 65536.0
-    return starts, offsets, exps, values, rows, sigs, signs, below12, below16
+            below12[c] = bounds[d_sig[i]] / 4096.0
+    return starts, offsets, exps, values, rows, sigs, signs, below12
 
 
 def no_column_operands():
@@ -571,9 +582,10 @@ def no_column_operands():
 def column_work(columns):
     """Scratch of :func:`columns_group` for ``columns`` columns a group (the transposed
     tile; the flagged lanes' halves, places, needs and the places of those with one:
-    room for every column's 16 kernels and a vector more)."""
+    room for every column's 16 kernels and a vector more; a block's pairs with a flagged
+    lane and their flags, :func:`_column_block`'s)."""
     room = columns * KERNELS + 2 * HALF
     tile = np.zeros(TILE + HALF, np.uint16)
     return (tile, np.zeros(room, np.uint16), np.zeros(room, np.uint16), np.zeros(room, np.uint16),
-            np.zeros(room, np.uint8), np.zeros(room, np.int32))
-
+            np.zeros(room, np.uint8), np.zeros(room, np.int32),
+            np.zeros(BLOCK // 2, np.uint32), np.zeros(BLOCK // 2, np.uint32))

@@ -1,10 +1,10 @@
 """The column kernel (sim.num.fc_columns: a weight group's 16 kernels across the vector)
 against the definition (tests/num/mac_reference.py) and the full blocks' path
 (sim.num.mac_fc): every shift 0..60, both product signs at shift 8 over many low bytes,
-products just below, at and above the carry bounds at 12 and 16, blocks with no, one or
-every lane flagged, dead blocks, live counts 1 to 64 (odd ones padded with a dead column),
-zero, subnormal and Inf data, zero and subnormal weights, tiles apart in the stream; and
-its report of a group with an Inf or NaN weight."""
+products just below, at and above the carry bounds at 12 (shifted by 12 and by 16),
+blocks with no, one or every lane flagged, dead blocks, live counts 1 to 64 (odd ones
+padded with a dead column), zero, subnormal and Inf data, zero and subnormal weights,
+tiles apart in the stream; and its report of a group with an Inf or NaN weight."""
 
 import functools
 
@@ -171,14 +171,14 @@ def _fp16_of_magnitude():
 
 @pytest.mark.parametrize("shift", [12, 16])
 def test_products_at_the_bounds(shift):
-    """Products whose low ``shift`` bits are just below, at and above their data value's
-    carry bound, both signs, at that shift: each lane one data value, its 16 kernels'
-    weights chosen for it."""
+    """Products whose low 12 bits are just below, at and above their data value's carry
+    bound at 12, both signs, at shift 12 (flagged below the bound only) and at 16 (every
+    lane flagged): each lane one data value, its 16 kernels' weights chosen for it."""
     rng = np.random.default_rng(shift)
-    bounds = carry_bounds()[(12, 16).index(shift)]
+    bounds = carry_bounds()
     bits_of = _fp16_of_magnitude()
     magnitudes = np.array(sorted(bits_of), np.int64)
-    mask = (1 << shift) - 1
+    mask = 0xFFF
     x, columns = [], []  # a lane's data bits, its 16 weights' bits
     for d in rng.permutation(magnitudes):
         if bounds[d] == 0:
