@@ -146,8 +146,7 @@ def _tile_half(typingctx, elements, at, tile, half):
 
 def _has_word_permutes(context) -> bool:
     """Whether the code is compiled for a processor with AVX-512BW's word permutations."""
-    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
-    return "+avx512bw" in features
+    return _has_features(context, "avx512bw")
 
 
 @intrinsic
@@ -303,6 +302,15 @@ class _BlockCode:
         return self.builder.shuffle_vector(_splat(self.builder, values[0], self.n),
                                            _splat(self.builder, values[1], self.n), self.joined)
 
+    def exponents(self, i0):
+        """The biased exponents of columns ``i0`` and ``i0 + 1`` (``i0`` even), each in its
+        column's 16 lanes: one load of the operands' lanes (:func:`column_operands`)."""
+        from llvmlite import ir
+
+        at = self.builder.mul(i0, ir.Constant(ir.IntType(64), KERNELS))
+        return self.builder.load(self.builder.bitcast(self.builder.gep(self.d_exp, [at]),
+                                                      self.pair_t.as_pointer()), align=2)
+
     def half(self, vector, h):
         """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
         return self.builder.shuffle_vector(vector, vector, self.halves[h])
@@ -317,7 +325,7 @@ def _block_tops(code, pairs):
     top = cgutils.alloca_once_value(b, const(EXP_BIAS))
     with cgutils.for_range(b, pairs) as loop:
         i0, i1, w = code.pair(loop.index)
-        lane = b.add(b.and_(b.lshr(w, const(10)), const(0x1C)), code.both(code.d_exp, i0, i1))
+        lane = b.add(b.and_(b.lshr(w, const(10)), const(0x1C)), code.exponents(i0))
         lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)), lane,
                         const(0))
         t = b.load(top)
@@ -327,20 +335,53 @@ def _block_tops(code, pairs):
     return b.select(b.icmp_unsigned(">", low, high), low, high)
 
 
-def _pair_products(code, w, i0, i1, scale, floor):
+def _has_features(context, *names) -> bool:
+    """Whether the code is compiled for a processor with all of the x86 ``names``."""
+    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
+    return all(f"+{name}" in features for name in names)
+
+
+def _floor_parts(context, builder, value):
+    """``floor(value)`` (int32 lanes) and ``value - floor(value)`` (float32) of 16 float32
+    lanes: where AVX-512 DQ is there, one conversion rounding down and one ``vreduceps``
+    (two instructions fewer than rounding, subtracting and converting); else by
+    ``llvm.floor``."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    float_t, word_t = value.type, ir.VectorType(ir.IntType(32), value.type.count)
+    i16, i32 = ir.IntType(16), ir.IntType(32)
+    if value.type.count == 16 and _has_features(context, "avx512f", "avx512dq"):
+        down = ir.Constant(i32, 9)  # round toward -inf, exceptions suppressed
+        every = ir.Constant(i16, 0xFFFF)
+        convert = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(word_t, [float_t, word_t, i16, i32]),
+            "llvm.x86.avx512.mask.cvtps2dq.512")
+        reduce = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(float_t, [float_t, i32, float_t, i16, i32]),
+            "llvm.x86.avx512.mask.reduce.ps.512")
+        whole = builder.call(convert, [value, ir.Constant(word_t, None), every, down])
+        fraction = builder.call(reduce, [value, ir.Constant(i32, 1), ir.Constant(float_t, None),
+                                         every, ir.Constant(i32, 4)])
+        return whole, fraction
+    floor = cgutils.get_or_insert_function(builder.module, ir.FunctionType(float_t, [float_t]),
+                                           f"llvm.floor.v{value.type.count}f32")
+    rounded = builder.call(floor, [value])
+    return builder.fptosi(rounded, word_t), builder.fsub(value, rounded)
+
+
+def _pair_products(code, w, i0, i1, scale):
     """The two columns' ``P >> s`` (two vectors of 16 int32 lanes, every shift) and their
     fractions ``v - floor(v)`` (float32: the low ``s`` bits over ``2**s``), fc_float's
     route."""
-    from llvmlite import ir
-
     b = code.builder
     wholes, fractions = [], []
     for h, i in ((0, i0), (1, i1)):
         weights = _weights_as_float(code.context, b, code.half(w, h))
         value = b.fmul(b.fmul(weights, _splat(b, code.scalar(code.d_float, i), code.n)), scale)
-        whole = b.call(floor, [value])
-        fractions.append(b.fsub(value, whole))
-        wholes.append(b.fptosi(whole, ir.VectorType(ir.IntType(32), code.n)))
+        whole, fraction = _floor_parts(code.context, b, value)
+        wholes.append(whole)
+        fractions.append(fraction)
     return wholes, fractions
 
 
@@ -399,8 +440,6 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 b.bitcast(b.gep(code.exps, [at16]), word_t.as_pointer()), align=4)
         scale = b.bitcast(b.shl(b.sub(_filled(word_t, _SCALE_FIELD), b.zext(top, word_t)),
                                 _filled(word_t, 23)), float_t)
-        floor = cgutils.get_or_insert_function(b.module, ir.FunctionType(float_t, [float_t]),
-                                               f"llvm.floor.v{n}f32")
         compress = cgutils.get_or_insert_function(
             b.module, ir.FunctionType(code.pair_t, [code.pair_t, ir.VectorType(i1, 2 * n),
                                                     code.pair_t]),
@@ -420,10 +459,10 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
             b.store(zero_w, acc)
             with cgutils.for_range(b, b.sub(j1, j0)) as loop:
                 i0, i1_, w = code.pair(b.add(j0, loop.index))
-                wholes, fractions = _pair_products(code, w, i0, i1_, scale, floor)
+                wholes, fractions = _pair_products(code, w, i0, i1_, scale)
                 field = b.and_(b.lshr(w, const(10)), kept(31))
                 shift = b.sub(top2, b.add(b.and_(field, kept(0x1C)),
-                                          code.both(code.d_exp, i0, i1_)))
+                                          code.exponents(i0)))
                 nonzero = b.icmp_unsigned("!=", b.and_(w, kept(0x7FFF)), const(0))
                 near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
                 a = b.load(acc)
@@ -447,7 +486,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
             i0, i1_, w = code.pair(b.zext(b.load(b.gep(code.pending_pairs, [noted.index])), i64))
             flag_bits = b.load(b.gep(code.pending_flags, [noted.index]))
             field = b.and_(b.lshr(w, const(10)), const(31))
-            shift = b.sub(top2, b.add(b.and_(field, const(0x1C)), code.both(code.d_exp, i0, i1_)))
+            shift = b.sub(top2, b.add(b.and_(field, const(0x1C)), code.exponents(i0)))
             _store_flagged(b, compress, w, shift, code.both(code.d_sign, i0, i1_, widen=i16),
                            code.both(code.d_sig, i0, i1_), b.trunc(at16, i16),
                            b.bitcast(flag_bits, ir.VectorType(i1, 2 * n)), flag_bits, count,
@@ -531,7 +570,8 @@ def column_operands(data, lanes, n_blocks):
     :func:`sim.num.fc_live.live_layout`'s, each live lane's place among all, -1 a padding
     lane): (each block's first column and the end; per column (a block's padded to an
     even count with a dead column: exponent 0, value 0, never above a block's exponent,
-    never flagged): its place in the transposed tile, biased exponent, value (float32),
+    never flagged): its place in the transposed tile, biased exponent (in 16 lanes: a
+    pair of columns' is one 512-bit load), value (float32),
     carry row (sign * 256 + low byte of the significand), significand, sign, and the
     bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
     a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
@@ -552,7 +592,7 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         starts[b + 1] = starts[b] + starts[b + 1] + (starts[b + 1] & 1)
     columns = starts[-1]
     offsets, rows = np.zeros(columns, np.int64), np.zeros(columns, np.int64)
-    exps, sigs = np.zeros(columns, np.uint16), np.zeros(columns, np.uint16)
+    exps, sigs = np.zeros(columns * KERNELS, np.uint16), np.zeros(columns, np.uint16)
     values, signs = np.zeros(columns, np.float32), np.zeros(columns, np.uint8)
     below12 = np.zeros(columns, np.float32)
     at = starts[:-1].copy()
@@ -563,7 +603,8 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         c = at[b]
         at[b] += 1
         offsets[c] = _column_offset(lane)
-        exps[c], sigs[c], values[c], signs[c] = d_exp[i], d_sig[i], d_float[i], d_sign[i]
+        exps[c * KERNELS:(c + 1) * KERNELS] = d_exp[i]
+        sigs[c], values[c], signs[c] = d_sig[i], d_float[i], d_sign[i]
         rows[c] = np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)
         if d_float[i] != 0:
             below12[c] = bounds[d_sig[i]] / 4096.0
