@@ -20,12 +20,12 @@ block of ``tests/num/mac_reference.py``):
   weight's sign and low significand byte); at 12 possible only where the product's
   fraction ``v - floor(v)`` (exact: its low 12 bits over ``2**12``) is below the data
   value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few lanes are
-  flagged, with every lane shifted by 16 (rare) to 28 (whose product comes from the
-  whole tree); a block's pairs of columns with a flagged lane are noted as the loop
-  goes and their flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`)
-  compressed in registers after it, and fixed after the group by
-  :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`, as the
-  other paths fix theirs.
+  flagged, with every lane shifted by 16 (rare: its carry from the tree) and by 20 to 28
+  (its product from the whole tree); a block's pairs of columns with a flagged lane are
+  noted as the loop goes, their flagged lanes' packed words
+  (:func:`sim.num.mac_fc._unpack`) compressed in registers after it, and fixed after the
+  group by :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`,
+  as the other paths fix theirs.
 
 A group with a weight of exponent field 31 (Inf or NaN: no float the integer path
 agrees with) is recognised from the tile's largest magnitude, which
@@ -142,6 +142,12 @@ def _tile_half(typingctx, elements, at, tile, half):
         return builder.call(reduce, [largest])
 
     return types.uint16(elements, at, tile, half), codegen
+
+
+def _has_features(context, *names) -> bool:
+    """Whether the code is compiled for a processor with all of the x86 ``names``."""
+    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
+    return all(f"+{name}" in features for name in names)
 
 
 def _has_word_permutes(context) -> bool:
@@ -262,15 +268,17 @@ class _BlockCode:
         # model), a dozen instructions of the loop's 75; so made, they stay in registers.
         self._zero = _splat(builder, builder.trunc(builder.load(self.starts), i16), 2 * self.n)
         self._kept = {}
+        self._home = builder.block  # where kept constants are made: before every loop
 
     def const(self, value):
         """``value`` in every lane (a constant: for shift counts, and outside loops)."""
         return _filled(self.pair_t, value)
 
     def kept(self, value):
-        """``value`` in every lane, kept in a register (made once, where first asked)."""
+        """``value`` in every lane, kept in a register (made once, before the loops)."""
         if value not in self._kept:
-            self._kept[value] = self.builder.or_(self.const(value), self._zero)
+            with self.builder.goto_block(self._home):
+                self._kept[value] = self.builder.or_(self.const(value), self._zero)
         return self._kept[value]
 
     def scalar(self, pointer, i):
@@ -302,14 +310,13 @@ class _BlockCode:
         return self.builder.shuffle_vector(_splat(self.builder, values[0], self.n),
                                            _splat(self.builder, values[1], self.n), self.joined)
 
-    def exponents(self, i0):
-        """The biased exponents of columns ``i0`` and ``i0 + 1`` (``i0`` even), each in its
-        column's 16 lanes: one load of the operands' lanes (:func:`column_operands`)."""
-        from llvmlite import ir
-
-        at = self.builder.mul(i0, ir.Constant(ir.IntType(64), KERNELS))
-        return self.builder.load(self.builder.bitcast(self.builder.gep(self.d_exp, [at]),
-                                                      self.pair_t.as_pointer()), align=2)
+    def lane_exponents(self, w, i0, i1):
+        """The lane exponents of the pair's weights ``w`` (columns ``i0``, ``i1``): the
+        weight's exponent field less its low two bits (they went into its CMAC
+        significand) plus the data's biased exponent."""
+        b = self.builder
+        return b.add(b.and_(b.lshr(w, self.const(10)), self.kept(0x1C)),
+                     self.both(self.d_exp, i0, i1))
 
     def half(self, vector, h):
         """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
@@ -325,7 +332,7 @@ def _block_tops(code, pairs):
     top = cgutils.alloca_once_value(b, const(EXP_BIAS))
     with cgutils.for_range(b, pairs) as loop:
         i0, i1, w = code.pair(loop.index)
-        lane = b.add(b.and_(b.lshr(w, const(10)), const(0x1C)), code.exponents(i0))
+        lane = code.lane_exponents(w, i0, i1)
         lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)), lane,
                         const(0))
         t = b.load(top)
@@ -335,23 +342,19 @@ def _block_tops(code, pairs):
     return b.select(b.icmp_unsigned(">", low, high), low, high)
 
 
-def _has_features(context, *names) -> bool:
-    """Whether the code is compiled for a processor with all of the x86 ``names``."""
-    features = (getattr(context.codegen(), "_tm_features", "") or "").split(",")
-    return all(f"+{name}" in features for name in names)
-
-
 def _floor_parts(context, builder, value):
     """``floor(value)`` (int32 lanes) and ``value - floor(value)`` (float32) of 16 float32
     lanes: where AVX-512 DQ is there, one conversion rounding down and one ``vreduceps``
-    (two instructions fewer than rounding, subtracting and converting); else by
-    ``llvm.floor``."""
+    (one instruction fewer than rounding, subtracting and converting); else by
+    ``llvm.floor``.  (``vreduceps`` gives a whole number's fraction as -0.0 where it is
+    negative, and a tiny negative value's as 1 - 2**-24 instead of 1.0: neither at shift
+    12, the only shift whose fraction is read, where the fraction is exact.)"""
     from llvmlite import ir
     from numba.core import cgutils
 
     float_t, word_t = value.type, ir.VectorType(ir.IntType(32), value.type.count)
     i16, i32 = ir.IntType(16), ir.IntType(32)
-    if value.type.count == 16 and _has_features(context, "avx512f", "avx512dq"):
+    if _has_features(context, "avx512f", "avx512dq"):  # value: <16 x float>
         down = ir.Constant(i32, 9)  # round toward -inf, exceptions suppressed
         every = ir.Constant(i16, 0xFFFF)
         convert = cgutils.get_or_insert_function(
@@ -372,8 +375,8 @@ def _floor_parts(context, builder, value):
 
 def _pair_products(code, w, i0, i1, scale):
     """The two columns' ``P >> s`` (two vectors of 16 int32 lanes, every shift) and their
-    fractions ``v - floor(v)`` (float32: the low ``s`` bits over ``2**s``), fc_float's
-    route."""
+    fractions ``v - floor(v)`` (float32; at shift 12 exactly the low 12 bits over
+    ``2**12``), fc_float's route."""
     b = code.builder
     wholes, fractions = [], []
     for h, i in ((0, i0), (1, i1)):
@@ -402,8 +405,10 @@ def _carries8(code, w, field, shift, nonzero, i0, i1):
 
 
 def _flags(code, shift, fractions, nonzero, i0, i1):
-    """The lanes whose carry or product the tree gives (an i1 mask of 32 lanes): shift
-    12 with the fraction below the data value's bound, 16 to 28 always."""
+    """The lanes of non-zero weights whose carry or product the tree gives (an i1 mask of
+    32 lanes): shift 12 with the fraction below the data value's bound, 16 to 28 always.
+    (A bound at 16 exists too, but shift 16 is rare, 0.25% of AlexNet fc6's live lanes:
+    flagging all of it costs less than a second compare on every lane.)"""
     b, kept = code.builder, code.kept
     far = b.icmp_unsigned("<=", b.sub(shift, kept(16)), kept(12))
     is12 = b.icmp_unsigned("==", shift, kept(12))
@@ -419,8 +424,9 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     (less the bias) to ``exps[16 * block:]``, the sums of ``(P >> s) - c`` (the carries
     at 8 subtracted, 0 beyond shift 16; the flagged lanes' changes still to come) to
     ``sums[16 * block:]``, the flagged lanes' packed words' halves and their places
-    (``16 * block + kernel``) to ``flagged`` (lows, highs, targets; then two arrays of 32
-    for the block's pairs with a flagged lane and their flags) from ``count`` on.
+    (``16 * block + kernel``) to ``flagged``'s first three arrays (lows, highs, targets)
+    from ``count`` on; its last two (32 entries each: a block's pairs) are the scratch
+    where the loop notes which pairs have a flagged lane, and their flags.
     ``columns`` (first, stop) are the block's columns in ``ops`` (:func:`column_operands`,
     an even count).  Returns the new count."""
     from llvmlite import ir
@@ -461,8 +467,7 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 i0, i1_, w = code.pair(b.add(j0, loop.index))
                 wholes, fractions = _pair_products(code, w, i0, i1_, scale)
                 field = b.and_(b.lshr(w, const(10)), kept(31))
-                shift = b.sub(top2, b.add(b.and_(field, kept(0x1C)),
-                                          code.exponents(i0)))
+                shift = b.sub(top2, code.lane_exponents(w, i0, i1_))
                 nonzero = b.icmp_unsigned("!=", b.and_(w, kept(0x7FFF)), const(0))
                 near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
                 a = b.load(acc)
@@ -473,8 +478,9 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
                 # a pair with a flagged lane is noted, not handled here: the branch it
                 # would take (about one pair in six on AlexNet's fc6) is unpredictable,
-                # and each miss threw away the loop's work in flight (fc6 took 9.3 ms
-                # on one thread so, 6.6 without that branch)
+                # and each miss threw away the loop's work in flight (fc6 on one thread
+                # took 9.3 ms with that branch, 6.6 ms with the flags computed but not
+                # acted on; noted and packed after the loop, 7.1 ms)
                 flag_bits = b.bitcast(_flags(code, shift, fractions, nonzero, i0, i1_), i32)
                 noted = b.load(pending)
                 b.store(b.trunc(b.add(j0, loop.index), i32), b.gep(code.pending_pairs, [noted]))
@@ -485,12 +491,10 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
         with cgutils.for_range(b, b.load(pending)) as noted:
             i0, i1_, w = code.pair(b.zext(b.load(b.gep(code.pending_pairs, [noted.index])), i64))
             flag_bits = b.load(b.gep(code.pending_flags, [noted.index]))
-            field = b.and_(b.lshr(w, const(10)), const(31))
-            shift = b.sub(top2, b.add(b.and_(field, const(0x1C)), code.exponents(i0)))
+            shift = b.sub(top2, code.lane_exponents(w, i0, i1_))
             _store_flagged(b, compress, w, shift, code.both(code.d_sign, i0, i1_, widen=i16),
-                           code.both(code.d_sig, i0, i1_), b.trunc(at16, i16),
-                           b.bitcast(flag_bits, ir.VectorType(i1, 2 * n)), flag_bits, count,
-                           (code.lows, code.highs, code.targets))
+                           code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag_bits,
+                           count, (code.lows, code.highs, code.targets))
         c = b.load(carries)
         per_kernel = b.add(code.half(c, 0), code.half(c, 1))
         b.store(b.sub(b.load(total), b.zext(per_kernel, long_t)),
@@ -500,16 +504,18 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     return types.int64(tile, columns, block, ops, exps, sums, flagged, count), codegen
 
 
-def _store_flagged(builder, compress, w, shift, d_sign, d_sig, at16, flag,
-                   flag_bits, count, pointers):
-    """The flagged lanes' packed words' halves (:func:`sim.num.mac_fc._unpack`: the low
-    half the weight's significand and the shift's low two bits of ``shift / 4``, the high
-    half the rest, the data's significand and the sign) and their places, compressed in
-    registers and stored at ``count`` (which grows by the flagged lanes)."""
+def _store_flagged(builder, compress, w, shift, d_sign, d_sig, at16, flag_bits, count,
+                   pointers):
+    """The packed words' halves (:func:`sim.num.mac_fc._unpack`: the low half the
+    weight's significand and the shift's low two bits of ``shift / 4``, the high half the
+    rest, the data's significand and the sign) and places of the lanes ``flag_bits`` (an
+    i32, a bit a lane) flags, compressed in registers and stored at ``count`` (which grows
+    by the flagged lanes)."""
     from llvmlite import ir
 
     pair_t = w.type
     n = pair_t.count
+    flag = builder.bitcast(flag_bits, ir.VectorType(ir.IntType(1), n))
 
     def P(v):
         return _filled(pair_t, v)
@@ -570,14 +576,17 @@ def column_operands(data, lanes, n_blocks):
     :func:`sim.num.fc_live.live_layout`'s, each live lane's place among all, -1 a padding
     lane): (each block's first column and the end; per column (a block's padded to an
     even count with a dead column: exponent 0, value 0, never above a block's exponent,
-    never flagged): its place in the transposed tile, biased exponent (in 16 lanes: a
-    pair of columns' is one 512-bit load), value (float32),
+    never flagged): its place in the transposed tile, biased exponent, value (float32),
     carry row (sign * 256 + low byte of the significand), significand, sign, and the
     bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
     a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
     d_exp, d_sign, d_sig, d_float = (np.ascontiguousarray(a) for a in data)
-    return _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
-                           n_blocks, carry_bounds()) + (carry8_rows(),)
+    placed = _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
+                             n_blocks, carry_bounds())
+    # the block loop's scratch has room for a block's 32 pairs, no more (unchecked there)
+    if n_blocks and np.diff(placed[0]).max() > BLOCK:
+        raise ValueError("column_operands: a block of more than 64 columns (a lane twice?)")
+    return placed + (carry8_rows(),)
 
 
 @njit
@@ -592,7 +601,7 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         starts[b + 1] = starts[b] + starts[b + 1] + (starts[b + 1] & 1)
     columns = starts[-1]
     offsets, rows = np.zeros(columns, np.int64), np.zeros(columns, np.int64)
-    exps, sigs = np.zeros(columns * KERNELS, np.uint16), np.zeros(columns, np.uint16)
+    exps, sigs = np.zeros(columns, np.uint16), np.zeros(columns, np.uint16)
     values, signs = np.zeros(columns, np.float32), np.zeros(columns, np.uint8)
     below12 = np.zeros(columns, np.float32)
     at = starts[:-1].copy()
@@ -603,8 +612,7 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         c = at[b]
         at[b] += 1
         offsets[c] = _column_offset(lane)
-        exps[c * KERNELS:(c + 1) * KERNELS] = d_exp[i]
-        sigs[c], values[c], signs[c] = d_sig[i], d_float[i], d_sign[i]
+        exps[c], sigs[c], values[c], signs[c] = d_exp[i], d_sig[i], d_float[i], d_sign[i]
         rows[c] = np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)
         if d_float[i] != 0:
             below12[c] = bounds[d_sig[i]] / 4096.0

@@ -172,8 +172,10 @@ def _fp16_of_magnitude():
 @pytest.mark.parametrize("shift", [12, 16])
 def test_products_at_the_bounds(shift):
     """Products whose low 12 bits are just below, at and above their data value's carry
-    bound at 12, both signs, at shift 12 (flagged below the bound only) and at 16 (every
-    lane flagged): each lane one data value, its 16 kernels' weights chosen for it."""
+    bound at 12, both signs, at shift 12 (flagged below the bound only), and the same
+    products at 16 (every lane there flagged: the bound means nothing at 16, these are
+    products with carries of either value): each lane one data value, its 16 kernels'
+    weights chosen for it."""
     rng = np.random.default_rng(shift)
     bounds = carry_bounds()
     bits_of = _fp16_of_magnitude()
@@ -249,6 +251,19 @@ def test_a_wrong_column_is_seen():
     y[[3, 4]] = y[[4, 3]]
     assert not np.array_equal(sums, _definition_blocks(y, w, BLOCK, 1, 2)[1])
     assert np.array_equal(sums, _definition_blocks(x, w, BLOCK, 1, 2)[1])
+
+
+def test_a_block_of_too_many_columns_is_refused():
+    """The block loop notes at most a block's 32 pairs: operands that would give a block
+    more columns (a lane listed twice) are refused, not run past that scratch."""
+    rng = np.random.default_rng(2)
+    x = _bits(rng, "network", BLOCK)
+    sign, sig, exp = fp16_mac_operands(x)
+    lanes = np.concatenate([np.arange(BLOCK), [5, 6]])
+    data = tuple(a[lanes % BLOCK] for a in fc_data(sign, sig, 4 * exp))
+    with pytest.raises(ValueError, match="more than 64 columns"):
+        column_operands(data, lanes, 1)
+    column_operands(tuple(a[:BLOCK] for a in data), lanes[:BLOCK], 1)  # 64 are fine
 
 
 def test_column_offsets_are_a_permutation_of_whole_columns():
