@@ -37,8 +37,8 @@ from ..num.fc_live import VECTOR as LIVE_VECTOR
 from ..num.fc_live import (
     fc_live_scratch,
     fp16_fc_live_blocks,
+    lanes_layout,
     live_data,
-    live_layout,
     whole_layout,
 )
 from ..num.fc_pieces import prefetch
@@ -60,7 +60,7 @@ from ..num.mac import (
     tile_scratch_layout,
     weight_rows_bytes,
 )
-from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks, pixel_data
+from ..num.mac_fc import CHUNK, fc_data_lane, fc_scratch, fp16_fc_blocks, pixel_data
 from ..num.rounding import sign_extend
 from ..num.specials import FP16_INF, count_nans_and_infs, fp16_nans_and_infs, nan_mask
 from .layer import ConvLayer
@@ -615,6 +615,57 @@ def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes
     return d_sign, d_sig, d_exp4, d_nan
 
 
+@njit
+def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
+    """:func:`_csc_in_weight_order` straight from the layer's input ``cube`` (N, C, H, W)
+    fp16 bits (every channel; ``pad_bits`` the CSC's pad value), its operands as
+    :func:`sim.num.mac_fc.fc_data` arrays (count, lanes) (exponents, signs, significands,
+    values), in one call: each lane decoded where it is gathered, the first NaN of each
+    block of the input (or the pad's) taken on the way.  Also whether each lane is live (a
+    value not zero in some pixel).  The first NaNs are (count, R * S, groups), or with
+    ``block_major`` (count, 1, groups * R * S) in CACC's block order: the calls this
+    replaces (the data's operands, NaNs, the CSC, fc_data) took a fully connected layer
+    0.25 ms with the caches cold (a large layer's weights had just gone through them)."""
+    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, n_r, n_s = geometry
+    _, _, in_h, in_w = cube.shape
+    n_pos = n_r * n_s
+    groups = lanes.size - 1
+    n_lanes = lanes[-1] * n_pos
+    d_exp = np.zeros((count, n_lanes), np.uint16)
+    d_sign = np.zeros((count, n_lanes), np.uint8)
+    d_sig = np.zeros((count, n_lanes), np.uint16)
+    d_float = np.zeros((count, n_lanes), np.float32)
+    live = np.zeros(n_lanes, np.bool_)
+    d_nan = np.empty((count, 1, groups * n_pos) if block_major else (count, n_pos, groups),
+                     np.int64)
+    pad_nan = np.int64(pad_bits) if (pad_bits & 0x7FFF) > 0x7C00 else np.int64(-1)
+    for p in range(count):
+        b, oy, ox = p // (out_h * out_w), (p // out_w) % out_h, p % out_w
+        for g in range(groups):
+            c0, c1 = lanes[g], lanes[g + 1]
+            for r in range(n_r):
+                for s in range(n_s):
+                    pos = r * n_s + s
+                    iy = oy * stride_y + r * dil_y - top
+                    ix = ox * stride_x + s * dil_x - left
+                    inside = 0 <= iy < in_h and 0 <= ix < in_w
+                    nan = np.int64(-1) if inside else pad_nan
+                    for j in range(c1 - c0):
+                        bits = cube[b, c0 + j, iy, ix] if inside else pad_bits
+                        if inside and nan < 0 and (bits & 0x7FFF) > 0x7C00:
+                            nan = np.int64(bits)
+                        m = (g * n_pos + pos) * (c1 - c0) + j if block_major \
+                            else (c0 + j) * n_pos + pos
+                        d_exp[p, m], d_sign[p, m], d_sig[p, m], d_float[p, m], here = \
+                            fc_data_lane(bits)
+                        live[m] |= here
+                    if block_major:
+                        d_nan[p, 0, g * n_pos + pos] = nan
+                    else:
+                        d_nan[p, pos, g] = nan
+    return (d_exp, d_sign, d_sig, d_float), d_nan, live
+
+
 #: The weights are transposed in squares of this many kernels by as many (channel,
 #: position) pairs: the square's rows of both the source and the result stay in the
 #: caches and within the TLB's reach (a row per page).
@@ -726,24 +777,18 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     geometry = tuple(int(v) for v in (layer.out_height, layer.out_width, layer.stride_y,
                                       layer.stride_x, layer.dilation_y, layer.dilation_x,
                                       layer.pad_top, layer.pad_left, n_r, n_s))
-    pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
-    pad_ops = fp16_data_operands(pad)
-    pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
     if n * layer.out_height * layer.out_width < MIN_TILE:
         # too few pixels for vectors over them: vectors over a kernel's lanes, the weights
         # as the layer stores them (each meets at most a few data values: the data are put
         # in their order instead), the threads splitting kernels
-        x, x_nans = _data_operands(cube, np.arange(c), block)
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
-        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(
-            fp16_data_operands(x), x_nans, pad_ops, pad_nan, lanes, geometry, count,
-            c * n_r * n_s, stream is not None)
-        data = fc_data(d_sign, d_sig, d_exp4)
-        if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
-            d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
-            layout = live_layout(d_exp4, block)
+        # blocks in CACC's order for the stream: block g * R * S + pos at column b
+        data, d_nan, lane_live = _csc_fc_data(cube, np.uint16(layer.pad_value & 0xFFFF),
+                                              lanes, geometry, count, stream is not None)
+        if stream is not None:
+            layout = lanes_layout(lane_live, block)
             if layout is None and _columns_apply(count, d_nan, block, groups * n_r * n_s):
                 # few zero data, but the column kernel takes the layer: every lane live
                 layout = whole_layout(groups * n_r * n_s, block)
@@ -766,6 +811,9 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                     lanes, n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
+    pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
+    pad_ops = fp16_data_operands(pad)
+    pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     size = n_k * c * n_r * n_s
     with _scratch("transposed", 2 * size) as t_buf, \
             _scratch("weights", weight_rows_bytes(size)) as w_buf:

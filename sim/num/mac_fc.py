@@ -30,6 +30,8 @@ which stays the reference.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from sim.jit import njit, prefer_wide_vectors
@@ -48,6 +50,7 @@ from sim.num.fc_pieces import (
     prefetch,
 )
 from sim.num.mac import (
+    ZERO_LANE_EXP,
     fp16_weight_operand,
     signed_product,
 )
@@ -136,6 +139,19 @@ def fc_data(sign, sig, exp4):
     return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
             np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
             float_data(sign, sig, exp4))
+
+
+@njit(inline="always")
+def fc_data_lane(bits):
+    """:func:`fc_data` of one fp16 data value ``bits`` (the CMAC's operands,
+    :func:`sim.num.mac.fp16_weight_operand`): (biased exponent uint16, sign uint8,
+    significand uint16, value float32), and whether it is live (not a zero): for kernels
+    that decode a layer's few data values where they gather them."""
+    sign, sig, e4, dead = fp16_weight_operand(word32(bits))
+    exp4 = np.int64(4 * ZERO_LANE_EXP) if dead else np.int64(e4)
+    value = math.ldexp(np.float64(sig), max(exp4, np.int64(-64)))  # exact: float_data's
+    return (np.uint16(exp4 + EXP_BIAS), np.uint8(sign), np.uint16(sig),
+            np.float32(-value if sign != 0 else value), not dead)
 
 
 @njit(inline="always")

@@ -168,12 +168,12 @@ def _spy_live(monkeypatch):
     """The layouts conv_fp16 takes (None: the full blocks)."""
     taken = []
 
-    def live_layout(*args):
+    def lanes_layout(*args):
         taken.append(plain(*args))
         return taken[-1]
 
-    plain = mac_fp16.live_layout
-    monkeypatch.setattr(mac_fp16, "live_layout", live_layout)
+    plain = mac_fp16.lanes_layout
+    monkeypatch.setattr(mac_fp16, "lanes_layout", lanes_layout)
     return taken
 
 
