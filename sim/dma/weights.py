@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..configs import FP16, INT8
-from ..jit import PARALLEL_ELEMENTS, run_split
+from ..jit import PARALLEL_ELEMENTS, njit, run_split
 from ..records import record
 from .align import LayoutError, align_up, ceil_div
 from .elements import as_bytes, bytes_per_element, element_dtype, from_bytes, to_elements
@@ -285,10 +285,18 @@ def dc_kernel_runs(shape, group: int, atomic_c: int) -> tuple[np.ndarray, np.nda
     k, c, r, s = (int(n) for n in shape)
     if c % atomic_c:
         raise LayoutError(f"weight-dc: {c} channels are not whole runs of {atomic_c}")
-    kernel = np.arange(k, dtype=np.int64)
-    first = kernel // group * group  # each kernel's group's first kernel
-    base = first * (c * r * s) + (kernel - first) * atomic_c
-    stride = np.minimum(group, k - first) * atomic_c
+    return _kernel_runs(k, c * r * s, group, atomic_c)
+
+
+@njit
+def _kernel_runs(k, kernel_elements, group, atomic_c):
+    """:func:`dc_kernel_runs`' arrays in one compiled call (its eight numpy passes over K
+    kernels took a fully connected layer 30 us, with the caches cold)."""
+    base, stride = np.empty(k, np.int64), np.empty(k, np.int64)
+    for kernel in range(k):
+        first = kernel // group * group  # the kernel's group's first kernel
+        base[kernel] = first * kernel_elements + (kernel - first) * atomic_c
+        stride[kernel] = min(group, k - first) * atomic_c
     return base, stride
 
 

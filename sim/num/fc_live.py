@@ -74,11 +74,18 @@ def lanes_layout(live, block: int):
     pixel)."""
     if block % WORD_LANES or live.size % block or block > MAX_BLOCK_LANES:
         return None
-    live = live.reshape(-1, block)
+    pays, layout = _paying_layout(live.reshape(-1, block), LIVE_AT_MOST * live.size)
+    return layout if pays else None
+
+
+@njit
+def _paying_layout(live, at_most):
+    """(whether the padded live lanes of ``live`` (blocks, lanes) are at most ``at_most``,
+    their :func:`_layout` (empty if not)), in one call."""
     starts = _block_vectors(live)
-    if starts[-1] * VECTOR > LIVE_AT_MOST * live.size:
-        return None
-    return _layout(live, starts)
+    if starts[-1] * VECTOR > at_most:
+        return False, _layout(live[:0], starts[:1])
+    return True, _layout(live, starts)
 
 
 @njit
