@@ -650,12 +650,13 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
                     ix = ox * stride_x + s * dil_x - left
                     inside = 0 <= iy < in_h and 0 <= ix < in_w
                     nan = np.int64(-1) if inside else pad_nan
+                    first, step = ((g * n_pos + pos) * (c1 - c0), 1) if block_major \
+                        else (c0 * n_pos + pos, n_pos)
                     for j in range(c1 - c0):
                         bits = cube[b, c0 + j, iy, ix] if inside else pad_bits
                         if inside and nan < 0 and (bits & 0x7FFF) > 0x7C00:
                             nan = np.int64(bits)
-                        m = (g * n_pos + pos) * (c1 - c0) + j if block_major \
-                            else (c0 + j) * n_pos + pos
+                        m = first + j * step
                         d_exp[p, m], d_sign[p, m], d_sig[p, m], d_float[p, m], here = \
                             fc_data_lane(bits)
                         live[m] |= here
