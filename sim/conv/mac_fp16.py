@@ -13,6 +13,7 @@ exponent) and of CACC's 48-bit accumulator is :mod:`sim.num.mac`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Iterator
@@ -37,8 +38,8 @@ from ..num.fc_live import VECTOR as LIVE_VECTOR
 from ..num.fc_live import (
     fc_live_scratch,
     fp16_fc_live_blocks,
-    lanes_layout,
-    live_data,
+    layout_fits,
+    live_operands,
     whole_layout,
 )
 from ..num.fc_pieces import prefetch
@@ -425,7 +426,7 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     (:func:`sim.num.fc_live.fp16_fc_live_blocks`), ``data`` the live lanes' (count, live
     lanes).  A kernel with a NaN weight (in a dead lane too: its block is NaN), or a pixel
     with a NaN datum, takes its NaN blocks from the whole runs, gathered for those
-    kernels only then.  Whole weight groups of a layer :func:`_column_operands` accepts
+    kernels only then.  Whole weight groups of a layer the column kernel takes
     (``columns`` not empty) take the column kernel (:func:`_group_by_columns`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_live_scratch(layout))
@@ -786,18 +787,18 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
         # blocks in CACC's order for the stream: block g * R * S + pos at column b
-        data, d_nan, lane_live = _csc_fc_data(cube, np.uint16(layer.pad_value & 0xFFFF),
-                                              lanes, geometry, count, stream is not None)
+        pad_bits = np.uint16(layer.pad_value & 0xFFFF)
         if stream is not None:
-            layout = lanes_layout(lane_live, block)
-            if layout is None and _columns_apply(count, d_nan, block, groups * n_r * n_s):
-                # few zero data, but the column kernel takes the layer: every lane live
-                layout = whole_layout(groups * n_r * n_s, block)
-            if layout is not None:  # many zero data (ReLU): their lanes skipped
-                live = live_data(data, layout[0])
+            n_blocks = groups * n_r * n_s
+            data, d_nan, columns, (taken, layout, live) = _fc_stream_data(
+                cube, pad_bits, lanes, geometry, count, block,
+                layout_fits(c * n_r * n_s, block), _columns_may_apply(count, block, n_blocks))
+            # the live lanes where many data are zero (ReLU), else every lane where the
+            # column kernel takes the layer, else no layout
+            if taken:
                 operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
-                            stream.specials, block, groups * n_r * n_s, out,
-                            _column_operands(live, layout, d_nan, block, groups * n_r * n_s))
+                            stream.specials, block, n_blocks, out,
+                            _column_operands(live, layout, n_blocks, columns))
                 # whole weight groups a thread (the column kernel takes only those)
                 run_split(lambda a, b: _conv_fp16_live_runs(
                     *operands, (a * KERNELS, min(b * KERNELS, n_k))),
@@ -808,6 +809,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
             run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,
                       min_chunk=MIN_KERNELS)
             return out
+        data, d_nan, _ = _csc_fc_data(cube, pad_bits, lanes, geometry, count, False)
         operands = (data, d_nan, np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s),
                     lanes, n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
@@ -849,20 +851,42 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     return out
 
 
-def _columns_apply(pixels: int, d_nan, block: int, n_blocks: int) -> bool:
-    """Whether the column kernel takes a layer: one pixel without a NaN datum, nv_full's
+def _columns_may_apply(pixels: int, block: int, n_blocks: int) -> bool:
+    """Whether the column kernel takes a layer whose data hold no NaN: one pixel, nv_full's
     blocks (``BLOCK`` lanes), at most 4096 of them (a flagged lane's place, block * 16 +
-    kernel, is a 16-bit word), on a processor with its word permutations."""
-    return (pixels == 1 and block == COLUMN_BLOCK and bool((d_nan < 0).all())
-            and n_blocks * KERNELS <= 1 << 16 and word_permutes())
+    kernel, is a 16-bit word), on a processor with its word permutations
+    (:func:`_word_permutes`)."""
+    return (pixels == 1 and block == COLUMN_BLOCK and n_blocks * KERNELS <= 1 << 16
+            and _word_permutes())
 
 
-def _column_operands(live, layout, d_nan, block: int, n_blocks: int) -> tuple:
+def _column_operands(live, layout, n_blocks: int, columns: bool) -> tuple:
     """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes
-    (:func:`_columns_apply`); else empty ones (the gather's path for every kernel)."""
-    if _columns_apply(live[0].shape[0], d_nan, block, n_blocks):
+    (``columns``: :func:`_fc_stream_data`'s); else empty ones (the gather's path for
+    every kernel)."""
+    if columns:
         return column_operands(tuple(a[0] for a in live), layout[0], n_blocks)
     return no_column_operands()
+
+
+@functools.cache
+def _word_permutes() -> bool:
+    """:func:`sim.num.fc_columns.word_permutes`, asked once (a kernel's call, each layer)."""
+    return bool(word_permutes())
+
+
+@njit
+def _fc_stream_data(cube, pad_bits, lanes, geometry, count, block, fits, columns):
+    """The data of a small layer whose products read its weights' stream, in one call:
+    :func:`_csc_fc_data` in CACC's block order, whether the column kernel takes the layer
+    (``columns``, :func:`_columns_may_apply`, and no NaN datum), and
+    :func:`sim.num.fc_live.live_operands` (the live lanes' layout where they pay, ``fits``
+    :func:`sim.num.fc_live.layout_fits`, else every lane's where the column kernel takes
+    the layer, and the data over it): the five calls and numpy passes they replace took a
+    fully connected layer about 0.1 ms, with the caches cold."""
+    data, d_nan, live = _csc_fc_data(cube, pad_bits, lanes, geometry, count, True)
+    columns = columns and (d_nan < 0).all()
+    return data, d_nan, columns, live_operands(data, live, block, fits, columns)
 
 
 def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,

@@ -72,10 +72,32 @@ def live_layout(d_exp4, block: int):
 def lanes_layout(live, block: int):
     """:func:`live_layout` of the lanes ``live`` (lanes,) marks (bool: not zero in some
     pixel)."""
-    if block % WORD_LANES or live.size % block or block > MAX_BLOCK_LANES:
+    if not layout_fits(live.size, block):
         return None
     pays, layout = _paying_layout(live.reshape(-1, block), LIVE_AT_MOST * live.size)
     return layout if pays else None
+
+
+def layout_fits(lanes: int, block: int) -> bool:
+    """Whether :func:`live_layout` may take ``lanes`` lanes in blocks of ``block``."""
+    return not (block % WORD_LANES or lanes % block or block > MAX_BLOCK_LANES)
+
+
+@njit
+def live_operands(data, live, block, fits, every_lane):
+    """:func:`lanes_layout` of the lanes ``live`` and :func:`live_data` of ``data`` over it,
+    in one call: (whether there is a layout, the layout, the data).  Where the live lanes
+    do not pay (or ``fits`` is False: :func:`layout_fits`), ``every_lane`` says whether the
+    layout is :func:`whole_layout`'s instead; else there is none (the data then empty)."""
+    n_blocks = live.size // block
+    pays, layout = False, _layout(live[:0].reshape((0, block)), np.zeros(1, np.int64))
+    if fits:
+        pays, layout = _paying_layout(live.reshape((n_blocks, block)),
+                                      LIVE_AT_MOST * live.size)
+    if not pays and every_lane:
+        pays, layout = True, whole_layout(n_blocks, block)
+    lanes = layout[0] if pays else layout[0][:0]
+    return pays, layout, _at_lanes_all(data[0], data[1], data[2], data[3], lanes)
 
 
 @njit

@@ -165,15 +165,19 @@ def _zeroed(rng, x, fraction):
 
 
 def _spy_live(monkeypatch):
-    """The layouts conv_fp16 takes (None: the full blocks)."""
+    """The live lanes' layouts conv_fp16 takes (None: the full blocks, or every lane for
+    the column kernel: a layout of every lane's place)."""
     taken = []
 
-    def lanes_layout(*args):
-        taken.append(plain(*args))
-        return taken[-1]
+    def stream_data(cube, *args):
+        result = plain(cube, *args)
+        has, layout, _ = result[3]
+        lanes = result[0][0].shape[1]  # the data's (pixels, lanes)
+        taken.append(layout if has and layout[0].size < lanes else None)
+        return result
 
-    plain = mac_fp16.lanes_layout
-    monkeypatch.setattr(mac_fp16, "lanes_layout", lanes_layout)
+    plain = mac_fp16._fc_stream_data
+    monkeypatch.setattr(mac_fp16, "_fc_stream_data", stream_data)
     return taken
 
 
