@@ -35,6 +35,20 @@ def _reused(kept, shape, what: str):
     return kept
 
 
+_MAC_FP16 = None  # sim.conv.mac_fp16, loaded by the first fp16 layer only
+
+
+def _fp16_products():
+    """:mod:`sim.conv.mac_fp16`, imported by the first fp16 layer (not imported each: a
+    function's own import cost a layer several microseconds with the caches cold)."""
+    global _MAC_FP16
+    if _MAC_FP16 is None:
+        from . import mac_fp16
+
+        _MAC_FP16 = mac_fp16
+    return _MAC_FP16
+
+
 def _column_sums(counts: np.ndarray) -> tuple[int, int]:
     """The sums of the two columns of ``counts`` (K, 2): numpy's sum over the first axis of
     so narrow an array is a loop of two-element rows (40 us for 4096 kernels, 50 in a
@@ -113,8 +127,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
-        from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
-        out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+        out = _fp16_products().conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
         if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
             nans, infs = _column_sums(weights.specials)
             counters[(CDMA, WEIGHT_COUNTERS[0])] += nans
