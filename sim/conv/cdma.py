@@ -136,6 +136,8 @@ def fetch_feature(ctx, layer: ConvLayer) -> tuple[np.ndarray, dict]:
 def _count_split(words: np.ndarray) -> tuple[int, int]:
     """:func:`count_nans_and_infs` of ``words``, a stream of ``SPLIT_UNPACK_ELEMENTS`` or
     more in slices over the cores (the counts are per element: slices add up)."""
+    if words.size < SPLIT_UNPACK_ELEMENTS:  # one slice (a stream's few bytes past its weights)
+        return count_nans_and_infs(words)
     counts = []  # a slice's (NaNs, Infs) each, in any order
     run_split(lambda start, stop: counts.append(count_nans_and_infs(words[start:stop])),
               words.size, min_chunk=SPLIT_UNPACK_ELEMENTS // 2)

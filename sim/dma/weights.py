@@ -43,6 +43,8 @@ says where each kernel's runs lie (:class:`DcStream`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..configs import FP16, INT8
@@ -331,7 +333,7 @@ def dc_stream(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None
     atomic_c = weight_atomic_c(cfg, mac_atomic_c=mac_atomic_c)
     group = weight_group_size(precision, cfg, mac_atomic_k=mac_atomic_k)
     base, stride = dc_kernel_runs(shape, group, atomic_c)
-    elements = _stream_elements(data, int(np.prod(shape)), precision)
+    elements = _stream_elements(data, math.prod(shape), precision)  # ints: no numpy call
     return DcStream(elements, shape, precision, group, atomic_c, base, stride,
                     np.zeros((shape[0], 2), np.int64))
 
