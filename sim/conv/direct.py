@@ -49,16 +49,6 @@ def _fp16_products():
     return _MAC_FP16
 
 
-def _column_sums(counts: np.ndarray) -> tuple[int, int]:
-    """The sums of the two columns of ``counts`` (K, 2): numpy's sum over the first axis of
-    so narrow an array is a loop of two-element rows (40 us for 4096 kernels, 50 in a
-    layer, its columns' own sums 3 us each), and a stream without a NaN or an Inf weight,
-    the usual, needs only the test that every count is 0."""
-    if not counts.any():
-        return 0, 0
-    return int(counts[:, 0].sum()), int(counts[:, 1].sum())
-
-
 def _stream_weights(ctx, layer: ConvLayer) -> bool:
     """Whether the products take the layer's weights as their DC stream (fp16 layers: the
     products of a small layer read it as it is, :func:`sim.conv.mac_fp16.reads_stream`;
@@ -129,7 +119,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     if not integer:
         out = _fp16_products().conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
         if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
-            nans, infs = _column_sums(weights.specials)
+            nans, infs = (int(n) for n in weights.totals)
             counters[(CDMA, WEIGHT_COUNTERS[0])] += nans
             counters[(CDMA, WEIGHT_COUNTERS[1])] += infs
     else:

@@ -348,7 +348,8 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
     ``WORD_LANES`` halves by :func:`_gather_live_runs` with every lane live, one
     register copy and count a half: the copy and the count over the row took twice as
     long).  (Each
-    pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)"""
+    pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)  Returns the
+    kernels' NaN and Inf weights (:func:`_range_totals`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_scratch(max(block, CHUNK)))
     data_nan = _pixels_with_nans(d_nan)
@@ -367,6 +368,7 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
         for p in range(data_nan.size):  # one position: block b is lanes b * block on, in a row
             _pixel_of_kernels(p, data, d_nan, data_nan, rows, k0, k0, k1, block, 1, lanes,
                               work, out)
+    return _range_totals(specials, kernels[0], kernels[1])
 
 
 @njit(inline="always")
@@ -427,7 +429,8 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     lanes).  A kernel with a NaN weight (in a dead lane too: its block is NaN), or a pixel
     with a NaN datum, takes its NaN blocks from the whole runs, gathered for those
     kernels only then.  Whole weight groups of a layer the column kernel takes
-    (``columns`` not empty) take the column kernel (:func:`_group_by_columns`)."""
+    (``columns`` not empty) take the column kernel (:func:`_group_by_columns`).  Returns
+    the kernels' NaN and Inf weights (:func:`_range_totals`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_live_scratch(layout))
     data_nan = _pixels_with_nans(d_nan)
@@ -459,6 +462,7 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
                 fp16_fc_live_blocks(pixel_data(data, p), rows[k - k0], layout, scratch,
                                     block_exp4[k - k0], sums[k - k0])
             _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
+    return _range_totals(specials, kernels[0], kernels[1])
 
 
 @njit(inline="always")
@@ -769,7 +773,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     if stream is not None and (stream.atomic_c != block or not (
             (tiles and SQUARE % stream.group == 0) or reads_stream(layer, block))):
         stream.specials[:] = 0
-        stream.specials[0] = count_nans_and_infs(stream.elements)
+        stream.specials[0] = stream.totals[:] = count_nans_and_infs(stream.elements)
         weights, stream = stream.unpacked(), None
     if stream is None:
         weights = np.asarray(weights, dtype=np.uint16)
@@ -800,14 +804,18 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                             stream.specials, block, n_blocks, out,
                             _column_operands(live, layout, n_blocks, columns))
                 # whole weight groups a thread (the column kernel takes only those)
-                run_split(lambda a, b: _conv_fp16_live_runs(
-                    *operands, (a * KERNELS, min(b * KERNELS, n_k))),
+                found = []  # each thread's NaN and Inf weights
+                run_split(lambda a, b: found.append(_conv_fp16_live_runs(
+                    *operands, (a * KERNELS, min(b * KERNELS, n_k)))),
                     ceil_div(n_k, KERNELS), min_chunk=MIN_KERNELS // KERNELS)
+                _keep_totals(stream, found)
                 return out
             operands = (data, d_nan, stream.elements, stream.base, stream.stride,
                         stream.specials, block, groups * n_r * n_s, out)
-            run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,
+            found = []
+            run_split(lambda a, b: found.append(_conv_fp16_runs(*operands, (a, b))), n_k,
                       min_chunk=MIN_KERNELS)
+            _keep_totals(stream, found)
             return out
         data, d_nan, _ = _csc_fc_data(cube, pad_bits, lanes, geometry, count, False)
         operands = (data, d_nan, np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s),
@@ -849,6 +857,24 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
                         out)
             _products(operands, n_k)
     return out
+
+
+def _keep_totals(stream: DcStream, found: list) -> None:
+    """The stream's NaN and Inf weights (``DcStream.totals``) from each thread's
+    (:func:`_range_totals` of the kernels it read)."""
+    stream.totals[0] = sum(nans for nans, _ in found)
+    stream.totals[1] = sum(infs for _, infs in found)
+
+
+@njit(inline="always")
+def _range_totals(specials, k0, k1):
+    """The NaN and Inf weights of kernels ``k0:k1`` (``specials``' rows): summed by the
+    thread that counted them, from its own caches."""
+    nans, infs = np.int64(0), np.int64(0)
+    for k in range(k0, k1):
+        nans += specials[k, 0]
+        infs += specials[k, 1]
+    return nans, infs
 
 
 def _columns_may_apply(pixels: int, block: int, n_blocks: int) -> bool:
@@ -900,7 +926,7 @@ def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,
                                              specials, (a, b)),
               squares)
     stream.specials[:] = 0
-    stream.specials[0] = specials.sum(axis=0)
+    stream.specials[0] = stream.totals[:] = specials.sum(axis=0)
     lane_nan[:] = specials[:, 0] > 0
 
 

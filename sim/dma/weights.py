@@ -308,7 +308,9 @@ class DcStream:
     first K*C*R*S elements, kernel ``k``'s runs of ``atomic_c`` from ``base[k]``,
     ``stride[k]`` apart (:func:`dc_kernel_runs`); ``shape`` (K, C, R, S).  ``specials``
     (K, 2) int64: each kernel's NaN and Inf weights, counted by the reader as it reads
-    them (the stream is read once)."""
+    them (the stream is read once), and ``totals`` (2,) int64 their sums, kept by the
+    reader with them (the CDMA's counters: summed afterwards, the counts other threads
+    had just written took a fully connected layer some 30 us)."""
 
     elements: np.ndarray
     shape: tuple
@@ -318,6 +320,7 @@ class DcStream:
     base: np.ndarray
     stride: np.ndarray
     specials: np.ndarray
+    totals: np.ndarray
 
     def unpacked(self) -> np.ndarray:
         """The (K, C, R, S) weights (:func:`unpack_weight_dc`)."""
@@ -335,7 +338,7 @@ def dc_stream(data, shape, precision: str, cfg=None, *, mac_atomic_c: int | None
     base, stride = dc_kernel_runs(shape, group, atomic_c)
     elements = _stream_elements(data, math.prod(shape), precision)  # ints: no numpy call
     return DcStream(elements, shape, precision, group, atomic_c, base, stride,
-                    np.zeros((shape[0], 2), np.int64))
+                    np.zeros((shape[0], 2), np.int64), np.zeros(2, np.int64))
 
 
 def weight_bytes(shape, precision: str) -> int:
