@@ -625,27 +625,25 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
     """:func:`_csc_in_weight_order` straight from the layer's input ``cube`` (N, C, H, W)
     fp16 bits (every channel; ``pad_bits`` the CSC's pad value), its operands as
     :func:`sim.num.mac_fc.fc_data` arrays (count, lanes) (exponents, signs, significands,
-    values), in one call: each lane decoded where it is gathered, the first NaN of each
-    block of the input (or the pad's) taken on the way.  Also whether each lane is live (a
-    value not zero in some pixel).  The first NaNs are (count, R * S, groups), or with
-    ``block_major`` (count, 1, groups * R * S) in CACC's block order: the calls this
-    replaces (the data's operands, NaNs, the CSC, fc_data) took a fully connected layer
-    0.25 ms with the caches cold (a large layer's weights had just gone through them)."""
+    values), in one call: the lanes gathered in their order, their first NaN of each
+    block taken on the way, then decoded in one loop over them all.  Also whether each
+    lane is live (a value not zero in some pixel).  The first NaNs are (count, R * S,
+    groups), or with ``block_major`` (count, 1, groups * R * S) in CACC's block order:
+    the calls this replaces (the data's operands, NaNs, the CSC, fc_data) took a fully
+    connected layer 0.25 ms with the caches cold (a large layer's weights had just gone
+    through them)."""
     out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, n_r, n_s = geometry
     _, _, in_h, in_w = cube.shape
     n_pos = n_r * n_s
     groups = lanes.size - 1
     n_lanes = lanes[-1] * n_pos
-    d_exp = np.zeros((count, n_lanes), np.uint16)
-    d_sign = np.zeros((count, n_lanes), np.uint8)
-    d_sig = np.zeros((count, n_lanes), np.uint16)
-    d_float = np.zeros((count, n_lanes), np.float32)
-    live = np.zeros(n_lanes, np.bool_)
+    gathered = np.zeros((count, n_lanes), np.uint16)
     d_nan = np.empty((count, 1, groups * n_pos) if block_major else (count, n_pos, groups),
                      np.int64)
     pad_nan = np.int64(pad_bits) if (pad_bits & 0x7FFF) > 0x7C00 else np.int64(-1)
     for p in range(count):
         b, oy, ox = p // (out_h * out_w), (p // out_w) % out_h, p % out_w
+        row = gathered[p]
         for g in range(groups):
             c0, c1 = lanes[g], lanes[g + 1]
             for r in range(n_r):
@@ -653,23 +651,54 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
                     pos = r * n_s + s
                     iy = oy * stride_y + r * dil_y - top
                     ix = ox * stride_x + s * dil_x - left
-                    inside = 0 <= iy < in_h and 0 <= ix < in_w
-                    nan = np.int64(-1) if inside else pad_nan
                     first, step = ((g * n_pos + pos) * (c1 - c0), 1) if block_major \
                         else (c0 * n_pos + pos, n_pos)
-                    for j in range(c1 - c0):
-                        bits = cube[b, c0 + j, iy, ix] if inside else pad_bits
-                        if inside and nan < 0 and (bits & 0x7FFF) > 0x7C00:
-                            nan = np.int64(bits)
-                        m = first + j * step
-                        d_exp[p, m], d_sign[p, m], d_sig[p, m], d_float[p, m], here = \
-                            fc_data_lane(bits)
-                        live[m] |= here
+                    if 0 <= iy < in_h and 0 <= ix < in_w:
+                        most = np.uint16(0)
+                        for j in range(c1 - c0):
+                            bits = cube[b, c0 + j, iy, ix]
+                            row[first + j * step] = bits
+                            most = max(most, bits & np.uint16(0x7FFF))
+                        nan = np.int64(-1)
+                        if most > 0x7C00:  # a NaN: the block's first (rare)
+                            for j in range(c1 - c0):
+                                if (row[first + j * step] & 0x7FFF) > 0x7C00:
+                                    nan = np.int64(row[first + j * step])
+                                    break
+                    else:  # outside the input: the CSC's pad value in every lane
+                        for j in range(c1 - c0):
+                            row[first + j * step] = pad_bits
+                        nan = pad_nan
                     if block_major:
                         d_nan[p, 0, g * n_pos + pos] = nan
                     else:
                         d_nan[p, pos, g] = nan
-    return (d_exp, d_sign, d_sig, d_float), d_nan, live
+    return _decoded(gathered), d_nan, _live_lanes(gathered)
+
+
+@njit
+def _decoded(bits):
+    """:func:`sim.num.mac_fc.fc_data_lane`'s four arrays of the fp16 patterns ``bits``
+    (pixels, lanes), in one loop without a branch."""
+    d_exp = np.empty(bits.shape, np.uint16)
+    d_sign = np.empty(bits.shape, np.uint8)
+    d_sig = np.empty(bits.shape, np.uint16)
+    d_float = np.empty(bits.shape, np.float32)
+    flat, e, s, g, f = bits.reshape(-1), d_exp.reshape(-1), d_sign.reshape(-1), \
+        d_sig.reshape(-1), d_float.reshape(-1)
+    for i in range(flat.size):
+        e[i], s[i], g[i], f[i] = fc_data_lane(flat[i])
+    return d_exp, d_sign, d_sig, d_float
+
+
+@njit
+def _live_lanes(bits):
+    """Whether each lane of ``bits`` (pixels, lanes) holds a value not zero in some pixel."""
+    live = np.zeros(bits.shape[1], np.bool_)
+    for p in range(bits.shape[0]):
+        for m in range(bits.shape[1]):
+            live[m] |= (bits[p, m] & 0x7FFF) != 0
+    return live
 
 
 #: The weights are transposed in squares of this many kernels by as many (channel,

@@ -143,15 +143,15 @@ def fc_data(sign, sig, exp4):
 def fc_data_lane(bits):
     """:func:`fc_data` of one fp16 data value ``bits`` (the CMAC's operands,
     :func:`sim.num.mac.fp16_weight_operand`): (biased exponent uint16, sign uint8,
-    significand uint16, value float32), and whether it is live (not a zero): for kernels
-    that decode a layer's few data values where they gather them."""
+    significand uint16, value float32): for kernels that decode a layer's few data
+    values themselves."""
     sign, sig, e4, dead = fp16_weight_operand(word32(bits))
     exp4 = np.int64(4 * ZERO_LANE_EXP) if dead else np.int64(e4)
     # float_data's value, exact (below 2**42): e4 is 0 to 28, and a zero's sig is 0 (a
     # product of powers of two, not ldexp: a library call a lane, 3 times the loop's time)
     value = np.float64(sig) * np.float64(np.int64(1) << np.int64(e4))
     return (np.uint16(exp4 + EXP_BIAS), np.uint8(sign), np.uint16(sig),
-            np.float32(-value if sign != 0 else value), not dead)
+            np.float32(-value if sign != 0 else value))
 
 
 @njit(inline="always")
