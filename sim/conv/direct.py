@@ -35,6 +35,20 @@ def _reused(kept, shape, what: str):
     return kept
 
 
+_MAC_FP16 = None  # sim.conv.mac_fp16, loaded by the first fp16 layer only
+
+
+def _fp16_products():
+    """:mod:`sim.conv.mac_fp16`, imported by the first fp16 layer (not imported each: a
+    function's own import cost a layer several microseconds with the caches cold)."""
+    global _MAC_FP16
+    if _MAC_FP16 is None:
+        from . import mac_fp16
+
+        _MAC_FP16 = mac_fp16
+    return _MAC_FP16
+
+
 def _stream_weights(ctx, layer: ConvLayer) -> bool:
     """Whether the products take the layer's weights as their DC stream (fp16 layers: the
     products of a small layer read it as it is, :func:`sim.conv.mac_fp16.reads_stream`;
@@ -103,10 +117,9 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
-        from .mac_fp16 import conv_fp16  # loaded by the first fp16 layer only
-        out = conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+        out = _fp16_products().conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
         if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
-            nans, infs = (int(n) for n in weights.specials.sum(axis=0))
+            nans, infs = (int(n) for n in weights.totals)
             counters[(CDMA, WEIGHT_COUNTERS[0])] += nans
             counters[(CDMA, WEIGHT_COUNTERS[1])] += infs
     else:

@@ -30,6 +30,7 @@ class ConvEngine(Engine):
         # what the CBUF keeps between this machine's layers (a sim.conv.cdma.Cbuf, made
         # with the first layer: the datapath modules load then)
         self.cbuf = None
+        self._modes = None  # sim.conv.modes, loaded with the first layer (not imported each)
 
     def ready(self, machine):
         rf = machine.regfile
@@ -40,14 +41,13 @@ class ConvEngine(Engine):
         return armed_groups(machine, (*CONV_UNITS, *sdp_chain(machine)))
 
     def run(self, ctx):
-        from .modes import compute_conv_layer  # the datapaths load with the first layer
-
-        if self.cbuf is None:
+        if self.cbuf is None:  # the datapaths load with the first layer
+            from . import modes
             from .cdma import Cbuf
 
-            self.cbuf = Cbuf()
+            self.cbuf, self._modes = Cbuf(), modes
         prepared = []  # the SDP layer, decoded while the weights are fetched
-        out, counters, self.cbuf = compute_conv_layer(
+        out, counters, self.cbuf = self._modes.compute_conv_layer(
             ctx, self.cbuf, during=lambda: prepared.append(prepare_sdp(ctx)))
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)

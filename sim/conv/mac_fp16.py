@@ -13,6 +13,7 @@ exponent) and of CACC's 48-bit accumulator is :mod:`sim.num.mac`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Iterator
@@ -37,8 +38,8 @@ from ..num.fc_live import VECTOR as LIVE_VECTOR
 from ..num.fc_live import (
     fc_live_scratch,
     fp16_fc_live_blocks,
-    live_data,
-    live_layout,
+    layout_fits,
+    live_operands,
     whole_layout,
 )
 from ..num.fc_pieces import prefetch
@@ -60,7 +61,7 @@ from ..num.mac import (
     tile_scratch_layout,
     weight_rows_bytes,
 )
-from ..num.mac_fc import CHUNK, fc_data, fc_scratch, fp16_fc_blocks, pixel_data
+from ..num.mac_fc import CHUNK, fc_data_lane, fc_scratch, fp16_fc_blocks, pixel_data
 from ..num.rounding import sign_extend
 from ..num.specials import FP16_INF, count_nans_and_infs, fp16_nans_and_infs, nan_mask
 from .layer import ConvLayer
@@ -347,7 +348,8 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
     ``WORD_LANES`` halves by :func:`_gather_live_runs` with every lane live, one
     register copy and count a half: the copy and the count over the row took twice as
     long).  (Each
-    pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)"""
+    pixel step, :func:`_pixel_of_kernels`, is :func:`_conv_fp16_kernels`'s.)  Returns the
+    kernels' NaN and Inf weights (:func:`_range_totals`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_scratch(max(block, CHUNK)))
     data_nan = _pixels_with_nans(d_nan)
@@ -366,6 +368,7 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
         for p in range(data_nan.size):  # one position: block b is lanes b * block on, in a row
             _pixel_of_kernels(p, data, d_nan, data_nan, rows, k0, k0, k1, block, 1, lanes,
                               work, out)
+    return _range_totals(specials, kernels[0], kernels[1])
 
 
 @njit(inline="always")
@@ -425,8 +428,9 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     (:func:`sim.num.fc_live.fp16_fc_live_blocks`), ``data`` the live lanes' (count, live
     lanes).  A kernel with a NaN weight (in a dead lane too: its block is NaN), or a pixel
     with a NaN datum, takes its NaN blocks from the whole runs, gathered for those
-    kernels only then.  Whole weight groups of a layer :func:`_column_operands` accepts
-    (``columns`` not empty) take the column kernel (:func:`_group_by_columns`)."""
+    kernels only then.  Whole weight groups of a layer the column kernel takes
+    (``columns`` not empty) take the column kernel (:func:`_group_by_columns`).  Returns
+    the kernels' NaN and Inf weights (:func:`_range_totals`)."""
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_live_scratch(layout))
     data_nan = _pixels_with_nans(d_nan)
@@ -458,6 +462,7 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
                 fp16_fc_live_blocks(pixel_data(data, p), rows[k - k0], layout, scratch,
                                     block_exp4[k - k0], sums[k - k0])
             _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
+    return _range_totals(specials, kernels[0], kernels[1])
 
 
 @njit(inline="always")
@@ -615,6 +620,87 @@ def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes
     return d_sign, d_sig, d_exp4, d_nan
 
 
+@njit
+def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
+    """:func:`_csc_in_weight_order` straight from the layer's input ``cube`` (N, C, H, W)
+    fp16 bits (every channel; ``pad_bits`` the CSC's pad value), its operands as
+    :func:`sim.num.mac_fc.fc_data` arrays (count, lanes) (exponents, signs, significands,
+    values), in one call: the lanes gathered in their order, their first NaN of each
+    block taken on the way, then decoded in one loop over them all.  Also whether each
+    lane is live (a value not zero in some pixel).  The first NaNs are (count, R * S,
+    groups), or with ``block_major`` (count, 1, groups * R * S) in CACC's block order:
+    the calls this replaces (the data's operands, NaNs, the CSC, fc_data) took a fully
+    connected layer 0.25 ms with the caches cold (a large layer's weights had just gone
+    through them)."""
+    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, n_r, n_s = geometry
+    _, _, in_h, in_w = cube.shape
+    n_pos = n_r * n_s
+    groups = lanes.size - 1
+    n_lanes = lanes[-1] * n_pos
+    gathered = np.zeros((count, n_lanes), np.uint16)
+    d_nan = np.empty((count, 1, groups * n_pos) if block_major else (count, n_pos, groups),
+                     np.int64)
+    pad_nan = np.int64(pad_bits) if (pad_bits & 0x7FFF) > 0x7C00 else np.int64(-1)
+    for p in range(count):
+        b, oy, ox = p // (out_h * out_w), (p // out_w) % out_h, p % out_w
+        row = gathered[p]
+        for g in range(groups):
+            c0, c1 = lanes[g], lanes[g + 1]
+            for r in range(n_r):
+                for s in range(n_s):
+                    pos = r * n_s + s
+                    iy = oy * stride_y + r * dil_y - top
+                    ix = ox * stride_x + s * dil_x - left
+                    first, step = ((g * n_pos + pos) * (c1 - c0), 1) if block_major \
+                        else (c0 * n_pos + pos, n_pos)
+                    if 0 <= iy < in_h and 0 <= ix < in_w:
+                        most = np.uint16(0)
+                        for j in range(c1 - c0):
+                            bits = cube[b, c0 + j, iy, ix]
+                            row[first + j * step] = bits
+                            most = max(most, bits & np.uint16(0x7FFF))
+                        nan = np.int64(-1)
+                        if most > 0x7C00:  # a NaN: the block's first (rare)
+                            for j in range(c1 - c0):
+                                if (row[first + j * step] & 0x7FFF) > 0x7C00:
+                                    nan = np.int64(row[first + j * step])
+                                    break
+                    else:  # outside the input: the CSC's pad value in every lane
+                        for j in range(c1 - c0):
+                            row[first + j * step] = pad_bits
+                        nan = pad_nan
+                    if block_major:
+                        d_nan[p, 0, g * n_pos + pos] = nan
+                    else:
+                        d_nan[p, pos, g] = nan
+    return _decoded(gathered), d_nan, _live_lanes(gathered)
+
+
+@njit
+def _decoded(bits):
+    """:func:`sim.num.mac_fc.fc_data_lane`'s four arrays of the fp16 patterns ``bits``
+    (pixels, lanes), in one loop without a branch."""
+    d_exp = np.empty(bits.shape, np.uint16)
+    d_sign = np.empty(bits.shape, np.uint8)
+    d_sig = np.empty(bits.shape, np.uint16)
+    d_float = np.empty(bits.shape, np.float32)
+    flat, e, s, g, f = bits.reshape(-1), d_exp.reshape(-1), d_sign.reshape(-1), \
+        d_sig.reshape(-1), d_float.reshape(-1)
+    for i in range(flat.size):
+        e[i], s[i], g[i], f[i] = fc_data_lane(flat[i])
+    return d_exp, d_sign, d_sig, d_float
+
+
+@njit
+def _live_lanes(bits):
+    """Whether each lane of ``bits`` (pixels, lanes) holds a value not zero in some pixel."""
+    live = np.zeros(bits.shape[1], np.bool_)
+    for p in range(bits.shape[0]):
+        for m in range(bits.shape[1]):
+            live[m] |= (bits[p, m] & 0x7FFF) != 0
+    return live
+
+
 #: The weights are transposed in squares of this many kernels by as many (channel,
 #: position) pairs: the square's rows of both the source and the result stay in the
 #: caches and within the TLB's reach (a row per page).
@@ -716,7 +802,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     if stream is not None and (stream.atomic_c != block or not (
             (tiles and SQUARE % stream.group == 0) or reads_stream(layer, block))):
         stream.specials[:] = 0
-        stream.specials[0] = count_nans_and_infs(stream.elements)
+        stream.specials[0] = stream.totals[:] = count_nans_and_infs(stream.elements)
         weights, stream = stream.unpacked(), None
     if stream is None:
         weights = np.asarray(weights, dtype=np.uint16)
@@ -726,46 +812,48 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     geometry = tuple(int(v) for v in (layer.out_height, layer.out_width, layer.stride_y,
                                       layer.stride_x, layer.dilation_y, layer.dilation_x,
                                       layer.pad_top, layer.pad_left, n_r, n_s))
-    pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
-    pad_ops = fp16_data_operands(pad)
-    pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     out = np.zeros((n, n_k, layer.out_height, layer.out_width), np.uint32)
     if n * layer.out_height * layer.out_width < MIN_TILE:
         # too few pixels for vectors over them: vectors over a kernel's lanes, the weights
         # as the layer stores them (each meets at most a few data values: the data are put
         # in their order instead), the threads splitting kernels
-        x, x_nans = _data_operands(cube, np.arange(c), block)
         lanes = np.minimum(np.arange(groups + 1) * block, c)
         count = n * layer.out_height * layer.out_width
-        d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(
-            fp16_data_operands(x), x_nans, pad_ops, pad_nan, lanes, geometry, count,
-            c * n_r * n_s, stream is not None)
-        data = fc_data(d_sign, d_sig, d_exp4)
-        if stream is not None:  # blocks in CACC's order: block g * R * S + pos at column b
-            d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
-            layout = live_layout(d_exp4, block)
-            if layout is None and _columns_apply(count, d_nan, block, groups * n_r * n_s):
-                # few zero data, but the column kernel takes the layer: every lane live
-                layout = whole_layout(groups * n_r * n_s, block)
-            if layout is not None:  # many zero data (ReLU): their lanes skipped
-                live = live_data(data, layout[0])
+        # blocks in CACC's order for the stream: block g * R * S + pos at column b
+        pad_bits = np.uint16(layer.pad_value & 0xFFFF)
+        if stream is not None:
+            n_blocks = groups * n_r * n_s
+            data, d_nan, columns, (taken, layout, live) = _fc_stream_data(
+                cube, pad_bits, lanes, geometry, count, block,
+                layout_fits(c * n_r * n_s, block), _columns_may_apply(count, block, n_blocks))
+            # the live lanes where many data are zero (ReLU), else every lane where the
+            # column kernel takes the layer, else no layout
+            if taken:
                 operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
-                            stream.specials, block, groups * n_r * n_s, out,
-                            _column_operands(live, layout, d_nan, block, groups * n_r * n_s))
+                            stream.specials, block, n_blocks, out,
+                            _column_operands(live, layout, n_blocks, columns))
                 # whole weight groups a thread (the column kernel takes only those)
-                run_split(lambda a, b: _conv_fp16_live_runs(
-                    *operands, (a * KERNELS, min(b * KERNELS, n_k))),
+                found = []  # each thread's NaN and Inf weights
+                run_split(lambda a, b: found.append(_conv_fp16_live_runs(
+                    *operands, (a * KERNELS, min(b * KERNELS, n_k)))),
                     ceil_div(n_k, KERNELS), min_chunk=MIN_KERNELS // KERNELS)
+                _keep_totals(stream, found)
                 return out
             operands = (data, d_nan, stream.elements, stream.base, stream.stride,
                         stream.specials, block, groups * n_r * n_s, out)
-            run_split(lambda a, b: _conv_fp16_runs(*operands, (a, b)), n_k,
+            found = []
+            run_split(lambda a, b: found.append(_conv_fp16_runs(*operands, (a, b))), n_k,
                       min_chunk=MIN_KERNELS)
+            _keep_totals(stream, found)
             return out
+        data, d_nan, _ = _csc_fc_data(cube, pad_bits, lanes, geometry, count, False)
         operands = (data, d_nan, np.ascontiguousarray(weights).reshape(n_k, c * n_r * n_s),
                     lanes, n_r * n_s, out)
         run_split(lambda a, b: _conv_fp16_kernels(*operands, (a, b)), n_k, min_chunk=MIN_KERNELS)
         return out
+    pad = np.full(block, layer.pad_value & 0xFFFF, np.uint16)
+    pad_ops = fp16_data_operands(pad)
+    pad_nan = int(first_nan_per_block(pad, nan_mask(pad), block)[0])
     size = n_k * c * n_r * n_s
     with _scratch("transposed", 2 * size) as t_buf, \
             _scratch("weights", weight_rows_bytes(size)) as w_buf:
@@ -800,20 +888,60 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
     return out
 
 
-def _columns_apply(pixels: int, d_nan, block: int, n_blocks: int) -> bool:
-    """Whether the column kernel takes a layer: one pixel without a NaN datum, nv_full's
+def _keep_totals(stream: DcStream, found: list) -> None:
+    """The stream's NaN and Inf weights (``DcStream.totals``) from each thread's
+    (:func:`_range_totals` of the kernels it read)."""
+    stream.totals[0] = sum(nans for nans, _ in found)
+    stream.totals[1] = sum(infs for _, infs in found)
+
+
+@njit(inline="always")
+def _range_totals(specials, k0, k1):
+    """The NaN and Inf weights of kernels ``k0:k1`` (``specials``' rows): summed by the
+    thread that counted them, from its own caches."""
+    nans, infs = np.int64(0), np.int64(0)
+    for k in range(k0, k1):
+        nans += specials[k, 0]
+        infs += specials[k, 1]
+    return nans, infs
+
+
+def _columns_may_apply(pixels: int, block: int, n_blocks: int) -> bool:
+    """Whether the column kernel takes a layer whose data hold no NaN: one pixel, nv_full's
     blocks (``BLOCK`` lanes), at most 4096 of them (a flagged lane's place, block * 16 +
-    kernel, is a 16-bit word), on a processor with its word permutations."""
-    return (pixels == 1 and block == COLUMN_BLOCK and bool((d_nan < 0).all())
-            and n_blocks * KERNELS <= 1 << 16 and word_permutes())
+    kernel, is a 16-bit word), on a processor with its word permutations
+    (:func:`_word_permutes`)."""
+    return (pixels == 1 and block == COLUMN_BLOCK and n_blocks * KERNELS <= 1 << 16
+            and _word_permutes())
 
 
-def _column_operands(live, layout, d_nan, block: int, n_blocks: int) -> tuple:
+def _column_operands(live, layout, n_blocks: int, columns: bool) -> tuple:
     """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes
-    (:func:`_columns_apply`); else empty ones (the gather's path for every kernel)."""
-    if _columns_apply(live[0].shape[0], d_nan, block, n_blocks):
+    (``columns``: :func:`_fc_stream_data`'s); else empty ones (the gather's path for
+    every kernel)."""
+    if columns:
         return column_operands(tuple(a[0] for a in live), layout[0], n_blocks)
     return no_column_operands()
+
+
+@functools.cache
+def _word_permutes() -> bool:
+    """:func:`sim.num.fc_columns.word_permutes`, asked once (a kernel's call, each layer)."""
+    return bool(word_permutes())
+
+
+@njit
+def _fc_stream_data(cube, pad_bits, lanes, geometry, count, block, fits, columns):
+    """The data of a small layer whose products read its weights' stream, in one call:
+    :func:`_csc_fc_data` in CACC's block order, whether the column kernel takes the layer
+    (``columns``, :func:`_columns_may_apply`, and no NaN datum), and
+    :func:`sim.num.fc_live.live_operands` (the live lanes' layout where they pay, ``fits``
+    :func:`sim.num.fc_live.layout_fits`, else every lane's where the column kernel takes
+    the layer, and the data over it): the five calls and numpy passes they replace took a
+    fully connected layer about 0.1 ms, with the caches cold."""
+    data, d_nan, live = _csc_fc_data(cube, pad_bits, lanes, geometry, count, True)
+    columns = columns and (d_nan < 0).all()
+    return data, d_nan, columns, live_operands(data, live, block, fits, columns)
 
 
 def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,
@@ -827,7 +955,7 @@ def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,
                                              specials, (a, b)),
               squares)
     stream.specials[:] = 0
-    stream.specials[0] = specials.sum(axis=0)
+    stream.specials[0] = stream.totals[:] = specials.sum(axis=0)
     lane_nan[:] = specials[:, 0] > 0
 
 

@@ -48,6 +48,7 @@ from sim.num.fc_pieces import (
     prefetch,
 )
 from sim.num.mac import (
+    ZERO_LANE_EXP,
     fp16_weight_operand,
     signed_product,
 )
@@ -136,6 +137,21 @@ def fc_data(sign, sig, exp4):
     return ((np.asarray(exp4, np.int32) + EXP_BIAS).astype(np.uint16),
             np.asarray(sign).astype(np.uint8), np.asarray(sig).astype(np.uint16),
             float_data(sign, sig, exp4))
+
+
+@njit(inline="always")
+def fc_data_lane(bits):
+    """:func:`fc_data` of one fp16 data value ``bits`` (the CMAC's operands,
+    :func:`sim.num.mac.fp16_weight_operand`): (biased exponent uint16, sign uint8,
+    significand uint16, value float32): for kernels that decode a layer's few data
+    values themselves."""
+    sign, sig, e4, dead = fp16_weight_operand(word32(bits))
+    exp4 = np.int64(4 * ZERO_LANE_EXP) if dead else np.int64(e4)
+    # float_data's value, exact (below 2**42): e4 is 0 to 28, and a zero's sig is 0 (a
+    # product of powers of two, not ldexp: a library call a lane, 3 times the loop's time)
+    value = np.float64(sig) * np.float64(np.int64(1) << np.int64(e4))
+    return (np.uint16(exp4 + EXP_BIAS), np.uint8(sign), np.uint16(sig),
+            np.float32(-value if sign != 0 else value))
 
 
 @njit(inline="always")

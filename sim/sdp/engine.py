@@ -63,11 +63,25 @@ def effective_strides(height: int, width: int, surfaces: int, atom: int, line: i
     return line, surface
 
 
-def layer_of(ctx):
-    from .config import decode
+_DATAPATH = None  # (sim.sdp.config, .pipeline, .rdma), once the first SDP layer loads them
 
+
+def _datapath_modules():
+    """The SDP's decoder, pipeline and RDMA modules, imported by the first SDP layer (a
+    function's own ``from .x import y`` ran each call: 5-15 us of a layer with the caches
+    cold, a few such a layer).  Their functions are looked up on the modules each call."""
+    global _DATAPATH
+    if _DATAPATH is None:
+        from . import config, pipeline, rdma
+
+        _DATAPATH = config, pipeline, rdma
+    return _DATAPATH
+
+
+def layer_of(ctx):
+    config = _datapath_modules()[0]
     rdma = ctx.regs(SDP_RDMA) if SDP_RDMA in ctx.groups else None
-    return decode(ctx.regs(SDP), rdma, ctx.config)
+    return config.decode(ctx.regs(SDP), rdma, ctx.config)
 
 
 def _read_input(ctx, layer, cp: int, in_atoms: bool = False) -> np.ndarray:
@@ -176,9 +190,7 @@ class SdpPrepared:
 
 
 def _prepare(ctx, fetch, on_the_fly: bool, lut: LutRam) -> SdpPrepared:
-    from .pipeline import datapath
-    from .rdma import read_operands
-
+    _, pipeline, rdma = _datapath_modules()
     group = ctx.groups.get(SDP_RDMA)
     fetched = fetch.fetched(group) if fetch is not None and group is not None else None
     prepared = SdpPrepared(fetched)
@@ -197,13 +209,13 @@ def _prepare(ctx, fetch, on_the_fly: bool, lut: LutRam) -> SdpPrepared:
     if not on_the_fly:
         return prepared  # the input is read first: the operands after it, as ever
     try:
-        prepared.operands = read_operands(ctx, layer, prepared.cp, fetched)
+        prepared.operands = rdma.read_operands(ctx, layer, prepared.cp, fetched)
     except Exception as exc:  # noqa: BLE001 - raised after the input is taken (_compute)
         prepared.operand_error = exc
         return prepared
     try:  # the operands shaped and the stages resolved: off the path after the convolution
-        prepared.path = datapath(layer, prepared.operands, lut, False, prepared.cp,
-                                 layer.height, layer.width)
+        prepared.path = pipeline.datapath(layer, prepared.operands, lut, False, prepared.cp,
+                                          layer.height, layer.width)
     except Exception:  # noqa: BLE001 - made again, and raised, where the layer computes
         prepared.path = None
     return prepared
@@ -219,9 +231,7 @@ def prepare_sdp(ctx) -> SdpPrepared:
 
 
 def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
-    from .pipeline import run_pipeline
-    from .rdma import read_operands
-
+    _, pipeline, rdma = _datapath_modules()
     if prepared.error is not None:
         raise prepared.error
     layer, cp = prepared.layer, prepared.cp
@@ -229,16 +239,16 @@ def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
     in_atoms = cube is None and in_atom_order(layer, cp, atom)
     if cube is None:
         data = _read_input(ctx, layer, cp, in_atoms)
-        operands = read_operands(ctx, layer, cp, prepared.fetched, in_atoms)
+        operands = rdma.read_operands(ctx, layer, cp, prepared.fetched, in_atoms)
     else:
         data = _from_cacc(layer, cube, cp)
         if prepared.operand_error is not None:
             raise prepared.operand_error
         operands = prepared.operands
     # an output only written to memory (copied there) may be scratch memory
-    out, stats = run_pipeline(layer, data, operands, lut, from_memory=cube is None,
-                              scratch=layer.writes_memory,
-                              path=prepared.path if cube is not None else None)
+    out, stats = pipeline.run_pipeline(layer, data, operands, lut, from_memory=cube is None,
+                                       scratch=layer.writes_memory,
+                                       path=prepared.path if cube is not None else None)
     _store_counters(ctx, layer, stats)
     if layer.eql:
         return

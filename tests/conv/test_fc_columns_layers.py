@@ -50,6 +50,7 @@ def _both_paths(monkeypatch, x, w, layer):
             taken = _spy(patch, use)
             stream = as_stream(w, 64)
             results.append((conv_fp16(x, stream, layer, 64), stream.specials.copy(), taken))
+            assert tuple(stream.totals) == tuple(stream.specials.sum(axis=0))
     return results
 
 

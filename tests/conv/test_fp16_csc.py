@@ -50,3 +50,59 @@ def test_tiles_of_every_step_count_on_garbage_are_the_definition(out_hw, tiles, 
         a[:] = rng.integers(0, 256, a.size)
         b[:] = rng.integers(0, 256, b.size)
     np.testing.assert_array_equal(conv_fp16(x, wt, layer, 64), want)
+
+
+@pytest.mark.parametrize("block_major", [False, True])
+@pytest.mark.parametrize("batches,channels,in_hw,kernel,stride,dil,pad,pad_value", [
+    (1, 64, (1, 1), (1, 1), (1, 1), (1, 1), (0, 0), 0),  # fully connected, 1 x 1
+    (1, 128, (3, 3), (3, 3), (1, 1), (1, 1), (0, 0), 0),  # fully connected over 3 x 3
+    (2, 64, (3, 3), (3, 3), (2, 2), (1, 1), (1, 1), 0xBE00),  # batches, padded, -1.5 pad
+    (1, 96, (3, 5), (2, 3), (1, 2), (2, 1), (1, 2), 0xFE21),  # dilated, a NaN pad
+    (1, 70, (3, 3), (3, 3), (1, 1), (1, 1), (1, 1), 0x7C00),  # a partial group, Inf pad
+])
+def test_fc_data_in_one_call_is_the_csc_then_fc_data(block_major, batches, channels, in_hw,
+                                                     kernel, stride, dil, pad, pad_value):
+    """The small layers' data in one call (sim.conv.mac_fp16._csc_fc_data: the gather,
+    each lane decoded, the first NaNs and the live lanes) are those of the data's operands
+    and NaNs, the CSC (_csc_in_weight_order), fc_data and the zero lanes one by one, in
+    either lane order: NaNs (first of a block and later ones), Infs, zeros, subnormals and
+    pads."""
+    from sim.num.mac import ZERO_LANE_EXP, first_nan_per_block, fp16_data_operands
+    from sim.num.mac_fc import fc_data
+    from sim.num.specials import nan_mask
+
+    block = 32
+    if block_major and channels % block:
+        pytest.skip("the block order takes whole groups only")
+    rng = np.random.default_rng(channels + in_hw[1] + block_major)
+    cube = random_bits(rng, (batches, channels, *in_hw))
+    cube[:, 3] = 0  # a channel dead everywhere but in the pads
+    plant(rng, cube, [0x7E01, 0xFD00, 0x7C01, 0x7E02, 0x7C01])
+    out_hw = ((in_hw[0] + 2 * pad[0] - dil[0] * (kernel[0] - 1) - 1) // stride[0] + 1,
+              (in_hw[1] + 2 * pad[1] - dil[1] * (kernel[1] - 1) - 1) // stride[1] + 1)
+    count = batches * out_hw[0] * out_hw[1]
+    assert count < mac_fp16.MIN_TILE
+    geometry = (*out_hw, *stride, *dil, *pad, *kernel)
+    groups = -(-channels // block)
+    lanes = np.minimum(np.arange(groups + 1) * block, channels)
+    n_lanes = channels * kernel[0] * kernel[1]
+
+    x, x_nans = mac_fp16._data_operands(cube, np.arange(channels), block)
+    pads = np.full(block, pad_value, np.uint16)
+    pad_nan = int(first_nan_per_block(pads, nan_mask(pads), block)[0])
+    d_sign, d_sig, d_exp4, d_nan = mac_fp16._csc_in_weight_order(
+        fp16_data_operands(x), x_nans, fp16_data_operands(pads), pad_nan, lanes, geometry,
+        count, n_lanes, block_major)
+    if block_major:
+        d_nan = np.ascontiguousarray(d_nan.transpose(0, 2, 1)).reshape(count, 1, -1)
+    want = fc_data(d_sign, d_sig, d_exp4)
+
+    got, got_nan, live = mac_fp16._csc_fc_data(cube, np.uint16(pad_value), lanes, geometry,
+                                                count, block_major)
+    assert (d_nan >= 0).any()
+    np.testing.assert_array_equal(got_nan, d_nan)
+    for a, b in zip(got, want, strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a.view(np.uint8), b.view(np.uint8))  # -0.0 apart
+    np.testing.assert_array_equal(live, (d_exp4 != 4 * ZERO_LANE_EXP).any(axis=0))
+    assert live.any() and (pad_value or not live.all())

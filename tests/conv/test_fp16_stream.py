@@ -58,7 +58,7 @@ def test_stream_products_are_the_definition(case, block):
     stream = as_stream(wt, block)
     got = conv_fp16(x, stream, layer, block)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))
-    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt) == tuple(stream.totals)
     np.testing.assert_array_equal(got, conv_fp16(x, wt, layer, block))
     has_nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
     assert has_nan.any() == ("nan" in case)
@@ -79,8 +79,10 @@ def test_kernel_ranges_split_anywhere(threads, min_kernels, monkeypatch):
     stream = as_stream(wt, 64)
     got = conv_fp16(x, stream, layer, 64)
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, 64))
-    # each kernel's NaNs and Infs counted once, whichever thread read it
+    # each kernel's NaNs and Infs counted once, whichever thread read it, and the threads'
+    # totals added up
     np.testing.assert_array_equal(stream.specials, [count_nans_and_infs(kernel) for kernel in wt])
+    assert tuple(stream.totals) == count_nans_and_infs(wt) and stream.totals[0] > 0
 
 
 def test_other_layers_unpack_the_stream():
@@ -94,7 +96,7 @@ def test_other_layers_unpack_the_stream():
     assert isinstance(stream, DcStream) and not reads_stream(layer, 64)
     np.testing.assert_array_equal(conv_fp16(x, stream, layer, 64),
                                   reference_fp16(x, wt, layer, 64))
-    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt)
+    assert tuple(stream.specials.sum(axis=0)) == count_nans_and_infs(wt) == tuple(stream.totals)
     layer.out_height = layer.out_width = 1
     assert not reads_stream(layer, 128) and reads_stream(layer, 64)
 
@@ -165,15 +167,19 @@ def _zeroed(rng, x, fraction):
 
 
 def _spy_live(monkeypatch):
-    """The layouts conv_fp16 takes (None: the full blocks)."""
+    """The live lanes' layouts conv_fp16 takes (None: the full blocks, or every lane for
+    the column kernel: a layout of every lane's place)."""
     taken = []
 
-    def live_layout(*args):
-        taken.append(plain(*args))
-        return taken[-1]
+    def stream_data(cube, *args):
+        result = plain(cube, *args)
+        has, layout, _ = result[3]
+        lanes = result[0][0].shape[1]  # the data's (pixels, lanes)
+        taken.append(layout if has and layout[0].size < lanes else None)
+        return result
 
-    plain = mac_fp16.live_layout
-    monkeypatch.setattr(mac_fp16, "live_layout", live_layout)
+    plain = mac_fp16._fc_stream_data
+    monkeypatch.setattr(mac_fp16, "_fc_stream_data", stream_data)
     return taken
 
 
@@ -236,6 +242,7 @@ def test_live_lanes_are_the_definition(case, zeros, block, c, k, live, monkeypat
     np.testing.assert_array_equal(got, reference_fp16(x, wt, layer, block))
     np.testing.assert_array_equal(got, conv_fp16(x, wt, layer, block))
     np.testing.assert_array_equal(stream.specials, [count_nans_and_infs(kernel) for kernel in wt])
+    assert tuple(stream.totals) == count_nans_and_infs(wt)
     nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
     if case == "weight_nan_in_dead_lane":
         assert nan[0, 5].all() and nan.sum() == 1

@@ -297,7 +297,8 @@ def test_blocks_as_the_pipeline_cuts_them():
 
 
 def test_worth_it_only_with_numba_loaded_and_a_large_block(monkeypatch):
-    large, small = np.zeros((1, 4, 1024), np.uint16), np.zeros((1, 4, 1023), np.uint16)
+    size = fused_fp.MIN_ELEMENTS
+    large, small = np.zeros((1, 4, size // 4), np.uint16), np.zeros((1, 1, size - 1), np.uint16)
     monkeypatch.setattr(jit, "_numba", None)
     assert not fused_fp.worth_it(large)
     monkeypatch.setattr(jit, "_numba", object())
