@@ -40,6 +40,8 @@ there.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from sim.jit import intrinsic, njit, prefer_wide_vectors
@@ -581,12 +583,8 @@ def column_operands(data, lanes, n_blocks):
     bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
     a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
     d_exp, d_sign, d_sig, d_float = (np.ascontiguousarray(a) for a in data)
-    placed = _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
-                             n_blocks, carry_bounds())
-    # the block loop's scratch has room for a block's 32 pairs, no more (unchecked there)
-    if n_blocks and np.diff(placed[0]).max() > BLOCK:
-        raise ValueError("column_operands: a block of more than 64 columns (a lane twice?)")
-    return placed + (carry8_rows(),)
+    return _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
+                           n_blocks, carry_bounds()) + (carry8_rows(),)
 
 
 @njit
@@ -598,6 +596,9 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         if lanes[i] >= 0:
             starts[lanes[i] // BLOCK + 1] += 1
     for b in range(n_blocks):
+        # the block loop's scratch has room for a block's 32 pairs, no more (unchecked there)
+        if starts[b + 1] > BLOCK:
+            raise ValueError("column_operands: a block of more than 64 columns (a lane twice?)")
         starts[b + 1] = starts[b] + starts[b + 1] + (starts[b + 1] & 1)
     columns = starts[-1]
     offsets, rows = np.zeros(columns, np.int64), np.zeros(columns, np.int64)
@@ -619,8 +620,10 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
     return starts, offsets, exps, values, rows, sigs, signs, below12
 
 
+@functools.cache
 def no_column_operands():
-    """:func:`column_operands`' types with no column: for callers that take none."""
+    """:func:`column_operands`' types with no column: for callers that take none (the
+    same empty arrays every call)."""
     empty = column_operands((np.zeros(0, np.uint16), np.zeros(0, np.uint8),
                              np.zeros(0, np.uint16), np.zeros(0, np.float32)),
                             np.zeros(0, np.int64), 0)
