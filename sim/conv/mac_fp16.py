@@ -25,13 +25,13 @@ from ..dma.align import align_up, ceil_div
 from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
 from ..num.compress import WORD_LANES, compress_words, nans_and_infs
+from ..num.fc_carry_tables import carry8_rows, carry_bounds
 from ..num.fc_columns import BLOCK as COLUMN_BLOCK
 from ..num.fc_columns import (
     KERNELS,
-    column_operands,
     column_work,
     columns_group,
-    no_column_operands,
+    placed_columns,
     word_permutes,
 )
 from ..num.fc_live import VECTOR as LIVE_VECTOR
@@ -823,15 +823,15 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
         pad_bits = np.uint16(layer.pad_value & 0xFFFF)
         if stream is not None:
             n_blocks = groups * n_r * n_s
-            data, d_nan, columns, (taken, layout, live) = _fc_stream_data(
+            data, d_nan, placed, (taken, layout, live) = _fc_stream_data(
                 cube, pad_bits, lanes, geometry, count, block,
-                layout_fits(c * n_r * n_s, block), _columns_may_apply(count, block, n_blocks))
+                layout_fits(c * n_r * n_s, block), _columns_may_apply(count, block, n_blocks),
+                carry_bounds())
             # the live lanes where many data are zero (ReLU), else every lane where the
             # column kernel takes the layer, else no layout
             if taken:
                 operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
-                            stream.specials, block, n_blocks, out,
-                            _column_operands(live, layout, n_blocks, columns))
+                            stream.specials, block, n_blocks, out, _column_operands(placed))
                 # whole weight groups a thread (the column kernel takes only those)
                 found = []  # each thread's NaN and Inf weights
                 run_split(lambda a, b: found.append(_conv_fp16_live_runs(
@@ -915,13 +915,11 @@ def _columns_may_apply(pixels: int, block: int, n_blocks: int) -> bool:
             and _word_permutes())
 
 
-def _column_operands(live, layout, n_blocks: int, columns: bool) -> tuple:
-    """:func:`sim.num.fc_columns.column_operands` of a layer the column kernel takes
-    (``columns``: :func:`_fc_stream_data`'s); else empty ones (the gather's path for
-    every kernel)."""
-    if columns:
-        return column_operands(tuple(a[0] for a in live), layout[0], n_blocks)
-    return no_column_operands()
+def _column_operands(placed: tuple) -> tuple:
+    """The column kernel's operands (:func:`sim.num.fc_columns.column_operands`') from
+    :func:`_fc_stream_data`'s placed columns: with the carry rows (no column: the gather's
+    path for every kernel)."""
+    return placed + (carry8_rows(),)
 
 
 @functools.cache
@@ -931,17 +929,21 @@ def _word_permutes() -> bool:
 
 
 @njit
-def _fc_stream_data(cube, pad_bits, lanes, geometry, count, block, fits, columns):
+def _fc_stream_data(cube, pad_bits, lanes, geometry, count, block, fits, columns, bounds):
     """The data of a small layer whose products read its weights' stream, in one call:
     :func:`_csc_fc_data` in CACC's block order, whether the column kernel takes the layer
     (``columns``, :func:`_columns_may_apply`, and no NaN datum), and
     :func:`sim.num.fc_live.live_operands` (the live lanes' layout where they pay, ``fits``
     :func:`sim.num.fc_live.layout_fits`, else every lane's where the column kernel takes
-    the layer, and the data over it): the five calls and numpy passes they replace took a
-    fully connected layer about 0.1 ms, with the caches cold."""
+    the layer, and the data over it), and the column kernel's operands but the carry rows
+    (:func:`sim.num.fc_columns.placed_columns`; ``bounds`` its carry bounds; no column
+    where it does not take the layer): the six calls and numpy passes they replace took a
+    fully connected layer about 0.2 ms, with the caches cold."""
     data, d_nan, live = _csc_fc_data(cube, pad_bits, lanes, geometry, count, True)
     columns = columns and (d_nan < 0).all()
-    return data, d_nan, columns, live_operands(data, live, block, fits, columns)
+    taken, layout, live_data = live_operands(data, live, block, fits, columns)
+    placed = placed_columns(live_data, layout[0], live.size // block, bounds, columns and taken)
+    return data, d_nan, placed, (taken, layout, live_data)
 
 
 def _transpose_stream(stream: DcStream, dst: np.ndarray, lane_bits: np.ndarray,

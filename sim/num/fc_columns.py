@@ -582,9 +582,22 @@ def column_operands(data, lanes, n_blocks):
     carry row (sign * 256 + low byte of the significand), significand, sign, and the
     bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
     a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
-    d_exp, d_sign, d_sig, d_float = (np.ascontiguousarray(a) for a in data)
-    return _placed_columns(d_exp, d_sign, d_sig, d_float, np.ascontiguousarray(lanes),
-                           n_blocks, carry_bounds()) + (carry8_rows(),)
+    rows = tuple(np.ascontiguousarray(a).reshape(1, -1) for a in data)  # one pixel
+    return placed_columns(rows, np.ascontiguousarray(lanes), n_blocks, carry_bounds(),
+                          True) + (carry8_rows(),)
+
+
+@njit
+def placed_columns(data, lanes, n_blocks, bounds, take):
+    """:func:`column_operands` but the carry rows, from compiled code (a layer's data
+    function: a call fewer, and no arrays boxed, a layer): of ``data``'s first pixel over
+    ``lanes`` where ``take``, else with no column (an empty first array: the layer's
+    groups go the other way).  ``bounds``: :func:`sim.num.fc_carry_tables.carry_bounds`."""
+    count = lanes.size if take else 0
+    placed = _placed_columns(data[0][0], data[1][0], data[2][0], data[3][0], lanes[:count],
+                             n_blocks if take else 0, bounds)
+    starts = placed[0] if take else np.zeros(0, np.int64)
+    return (starts,) + placed[1:]
 
 
 @njit
