@@ -515,6 +515,12 @@ def write_feature(mem, addr: int, array, precision: str, atom_bytes: int, line_s
                            surface_stride, batch_stride, array.shape[0] if array.ndim == 4 else 1,
                            what)
     raw = _padded_raw(array, layout, precision, pad_value)
+    if layout.height * layout.width == 1 and layout.in_atom_order:
+        # one pixel, atoms back to back: each atom is its channels in order, so the cube's
+        # bytes are the window's as they are (no scratch window, no transpose: a fully
+        # connected layer's output, where each numpy call costs with the caches cold)
+        _write_bytes(mem, addr, layout, precision, what, raw.reshape(-1))
+        return layout
     _write_window(mem, addr, layout, precision, what,
                   lambda window: scatter_atoms(window, 0, layout, raw))
     return layout
@@ -562,6 +568,12 @@ def _write_window(mem, addr: int, layout: FeatureLayout, precision: str, what: s
     else:
         window = mem.read_for_update(addr, layout.extent, what)
     fill(window)
+    _write_bytes(mem, addr, layout, precision, what, window)
+
+
+def _write_bytes(mem, addr: int, layout: FeatureLayout, precision: str, what: str,
+                 window: np.ndarray) -> None:
+    """Write ``window``, the bytes of ``layout``'s window at ``addr``, through ``mem.write``."""
     mem.write(addr, window, what, lines=layout.lines)
     mem.notify_feature(addr, layout, precision, what)  # which elements these bytes hold
 

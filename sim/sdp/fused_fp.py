@@ -243,9 +243,12 @@ def run(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray]:
     return run_tallied(path, v, operand)[:2]
 
 
-def run_tallied(path, v: np.ndarray, operand) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`run`'s words and suspects, and their :data:`TALLIES` (int64)."""
-    h = np.empty(v.shape, np.uint16)
+def run_tallied(path, v: np.ndarray, operand, h: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`run`'s words and suspects, and their :data:`TALLIES` (int64).  ``h``: where
+    the words go (a C-ordered uint16 array of ``v``'s shape), else a new array."""
+    if h is None:
+        h = np.empty(v.shape, np.uint16)
     suspect = np.empty(v.shape, np.bool_)
     tally = np.zeros(TALLIES, np.int64)
     if v.size == 0:
@@ -270,9 +273,11 @@ def _one_row(rows: np.ndarray, operands: tuple) -> tuple[np.ndarray, tuple]:
             flat.append(op)
             continue
         repeats = n_rows // op.shape[0]  # its rows over the block's, in turn
-        if op.shape[1] == 1:  # one value a row: each value over the row's pixels
+        if repeats == 1 and (pixels == 1 or op.shape[1] != 1):
+            flat.append(op.reshape(1, -1))  # already the value at each element, in order
+        elif op.shape[1] == 1:  # one value a row: each value over the row's pixels
             column = op[:, 0] if repeats == 1 else np.tile(op[:, 0], repeats)
             flat.append(np.repeat(column, pixels).reshape(1, -1))
         else:  # one value a pixel (arrays numba takes: C-ordered and writeable, as op)
-            flat.append((op if repeats == 1 else np.tile(op, (repeats, 1))).reshape(1, -1))
+            flat.append(np.tile(op, (repeats, 1)).reshape(1, -1))
     return rows.reshape(1, -1), tuple(flat)

@@ -65,6 +65,12 @@ class Datapath:
     int_operands: dict | None = None  # integer layer path (int_path_applies): "x1"/"x2" ->
     # (alu, mul) of x_int_operands
     add_convert: AddConvert | None = None  # its adding-stage form (add_convert_plan)
+    float32: bool | None = None  # whether fast_fp applies (fast_fp.applies), once known
+
+    def _float32(self) -> bool:
+        if self.float32 is None:
+            self.float32 = fast_fp.applies(self.layer, self.precision, self.out_precision)
+        return self.float32
 
     def run_into(self, v: np.ndarray, channels: slice, pixels: slice, dest: np.ndarray,
                  deferred: list | None = None) -> np.ndarray:
@@ -77,7 +83,8 @@ class Datapath:
         if self.add_convert is not None and self._add_converted(v, channels, pixels, dest):
             return np.zeros(len(COUNTERS), np.int64)  # integer output, nothing saturated
         out, counts = self.run(v, channels, pixels, deferred, dest)
-        dest[...] = out
+        if out is not dest:  # (the compiled float32 pass writes the block's place itself)
+            dest[...] = out
         return counts
 
     def _add_converted(self, v: np.ndarray, channels: slice, pixels: slice,
@@ -108,10 +115,10 @@ class Datapath:
         def block_operand(op):
             return self._operand(op, channels, pixels)
 
-        if fast_fp.applies(layer, self.precision, self.out_precision):  # an fp16 output
+        if self._float32():  # an fp16 output
             return self._float32_pass(v, block_operand, counts,
                                       None if deferred is None else (deferred, channels, pixels,
-                                                                     dest))
+                                                                     dest), dest)
         if self.int_operands is not None:
             out, counts[0] = self._int_values(v, channels, pixels)
         else:
@@ -123,14 +130,18 @@ class Datapath:
         return out, counts
 
     def _float32_pass(self, v: np.ndarray, block_operand, counts: np.ndarray,
-                      defer: tuple | None = None) -> tuple:
+                      defer: tuple | None = None, dest: np.ndarray | None = None) -> tuple:
         """:meth:`run` of a block :mod:`sim.sdp.fast_fp` applies to: float32, then the rules
         for what float32 may get wrong.  The compiled pass counts the words it keeps.
         ``defer``: (list, channels, pixels, dest), where the compiled pass's suspects go
-        (:meth:`run_into`)."""
+        (:meth:`run_into`); ``dest``: the block's place in the output, where the compiled
+        pass puts its words when it can (one array and one copy fewer a block)."""
         tally = None
         if fused_fp.worth_it(v):
-            out, redo, tally = fused_fp.run_tallied(self, v, block_operand)
+            if dest is not None and not (dest.dtype == np.uint16 and dest.shape == v.shape
+                                         and dest.flags.c_contiguous):
+                dest = None
+            out, redo, tally = fused_fp.run_tallied(self, v, block_operand, dest)
             redone = tally[0] > 0
             if redone and defer is not None:
                 deferred, channels, pixels, dest = defer

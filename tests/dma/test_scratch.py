@@ -4,6 +4,7 @@ between slots or threads; writes through it leave memory as new windows did."""
 import threading
 
 import numpy as np
+import pytest
 
 from sim.dma import feature
 
@@ -54,3 +55,31 @@ def test_packed_writes_through_scratch_keep_each_cube():
     for cube, (_, data) in zip(cubes, mem.writes, strict=True):
         want, _ = feature.pack_feature(cube, precision="int8", atom_bytes=32)
         np.testing.assert_array_equal(data, want)
+
+
+@pytest.mark.parametrize("precision, dtype", [("int8", np.int8), ("fp16", np.uint16)])
+@pytest.mark.parametrize("channels, batch", [(1, 1), (16, 1), (17, 1), (100, 1), (40, 3)])
+def test_one_pixel_cubes_written_as_the_scatter_writes_them(precision, dtype, channels,
+                                                            batch):
+    """A packed 1x1 cube goes to memory as its bytes (no scratch window): the bytes of
+    scatter_feature's window, padding channels with the pad value, one batch after another;
+    a 1x1 cube with gaps between its surfaces goes through the window and keeps them."""
+    rng = np.random.default_rng(channels * 10 + batch)
+    info = np.iinfo(dtype)
+    cube = rng.integers(info.min, info.max, (batch, channels, 1, 1), endpoint=True,
+                        dtype=dtype)
+    array = cube if batch > 1 else cube[0]
+    for surface_stride in (32, 96):  # packed; 64 bytes of gap after each atom
+        layout = feature.feature_layout(array.shape, precision, 32, 32, surface_stride,
+                                        None, batch)
+        mem = _Memory()
+        mem.read_for_update = lambda addr, size, what, fill=0x5A: np.full(size, fill,
+                                                                        np.uint8)
+        feature.write_feature(mem, 0x2000, array, precision, 32, 32, surface_stride,
+                              layout.batch_stride, pad_value=7)
+        want = np.full(layout.extent, 0x5A, np.uint8)
+        feature.scatter_feature(want, 0, layout, array, precision, pad_value=7)
+        (addr, got), = mem.writes
+        assert addr == 0x2000
+        np.testing.assert_array_equal(got, want, err_msg=f"surface stride {surface_stride}")
+        assert layout.in_atom_order == (surface_stride == 32)

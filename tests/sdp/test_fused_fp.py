@@ -439,3 +439,47 @@ def test_suspects_redone_once_a_layer_as_block_by_block(cp, hw, block, monkeypat
         assert passes == [len(pipeline._blocks(1, cp, hw, block))], fp16_in
         np.testing.assert_array_equal(got.reshape(v.shape), want, err_msg=str(fp16_in))
         assert [stats[name] for name in stages.COUNTERS[:4]] == want_counts[:4].tolist()
+
+
+
+@pytest.mark.parametrize("cube", CUBES)
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("fp16_in", [True, False], ids=["fp16 input", "fp32 input"])
+def test_blocks_written_in_place_as_the_plain_pass_gives_them(fp16_in, batch, cube,
+                                                              monkeypatch):
+    """Datapath.run_into lets the compiled pass write a block straight into its place in
+    the output when that place is a C-ordered uint16 array (else into its own): the words
+    and counters of Datapath.run by numpy's float32 pass and the rules, for a whole cube
+    and for some of its channels (a place that is not C-ordered when there are two
+    images), one image or two (an operand already one value an element, or repeated over
+    the images, in the one-row form of short rows)."""
+    rng = np.random.default_rng(SEED + 11 + 2 * fp16_in + batch)
+    cp, h, w = CUBES[cube]
+    in_place = []
+    real = fused_fp.run_tallied
+
+    def run_tallied(path, v, operand, h=None):
+        in_place.append(h is not None)
+        return real(path, v, operand, h)
+
+    monkeypatch.setattr(fused_fp, "run_tallied", run_tallied)
+    for i, (x1, y) in enumerate(itertools.product(X_OPTIONS, Y_OPTIONS)):
+        x2 = X_OPTIONS[(5 * i) % len(X_OPTIONS)]
+        layer, streams, lut = _layer_and_streams(rng, x1, x2, y, rng.choice(MODES, (3, 2)),
+                                                 CUBES[cube])
+        path = pipeline.datapath(layer, streams, lut, fp16_in, cp, h, w)
+        v = _cube(rng, fp16_in, (batch, cp, h * w))
+        fused_fp.run(path, np.zeros((1, 1, 1), np.uint16), lambda op: op)  # numba loaded
+        for channels in (slice(None), slice(1, 3)):
+            label = f"x1={x1} x2={x2} y={y} channels={channels}"
+            block = v[:, channels]
+            monkeypatch.setattr(fused_fp, "MIN_ELEMENTS", 1 << 40)  # numpy's fast_fp, the rules
+            want, want_counts = path.run(block, channels, slice(None))
+            monkeypatch.setattr(fused_fp, "MIN_ELEMENTS", 1)
+            out = np.full((batch, cp, h * w), 0x5A5A, np.uint16)
+            in_place.clear()
+            counts = path.run_into(block, channels, slice(None), out[:, channels])
+            assert in_place == [batch == 1 or channels == slice(None)], label
+            np.testing.assert_array_equal(out[:, channels], want, err_msg=label)
+            np.testing.assert_array_equal(counts, want_counts, err_msg=label)
+            assert (out[:, 3:] == 0x5A5A).all() or channels == slice(None), label
