@@ -12,6 +12,7 @@ from ..configs import FP16
 from ..dma.weights import DcStream
 from ..errors import ConfigurationError
 from ..jit import run_split
+from ..lazy import loaded
 from .cdma import Cbuf, fetch_feature, fetch_weights
 from .layer import CACC, CDMA, ConvLayer, layer_counters
 from .mac_int import WeightPrep, conv_cacc, kernels_shared
@@ -33,20 +34,6 @@ def _reused(kept, shape, what: str):
         raise ConfigurationError(f"{CDMA}.D_MISC_CFG_0: {what}_REUSE, but the CBUF holds a "
                                  f"{kept[0].shape} cube and the layer needs {shape}")
     return kept
-
-
-_MAC_FP16 = None  # sim.conv.mac_fp16, loaded by the first fp16 layer only
-
-
-def _fp16_products():
-    """:mod:`sim.conv.mac_fp16`, imported by the first fp16 layer (not imported each: a
-    function's own import cost a layer several microseconds with the caches cold)."""
-    global _MAC_FP16
-    if _MAC_FP16 is None:
-        from . import mac_fp16
-
-        _MAC_FP16 = mac_fp16
-    return _MAC_FP16
 
 
 def _stream_weights(ctx, layer: ConvLayer) -> bool:
@@ -117,7 +104,7 @@ def compute_direct_layer(ctx, layer: ConvLayer, cbuf: Cbuf | None = None, during
     cube, weights = data[0], kernels[0]
     counters = layer_counters(data[1], kernels[1])
     if not integer:
-        out = _fp16_products().conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
+        out = loaded("sim.conv.mac_fp16").conv_fp16(cube, weights, layer, ctx.config.mac_atomic_c)
         if isinstance(weights, DcStream):  # its NaNs and Infs, counted as the products read it
             nans, infs = (int(n) for n in weights.totals)
             counters[(CDMA, WEIGHT_COUNTERS[0])] += nans

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..chains import CONV_UNITS, SDP, sdp_chain
 from ..engine import Engine, armed_groups
+from ..lazy import loaded
 from ..sdp.engine import prepare_sdp, process_sdp
 
 
@@ -30,7 +31,6 @@ class ConvEngine(Engine):
         # what the CBUF keeps between this machine's layers (a sim.conv.cdma.Cbuf, made
         # with the first layer: the datapath modules load then)
         self.cbuf = None
-        self._modes = None  # sim.conv.modes, loaded with the first layer (not imported each)
 
     def ready(self, machine):
         rf = machine.regfile
@@ -42,12 +42,9 @@ class ConvEngine(Engine):
 
     def run(self, ctx):
         if self.cbuf is None:  # the datapaths load with the first layer
-            from . import modes
-            from .cdma import Cbuf
-
-            self.cbuf, self._modes = Cbuf(), modes
+            self.cbuf = loaded("sim.conv.cdma").Cbuf()
         prepared = []  # the SDP layer, decoded while the weights are fetched
-        out, counters, self.cbuf = self._modes.compute_conv_layer(
+        out, counters, self.cbuf = loaded("sim.conv.modes").compute_conv_layer(
             ctx, self.cbuf, during=lambda: prepared.append(prepare_sdp(ctx)))
         for (unit, reg), value in counters.items():
             ctx.set_counter(unit, reg, value)

@@ -63,7 +63,14 @@ from ..num.mac import (
 )
 from ..num.mac_fc import CHUNK, fc_data_lane, fc_scratch, fp16_fc_blocks, pixel_data
 from ..num.rounding import sign_extend
-from ..num.specials import FP16_INF, count_nans_and_infs, fp16_nans_and_infs, nan_mask
+from ..num.specials import (
+    FP16_INF,
+    count_nans_and_infs,
+    fp16_nans_and_infs,
+    is_nan_scalar,
+    nan_mask,
+)
+from ..num.vector_fp import FP16
 from .layer import ConvLayer
 
 #: Output pixels computed together (at most): each weight meets this many data vectors
@@ -110,6 +117,16 @@ def _block_width(lanes):
 
 
 @njit(inline="always")
+def _input_at(geometry, q, r, s):
+    """The input element output pixel ``q`` (counted over batches, lines and columns)
+    reads at kernel position (r, s): (batch, line, column), outside the input where the
+    padding is."""
+    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, _, _ = geometry
+    b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
+    return b, oy * stride_y + r * dil_y - top, ox * stride_x + s * dil_x - left
+
+
+@njit(inline="always")
 def _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r, s, c0, c1,
                d_sign, d_sig, d_exp4, d_nan):
     """The CSC: the data of block ``g`` at kernel position (r, s) for output pixels
@@ -117,14 +134,10 @@ def _csc_block(x, x_nan, pad, pad_nan, geometry, start, count, g, r, s, c0, c1,
     pad value), their first NaNs into ``d_nan``; returns whether one has a NaN."""
     x_sign, x_sig, x_exp4 = x
     p_sign, p_sig, p_exp4 = pad
-    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, _, _ = geometry
     _, in_h, in_w, _ = x_sig.shape
     nan_here = False
     for p in range(count):
-        q = start + p
-        b, oy, ox = q // (out_h * out_w), (q // out_w) % out_h, q % out_w
-        iy = oy * stride_y + r * dil_y - top
-        ix = ox * stride_x + s * dil_x - left
+        b, iy, ix = _input_at(geometry, start + p, r, s)
         if 0 <= iy < in_h and 0 <= ix < in_w:
             for j in range(c1 - c0):
                 d_sign[j, p] = x_sign[b, iy, ix, c0 + j]
@@ -267,8 +280,8 @@ def _conv_fp16_kernels(data, d_nan, weights, lanes, n_pos, out, kernels):
     the layer stores them, fp16 bits (each meets at most a few data values: nothing is
     computed ahead, and nothing moves them), one kernel at a time
     (:func:`sim.num.mac_fc.fp16_fc_blocks`), ``CACC_KERNELS`` kernels' blocks accumulated
-    together.  ``data`` (:func:`sim.num.mac_fc.fc_data` of :func:`_csc_in_weight_order`'s
-    operands) and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
+    together.  ``data`` (:func:`sim.num.mac_fc.fc_data` arrays: :func:`_csc_fc_data`'s)
+    and ``d_nan`` are the CSC's, every pixel's in a row in the weights' order;
     ``lanes`` are all the channels' blocks."""
     block = lanes[1] - lanes[0]
     work = _small_layer_work((lanes.size - 1) * n_pos, fc_scratch(max(block * n_pos, CHUNK)))
@@ -340,7 +353,7 @@ def _conv_fp16_runs(data, d_nan, elements, base, stride, specials, block, n_bloc
     """:func:`_conv_fp16_kernels` with the weights read from their DC stream ``elements``
     (:func:`sim.dma.weights.dc_kernel_runs`: kernel ``k``'s block ``b`` is the ``block``
     lanes from ``base[k] + b * stride[k]``), the data and ``d_nan`` (count, 1, n_blocks)
-    in CACC's block order (:func:`_csc_in_weight_order` ``block_major``).  Each
+    in CACC's block order (:func:`_csc_fc_data` ``block_major``).  Each
     ``CACC_KERNELS`` kernels' blocks are gathered into rows of their own first (a run
     of a block's lanes at a time: the whole stream is read once, in order where the
     kernels are a weight group's), whole blocks of one position each; their NaNs and
@@ -580,59 +593,19 @@ def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums)
 
 
 @njit
-def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes,
-                         block_major=False):
-    """The CSC's data (:func:`_csc_block`) for ``count`` pixels and every kernel position,
-    in the order a layer stores its weights (lane ``c * R * S + pos``): signs and
-    significands (count, n_lanes) uint16, four times the exponents int32, and the first
-    NaN of every block (count, R * S, groups), -1 if none.  ``block_major`` (every group
-    of ``lanes`` as wide): in CACC's block order instead, block ``g * R * S + pos``'s
-    lanes in a run (lane ``(g * R * S + pos) * width + j``: channel ``lanes[g] + j``)."""
-    n_r, n_s = geometry[8], geometry[9]
-    n_pos = n_r * n_s
-    groups = lanes.size - 1
-    width = _block_width(lanes)
-    d_sign = np.zeros((count, n_lanes), np.uint16)
-    d_sig = np.zeros((count, n_lanes), np.uint16)
-    d_exp4 = np.zeros((count, n_lanes), np.int32)
-    d_nan = np.zeros((count, n_pos, groups), np.int64)
-    b_sign = np.zeros((width, count), np.uint32)
-    b_sig = np.zeros((width, count), np.uint32)
-    b_exp4 = np.zeros((width, count), np.int32)
-    b_nan = np.zeros(count, np.int64)
-    for g in range(groups):
-        c0, c1 = lanes[g], lanes[g + 1]
-        for r in range(n_r):
-            for s in range(n_s):
-                _csc_block(x, x_nan, pad, pad_nan, geometry, 0, count, g, r, s, c0, c1,
-                           b_sign, b_sig, b_exp4, b_nan)
-                pos = r * n_s + s
-                for p in range(count):
-                    d_nan[p, pos, g] = b_nan[p]
-                    for j in range(c1 - c0):
-                        if block_major:
-                            m = (g * n_pos + pos) * (c1 - c0) + j
-                        else:
-                            m = (c0 + j) * n_pos + pos
-                        d_sign[p, m] = b_sign[j, p]
-                        d_sig[p, m] = b_sig[j, p]
-                        d_exp4[p, m] = b_exp4[j, p]
-    return d_sign, d_sig, d_exp4, d_nan
-
-
-@njit
 def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
-    """:func:`_csc_in_weight_order` straight from the layer's input ``cube`` (N, C, H, W)
-    fp16 bits (every channel; ``pad_bits`` the CSC's pad value), its operands as
-    :func:`sim.num.mac_fc.fc_data` arrays (count, lanes) (exponents, signs, significands,
-    values), in one call: the lanes gathered in their order, their first NaN of each
-    block taken on the way, then decoded in one loop over them all.  Also whether each
-    lane is live (a value not zero in some pixel).  The first NaNs are (count, R * S,
-    groups), or with ``block_major`` (count, 1, groups * R * S) in CACC's block order:
-    the calls this replaces (the data's operands, NaNs, the CSC, fc_data) took a fully
-    connected layer 0.25 ms with the caches cold (a large layer's weights had just gone
-    through them)."""
-    out_h, out_w, stride_y, stride_x, dil_y, dil_x, top, left, n_r, n_s = geometry
+    """:func:`_csc_block`'s data for ``count`` pixels and every kernel position, in the
+    order a layer stores its weights (lane ``c * R * S + pos``), straight from the layer's
+    input ``cube`` (N, C, H, W) fp16 bits (every channel; ``pad_bits`` the CSC's pad
+    value), its operands as :func:`sim.num.mac_fc.fc_data` arrays (count, lanes)
+    (exponents, signs, significands, values), in one call: the lanes gathered in their
+    order, their first NaN of each block taken on the way, then decoded in one loop over
+    them all.  Also whether each lane is live (a value not zero in some pixel).  The
+    first NaNs are (count, R * S, groups), or with ``block_major`` (count, 1, groups *
+    R * S) in CACC's block order: the calls this replaces (the data's operands, NaNs, the
+    CSC, fc_data) took a fully connected layer 0.25 ms with the caches cold (a large
+    layer's weights had just gone through them)."""
+    n_r, n_s = geometry[8], geometry[9]
     _, _, in_h, in_w = cube.shape
     n_pos = n_r * n_s
     groups = lanes.size - 1
@@ -640,17 +613,15 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
     gathered = np.zeros((count, n_lanes), np.uint16)
     d_nan = np.empty((count, 1, groups * n_pos) if block_major else (count, n_pos, groups),
                      np.int64)
-    pad_nan = np.int64(pad_bits) if (pad_bits & 0x7FFF) > 0x7C00 else np.int64(-1)
+    pad_nan = np.int64(pad_bits) if is_nan_scalar(pad_bits, *FP16) else np.int64(-1)
     for p in range(count):
-        b, oy, ox = p // (out_h * out_w), (p // out_w) % out_h, p % out_w
         row = gathered[p]
         for g in range(groups):
             c0, c1 = lanes[g], lanes[g + 1]
             for r in range(n_r):
                 for s in range(n_s):
                     pos = r * n_s + s
-                    iy = oy * stride_y + r * dil_y - top
-                    ix = ox * stride_x + s * dil_x - left
+                    b, iy, ix = _input_at(geometry, p, r, s)
                     first, step = ((g * n_pos + pos) * (c1 - c0), 1) if block_major \
                         else (c0 * n_pos + pos, n_pos)
                     if 0 <= iy < in_h and 0 <= ix < in_w:
@@ -660,9 +631,9 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
                             row[first + j * step] = bits
                             most = max(most, bits & np.uint16(0x7FFF))
                         nan = np.int64(-1)
-                        if most > 0x7C00:  # a NaN: the block's first (rare)
+                        if most > FP16_INF:  # a NaN: the block's first (rare)
                             for j in range(c1 - c0):
-                                if (row[first + j * step] & 0x7FFF) > 0x7C00:
+                                if is_nan_scalar(row[first + j * step], *FP16):
                                     nan = np.int64(row[first + j * step])
                                     break
                     else:  # outside the input: the CSC's pad value in every lane
@@ -673,7 +644,8 @@ def _csc_fc_data(cube, pad_bits, lanes, geometry, count, block_major):
                         d_nan[p, 0, g * n_pos + pos] = nan
                     else:
                         d_nan[p, pos, g] = nan
-    return _decoded(gathered), d_nan, _live_lanes(gathered)
+    data = _decoded(gathered)
+    return data, d_nan, _live_lanes(data[2])
 
 
 @njit
@@ -692,12 +664,13 @@ def _decoded(bits):
 
 
 @njit
-def _live_lanes(bits):
-    """Whether each lane of ``bits`` (pixels, lanes) holds a value not zero in some pixel."""
-    live = np.zeros(bits.shape[1], np.bool_)
-    for p in range(bits.shape[0]):
-        for m in range(bits.shape[1]):
-            live[m] |= (bits[p, m] & 0x7FFF) != 0
+def _live_lanes(sig):
+    """Whether each lane holds a value not zero in some pixel, from the decoded
+    significands ``sig`` (pixels, lanes): a zero's is 0, every other value's is not."""
+    live = np.zeros(sig.shape[1], np.bool_)
+    for p in range(sig.shape[0]):
+        for m in range(sig.shape[1]):
+            live[m] |= sig[p, m] != 0
     return live
 
 

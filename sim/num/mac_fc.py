@@ -37,7 +37,7 @@ from sim.num.booth import booth_lane, booth_sum_low16
 from sim.num.borrowed import borrowed
 from sim.num.compress import COMPRESS_LANES, compress_flagged, compress_nonzero
 from sim.num.fc_carries import may_carry
-from sim.num.fc_float import FLOAT_LANES, float_data, float_run
+from sim.num.fc_float import FLOAT_LANES, data_value, float_data, float_run
 from sim.num.fc_pieces import (
     HALF_PIECE,
     PIECE,
@@ -147,11 +147,8 @@ def fc_data_lane(bits):
     values themselves."""
     sign, sig, e4, dead = fp16_weight_operand(word32(bits))
     exp4 = np.int64(4 * ZERO_LANE_EXP) if dead else np.int64(e4)
-    # float_data's value, exact (below 2**42): e4 is 0 to 28, and a zero's sig is 0 (a
-    # product of powers of two, not ldexp: a library call a lane, 3 times the loop's time)
-    value = np.float64(sig) * np.float64(np.int64(1) << np.int64(e4))
     return (np.uint16(exp4 + EXP_BIAS), np.uint8(sign), np.uint16(sig),
-            np.float32(-value if sign != 0 else value))
+            data_value(sign, sig, exp4))
 
 
 @njit(inline="always")

@@ -33,6 +33,7 @@ from ..dma.feature import (
 from ..dram import ELEMENTWISE
 from ..engine import Engine, armed_groups
 from ..errors import ConfigurationError
+from ..lazy import loaded
 from ..num.lut import ACCESS_DATA, LUT_PORTS, LutRam
 
 # The SDP's decoder, RDMA and pipeline (sim.sdp.config, .fetch, .rdma, .pipeline) load with
@@ -63,23 +64,8 @@ def effective_strides(height: int, width: int, surfaces: int, atom: int, line: i
     return line, surface
 
 
-_DATAPATH = None  # (sim.sdp.config, .pipeline, .rdma), once the first SDP layer loads them
-
-
-def _datapath_modules():
-    """The SDP's decoder, pipeline and RDMA modules, imported by the first SDP layer (a
-    function's own ``from .x import y`` ran each call: 5-15 us of a layer with the caches
-    cold, a few such a layer).  Their functions are looked up on the modules each call."""
-    global _DATAPATH
-    if _DATAPATH is None:
-        from . import config, pipeline, rdma
-
-        _DATAPATH = config, pipeline, rdma
-    return _DATAPATH
-
-
 def layer_of(ctx):
-    config = _datapath_modules()[0]
+    config = loaded("sim.sdp.config")
     rdma = ctx.regs(SDP_RDMA) if SDP_RDMA in ctx.groups else None
     return config.decode(ctx.regs(SDP), rdma, ctx.config)
 
@@ -190,7 +176,7 @@ class SdpPrepared:
 
 
 def _prepare(ctx, fetch, on_the_fly: bool, lut: LutRam) -> SdpPrepared:
-    _, pipeline, rdma = _datapath_modules()
+    pipeline, rdma = loaded("sim.sdp.pipeline"), loaded("sim.sdp.rdma")
     group = ctx.groups.get(SDP_RDMA)
     fetched = fetch.fetched(group) if fetch is not None and group is not None else None
     prepared = SdpPrepared(fetched)
@@ -231,7 +217,7 @@ def prepare_sdp(ctx) -> SdpPrepared:
 
 
 def _compute(ctx, lut: LutRam, cube, prepared: SdpPrepared) -> None:
-    _, pipeline, rdma = _datapath_modules()
+    pipeline, rdma = loaded("sim.sdp.pipeline"), loaded("sim.sdp.rdma")
     if prepared.error is not None:
         raise prepared.error
     layer, cp = prepared.layer, prepared.cp

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from sim.conv import mac_fp16
-from sim.conv.mac_fp16 import STEP, TILE, VECTOR, conv_fp16
+from sim.conv.mac_fp16 import STEP, TILE, VECTOR, _block_width, _csc_block, conv_fp16
+from sim.jit import njit
 
 from .test_fp16 import fp16, make_layer, plant, random_bits, reference_fp16
 
@@ -52,6 +53,48 @@ def test_tiles_of_every_step_count_on_garbage_are_the_definition(out_hw, tiles, 
     np.testing.assert_array_equal(conv_fp16(x, wt, layer, 64), want)
 
 
+@njit
+def _csc_in_weight_order(x, x_nan, pad, pad_nan, lanes, geometry, count, n_lanes,
+                         block_major=False):
+    """The plain path the small layers' one call (mac_fp16._csc_fc_data) stands in for:
+    the CSC's data (mac_fp16._csc_block) for ``count`` pixels and every kernel position,
+    in the order a layer stores its weights (lane ``c * R * S + pos``): signs and
+    significands (count, n_lanes) uint16, four times the exponents int32, and the first
+    NaN of every block (count, R * S, groups), -1 if none.  ``block_major`` (every group
+    of ``lanes`` as wide): in CACC's block order instead, block ``g * R * S + pos``'s
+    lanes in a run (lane ``(g * R * S + pos) * width + j``: channel ``lanes[g] + j``)."""
+    n_r, n_s = geometry[8], geometry[9]
+    n_pos = n_r * n_s
+    groups = lanes.size - 1
+    width = _block_width(lanes)
+    d_sign = np.zeros((count, n_lanes), np.uint16)
+    d_sig = np.zeros((count, n_lanes), np.uint16)
+    d_exp4 = np.zeros((count, n_lanes), np.int32)
+    d_nan = np.zeros((count, n_pos, groups), np.int64)
+    b_sign = np.zeros((width, count), np.uint32)
+    b_sig = np.zeros((width, count), np.uint32)
+    b_exp4 = np.zeros((width, count), np.int32)
+    b_nan = np.zeros(count, np.int64)
+    for g in range(groups):
+        c0, c1 = lanes[g], lanes[g + 1]
+        for r in range(n_r):
+            for s in range(n_s):
+                _csc_block(x, x_nan, pad, pad_nan, geometry, 0, count, g, r, s, c0, c1,
+                           b_sign, b_sig, b_exp4, b_nan)
+                pos = r * n_s + s
+                for p in range(count):
+                    d_nan[p, pos, g] = b_nan[p]
+                    for j in range(c1 - c0):
+                        if block_major:
+                            m = (g * n_pos + pos) * (c1 - c0) + j
+                        else:
+                            m = (c0 + j) * n_pos + pos
+                        d_sign[p, m] = b_sign[j, p]
+                        d_sig[p, m] = b_sig[j, p]
+                        d_exp4[p, m] = b_exp4[j, p]
+    return d_sign, d_sig, d_exp4, d_nan
+
+
 @pytest.mark.parametrize("block_major", [False, True])
 @pytest.mark.parametrize("batches,channels,in_hw,kernel,stride,dil,pad,pad_value", [
     (1, 64, (1, 1), (1, 1), (1, 1), (1, 1), (0, 0), 0),  # fully connected, 1 x 1
@@ -90,7 +133,7 @@ def test_fc_data_in_one_call_is_the_csc_then_fc_data(block_major, batches, chann
     x, x_nans = mac_fp16._data_operands(cube, np.arange(channels), block)
     pads = np.full(block, pad_value, np.uint16)
     pad_nan = int(first_nan_per_block(pads, nan_mask(pads), block)[0])
-    d_sign, d_sig, d_exp4, d_nan = mac_fp16._csc_in_weight_order(
+    d_sign, d_sig, d_exp4, d_nan = _csc_in_weight_order(
         fp16_data_operands(x), x_nans, fp16_data_operands(pads), pad_nan, lanes, geometry,
         count, n_lanes, block_major)
     if block_major:
