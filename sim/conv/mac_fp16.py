@@ -29,6 +29,7 @@ from ..num.fc_carry_tables import carry8_rows, carry_bounds
 from ..num.fc_columns import BLOCK as COLUMN_BLOCK
 from ..num.fc_columns import (
     KERNELS,
+    cacc_block,
     column_work,
     columns_group,
     placed_columns,
@@ -455,12 +456,24 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     scratch, block_exp4, sums, w_nan = work[0], work[1], work[2], work[3]
     by_columns = columns[0].size > 0
     column_scratch = column_work(columns[0][-1] if by_columns else 0)
+    # the column kernel's groups' blocks, two sets: CACC accumulates one group's while
+    # the kernel makes the next one's (_group_by_columns); ``pending`` is the first
+    # kernel of the group whose blocks wait in ``kept[side]``, -1 for none
+    kept = (work[6], (np.zeros_like(work[6][0]), np.zeros_like(work[6][1])))
+    pending, side = -1, 0
     for k0 in range(kernels[0], kernels[1], CACC_KERNELS):
         k1 = min(k0 + CACC_KERNELS, kernels[1])
         if by_columns and k1 - k0 == KERNELS and _group_end(base, stride, k0, k1, block) == k1:
             if _group_by_columns(elements, base[k0], stride[k0], n_blocks, columns,
-                                 column_scratch, specials[k0:k1], work, out[0, k0:k1, 0]):
+                                 column_scratch, kept[1 - side], kept[side], pending, work,
+                                 out[0, :, 0, 0]):
+                specials[k0:k1] = 0  # none: the group has no Inf or NaN weight
+                pending, side = k0, 1 - side
                 continue
+            pending = -1
+        else:
+            _cacc_pending(kept[side], pending, work, out[0, :, 0, 0])
+            pending = -1
         _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, rows,
                           specials)
         some_nan = data_nan.any()
@@ -475,27 +488,45 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
                 fp16_fc_live_blocks(pixel_data(data, p), rows[k - k0], layout, scratch,
                                     block_exp4[k - k0], sums[k - k0])
             _pixel_out(p, d_nan, data_nan, whole, k0, k0, k1, 1, lanes, work, out)
+    _cacc_pending(kept[side], pending, work, out[0, :, 0, 0])
     return _range_totals(specials, kernels[0], kernels[1])
 
 
 @njit(inline="always")
-def _group_by_columns(elements, first, stride, n_blocks, columns, column_scratch, specials,
-                      work, out):
+def _group_by_columns(elements, first, stride, n_blocks, columns, column_scratch, blocks,
+                      earlier, pending, work, out):
     """A whole weight group's one pixel by :func:`sim.num.fc_columns.columns_group`, its
-    blocks straight in CACC's block-major order, CACC of them into ``out`` (the group's
-    16 kernels' outputs at the one pixel).  Returns False (nothing written) for a group
-    with an Inf or NaN weight, which the other path takes (and counts): a group without
-    one has none to count."""
-    acc_e, acc_m, by_block = work[4], work[5], work[6]
+    blocks straight in CACC's block-major order into ``blocks``, while CACC accumulates
+    the blocks (``earlier``) of the group of kernels from ``pending`` (-1 for none) and
+    writes their outputs to ``out`` (a pixel's, by kernel).  Returns False for a group with an Inf
+    or NaN weight (its blocks are not the CMAC's), which the other path takes (and
+    counts): a group without one has none to count."""
+    acc_e, acc_m = work[4], work[5]
+    acc_e[:] = 0
+    acc_m[:] = 0
+    chained = n_blocks if pending >= 0 else 0
     largest = columns_group(elements, first, stride, n_blocks, columns, column_scratch,
-                            by_block[0], by_block[1])
-    if largest >= FP16_INF:
-        return False
-    specials[:] = 0
-    _cacc_by_block(by_block, acc_e, acc_m)
-    for k in range(KERNELS):
-        out[k, 0] = cacc_to_fp32(acc_e[k], acc_m[k])
-    return True
+                            blocks[0], blocks[1], (earlier[0], earlier[1], acc_e, acc_m),
+                            chained)
+    if pending >= 0:
+        _cacc_out(acc_e, acc_m, out[pending:pending + KERNELS])
+    return largest < FP16_INF
+
+
+@njit(inline="always")
+def _cacc_pending(blocks, pending, work, out):
+    """CACC of the column kernel's group of kernels from ``pending`` (-1: none), its
+    blocks ``blocks``, to ``out`` (a pixel's, by kernel)."""
+    if pending >= 0:
+        _cacc_by_block(blocks, work[4], work[5])
+        _cacc_out(work[4], work[5], out[pending:pending + KERNELS])
+
+
+@njit(inline="always")
+def _cacc_out(acc_e, acc_m, out):
+    """The accumulators (exponents, mantissas) as fp32 bit patterns to ``out``."""
+    for k in range(acc_e.size):
+        out[k] = cacc_to_fp32(acc_e[k], acc_m[k])
 
 
 @njit
@@ -561,14 +592,10 @@ def _cacc_kernels(block_exp4, sums, by_block, acc_e, acc_m):
 def _cacc_by_block(by_block, acc_e, acc_m):
     """:func:`_cacc_kernels` of blocks already block-major (``by_block``: (exponents,
     sums), each (blocks, CACC_KERNELS))."""
-    exps, mans = by_block
-    n_blocks = exps.shape[0]
     acc_e[:] = 0
     acc_m[:] = 0
-    for b in range(n_blocks):
-        for j in range(CACC_KERNELS):
-            acc_e[j], acc_m[j] = cacc_accumulate_finite(
-                acc_e[j], acc_m[j], exps[b, j], sign_extend(mans[b, j], 38))
+    for b in range(by_block[0].shape[0]):
+        cacc_block((by_block[0], by_block[1], acc_e, acc_m), b)
 
 
 @njit

@@ -11,7 +11,9 @@ block, for the 16 kernels at once (the same numbers as :mod:`sim.num.mac_fc`'s, 
 block of ``tests/num/mac_reference.py``):
 
 * the block exponents are a vertical running maximum of the lane exponents (a zero
-  weight's left out);
+  weight's left out), in a pass over the block's pairs of columns that keeps each pair's
+  weights and lane exponents for the products' pass (which then reads two lines a pair,
+  not two tile columns and four data values);
 * the shifted products ``P >> s`` are :mod:`sim.num.fc_float`'s exact float32 route
   (``floor(w * x * 2**(25 - E))``), 0 beyond shift 16, summed vertically;
 * the carries (``(P >> s) - c``): none at shifts 0 and 4 (:mod:`sim.num.fc_carries`); at
@@ -21,8 +23,8 @@ block of ``tests/num/mac_reference.py``):
   fraction ``v - floor(v)`` (exact: its low 12 bits over ``2**12``) is below the data
   value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few lanes are
   flagged, with every lane shifted by 16 (rare: its carry from the tree) and by 20 to 28
-  (its product from the whole tree); a block's pairs of columns with a flagged lane are
-  noted as the loop goes, their flagged lanes' packed words
+  (its product from the whole tree); each pair's flags are stored as the loop goes, and
+  after it the flagged pairs' flagged lanes' packed words
   (:func:`sim.num.mac_fc._unpack`) compressed in registers after it, and fixed after the
   group by :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`,
   as the other paths fix theirs.
@@ -54,7 +56,9 @@ from sim.num.fc_float import (
     _weights_as_float,
 )
 from sim.num.fc_pieces import prefetch
+from sim.num.mac import MAC_BITS, cacc_accumulate_finite
 from sim.num.mac_fc import EXP_BIAS, NEAR_SHIFT, flagged_word, halves_needs, send_change
+from sim.num.rounding import sign_extend
 
 #: Kernels of a weight group: the lanes of a column vector (16-bit words, two columns in
 #: a 512-bit register).
@@ -62,6 +66,16 @@ KERNELS = 16
 #: Lanes of a block (nv_full's MAC atomic C): a tile is KERNELS x BLOCK fp16 weights.
 BLOCK = 64
 TILE = KERNELS * BLOCK
+#: Words of a row of the carry table at 8 (512 bits: a data value's, all it needs).
+ROW_WORDS = 2 * KERNELS
+#: A pair's lookup index adds this for the second column's lanes: the permutation reads
+#: the second of its two tables (rows) there.
+SECOND_ROW = (0,) * KERNELS + (2 * KERNELS,) * KERNELS
+#: A zero weight's lane exponent as the products' loop reads it (below every other as a
+#: signed word; the block's exponent less it is above every shift the loop tests).
+ZERO_LANE = 0x8000
+#: Bytes of a cache line (the kept pairs' scratch rows start on one).
+LINE = 64
 #: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
 HALF = 32
 #: Weights ahead of a tile its prefetch asks the caches for, a line (``PREFETCH_LINE``
@@ -176,23 +190,24 @@ def word_permutes():
     return _word_permutes()
 
 
-def _carry8_words(context, builder, table, rows, index, portable=False):
-    """The 32 words of the carry table's ``rows`` (two i64 row numbers: words 0-15 read
-    the first row, 16-31 the second) at word ``index`` (i16 lanes, 0-31): by a word
-    permutation where the processor has one, else (or ``portable``) one at a time."""
+def _carry8_words(context, builder, table, starts, index, portable=False, second=None):
+    """The 32 words of the carry table's rows that start at words ``starts`` (two i64:
+    words 0-15 read the first row, 16-31 the second) at word ``index`` (i16 lanes, 0-31):
+    by a word permutation where the processor has one, else (or ``portable``) one at a
+    time.  ``second``: 32 in lanes 16-31, 0 in the others, if the caller keeps it."""
     from llvmlite import ir
     from numba.core import cgutils
 
     i16, i32, i64 = ir.IntType(16), ir.IntType(32), ir.IntType(64)
     pair_t = ir.VectorType(i16, 2 * KERNELS)
-    starts = [builder.mul(r, ir.Constant(i64, 2 * KERNELS)) for r in rows]
     if _has_word_permutes(context) and not portable:
         loaded = [builder.load(builder.bitcast(builder.gep(table, [s]), pair_t.as_pointer()),
                                align=2) for s in starts]
         permute = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(pair_t, [pair_t] * 3),
             "llvm.x86.avx512.vpermi2var.hi.512")
-        second = ir.Constant(pair_t, [0] * KERNELS + [2 * KERNELS] * KERNELS)
+        if second is None:
+            second = ir.Constant(pair_t, SECOND_ROW)
         return builder.call(permute, [loaded[0], builder.or_(index, second), loaded[1]])
     words = ir.Constant(pair_t, ir.Undefined)
     for lane in range(2 * KERNELS):
@@ -220,7 +235,8 @@ def _table_words(portable):
             index_p, out_p = (context.make_array(sig.args[k])(context, builder, args[k]).data
                               for k in (3, 4))
             index_v = builder.load(builder.bitcast(index_p, pair_t.as_pointer()), align=2)
-            words = _carry8_words(context, builder, table_p, rows, index_v, portable)
+            starts = [builder.mul(r, ir.Constant(r.type, ROW_WORDS)) for r in rows]
+            words = _carry8_words(context, builder, table_p, starts, index_v, portable)
             builder.store(words, builder.bitcast(out_p, pair_t.as_pointer()), align=2)
             return context.get_dummy_value()
 
@@ -231,6 +247,16 @@ def _table_words(portable):
 
 #: :func:`_table_words` in the host's form and in the portable one.
 table_words_host, table_words_portable = _table_words(False), _table_words(True)
+
+
+def _line_aligned(builder, pointer):
+    """``pointer`` moved up to the next 64-byte boundary (a cache line: a 512-bit load or
+    store from there touches one line)."""
+    from llvmlite import ir
+
+    i64 = ir.IntType(64)
+    address = builder.add(builder.ptrtoint(pointer, i64), ir.Constant(i64, LINE - 1))
+    return builder.inttoptr(builder.and_(address, ir.Constant(i64, -LINE)), pointer.type)
 
 
 class _BlockCode:
@@ -256,8 +282,10 @@ class _BlockCode:
 
         (self.starts, self.offsets, self.d_exp, self.d_float, self.d_row, self.d_sig,
          self.d_sign, self.below12, self.table) = (data(3, k) for k in range(9))
-        self.lows, self.highs, self.targets, self.pending_pairs, self.pending_flags = (
-            data(6, k) for k in range(5))
+        self.lows, self.highs, self.targets, self.pair_flags = (data(6, k) for k in range(4))
+        # the block's pairs as the exponent pass leaves them for the products' loop: their
+        # weights and lane exponents, a 64-byte line each (the scratch has a line to spare)
+        self.pair_w, self.pair_lane = (_line_aligned(builder, data(6, k)) for k in (4, 5))
         self.tile, self.exps, self.sums = (
             context.make_array(sig.args[k])(context, builder, args[k]).data for k in (0, 4, 5))
         self.first, self.stop = (context.cast(builder, v, t, types.int64) for v, t in zip(
@@ -273,7 +301,12 @@ class _BlockCode:
         self._home = builder.block  # where kept constants are made: before every loop
 
     def const(self, value):
-        """``value`` in every lane (a constant: for shift counts, and outside loops)."""
+        """``value`` in every lane, or a tuple of the lanes' values (a constant: for shift
+        counts, and outside loops)."""
+        from llvmlite import ir
+
+        if isinstance(value, tuple):
+            return ir.Constant(self.pair_t, list(value))
         return _filled(self.pair_t, value)
 
     def kept(self, value):
@@ -303,14 +336,46 @@ class _BlockCode:
 
         return i0, i1, b.shuffle_vector(column(i0), column(i1), self.joined)
 
-    def both(self, pointer, i0, i1, widen=None):
-        """The two columns' scalars of ``pointer`` (widened to ``widen``), each in its
-        column's 16 lanes."""
-        values = [self.scalar(pointer, i) for i in (i0, i1)]
+    def keep_pair(self, j, w, lane):
+        """Pair ``j``'s weights and lane exponents, kept for :meth:`kept_pair`."""
+        for row, value in ((self.pair_w, w), (self.pair_lane, lane)):
+            self.builder.store(value, self._pair_row(row, j), align=LINE)
+
+    def kept_pair(self, j):
+        """Pair ``j`` of the block as :func:`_block_tops` kept it: (its columns' indices, its
+        32 weights, their lane exponents, 0x8000 for a zero weight)."""
+        from llvmlite import ir
+
+        b = self.builder
+        i0 = b.add(self.first, b.mul(j, ir.Constant(ir.IntType(64), 2)))
+        i1 = b.add(i0, ir.Constant(ir.IntType(64), 1))
+        w, lane = (b.load(self._pair_row(row, j), align=LINE)
+                   for row in (self.pair_w, self.pair_lane))
+        return i0, i1, w, lane
+
+    def _pair_row(self, row, j):
+        from llvmlite import ir
+
+        at = self.builder.mul(j, ir.Constant(ir.IntType(64), 2 * self.n))
+        return self.builder.bitcast(self.builder.gep(row, [at]), self.pair_t.as_pointer())
+
+    def adjacent(self, pointer, i0, widen=None):
+        """The scalars of ``pointer`` at columns ``i0`` and ``i0 + 1`` (widened to
+        ``widen``), each in its column's 16 lanes: one load of the two (fewer operations
+        than two broadcasts and a join)."""
+        from llvmlite import ir
+
+        b = self.builder
+        element = pointer.type.pointee
+        pair_t = ir.VectorType(element, 2)
+        both = b.load(b.bitcast(b.gep(pointer, [i0]), pair_t.as_pointer()),
+                      align=element.width // 8)
         if widen is not None:
-            values = [self.builder.zext(v, widen) for v in values]
-        return self.builder.shuffle_vector(_splat(self.builder, values[0], self.n),
-                                           _splat(self.builder, values[1], self.n), self.joined)
+            pair_t = ir.VectorType(widen, 2)
+            both = b.zext(both, pair_t)
+        spread = ir.Constant(ir.VectorType(ir.IntType(32), 2 * self.n),
+                             [0] * self.n + [1] * self.n)
+        return b.shuffle_vector(both, ir.Constant(pair_t, ir.Undefined), spread)
 
     def lane_exponents(self, w, i0, i1):
         """The lane exponents of the pair's weights ``w`` (columns ``i0``, ``i1``): the
@@ -318,7 +383,7 @@ class _BlockCode:
         significand) plus the data's biased exponent."""
         b = self.builder
         return b.add(b.and_(b.lshr(w, self.const(10)), self.kept(0x1C)),
-                     self.both(self.d_exp, i0, i1))
+                     self.adjacent(self.d_exp, i0))
 
     def half(self, vector, h):
         """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
@@ -327,21 +392,25 @@ class _BlockCode:
 
 def _block_tops(code, pairs):
     """The block's biased exponents (16 i16 lanes, one a kernel): the largest lane
-    exponent of its columns, a zero weight's taken as 0 (below the bias)."""
+    exponent of its columns, a zero weight's left out (the bias itself where every weight
+    is zero).  Each pair's weights and lane exponents are kept for the products' loop
+    (:meth:`_BlockCode.kept_pair`), a zero weight's lane exponent as 0x8000: the shift it
+    gives there (the block's exponent less 0x8000, unsigned) is beyond every test, so that
+    loop needs no zero-weight mask."""
     from numba.core import cgutils
 
     b, const = code.builder, code.const
     top = cgutils.alloca_once_value(b, const(EXP_BIAS))
     with cgutils.for_range(b, pairs) as loop:
         i0, i1, w = code.pair(loop.index)
-        lane = code.lane_exponents(w, i0, i1)
-        lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)), lane,
-                        const(0))
+        lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)),
+                        code.lane_exponents(w, i0, i1), code.kept(ZERO_LANE))
+        code.keep_pair(loop.index, w, lane)
         t = b.load(top)
-        b.store(b.select(b.icmp_unsigned(">", lane, t), lane, t), top)
+        b.store(b.select(b.icmp_signed(">", lane, t), lane, t), top)
     tops = b.load(top)
     low, high = code.half(tops, 0), code.half(tops, 1)
-    return b.select(b.icmp_unsigned(">", low, high), low, high)
+    return b.select(b.icmp_signed(">", low, high), low, high)
 
 
 def _floor_parts(context, builder, value):
@@ -390,7 +459,7 @@ def _pair_products(code, w, i0, i1, scale):
     return wholes, fractions
 
 
-def _carries8(code, w, field, shift, nonzero, i0, i1):
+def _carries8(code, w, field, shift, i0, i1):
     """Where the lanes shifted by 8 carry (an i1 mask of 32 lanes): the bit (weight sign,
     low byte of its CMAC significand) of the data value's row of the carry table."""
     from numba.core import types
@@ -400,13 +469,14 @@ def _carries8(code, w, field, shift, nonzero, i0, i1):
     bit = b.or_(b.and_(b.shl(w, up), kept(0xFF)), b.and_(b.lshr(w, code.const(7)), kept(0x100)))
     rows = [code.context.cast(b, code.scalar(code.d_row, i), code.sig.args[3][4].dtype,
                               types.int64) for i in (i0, i1)]
-    words = _carry8_words(code.context, b, code.table, rows, b.lshr(bit, code.const(4)))
+    words = _carry8_words(code.context, b, code.table, rows, b.lshr(bit, code.const(4)),
+                          second=code.kept(SECOND_ROW))
     carry = b.icmp_unsigned("!=", b.and_(b.lshr(words, b.and_(bit, kept(15))), kept(1)),
                             code.const(0))
-    return b.and_(b.and_(b.icmp_unsigned("==", shift, kept(8)), nonzero), carry)
+    return b.and_(b.icmp_unsigned("==", shift, kept(8)), carry)
 
 
-def _flags(code, shift, fractions, nonzero, i0, i1):
+def _flags(code, shift, fractions, i0, i1):
     """The lanes of non-zero weights whose carry or product the tree gives (an i1 mask of
     32 lanes): shift 12 with the fraction below the data value's bound, 16 to 28 always.
     (A bound at 16 exists too, but shift 16 is rare, 0.25% of AlexNet fc6's live lanes:
@@ -417,7 +487,7 @@ def _flags(code, shift, fractions, nonzero, i0, i1):
     below = [b.fcmp_ordered("<", fractions[h], _splat(b, code.scalar(code.below12, i), code.n))
              for h, i in ((0, i0), (1, i1))]
     under = b.and_(is12, b.shuffle_vector(below[0], below[1], code.joined))
-    return b.and_(b.or_(far, under), nonzero)
+    return b.or_(far, under)
 
 
 @intrinsic
@@ -427,8 +497,9 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
     at 8 subtracted, 0 beyond shift 16; the flagged lanes' changes still to come) to
     ``sums[16 * block:]``, the flagged lanes' packed words' halves and their places
     (``16 * block + kernel``) to ``flagged``'s first three arrays (lows, highs, targets)
-    from ``count`` on; its last two (32 entries each: a block's pairs) are the scratch
-    where the loop notes which pairs have a flagged lane, and their flags.
+    from ``count`` on; its last three are scratch (:func:`column_work`): each pair's
+    flags (a bit a lane), and the pairs' weights and lane exponents
+    (:func:`_block_tops` keeps them for the products' loop and the flagged pairs).
     ``columns`` (first, stop) are the block's columns in ``ops`` (:func:`column_operands`,
     an even count).  Returns the new count."""
     from llvmlite import ir
@@ -456,7 +527,6 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
         total = cgutils.alloca_once_value(b, ir.Constant(long_t, [0] * n))
         carries = cgutils.alloca_once_value(b, const(0))
         count = cgutils.alloca_once_value(b, code.count0)
-        pending = cgutils.alloca_once_value(b, ir.Constant(i64, 0))
         acc = cgutils.alloca_once_value(b, zero_w)
         steps = ir.Constant(i64, STEPS_A_SUM)
         chunks = b.udiv(b.add(pairs, ir.Constant(i64, STEPS_A_SUM - 1)), steps)
@@ -466,37 +536,41 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
             j1 = b.select(b.icmp_signed(">", j1, pairs), pairs, j1)
             b.store(zero_w, acc)
             with cgutils.for_range(b, b.sub(j1, j0)) as loop:
-                i0, i1_, w = code.pair(b.add(j0, loop.index))
+                j = b.add(j0, loop.index)
+                i0, i1_, w, lane = code.kept_pair(j)
                 wholes, fractions = _pair_products(code, w, i0, i1_, scale)
                 field = b.and_(b.lshr(w, const(10)), kept(31))
-                shift = b.sub(top2, code.lane_exponents(w, i0, i1_))
-                nonzero = b.icmp_unsigned("!=", b.and_(w, kept(0x7FFF)), const(0))
+                shift = b.sub(top2, lane)
                 near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
                 a = b.load(acc)
                 for h in (0, 1):
                     a = b.add(a, b.select(code.half(near, h), wholes[h], zero_w))
                 b.store(a, acc)
-                carry8 = _carries8(code, w, field, shift, nonzero, i0, i1_)
+                carry8 = _carries8(code, w, field, shift, i0, i1_)
                 b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
-                # a pair with a flagged lane is noted, not handled here: the branch it
-                # would take (about one pair in six on AlexNet's fc6) is unpredictable,
-                # and each miss threw away the loop's work in flight (fc6 on one thread
-                # took 9.3 ms with that branch, 6.6 ms with the flags computed but not
-                # acted on; noted and packed after the loop, 7.1 ms)
-                flag_bits = b.bitcast(_flags(code, shift, fractions, nonzero, i0, i1_), i32)
-                noted = b.load(pending)
-                b.store(b.trunc(b.add(j0, loop.index), i32), b.gep(code.pending_pairs, [noted]))
-                b.store(flag_bits, b.gep(code.pending_flags, [noted]))
-                b.store(b.add(noted, b.zext(b.icmp_unsigned("!=", flag_bits, ir.Constant(i32, 0)),
-                                            i64)), pending)
+                # a pair's flags are stored, not acted on here: the branch it would take
+                # (about one pair in six on AlexNet's fc6) is unpredictable, and each miss
+                # threw away the loop's work in flight (fc6 on one thread took 9.3 ms with
+                # that branch, 6.6 ms with the flags computed but not acted on)
+                b.store(b.bitcast(_flags(code, shift, fractions, i0, i1_), i32),
+                        b.gep(code.pair_flags, [j]))
             b.store(b.add(b.load(total), b.sext(b.load(acc), long_t)), total)
-        with cgutils.for_range(b, b.load(pending)) as noted:
-            i0, i1_, w = code.pair(b.zext(b.load(b.gep(code.pending_pairs, [noted.index])), i64))
-            flag_bits = b.load(b.gep(code.pending_flags, [noted.index]))
-            shift = b.sub(top2, code.lane_exponents(w, i0, i1_))
-            _store_flagged(b, compress, w, shift, code.both(code.d_sign, i0, i1_, widen=i16),
-                           code.both(code.d_sig, i0, i1_), b.trunc(at16, i16), flag_bits,
-                           count, (code.lows, code.highs, code.targets))
+        # the pairs with a flagged lane, a bit each, taken lowest first
+        flags_t = ir.VectorType(i32, 2 * n)
+        stored = b.load(b.bitcast(code.pair_flags, flags_t.as_pointer()), align=4)
+        flagged_pairs = b.bitcast(b.icmp_unsigned("!=", stored, ir.Constant(flags_t, None)), i32)
+        these = b.sub(b.shl(ir.Constant(i64, 1), pairs), ir.Constant(i64, 1))  # pairs < 64
+        left = cgutils.alloca_once_value(b, b.and_(flagged_pairs, b.trunc(these, i32)))
+        with cgutils.for_range(b, b.zext(b.ctpop(b.load(left)), i64)):
+            m = b.load(left)
+            j = b.zext(b.cttz(m, ir.Constant(ir.IntType(1), 1)), i64)
+            b.store(b.and_(m, b.sub(m, ir.Constant(i32, 1))), left)
+            i0, i1_, w, lane = code.kept_pair(j)
+            _store_flagged(b, compress, w, b.sub(top2, lane),
+                           code.adjacent(code.d_sign, i0, widen=i16),
+                           code.adjacent(code.d_sig, i0), b.trunc(at16, i16),
+                           b.load(b.gep(code.pair_flags, [j])), count,
+                           (code.lows, code.highs, code.targets))
         c = b.load(carries)
         per_kernel = b.add(code.half(c, 0), code.half(c, 1))
         b.store(b.sub(b.load(total), b.zext(per_kernel, long_t)),
@@ -539,13 +613,18 @@ def _store_flagged(builder, compress, w, shift, d_sign, d_sig, at16, flag_bits, 
 
 
 @njit  # not distinct_arrays: see the comment on the check below
-def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
+def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums, chain, chained):
     """A weight group's 16 kernels' blocks (block ``b``'s tile at ``first + b * stride``
     in the stream ``elements``): the block exponents (less the bias) and sums by block,
     ``exps``/``sums`` (n_blocks, 16) int32/int64 (CACC's order).  ``ops``:
     :func:`column_operands`; ``work``: :func:`column_work`.  Returns the largest weight
     magnitude (bits & 0x7FFF): at ``0x7C00`` or more the group has an Inf or NaN weight
-    and its results are not the CMAC's."""
+    and its results are not the CMAC's.
+
+    Where ``chained`` (the number of blocks, else 0), CACC accumulates an earlier group's
+    blocks meanwhile (:func:`cacc_block` of ``chain``, a block each block of this group):
+    its chain of dependent steps then runs in the shadow of this group's independent
+    work, not after it (AlexNet's FC layers on one thread: 9% of their time)."""
     prefer_wide_vectors()
     starts = ops[0]
     # The block code makes its kept constants from this 0 (_BlockCode): LLVM must not
@@ -555,7 +634,7 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
     # kernel in-network took 17.9 -> 14.3 ms on one thread, 9.5 -> 7.8 ms on two.
     if starts[0] != 0:
         raise ValueError("columns_group: column operands not from column_operands")
-    tile, lows, highs, targets, needs, need_at, pending_pairs, pending_flags = work
+    tile, lows, highs, targets, needs, need_at, pair_flags, pair_w, pair_lane = work
     flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
     largest = np.uint16(0)
     n = 0
@@ -565,11 +644,30 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums):
             prefetch(elements, at + AHEAD + line)
         largest = max(largest, _tile_half(elements, at, tile, 0), _tile_half(elements, at, tile, 1))
         n = _column_block(tile, (starts[b], starts[b + 1]), b, ops, flat_exps, flat_sums,
-                          (lows, highs, targets, pending_pairs, pending_flags), n)
+                          (lows, highs, targets, pair_flags, pair_w, pair_lane), n)
+        if b < chained:
+            cacc_block(chain, b)
+    for b in range(n_blocks, chained):
+        cacc_block(chain, b)
     for t in range(halves_needs(n, lows, highs, needs, need_at)):
         at = need_at[t]
         send_change(needs[at], flagged_word(lows, highs, at), flat_sums, targets[at])
     return largest
+
+
+@njit(inline="always")
+def cacc_block(chain, b):
+    """CACC of block ``b`` of 16 kernels' blocks (``chain``: their exponents and sums
+    (blocks, 16), as :func:`columns_group` leaves them, and the 16 accumulators'
+    exponents and mantissas, all finite) onto their accumulators."""
+    _cacc_block(*chain, b)
+
+
+@njit(distinct_arrays=True)  # a call of its own: the kernels' steps vectorise (no aliases)
+def _cacc_block(exps, sums, acc_e, acc_m, b):
+    for j in range(KERNELS):
+        acc_e[j], acc_m[j] = cacc_accumulate_finite(acc_e[j], acc_m[j], exps[b, j],
+                                                    sign_extend(sums[b, j], MAC_BITS))
 
 
 def column_operands(data, lanes, n_blocks):
@@ -579,9 +677,10 @@ def column_operands(data, lanes, n_blocks):
     lane): (each block's first column and the end; per column (a block's padded to an
     even count with a dead column: exponent 0, value 0, never above a block's exponent,
     never flagged): its place in the transposed tile, biased exponent, value (float32),
-    carry row (sign * 256 + low byte of the significand), significand, sign, and the
-    bound at 12 over 2**12 (float32: the fractions at shift 12 below it may carry; 0 for
-    a zero); the carry rows (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
+    first word of its carry row (row sign * 256 + low byte of the significand, a row
+    ``ROW_WORDS`` words), significand, sign, and the bound at 12 over 2**12 (float32: the
+    fractions at shift 12 below it may carry; 0 for a zero); the carry rows
+    (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
     rows = tuple(np.ascontiguousarray(a).reshape(1, -1) for a in data)  # one pixel
     return placed_columns(rows, np.ascontiguousarray(lanes), n_blocks, carry_bounds(),
                           True) + (carry8_rows(),)
@@ -627,7 +726,7 @@ def _placed_columns(d_exp, d_sign, d_sig, d_float, lanes, n_blocks, bounds):
         at[b] += 1
         offsets[c] = _column_offset(lane)
         exps[c], sigs[c], values[c], signs[c] = d_exp[i], d_sig[i], d_float[i], d_sign[i]
-        rows[c] = np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)
+        rows[c] = (np.int64(d_sign[i]) * 256 + (np.int64(d_sig[i]) & 0xFF)) * ROW_WORDS
         if d_float[i] != 0:
             below12[c] = bounds[d_sig[i]] / 4096.0
     return starts, offsets, exps, values, rows, sigs, signs, below12
@@ -647,10 +746,12 @@ def no_column_operands():
 def column_work(columns):
     """Scratch of :func:`columns_group` for ``columns`` columns a group (the transposed
     tile; the flagged lanes' halves, places, needs and the places of those with one:
-    room for every column's 16 kernels and a vector more; a block's pairs with a flagged
-    lane and their flags, :func:`_column_block`'s)."""
+    room for every column's 16 kernels and a vector more; :func:`_column_block`'s flags of
+    a block's pairs, and its pairs' weights and lane exponents, a line each and one to
+    spare for their start on a line)."""
     room = columns * KERNELS + 2 * HALF
     tile = np.zeros(TILE + HALF, np.uint16)
+    pairs = BLOCK // 2
     return (tile, np.zeros(room, np.uint16), np.zeros(room, np.uint16), np.zeros(room, np.uint16),
-            np.zeros(room, np.uint8), np.zeros(room, np.int32),
-            np.zeros(BLOCK // 2, np.uint32), np.zeros(BLOCK // 2, np.uint32))
+            np.zeros(room, np.uint8), np.zeros(room, np.int32), np.zeros(pairs, np.uint32),
+            np.zeros((pairs + 1) * HALF, np.uint16), np.zeros((pairs + 1) * HALF, np.uint16))

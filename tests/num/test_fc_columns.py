@@ -24,8 +24,9 @@ from sim.num.fc_columns import (
     table_words_host,
     table_words_portable,
 )
-from sim.num.mac import fp16_mac_operands
+from sim.num.mac import MAC_BITS, cacc_accumulate, fp16_mac_operands
 from sim.num.mac_fc import fc_data
+from sim.num.rounding import sign_extend
 
 from .test_mac_fc import _bits, _definition_blocks, _fc_blocks
 
@@ -56,8 +57,14 @@ def _columns(x, w, live, gap=0, seed=0):
     exps = np.full((n_blocks, KERNELS), -7, np.int32)
     sums = np.full((n_blocks, KERNELS), -7, np.int64)
     largest = columns_group(stream, first, stride, n_blocks, ops, column_work(ops[0][-1]),
-                            exps, sums)
+                            exps, sums, _no_chain(n_blocks), 0)
     return exps.T, sums.T, largest
+
+
+def _no_chain(n_blocks):
+    """columns_group's chain of an earlier group's blocks when there is none to add."""
+    return (np.zeros((n_blocks, KERNELS), np.int32), np.zeros((n_blocks, KERNELS), np.int64),
+            np.zeros(KERNELS, np.int64), np.zeros(KERNELS, np.int64))
 
 
 def _finite(w):
@@ -238,6 +245,46 @@ def test_a_group_with_an_inf_or_nan_weight_is_reported(special):
     w = _bits(rng, "network", (KERNELS, 2 * BLOCK))
     w[5, 100] = special
     assert _columns(x, w, np.ones(2 * BLOCK, bool))[2] >= 0x7C00
+
+
+@njit
+def _cacc_one_by_one(exps, sums):
+    """The 16 accumulators of blocks (blocks, 16), by CACC's own step, a block at a time."""
+    acc_e, acc_m = np.zeros(KERNELS, np.int64), np.zeros(KERNELS, np.int64)
+    for b in range(exps.shape[0]):
+        for k in range(KERNELS):
+            acc_e[k], acc_m[k] = cacc_accumulate(acc_e[k], acc_m[k], exps[b, k],
+                                                 sign_extend(sums[b, k], MAC_BITS))
+    return acc_e, acc_m
+
+
+@pytest.mark.parametrize("n_blocks", [1, 3])
+def test_an_earlier_groups_cacc_runs_beside_a_group(n_blocks):
+    """While it makes a group's blocks, columns_group accumulates an earlier group's (its
+    chain): the same accumulators as CACC's step block by block, and the group's own
+    blocks as without a chain."""
+    rng = np.random.default_rng(40 + n_blocks)
+    lanes = n_blocks * BLOCK
+    x = _bits(rng, "network", lanes)
+    groups = [_finite(_bits(rng, "network", (KERNELS, lanes))) for _ in range(2)]
+    sign, sig, exp = fp16_mac_operands(x)
+    ops = column_operands(fc_data(sign, sig, 4 * exp), np.arange(lanes), n_blocks)
+    work = column_work(ops[0][-1])
+    blocks = [(np.zeros((n_blocks, KERNELS), np.int32), np.zeros((n_blocks, KERNELS), np.int64))
+              for _ in groups]
+    chain = _no_chain(n_blocks)
+    for g, w in enumerate(groups):
+        stream, first, stride = _stream(rng, w, 0)
+        if g:
+            chain = (*blocks[0], chain[2], chain[3])
+        columns_group(stream, first, stride, n_blocks, ops, work, *blocks[g], chain,
+                      n_blocks if g else 0)
+    for got, want in zip(chain[2:], _cacc_one_by_one(*blocks[0]), strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert chain[3].any()  # the data made sums: a chain that did nothing would show
+    exps, sums, _ = _columns(x, groups[1], np.ones(lanes, bool))
+    np.testing.assert_array_equal(blocks[1][0].T, exps)
+    np.testing.assert_array_equal(blocks[1][1].T, sums)
 
 
 def test_a_wrong_column_is_seen():
