@@ -10,6 +10,7 @@ import pytest
 from sim.conv import mac_fp16
 from sim.conv.mac_fp16 import MIN_TILE, conv_fp16, reads_stream
 from sim.dma.weights import DcStream, dc_stream, pack_weight_dc
+from sim.num.fc_carry_tables import carry_bounds
 from sim.num.specials import count_nans_and_infs
 
 from .test_fp16 import (
@@ -246,3 +247,39 @@ def test_live_lanes_are_the_definition(case, zeros, block, c, k, live, monkeypat
     nan = ((got & 0x7F800000) == 0x7F800000) & ((got & 0x7FFFFF) != 0)
     if case == "weight_nan_in_dead_lane":
         assert nan[0, 5].all() and nan.sum() == 1
+
+
+@pytest.mark.parametrize("zeros", [0.0, 0.6])
+def test_narrow_carry_bounds_place_the_same_columns(zeros, monkeypatch):
+    """The uint16 copy of the carry bounds conv_fp16 hands the data's call places the same
+    column operands (each live datum's bound read at its significand) as the int64 table:
+    every array of the call's result equal; data over many significands."""
+    rng = np.random.default_rng(int(zeros * 10) + 3)
+    calls = []
+    plain = mac_fp16._fc_stream_data
+
+    def stream_data(*args):
+        calls.append(args)
+        return plain(*args)
+
+    monkeypatch.setattr(mac_fp16, "_fc_stream_data", stream_data)
+    c, k = 1024, 32
+    x = _zeroed(rng, random_bits(rng, (1, c, 1, 1), 0.0), zeros)
+    wt = network_bits(rng, (k, c, 1, 1), 0.02, 0.0)
+    layer = make_layer((1, 1))
+    layer.batches, layer.channels = 1, c
+    conv_fp16(x, as_stream(wt, 64), layer, 64)
+    (args,) = calls
+    assert args[-1].dtype == np.uint16 and args[-2] == mac_fp16._word_permutes()
+    np.testing.assert_array_equal(args[-1], carry_bounds())
+
+    def flat(value):
+        if isinstance(value, tuple):
+            return [leaf for item in value for leaf in flat(item)]
+        return [value]
+
+    narrow, wide = flat(plain(*args)), flat(plain(*args[:-1], carry_bounds()))
+    assert len(narrow) == len(wide) > 10
+    for got, want in zip(narrow, wide, strict=True):
+        np.testing.assert_array_equal(got, want)
+    assert narrow[5].size > 1 or not args[-2]  # the columns' starts, where they apply
