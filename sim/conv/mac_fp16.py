@@ -826,7 +826,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
             data, d_nan, placed, (taken, layout, live) = _fc_stream_data(
                 cube, pad_bits, lanes, geometry, count, block,
                 layout_fits(c * n_r * n_s, block), _columns_may_apply(count, block, n_blocks),
-                _narrow_carry_bounds())
+                carry_bounds())
             # the live lanes where many data are zero (ReLU), else every lane where the
             # column kernel takes the layer, else no layout
             if taken:
@@ -920,19 +920,6 @@ def _column_operands(placed: tuple) -> tuple:
     :func:`_fc_stream_data`'s placed columns: with the carry rows (no column: the gather's
     path for every kernel)."""
     return placed + (carry8_rows(),)
-
-
-@functools.cache
-def _narrow_carry_bounds() -> np.ndarray:
-    """:func:`sim.num.fc_carry_tables.carry_bounds` as uint16 (every bound is at most 4096):
-    the column kernel's placement reads it at each live datum's significand, cold after
-    the previous layer's weights went through the caches; 32 KB instead of 128 took
-    AlexNet's FC layers' data call (``_fc_stream_data``) 20-40 us less a layer."""
-    bounds = carry_bounds()
-    narrow = bounds.astype(np.uint16)
-    if not np.array_equal(narrow, bounds):
-        raise ValueError("carry_bounds: a bound does not fit 16 bits")
-    return narrow
 
 
 @functools.cache

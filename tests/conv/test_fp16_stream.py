@@ -251,8 +251,8 @@ def test_live_lanes_are_the_definition(case, zeros, block, c, k, live, monkeypat
 
 @pytest.mark.parametrize("zeros", [0.0, 0.6])
 def test_narrow_carry_bounds_place_the_same_columns(zeros, monkeypatch):
-    """The uint16 copy of the carry bounds conv_fp16 hands the data's call places the same
-    column operands (each live datum's bound read at its significand) as the int64 table:
+    """The uint16 carry bounds conv_fp16 hands the data's call place the same column
+    operands (each live datum's bound read at its significand) as the same table in int64:
     every array of the call's result equal; data over many significands."""
     rng = np.random.default_rng(int(zeros * 10) + 3)
     calls = []
@@ -278,7 +278,7 @@ def test_narrow_carry_bounds_place_the_same_columns(zeros, monkeypatch):
             return [leaf for item in value for leaf in flat(item)]
         return [value]
 
-    narrow, wide = flat(plain(*args)), flat(plain(*args[:-1], carry_bounds()))
+    narrow, wide = flat(plain(*args)), flat(plain(*args[:-1], carry_bounds().astype(np.int64)))
     assert len(narrow) == len(wide) > 10
     for got, want in zip(narrow, wide, strict=True):
         np.testing.assert_array_equal(got, want)

@@ -196,7 +196,7 @@ def test_products_at_the_bounds(shift):
         for negative in (0, 1):
             low = (-(magnitudes * d) if negative else magnitudes * d) & mask
             for near in (-2, -1, 0, 1):
-                hit = np.flatnonzero(low == bounds[d] + near)
+                hit = np.flatnonzero(low == int(bounds[d]) + near)
                 chosen += [bits_of[int(magnitudes[m])] | negative << 15 for m in hit[:2]]
         if len(chosen) >= 4:
             x.append(bits_of[int(d)])
