@@ -448,10 +448,13 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
     lanes = np.arange(n_blocks + 1) * block
     work = _small_layer_work(n_blocks, fc_live_scratch(layout))
     data_nan = _pixels_with_nans(d_nan)
-    # a compressing store writes past its live lanes only 0s, so the padding lanes stay 0;
-    # what they hold adds nothing anyway (their data are 0, exponent far below any block)
-    rows = np.zeros((CACC_KERNELS, layout[0].size + WORD_LANES), np.uint16)
-    whole = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
+    # the gather's runs, made when a group first takes it (the column kernel takes most
+    # layers' every group: a fully connected layer's 0.6 MB made by each thread cost
+    # 20 us); a compressing store writes past its live lanes only 0s, so the padding
+    # lanes stay 0; what they hold adds nothing anyway (their data are 0, exponent far
+    # below any block)
+    rows = np.zeros((CACC_KERNELS, 0), np.uint16)
+    whole = np.empty((CACC_KERNELS, 0), np.uint16)
     every_lane = whole_layout(n_blocks, block)
     scratch, block_exp4, sums, w_nan = work[0], work[1], work[2], work[3]
     by_columns = columns[0].size > 0
@@ -474,6 +477,8 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
         else:
             _cacc_pending(kept[side], pending, work, out[0, :, 0, 0])
             pending = -1
+        if rows.shape[1] == 0:
+            rows = np.zeros((CACC_KERNELS, layout[0].size + WORD_LANES), np.uint16)
         _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, layout, rows,
                           specials)
         some_nan = data_nan.any()
@@ -481,6 +486,8 @@ def _conv_fp16_live_runs(data, layout, d_nan, elements, base, stride, specials, 
             w_nan[k - k0] = specials[k, 0] > 0
             some_nan |= w_nan[k - k0]
         if some_nan:
+            if whole.shape[1] == 0:
+                whole = np.empty((CACC_KERNELS, block * n_blocks), np.uint16)
             _gather_live_runs(elements, base, stride, k0, k1, block, n_blocks, every_lane,
                               whole, specials)
         for p in range(data_nan.size):

@@ -634,7 +634,9 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums, chai
     # kernel in-network took 17.9 -> 14.3 ms on one thread, 9.5 -> 7.8 ms on two.
     if starts[0] != 0:
         raise ValueError("columns_group: column operands not from column_operands")
-    tile, lows, highs, targets, needs, need_at, pair_flags, pair_w, pair_lane = work
+    tile_room, lows, highs, targets, needs, need_at, pair_flags, pair_w, pair_lane = work
+    # the tile on a line: its 64-byte stores and loads touch one line each
+    tile = tile_room[(-(tile_room.ctypes.data >> 1)) & (HALF - 1):]
     flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
     largest = np.uint16(0)
     n = 0
@@ -744,14 +746,18 @@ def no_column_operands():
 
 @njit
 def column_work(columns):
-    """Scratch of :func:`columns_group` for ``columns`` columns a group (the transposed
-    tile; the flagged lanes' halves, places, needs and the places of those with one:
-    room for every column's 16 kernels and a vector more; :func:`_column_block`'s flags of
-    a block's pairs, and its pairs' weights and lane exponents, a line each and one to
-    spare for their start on a line)."""
+    """Scratch of :func:`columns_group` for ``columns`` columns a group: the transposed
+    tile (and a line to spare for its start on one); the flagged lanes' halves, places,
+    needs and the places of those with one (room for every column's 16 kernels and two
+    vectors more: the compressing stores and :func:`sim.num.mac_fc.halves_needs` write
+    whole vectors); :func:`_column_block`'s flags of a block's pairs, and its pairs'
+    weights and lane exponents, a line each and one to spare.  The flagged lanes' arrays
+    are not zeroed (every word read is written first: by the compressing stores, zeros
+    past their lanes, and by halves_needs): 1 MB for AlexNet's fc6, made by each thread
+    each layer, of which a group flags a few KB, took 0.3 ms to zero."""
     room = columns * KERNELS + 2 * HALF
     tile = np.zeros(TILE + HALF, np.uint16)
     pairs = BLOCK // 2
-    return (tile, np.zeros(room, np.uint16), np.zeros(room, np.uint16), np.zeros(room, np.uint16),
-            np.zeros(room, np.uint8), np.zeros(room, np.int32), np.zeros(pairs, np.uint32),
+    return (tile, np.empty(room, np.uint16), np.empty(room, np.uint16), np.empty(room, np.uint16),
+            np.empty(room, np.uint8), np.empty(room, np.int32), np.zeros(pairs, np.uint32),
             np.zeros((pairs + 1) * HALF, np.uint16), np.zeros((pairs + 1) * HALF, np.uint16))

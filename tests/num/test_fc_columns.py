@@ -56,9 +56,18 @@ def _columns(x, w, live, gap=0, seed=0):
     stream, first, stride = _stream(rng, w, gap)
     exps = np.full((n_blocks, KERNELS), -7, np.int32)
     sums = np.full((n_blocks, KERNELS), -7, np.int64)
-    largest = columns_group(stream, first, stride, n_blocks, ops, column_work(ops[0][-1]),
+    largest = columns_group(stream, first, stride, n_blocks, ops, _dirty_work(rng, ops),
                             exps, sums, _no_chain(n_blocks), 0)
     return exps.T, sums.T, largest
+
+
+def _dirty_work(rng, ops):
+    """column_work's scratch with random words where it is not zeroed (its flagged lanes'
+    arrays): whatever memory it gets, every word the kernel reads it writes first."""
+    work = column_work(ops[0][-1])
+    for scratch in work[1:6]:
+        scratch[:] = rng.integers(0, 1 << 8 * scratch.itemsize, scratch.size, dtype=np.uint64)
+    return work
 
 
 def _no_chain(n_blocks):
@@ -217,17 +226,18 @@ def test_products_at_the_bounds(shift):
     _assert_blocks(data, w, np.ones(lanes, bool), seed=shift)
 
 
-@pytest.mark.parametrize("flagged", ["none", "one", "all"])
-def test_flagged_lanes(flagged):
-    """No lane flagged (every shift 0 or 4), one (a lane at 24), every one (20 to 28)."""
+@pytest.mark.parametrize("flagged,n_blocks", [("none", 2), ("one", 2), ("all", 2), ("all", 7)])
+def test_flagged_lanes(flagged, n_blocks):
+    """No lane flagged (every shift 0 or 4), one (a lane at 24), every one (20 to 28); on
+    7 blocks every one of 7 * 1024 lanes (the scratch's room, not zeroed first, filled)."""
     rng = np.random.default_rng(len(flagged))
-    lanes = 2 * BLOCK
+    lanes = n_blocks * BLOCK
     x = _group_bits(rng, 12, lanes)
     if flagged == "all":
         w = _group_bits(rng, 0, (KERNELS, lanes))
         w[:, rng.random(lanes) < 0.5] = _group_bits(rng, 4, (KERNELS, lanes))[:, :1]
-        w[:, ::BLOCK] = _group_bits(rng, 28, (KERNELS, 2))
-        x[::BLOCK] = _group_bits(rng, 16, 2)  # lane exponents 20 to 28 above the rest
+        w[:, ::BLOCK] = _group_bits(rng, 28, (KERNELS, n_blocks))
+        x[::BLOCK] = _group_bits(rng, 16, n_blocks)  # lane exponents 20 to 28 above the rest
     else:
         w = _group_bits(rng, 8, (KERNELS, lanes))
         w[:, rng.random(lanes) < 0.5] = _group_bits(rng, 12, (KERNELS, 1))
