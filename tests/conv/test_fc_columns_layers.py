@@ -110,11 +110,12 @@ def test_zero_weights_beside_the_largest_data(monkeypatch):
 @pytest.mark.parametrize("zeros", [0.0, 0.1])
 def test_dense_layers_take_the_columns_with_every_lane_live(zeros, monkeypatch):
     """Data with few zeros (the live lanes' gather would not pay): the column kernel still
-    takes the layer, every lane a column, zero data among them."""
+    takes the layer, every lane a column, zero data among them (on a processor without its
+    word permutations the layer takes the whole runs' path, which wants no operands)."""
     rng = np.random.default_rng(int(zeros * 10) + 3)
     x, w, layer = _layer(rng, 1, 256, 40, zeros)
     (got, specials, taken), (plain, plain_specials, _) = _both_paths(monkeypatch, x, w, layer)
-    assert taken == [word_permutes()]
+    assert taken == ([True] if word_permutes() else [])
     np.testing.assert_array_equal(got, plain)
     np.testing.assert_array_equal(specials, plain_specials)
     np.testing.assert_array_equal(got, reference_fp16(x, w, layer, 64))
