@@ -67,7 +67,11 @@ def cache_dir() -> str:
     base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "nvdla-sim"
     )
-    return os.path.join(base, f"numba-{source_digest()}")
+    # numba's reference-count debugging changes the runtime's functions (an extra
+    # argument) and numba's cache index does not know it: a kernel cached without it
+    # calls the debugging runtime with a missing argument (a crash, or garbage printed)
+    debugging = os.environ.get("NUMBA_DEBUG_NRT", "0").strip() not in ("", "0")
+    return os.path.join(base, f"numba-{source_digest()}" + ("-nrt-debug" if debugging else ""))
 
 
 def numba_loaded() -> bool:

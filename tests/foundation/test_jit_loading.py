@@ -169,14 +169,18 @@ def test_cached_kernels_and_runtime_load_lazily_and_compile_and_cache_callers(tm
 
 def test_a_runtime_made_for_reference_count_debugging_is_kept_apart(tmp_path):
     """numba's NRT debugging switches change the runtime's functions (printing, an extra
-    argument): a runtime cached under them must never serve a run without them."""
+    argument): a runtime cached under them must never serve a run without them, nor
+    kernels cached without them a run with them (their calls lack the argument: the run
+    crashed, or printed garbage, as the processor's code happened to leave a register)."""
     (tmp_path / "toy.py").write_text(KERNELS)
     cache = tmp_path / "cache"
     _run(CACHE_THEM, cache, tmp_path)
     debugging = _run(CACHE_THEM, cache, tmp_path, NUMBA_DEBUG_NRT="1",
                      NUMBA_DEBUG_NRT_STACK_LIMIT="5")
     assert "NRT" in debugging  # the switch took effect
+    assert "(null)" not in debugging  # each printed its reason: a kernel made for it
     assert len(list(cache.glob("numba-*/runtime-*.pickle"))) == 2
+    assert len(list(cache.glob("numba-*/*/toy.table_sum-*.nbi"))) == 2  # kernels apart too
     assert "NRT" not in _run(CACHE_THEM, cache, tmp_path)
 
 
