@@ -45,6 +45,7 @@ from ..num.fc_live import (
 )
 from ..num.fc_pieces import prefetch
 from ..num.mac import (
+    MAC_BITS,
     MAC_NAN_EXP,
     ZERO_LANE_EXP,
     block_sum,
@@ -165,7 +166,7 @@ def _cacc_nan_block(acc_e, acc_m, w_nan, d_nan, block_exp4, high, low):
     total = block_sum(high, low)
     if total == 0:
         return acc_e, acc_m
-    return cacc_accumulate(acc_e, acc_m, block_exp4, sign_extend(total, 38))
+    return cacc_accumulate(acc_e, acc_m, block_exp4, sign_extend(total, MAC_BITS))
 
 
 @njit(inline="always")
@@ -245,7 +246,7 @@ def _conv_fp16_tiles(x, x_nan, w, w_nan, w_nan_any, pad, pad_nan, lanes, geometr
                             for p in range(n_p):
                                 acc_e[k, p], acc_m[k, p] = cacc_accumulate_finite(
                                     acc_e[k, p], acc_m[k, p], block_exp4[k, p],
-                                    sign_extend(block_sum(high[k, p], low[k, p]), 38))
+                                    sign_extend(block_sum(high[k, p], low[k, p]), MAC_BITS))
                         continue
                     nan_seen = True  # a NaN block makes its kernels' accumulators NaN
                     for k in range(k0, k1):
@@ -622,7 +623,7 @@ def _cacc_blocks_with_nans(w_bits, w_nan, d_nan, lanes, n_pos, block_exp4, sums)
             else:
                 b = g * n_pos + pos
                 acc_e, acc_m = cacc_accumulate(acc_e, acc_m, block_exp4[b],
-                                               sign_extend(sums[b], 38))
+                                               sign_extend(sums[b], MAC_BITS))
     return acc_e, acc_m
 
 

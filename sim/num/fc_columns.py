@@ -23,11 +23,11 @@ block of ``tests/num/mac_reference.py``):
   fraction ``v - floor(v)`` (exact: its low 12 bits over ``2**12``) is below the data
   value's bound (:func:`sim.num.fc_carry_tables.carry_bounds`), and those few lanes are
   flagged, with every lane shifted by 16 (rare: its carry from the tree) and by 20 to 28
-  (its product from the whole tree); each pair's flags are stored as the loop goes, and
-  after it the flagged pairs' flagged lanes' packed words
-  (:func:`sim.num.mac_fc._unpack`) compressed in registers after it, and fixed after the
-  group by :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`,
-  as the other paths fix theirs.
+  (its product from the whole tree); each pair's flags are stored as the loop goes, the
+  flagged pairs' flagged lanes' packed words (:func:`sim.num.mac_fc._unpack`) compressed
+  in registers after it, and fixed after the group by
+  :func:`sim.num.mac_fc.halves_needs` and :func:`sim.num.mac_fc.send_change`, as the
+  other paths fix theirs.
 
 A group with a weight of exponent field 31 (Inf or NaN: no float the integer path
 agrees with) is recognised from the tile's largest magnitude, which
@@ -74,7 +74,7 @@ SECOND_ROW = (0,) * KERNELS + (2 * KERNELS,) * KERNELS
 #: A zero weight's lane exponent as the products' loop reads it (below every other as a
 #: signed word; the block's exponent less it is above every shift the loop tests).
 ZERO_LANE = 0x8000
-#: Bytes of a cache line (the kept pairs' scratch rows start on one).
+#: Bytes of a cache line (the tile and the kept pairs' rows start on one).
 LINE = 64
 #: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
 HALF = 32
@@ -284,7 +284,9 @@ class _BlockCode:
          self.d_sign, self.below12, self.table) = (data(3, k) for k in range(9))
         self.lows, self.highs, self.targets, self.pair_flags = (data(6, k) for k in range(4))
         # the block's pairs as the exponent pass leaves them for the products' loop: their
-        # weights and lane exponents, a 64-byte line each (the scratch has a line to spare)
+        # weights and lane exponents, a 64-byte line each (the scratch has a line to spare;
+        # aligned here, not sliced so in columns_group as the tile is: the kernel took 3%
+        # longer so)
         self.pair_w, self.pair_lane = (_line_aligned(builder, data(6, k)) for k in (4, 5))
         self.tile, self.exps, self.sums = (
             context.make_array(sig.args[k])(context, builder, args[k]).data for k in (0, 4, 5))
@@ -377,8 +379,8 @@ class _BlockCode:
                              [0] * self.n + [1] * self.n)
         return b.shuffle_vector(both, ir.Constant(pair_t, ir.Undefined), spread)
 
-    def lane_exponents(self, w, i0, i1):
-        """The lane exponents of the pair's weights ``w`` (columns ``i0``, ``i1``): the
+    def lane_exponents(self, w, i0):
+        """The lane exponents of the pair's weights ``w`` (columns ``i0``, ``i0 + 1``): the
         weight's exponent field less its low two bits (they went into its CMAC
         significand) plus the data's biased exponent."""
         b = self.builder
@@ -404,7 +406,7 @@ def _block_tops(code, pairs):
     with cgutils.for_range(b, pairs) as loop:
         i0, i1, w = code.pair(loop.index)
         lane = b.select(b.icmp_unsigned("!=", b.and_(w, const(0x7FFF)), const(0)),
-                        code.lane_exponents(w, i0, i1), code.kept(ZERO_LANE))
+                        code.lane_exponents(w, i0), code.kept(ZERO_LANE))
         code.keep_pair(loop.index, w, lane)
         t = b.load(top)
         b.store(b.select(b.icmp_signed(">", lane, t), lane, t), top)
@@ -636,7 +638,7 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums, chai
         raise ValueError("columns_group: column operands not from column_operands")
     tile_room, lows, highs, targets, needs, need_at, pair_flags, pair_w, pair_lane = work
     # the tile on a line: its 64-byte stores and loads touch one line each
-    tile = tile_room[(-(tile_room.ctypes.data >> 1)) & (HALF - 1):]
+    tile = tile_room[(-(tile_room.ctypes.data >> 1)) & (LINE // 2 - 1):]
     flat_exps, flat_sums = exps.reshape(-1), sums.reshape(-1)
     largest = np.uint16(0)
     n = 0
