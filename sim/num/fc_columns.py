@@ -74,6 +74,11 @@ SECOND_ROW = (0,) * KERNELS + (2 * KERNELS,) * KERNELS
 #: A zero weight's lane exponent as the products' loop reads it (below every other as a
 #: signed word; the block's exponent less it is above every shift the loop tests).
 ZERO_LANE = 0x8000
+#: The word permutation's index spreading a pair's two data words over its columns' lanes.
+SPREAD_PAIR = (0,) * KERNELS + (1,) * KERNELS
+#: How far a weight's CMAC significand is its mantissa shifted, by exponent field (the
+#: field's low two bits; a subnormal's, field 0, by 1).
+SIGNIFICAND_SHIFTS = (1,) + tuple(field & 3 for field in range(1, 32))
 #: Bytes of a cache line (the tile and the kept pairs' rows start on one).
 LINE = 64
 #: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
@@ -300,6 +305,7 @@ class _BlockCode:
         # model), a dozen instructions of the loop's 75; so made, they stay in registers.
         self._zero = _splat(builder, builder.trunc(builder.load(self.starts), i16), 2 * self.n)
         self._kept = {}
+        self.permutes = _has_word_permutes(context)
         self._home = builder.block  # where kept constants are made: before every loop
 
     def const(self, value):
@@ -370,6 +376,13 @@ class _BlockCode:
         b = self.builder
         element = pointer.type.pointee
         pair_t = ir.VectorType(element, 2)
+        if widen is None and element.width == 16 and self.permutes:
+            # both words as one 32-bit scalar broadcast, then spread by a kept index: the
+            # shuffle's constant index was loaded from memory each pair (two instructions)
+            i32 = ir.IntType(32)
+            both = b.load(b.bitcast(b.gep(pointer, [i0]), i32.as_pointer()), align=2)
+            spread = b.bitcast(_splat(b, both, self.n), self.pair_t)
+            return self.permute(spread, self.kept(SPREAD_PAIR))
         both = b.load(b.bitcast(b.gep(pointer, [i0]), pair_t.as_pointer()),
                       align=element.width // 8)
         if widen is not None:
@@ -386,6 +399,31 @@ class _BlockCode:
         b = self.builder
         return b.add(b.and_(b.lshr(w, self.const(10)), self.kept(0x1C)),
                      self.adjacent(self.d_exp, i0))
+
+    def permute(self, table, index):
+        """The words of ``table`` (32 words) at ``index`` (each lane's low five bits; the
+        rest ignored): one word permutation (AVX-512BW; callers check :attr:`permutes`)."""
+        from llvmlite import ir
+        from numba.core import cgutils
+
+        permute = cgutils.get_or_insert_function(
+            self.builder.module, ir.FunctionType(self.pair_t, [self.pair_t] * 2),
+            "llvm.x86.avx512.permvar.hi.512")
+        return self.builder.call(permute, [table, index])
+
+    def significand_shift(self, w):
+        """How far each weight's CMAC significand is its mantissa shifted left: its
+        exponent field's low two bits, 1 for a subnormal (field 0).  Where the processor
+        permutes words, a table of the 32 fields read by ``w >> 10`` (the sign bit above
+        the field is past the five index bits a permutation reads): two operations, not
+        four."""
+        b, kept = self.builder, self.kept
+        field_and_sign = b.lshr(w, self.const(10))
+        if self.permutes:
+            return self.permute(kept(SIGNIFICAND_SHIFTS), field_and_sign)
+        field = b.and_(field_and_sign, kept(31))
+        return b.select(b.icmp_unsigned("==", field, self.const(0)), kept(1),
+                        b.and_(field, kept(3)))
 
     def half(self, vector, h):
         """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
@@ -461,13 +499,13 @@ def _pair_products(code, w, i0, i1, scale):
     return wholes, fractions
 
 
-def _carries8(code, w, field, shift, i0, i1):
+def _carries8(code, w, shift, i0, i1):
     """Where the lanes shifted by 8 carry (an i1 mask of 32 lanes): the bit (weight sign,
     low byte of its CMAC significand) of the data value's row of the carry table."""
     from numba.core import types
 
     b, kept = code.builder, code.kept
-    up = b.select(b.icmp_unsigned("==", field, code.const(0)), kept(1), b.and_(field, kept(3)))
+    up = code.significand_shift(w)
     bit = b.or_(b.and_(b.shl(w, up), kept(0xFF)), b.and_(b.lshr(w, code.const(7)), kept(0x100)))
     rows = [code.context.cast(b, code.scalar(code.d_row, i), code.sig.args[3][4].dtype,
                               types.int64) for i in (i0, i1)]
@@ -541,14 +579,13 @@ def _column_block(typingctx, tile, columns, block, ops, exps, sums, flagged, cou
                 j = b.add(j0, loop.index)
                 i0, i1_, w, lane = code.kept_pair(j)
                 wholes, fractions = _pair_products(code, w, i0, i1_, scale)
-                field = b.and_(b.lshr(w, const(10)), kept(31))
                 shift = b.sub(top2, lane)
                 near = b.icmp_unsigned("<=", shift, kept(NEAR_SHIFT))
                 a = b.load(acc)
                 for h in (0, 1):
                     a = b.add(a, b.select(code.half(near, h), wholes[h], zero_w))
                 b.store(a, acc)
-                carry8 = _carries8(code, w, field, shift, i0, i1_)
+                carry8 = _carries8(code, w, shift, i0, i1_)
                 b.store(b.add(b.load(carries), b.select(carry8, kept(1), const(0))), carries)
                 # a pair's flags are stored, not acted on here: the branch it would take
                 # (about one pair in six on AlexNet's fc6) is unpredictable, and each miss
@@ -644,11 +681,16 @@ def columns_group(elements, first, stride, n_blocks, ops, work, exps, sums, chai
     n = 0
     for b in range(n_blocks):
         at = first + b * stride
-        for line in range(0, TILE, PREFETCH_LINE):
-            prefetch(elements, at + AHEAD + line)
         largest = max(largest, _tile_half(elements, at, tile, 0), _tile_half(elements, at, tile, 1))
+        # the tile AHEAD asked for in two halves, around the block's work: asked all at
+        # once before the transposition's loads, one change that made the block code
+        # faster made AlexNet's fc6 40% slower (weights from memory)
+        for line in range(0, TILE // 2, PREFETCH_LINE):
+            prefetch(elements, at + AHEAD + line)
         n = _column_block(tile, (starts[b], starts[b + 1]), b, ops, flat_exps, flat_sums,
                           (lows, highs, targets, pair_flags, pair_w, pair_lane), n)
+        for line in range(TILE // 2, TILE, PREFETCH_LINE):
+            prefetch(elements, at + AHEAD + line)
         if b < chained:
             cacc_block(chain, b)
     for b in range(n_blocks, chained):
