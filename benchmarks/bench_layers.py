@@ -11,8 +11,10 @@ process), then ``--repeat`` times with a layer listener timing every hardware la
 convolution layer's time includes its SDP's, which writes its output).  A layer is fully
 connected when it is a direct convolution of one output pixel whose kernel covers its
 input.  Printed per network with both kinds: each kind's layers, logical MACs (as the
-summary line counts them, ``sim.runtime.macs``), the best run's seconds in them and MACs
-per second, then the fully connected layers' MAC/s over the convolutions'.
+summary line counts them, ``sim.runtime.macs``), their seconds in the run where they took
+least (each kind its own best of ``--repeat``: a busy moment of the machine slows one kind
+in one run, not its best) and MACs per second, then the fully connected layers' MAC/s over
+the convolutions'.
 
 Logical MACs count products of zeros too, which the simulator skips where it can (as it
 may: they add nothing), and networks differ there: AlexNet's grouped convolutions are
@@ -20,8 +22,8 @@ compiled whole (half their weights are 0) and ReLU zeroes about half of every la
 data, so 37% of its convolutions' logical MACs have two non-zero operands against 60% of
 its fully connected layers'.  So each layer's non-zero products (:func:`nonzero_products`
 of its input and weights as its CDMA fetches them, counted before it runs in the untimed
-run; a layer of another mode than direct, image input or Winograd, counted whole, which can
-only raise the convolutions' rate) are printed too, with each kind's rate of them and
+run; a Winograd layer's counted whole, which can only raise the convolutions' rate) are
+printed too, with each kind's rate of them and
 their ratio.  Goal (issue "Speed"): fully connected layers no slower per MAC than
 convolutions, read on equal work: a ratio of non-zero products a second of at least 1
 (``bench_conv.py`` holds the two MAC stages to each other on equal dense data).
@@ -88,25 +90,39 @@ class ProductCounter:
 
 def layer_products(ctx) -> int:
     """The products of the convolution layer ``ctx`` is about to run whose operands are both
-    non-zero, from its input and weights as its CDMA fetches them (a direct layer); another
-    mode's logical MACs (all counted)."""
+    non-zero, from its input and weights as its CDMA fetches them (a direct or image-input
+    layer; a Winograd layer's logical MACs, all counted)."""
     from sim.configs import FP16
     from sim.conv.cdma import fetch_feature, fetch_weights
-    from sim.conv.layer import DIRECT, conv_mode, decode_layer
+    from sim.conv.image import decode_image_layer, direct_layer, fetch_image, fetch_image_weights
+    from sim.conv.layer import DIRECT, IMAGE, conv_mode, decode_layer
     from sim.conv.mac_int import pad_value_of
     from sim.runtime.macs import conv_layer_macs
 
-    if conv_mode(ctx) != DIRECT:
-        return conv_layer_macs(ctx)
-    layer = decode_layer(ctx)
-    cube, _ = fetch_feature(ctx, layer)
-    weights, _ = fetch_weights(ctx, layer)
-    if layer.precision == FP16:  # +0 and -0 are zeros
-        pad = layer.pad_value & 0x7FFF
-        cube, weights = (np.asarray(a).view(np.uint16) & 0x7FFF for a in (cube, weights))
+    mode = conv_mode(ctx)
+    if mode == DIRECT:
+        layer = decode_layer(ctx)
+        cube, _ = fetch_feature(ctx, layer)
+        weights, _ = fetch_weights(ctx, layer)
+    elif mode == IMAGE:
+        image = decode_image_layer(ctx)
+        framed, _ = fetch_image(ctx, image)
+        weights, _ = fetch_image_weights(ctx, image)
+        cube, layer = framed[None], direct_layer(image, framed)
     else:
-        pad = pad_value_of(layer)
-    return nonzero_products(np.asarray(cube) != 0, np.asarray(weights) != 0, pad != 0, layer)
+        return conv_layer_macs(ctx)
+    fp16 = layer.precision == FP16
+    pad = layer.pad_value & 0x7FFF if fp16 else pad_value_of(layer)
+    return nonzero_products(_nonzero(cube, fp16), _nonzero(weights, fp16), pad != 0, layer)
+
+
+def _nonzero(values, fp16: bool) -> np.ndarray:
+    """Which of ``values`` are not zero: fp16 bit patterns (+0 and -0 are zeros) where
+    ``fp16`` and they are integers, else numbers."""
+    values = np.asarray(values)
+    if fp16 and values.dtype.kind in "iu":
+        return values.astype(np.uint16) & 0x7FFF != 0
+    return values != 0
 
 
 def nonzero_products(data, weights, pad: bool, layer) -> int:
@@ -168,14 +184,13 @@ def main() -> int:
         loadable, inputs = read_loadable(path), network_inputs(path)
         counter = ProductCounter()  # untimed: loads what loads once, and counts
         run_loadable_bytes(loadable, args.firmware, config, inputs, layers=counter)
-        best = None
+        best = {}  # kind -> its totals in the run where its layers took least
         for _ in range(args.repeat):
             clock = LayerClock()
             run_loadable_bytes(loadable, args.firmware, config, inputs, layers=clock)
-            totals = _totals(clock.layers, counter.products)
-            if best is None or sum(t[3] for t in totals.values()) < \
-                    sum(t[3] for t in best.values()):
-                best = totals
+            for kind, totals in _totals(clock.layers, counter.products).items():
+                if kind not in best or totals[3] < best[kind][3]:
+                    best[kind] = totals
         if not all(best[kind][0] for kind in KINDS):
             continue  # nothing to set side by side
         name = f"{config}/{path.parent.name}"

@@ -486,6 +486,15 @@ def atomic_blocks(framed: np.ndarray, weights: np.ndarray, layer: ImageLayer, la
     return data.reshape(1, -1, oh, ow), wts.reshape(k, -1, 1, 1)
 
 
+def direct_layer(layer: ImageLayer, framed: np.ndarray) -> ConvLayer:
+    """The direct layer whose products an image layer's are: the original (K, C, R, S)
+    kernels over ``framed`` (:func:`fetch_image`'s, the CDMA's left and right padding in it),
+    the lines above and below it the CSC's pad value."""
+    return replace(layer.weights, channels=layer.channels, in_width=framed.shape[2],
+                   in_height=layer.height, kernel_width=layer.kernel_width, dilation_x=1,
+                   dilation_y=1, pad_left=0)
+
+
 def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     """CACC's output cube (K, H', W') of an image-input layer and its counters."""
     layer = decode_image_layer(ctx)
@@ -493,10 +502,7 @@ def compute_image_layer(ctx) -> tuple[np.ndarray, dict]:
     weights, weight_counters = fetch_image_weights(ctx, layer)
     counters = layer_counters(data_counters, weight_counters)
     if layer.precision != FP16:  # exact sums: the block structure cannot change them
-        plain = replace(layer.weights, channels=layer.channels, in_width=framed.shape[2],
-                        in_height=layer.height, kernel_width=layer.kernel_width,
-                        dilation_x=1, dilation_y=1, pad_left=0)  # lines above/below: CSC pad
-        out, saturated = conv_cacc(framed[None], weights, plain)
+        out, saturated = conv_cacc(framed[None], weights, direct_layer(layer, framed))
         counters[(CACC, "D_OUT_SATURATION_0")] = saturated
         return out[0], counters
     lanes = ctx.config.mac_atomic_c
