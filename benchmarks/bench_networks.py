@@ -17,9 +17,13 @@ the same MAC count takes on this machine.
 
 Goals on 2 cores (issue "Speed"): fp16 networks of the ResNet-50 class (here:
 >= 1 G MACs) at >= 1 G MAC/s; int8 networks near the float64-matmul limit of
-the same MACs (read here as: within GOAL_INT8_RATIO of its time); peak RSS
-under 2 GiB.  NVIDIA's KMD firmware comes from --firmware, else $NVDLA_KMD,
-else ~/nvdla-sw/kmd.
+the same MACs, which the issue states as ResNet-50 int8 in 0.4 s (read here as:
+int8 networks of ResNet-50's size, >= INT8_CLASS_MACS, at its 3.9 G MACs in 0.4 s
+or faster); peak RSS under 2 GiB.  The matmul's time and the whole process's
+multiple of it are printed beside, for reference: here the start-up alone (some
+0.08 s) takes longer than ResNet-50's matmul, and a small network's time is
+mostly that start-up and the firmware's work layer by layer.  NVIDIA's KMD
+firmware comes from --firmware, else $NVDLA_KMD, else ~/nvdla-sw/kmd.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from timing import (
 
 GOAL_FP16_MACS_PER_S = 1e9
 FP16_CLASS_MACS = 1e9  # an fp16 network this large is judged by the MAC/s goal
-GOAL_INT8_RATIO = 2.0  # int8: wall time at most this many times the float64 matmul's
+INT8_CLASS_MACS = 3.5e9  # an int8 network this large is judged by the issue's ResNet-50 figure
+GOAL_INT8_MACS_PER_S = 3.9e9 / 0.4  # ResNet-50 int8 (3.9 G MACs) in 0.4 s
 GOAL_RSS_GIB = 2.0
 HALF = 2  # the loadable's tensor data type of fp16 (int8 is 4)
 
@@ -113,12 +118,14 @@ def _precision(loadable: Path) -> str:
     return "fp16" if input_tensor(read_loadable(loadable), 0).data_type == HALF else "int8"
 
 
-def _goal(precision: str, macs: int, wall: float, matmul: float) -> str:
+def _goal(precision: str, macs: int, wall: float) -> str:
     if precision == "fp16":
         if macs < FP16_CLASS_MACS:
             return "(fp16 goal for >= 1 G MACs only)"
         return verdict(macs / wall / 1e9, GOAL_FP16_MACS_PER_S / 1e9, "G MAC/s", at_least=True)
-    return verdict(wall / matmul, GOAL_INT8_RATIO, "x matmul")
+    if macs < INT8_CLASS_MACS:
+        return "(int8 goal for ResNet-50-sized networks only)"
+    return verdict(macs / wall / 1e9, GOAL_INT8_MACS_PER_S / 1e9, "G MAC/s", at_least=True)
 
 
 def main() -> int:
@@ -163,7 +170,7 @@ def main() -> int:
         print(f"{name:28} {precision:4} {layers:6d} {wall:7.2f} {run:6.2f} "
               f"{1000 * wall / layers:8.1f} {macs / 1e9:8.3f}G {macs / wall / 1e9:7.3f}G "
               f"{macs / run / 1e9:8.3f}G {matmul:9.4f} "
-              f"{wall / matmul:8.0f}x {rss:7.2f}  {_goal(precision, macs, wall, matmul)} "
+              f"{wall / matmul:8.0f}x {rss:7.2f}  {_goal(precision, macs, wall)} "
               f"{verdict(rss, GOAL_RSS_GIB, 'GiB')}", flush=True)
     print(f"peak RSS of any network: {worst_rss:.2f} GiB {verdict(worst_rss, GOAL_RSS_GIB, 'GiB')}")
     return 0
