@@ -36,6 +36,14 @@ wait
 """
 
 
+# nvdla-sim as a terminal starts it, Ctrl-C raising KeyboardInterrupt: a test runner started
+# in the background (a shell's `cmd &`) ignores SIGINT, its children inherit that, and
+# Python then leaves it ignored (as a user's background job should)
+CLI_WITH_CTRL_C = [sys.executable, "-c", "import runpy, signal; "
+                   "signal.signal(signal.SIGINT, signal.default_int_handler); "
+                   "runpy.run_module('sim.cli', run_name='__main__', alter_sys=True)"]
+
+
 def make_tree(root: Path, fast: int, slow: int) -> Path:
     """``fast`` quick traces (named first) and ``slow`` ones that run for many seconds."""
     for i in range(fast + slow):
@@ -83,7 +91,7 @@ def test_ctrl_c_leaves_valid_json_and_junit(tmp_path, jobs):
     root = make_tree(tmp_path / "root", fast=2, slow=2)
     out_json, out_xml = tmp_path / "r.json", tmp_path / "r.xml"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "regress", str(root), "-j", jobs,
+        [*CLI_WITH_CTRL_C, "regress", str(root), "-j", jobs,
          "--json", str(out_json), "--junit", str(out_xml)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # the progress lines (stderr, one per finished trace) say when both fast traces are
@@ -115,7 +123,7 @@ def test_ctrl_c_during_run_keeps_the_finished_traces(tmp_path):
     root = make_tree(tmp_path / "root", fast=2, slow=1)
     out_json = tmp_path / "r.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "run", str(root), "--json", str(out_json)],
+        [*CLI_WITH_CTRL_C, "run", str(root), "--json", str(out_json)],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [proc.stdout.readline(), proc.stdout.readline()]  # the two fast traces
     assert all(line.startswith("PASS") for line in lines), lines
