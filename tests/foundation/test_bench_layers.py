@@ -42,6 +42,16 @@ def test_totals_per_kind(monkeypatch):
         bench._totals(layers, [7, 2])
 
 
+@pytest.mark.parametrize(("ratio", "fc_macs", "text"), [
+    (1.16, 58_700_000, "(goal >= 1 x: met)"),  # AlexNet's three layers
+    (0.95, 58_700_000, "(goal >= 1 x: missed)"),
+    (0.75, 2_048_000, "(goal for AlexNet-class layers, >= 10 M MACs, only)"),  # a head
+])
+def test_goal_judges_alexnet_class_layers(monkeypatch, ratio, fc_macs, text):
+    bench = load_benchmark("bench_layers", monkeypatch)
+    assert bench._goal(ratio, fc_macs) == text
+
+
 def _geometry(out, stride=(1, 1), dilation=(1, 1), pad=(0, 0)):
     return SimpleNamespace(out_height=out[0], out_width=out[1], stride_y=stride[0],
                            stride_x=stride[1], dilation_y=dilation[0], dilation_x=dilation[1],
