@@ -102,6 +102,7 @@ def layer_products(ctx) -> int:
     from sim.conv.image import decode_image_layer, direct_layer, fetch_image, fetch_image_weights
     from sim.conv.layer import DIRECT, IMAGE, conv_mode, decode_layer
     from sim.conv.mac_int import pad_value_of
+    from sim.num.mac import fp16_mac_operands
     from sim.runtime.macs import conv_layer_macs
 
     mode = conv_mode(ctx)
@@ -116,43 +117,26 @@ def layer_products(ctx) -> int:
         cube, layer = framed[None], direct_layer(image, framed)
     else:
         return conv_layer_macs(ctx)
-    fp16 = layer.precision == FP16
-    pad = layer.pad_value & 0x7FFF if fp16 else pad_value_of(layer)
-    return nonzero_products(_nonzero(cube, fp16), _nonzero(weights, fp16), pad != 0, layer)
-
-
-def _nonzero(values, fp16: bool) -> np.ndarray:
-    """Which of ``values`` are not zero: fp16 bit patterns (+0 and -0 are zeros) where
-    ``fp16`` and they are integers, else numbers."""
-    values = np.asarray(values)
-    if fp16 and values.dtype.kind in "iu":
-        return values.astype(np.uint16) & 0x7FFF != 0
-    return values != 0
+    if layer.precision == FP16:  # a zero's CMAC significand is 0 (+0 and -0), no other's
+        cube, weights, pad = (fp16_mac_operands(np.asarray(a, np.uint16))[1]
+                              for a in (cube, weights, layer.pad_value & 0xFFFF))
+    else:
+        pad = pad_value_of(layer)
+    return nonzero_products(np.asarray(cube) != 0, np.asarray(weights) != 0, bool(pad != 0),
+                            layer)
 
 
 def nonzero_products(data, weights, pad: bool, layer) -> int:
-    """The products of a direct layer (``layer``'s geometry: output size, strides,
-    dilations, top and left padding) whose operands are both non-zero: ``data`` (N, C, H, W)
-    and ``weights`` (K, C, R, S) booleans (non-zero), ``pad`` whether the pad element is.
-    For each kernel position (c, r, s): the kernels with a non-zero weight there times the
-    output pixels whose input there is non-zero."""
-    n, c, h, w = data.shape
-    _, _, n_r, n_s = weights.shape
-    oh, ow = layer.out_height, layer.out_width
-    sy, sx, dy, dx = layer.stride_y, layer.stride_x, layer.dilation_y, layer.dilation_x
-    top, left = layer.pad_top, layer.pad_left
-    rows = max(top + h, (oh - 1) * sy + (n_r - 1) * dy + 1)
-    cols = max(left + w, (ow - 1) * sx + (n_s - 1) * dx + 1)
-    framed = np.full((n, c, rows, cols), pad)
-    framed[:, :, top:top + h, left:left + w] = data
-    kernels = weights.sum(axis=0, dtype=np.int64)  # (C, R, S)
-    total = 0
-    for r in range(n_r):
-        for s in range(n_s):
-            seen = framed[:, :, r * dy:r * dy + (oh - 1) * sy + 1:sy,
-                          s * dx:s * dx + (ow - 1) * sx + 1:sx]
-            total += int(seen.sum(axis=(0, 2, 3), dtype=np.int64) @ kernels[:, r, s])
-    return total
+    """The products of a direct layer (``layer``'s geometry) whose operands are both
+    non-zero: ``data`` (N, C, H, W) and ``weights`` (K, C, R, S) booleans (non-zero),
+    ``pad`` whether the pad element is.  For each kernel position (c, r, s): the kernels
+    with a non-zero weight there times the output pixels whose input there is non-zero,
+    over the CSC's view of the input (:func:`sim.conv.mac_int.padded_input`, ``im2col``)."""
+    from sim.conv.mac_int import im2col, padded_input
+
+    framed, _, _ = padded_input(data, layer, pad)
+    seen = im2col(framed, layer).sum(axis=(0, 4, 5), dtype=np.int64)  # (C, R, S)
+    return int((seen * weights.sum(axis=0, dtype=np.int64)).sum())
 
 
 def _kind(layer) -> str:

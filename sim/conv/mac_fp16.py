@@ -25,7 +25,7 @@ from ..dma.align import align_up, ceil_div
 from ..dma.weights import DcStream
 from ..jit import cores, njit, prefer_wide_vectors, run_split
 from ..num.compress import WORD_LANES, compress_words, nans_and_infs
-from ..num.fc_carry_tables import carry8_rows, carry_bounds
+from ..num.fc_carry_tables import carry_bounds
 from ..num.fc_columns import BLOCK as COLUMN_BLOCK
 from ..num.fc_columns import (
     KERNELS,
@@ -33,6 +33,7 @@ from ..num.fc_columns import (
     column_work,
     columns_group,
     placed_columns,
+    with_carry_rows,
     word_permutes,
 )
 from ..num.fc_live import VECTOR as LIVE_VECTOR
@@ -839,7 +840,7 @@ def conv_fp16(cube: np.ndarray, weights: np.ndarray | DcStream, layer: ConvLayer
             # column kernel takes the layer, else no layout
             if taken:
                 operands = (live, layout, d_nan, stream.elements, stream.base, stream.stride,
-                            stream.specials, block, n_blocks, out, _column_operands(placed))
+                            stream.specials, block, n_blocks, out, with_carry_rows(placed))
                 # whole weight groups a thread (the column kernel takes only those)
                 found = []  # each thread's NaN and Inf weights
                 run_split(lambda a, b: found.append(_conv_fp16_live_runs(
@@ -921,13 +922,6 @@ def _columns_may_apply(pixels: int, block: int, n_blocks: int) -> bool:
     (:func:`_word_permutes`)."""
     return (pixels == 1 and block == COLUMN_BLOCK and n_blocks * KERNELS <= 1 << 16
             and _word_permutes())
-
-
-def _column_operands(placed: tuple) -> tuple:
-    """The column kernel's operands (:func:`sim.num.fc_columns.column_operands`') from
-    :func:`_fc_stream_data`'s placed columns: with the carry rows (no column: the gather's
-    path for every kernel)."""
-    return placed + (carry8_rows(),)
 
 
 @functools.cache

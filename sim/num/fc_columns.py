@@ -54,9 +54,10 @@ from sim.num.fc_float import (
     _vector_at,
     _weight_significands,
     _weights_as_float,
+    significand_shift,
 )
 from sim.num.fc_pieces import prefetch
-from sim.num.mac import MAC_BITS, cacc_accumulate_finite
+from sim.num.mac import MAC_BITS, cacc_accumulate_finite, fp16_mac_operands
 from sim.num.mac_fc import EXP_BIAS, NEAR_SHIFT, flagged_word, halves_needs, send_change
 from sim.num.rounding import sign_extend
 
@@ -76,9 +77,6 @@ SECOND_ROW = (0,) * KERNELS + (2 * KERNELS,) * KERNELS
 ZERO_LANE = 0x8000
 #: The word permutation's index spreading a pair's two data words over its columns' lanes.
 SPREAD_PAIR = (0,) * KERNELS + (1,) * KERNELS
-#: How far a weight's CMAC significand is its mantissa shifted, by exponent field (the
-#: field's low two bits; a subnormal's, field 0, by 1).
-SIGNIFICAND_SHIFTS = (1,) + tuple(field & 3 for field in range(1, 32))
 #: Bytes of a cache line (the tile and the kept pairs' rows start on one).
 LINE = 64
 #: Columns a transposing pass takes (32 16-bit words: one register a kernel's row).
@@ -163,6 +161,15 @@ def _tile_half(typingctx, elements, at, tile, half):
         return builder.call(reduce, [largest])
 
     return types.uint16(elements, at, tile, half), codegen
+
+
+@functools.cache
+def significand_shifts() -> tuple:
+    """How far the CMAC shifts a weight's mantissa, by exponent field (0-31): the trailing
+    zeros of the CMAC significand (:func:`sim.num.mac.fp16_mac_operands`) of the mantissa
+    1 with that field."""
+    sig = fp16_mac_operands((np.arange(32, dtype=np.uint16) << 10) | 1)[1]
+    return tuple((int(s) & -int(s)).bit_length() - 1 for s in sig)
 
 
 def _has_features(context, *names) -> bool:
@@ -417,13 +424,11 @@ class _BlockCode:
         permutes words, a table of the 32 fields read by ``w >> 10`` (the sign bit above
         the field is past the five index bits a permutation reads): two operations, not
         four."""
-        b, kept = self.builder, self.kept
+        b = self.builder
         field_and_sign = b.lshr(w, self.const(10))
         if self.permutes:
-            return self.permute(kept(SIGNIFICAND_SHIFTS), field_and_sign)
-        field = b.and_(field_and_sign, kept(31))
-        return b.select(b.icmp_unsigned("==", field, self.const(0)), kept(1),
-                        b.and_(field, kept(3)))
+            return self.permute(self.kept(significand_shifts()), field_and_sign)
+        return significand_shift(b, b.and_(field_and_sign, self.const(31)))
 
     def half(self, vector, h):
         """Lanes 0-15 (``h`` 0) or 16-31 of ``vector``."""
@@ -728,8 +733,13 @@ def column_operands(data, lanes, n_blocks):
     fractions at shift 12 below it may carry; 0 for a zero); the carry rows
     (:func:`sim.num.fc_carry_tables.carry8_rows`))."""
     rows = tuple(np.ascontiguousarray(a).reshape(1, -1) for a in data)  # one pixel
-    return placed_columns(rows, np.ascontiguousarray(lanes), n_blocks, carry_bounds(),
-                          True) + (carry8_rows(),)
+    return with_carry_rows(placed_columns(rows, np.ascontiguousarray(lanes), n_blocks,
+                                          carry_bounds(), True))
+
+
+def with_carry_rows(placed: tuple) -> tuple:
+    """:func:`column_operands` of :func:`placed_columns`' columns: with the carry rows."""
+    return placed + (carry8_rows(),)
 
 
 @njit

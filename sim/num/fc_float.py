@@ -131,8 +131,18 @@ def _weight_significands(builder, bits):
     significand = builder.shl(
         builder.or_(builder.and_(bits, const(0x3FF)),
                     builder.select(subnormal, const(0), const(0x400))),
-        builder.select(subnormal, const(1), builder.and_(field, const(3))))
+        significand_shift(builder, field))
     return field, significand
+
+
+def significand_shift(builder, field):
+    """How far the CMAC shifts the mantissas of fp16 weights whose exponent fields are
+    ``field`` (an i16 vector): the field's low two bits, 1 for a subnormal (field 0)."""
+    def const(v):
+        return _filled(field.type, v)
+
+    subnormal = builder.icmp_unsigned("==", field, const(0))
+    return builder.select(subnormal, const(1), builder.and_(field, const(3)))
 
 
 def _weights_as_float(context, builder, bits):

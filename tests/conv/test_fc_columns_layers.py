@@ -20,14 +20,14 @@ def _spy(monkeypatch, use_columns=True):
     """Records whether each layer got column operands; without ``use_columns`` none (the
     gather's path for every kernel)."""
     taken = []
-    plain = mac_fp16._column_operands
+    plain = mac_fp16.with_carry_rows
 
     def operands(*args):
         ops = plain(*args) if use_columns else no_column_operands()
         taken.append(ops[0].size > 0)
         return ops
 
-    monkeypatch.setattr(mac_fp16, "_column_operands", operands)
+    monkeypatch.setattr(mac_fp16, "with_carry_rows", operands)
     return taken
 
 

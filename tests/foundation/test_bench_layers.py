@@ -53,9 +53,9 @@ def test_goal_judges_alexnet_class_layers(monkeypatch, ratio, fc_macs, text):
 
 
 def _geometry(out, stride=(1, 1), dilation=(1, 1), pad=(0, 0)):
-    return SimpleNamespace(out_height=out[0], out_width=out[1], stride_y=stride[0],
-                           stride_x=stride[1], dilation_y=dilation[0], dilation_x=dilation[1],
-                           pad_top=pad[0], pad_left=pad[1])
+    """A layer's geometry but its kernel's size (the case's weights give it)."""
+    return dict(out_height=out[0], out_width=out[1], stride_y=stride[0], stride_x=stride[1],
+                dilation_y=dilation[0], dilation_x=dilation[1], pad_top=pad[0], pad_left=pad[1])
 
 
 def _products_by_hand(data, weights, pad, layer):
@@ -85,13 +85,14 @@ PRODUCT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("data_shape", "kernel_shape", "layer", "pad"), PRODUCT_CASES)
-def test_nonzero_products_against_each_product(monkeypatch, data_shape, kernel_shape, layer,
-                                               pad):
+@pytest.mark.parametrize(("data_shape", "kernel_shape", "geometry", "pad"), PRODUCT_CASES)
+def test_nonzero_products_against_each_product(monkeypatch, data_shape, kernel_shape,
+                                               geometry, pad):
     bench = load_benchmark("bench_layers", monkeypatch)
     rng = np.random.default_rng(7)
     data = rng.random(data_shape) < 0.6
     k, r, s = kernel_shape
+    layer = SimpleNamespace(kernel_height=r, kernel_width=s, **geometry)
     weights = rng.random((k, data_shape[1], r, s)) < 0.5
     expected = _products_by_hand(data, weights, pad, layer)
     assert 0 < expected < data.size * weights.size

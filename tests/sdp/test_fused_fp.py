@@ -441,7 +441,6 @@ def test_suspects_redone_once_a_layer_as_block_by_block(cp, hw, block, monkeypat
         assert [stats[name] for name in stages.COUNTERS[:4]] == want_counts[:4].tolist()
 
 
-
 @pytest.mark.parametrize("cube", CUBES)
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("fp16_in", [True, False], ids=["fp16 input", "fp32 input"])
